@@ -1,0 +1,1 @@
+"""RAG Knowledge Lab library: everything testable without Streamlit."""

@@ -1,0 +1,5 @@
+import sys
+
+from rag.cli import main
+
+sys.exit(main())

@@ -1,0 +1,152 @@
+"""File -> pages -> chunks -> embeddings -> rows, one document per transaction."""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag import chunking, documents
+from rag.chunking import ChunkSettings, ChunkSet
+from rag.embeddings import Embedder
+from rag.errors import RagError
+from rag.store import Store
+
+log = logging.getLogger(__name__)
+
+STAGES = ("parse", "chunk", "embed", "store")
+
+# (stage, fraction of the file done in [0, 1], a short message)
+StageCallback = Callable[[str, float, str], None]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    filename: str
+    status: str
+    """`stored`, `replaced`, `unchanged` or `failed`."""
+    chunks: int = 0
+    pages: int = 0
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    def line(self) -> str:
+        if self.status == "failed":
+            return f"{self.filename}: failed: {self.reason}"
+        if self.status == "unchanged":
+            return f"{self.filename}: unchanged"
+        return f"{self.filename}: {self.status} ({self.pages} pages, {self.chunks} chunks)"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A parsed and chunked file, ready to embed: what the Upload page previews."""
+
+    document: documents.Document
+    chunk_set: ChunkSet
+    data: bytes
+    sha256: str
+
+
+def prepare(data: bytes, filename: str, settings: ChunkSettings) -> Prepared:
+    doc = documents.load_bytes(data, filename)
+    chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
+    return Prepared(doc, chunk_set, data, documents.sha256_hex(data))
+
+
+def validate_kb_name(name: str) -> str:
+    cleaned = name.strip()
+    if not cleaned:
+        raise RagError("the knowledge base name is empty: give it a name such as 'finance'")
+    if len(cleaned) > 200:
+        raise RagError(f"the knowledge base name is {len(cleaned)} characters long; 200 at most")
+    return cleaned
+
+
+def ingest_bytes(
+    store: Store,
+    embedder: Embedder,
+    data: bytes,
+    filename: str,
+    knowledge: str,
+    settings: ChunkSettings,
+    *,
+    path: str | None = None,
+    on_stage: StageCallback | None = None,
+) -> IngestResult:
+    """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise."""
+    notify = on_stage or (lambda stage, fraction, message: None)
+    try:
+        knowledge = validate_kb_name(knowledge)
+        store.check_embedder(knowledge, embedder.name)
+        notify("parse", 0.0, "reading pages")
+        doc = documents.load_bytes(data, filename)
+        sha = documents.sha256_hex(data)
+        existing = store.find_document(knowledge, filename)
+        if existing is not None and existing.sha256 == sha and existing.chunk_settings == settings.as_dict():
+            notify("store", 1.0, "unchanged")
+            return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
+        notify("chunk", 0.1, f"{len(doc.pages)} pages")
+        chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
+        if not chunk_set.chunks:
+            raise documents.DocumentError(filename, "no chunks: every piece was shorter than the "
+                                          "minimum chunk length to embed")
+        texts = [c.text for c in chunk_set.chunks]
+        notify("embed", 0.2, f"{len(texts)} chunks")
+        vectors = embedder.embed(
+            texts,
+            progress=lambda done, total: notify("embed", 0.2 + 0.7 * done / max(total, 1),
+                                                f"{done}/{total} chunks embedded"),
+        )
+        notify("store", 0.9, "writing")
+        result = store.write_document(
+            knowledge=knowledge,
+            embedder=embedder.name,
+            dimension=embedder.dimension,
+            chunk_settings=settings.as_dict(),
+            filename=filename,
+            path=path,
+            data=data,
+            sha256=sha,
+            page_count=doc.page_count,
+            chunks=chunk_set.chunks,
+            embeddings=vectors,
+        )
+        notify("store", 1.0, result.status)
+        return IngestResult(filename, result.status, len(chunk_set.chunks), doc.page_count)
+    except RagError as exc:
+        reason = getattr(exc, "reason", None) or str(exc)
+        return IngestResult(filename, "failed", reason=" ".join(str(reason).split()))
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    """Files as given, and the supported files inside given folders (sorted, recursive)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if child.is_file() and child.suffix.lower() in documents.SUPPORTED_EXTENSIONS:
+                    yield child
+        else:
+            yield path
+
+
+def ingest_path(
+    store: Store,
+    embedder: Embedder,
+    path: Path,
+    knowledge: str,
+    settings: ChunkSettings,
+    *,
+    on_stage: StageCallback | None = None,
+) -> IngestResult:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
+    return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
+                        path=str(path), on_stage=on_stage)

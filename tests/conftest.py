@@ -1,0 +1,85 @@
+"""Shared fixtures: a real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL)."""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from rag.settings import Settings
+from rag.store import Store, embedded_server_uri
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("rag-data")
+
+
+@pytest.fixture(scope="session")
+def pg_uri(data_dir: Path) -> str:
+    """TEST_DATABASE_URL (its tables are wiped!) or the embedded server under data_dir."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        return url
+    return embedded_server_uri(data_dir / "pgdata")
+
+
+def wipe(uri: str) -> None:
+    with psycopg.connect(uri, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('vector_store') IS NOT NULL").fetchone()[0]
+        if exists:
+            conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
+
+
+@pytest.fixture
+def store(pg_uri: str) -> Iterator[Store]:
+    s = Store(pg_uri, embedded=not os.environ.get("TEST_DATABASE_URL"))
+    wipe(pg_uri)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def dead_port() -> int:
+    """A local port with nothing listening (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> Settings:
+    return Settings(
+        database_url=os.environ.get("TEST_DATABASE_URL"),
+        data_dir=data_dir,
+        ollama_host=f"http://127.0.0.1:{dead_port()}",
+        embedder="local",
+        chat_model=None,
+        ollama_timeout=5.0,
+        embed_batch_size=16,
+    )
+
+
+@pytest.fixture
+def cli_env(data_dir: Path, pg_uri: str) -> dict[str, str]:
+    """Environment for `python -m rag` subprocesses sharing the test database."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "RAG_EMBEDDER", "OLLAMA_HOST")}
+    env.update(
+        RAG_DATA_DIR=str(data_dir),
+        RAG_EMBEDDER="local",
+        OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
+        PYTHONPATH=str(ROOT),
+    )
+    if os.environ.get("TEST_DATABASE_URL"):
+        env["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+    return env
+
+
+PYTHON = sys.executable

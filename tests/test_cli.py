@@ -1,0 +1,155 @@
+"""`python -m rag` end to end: real PDFs, the embedded PostgreSQL, the local embedder."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rag.chunking import ChunkSettings, split
+from rag.documents import load_bytes
+from tests.conftest import PYTHON, ROOT, wipe
+from tests.docgen import (make_encrypted_pdf, make_image_only_pdf, make_pdf, make_png,
+                          make_truncated_pdf)
+
+FINANCE = [
+    "Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions.\n"
+    "Operating costs fell slightly. The board approved a dividend.",
+    "Outlook. Management expects steady growth and plans to hire forty engineers.",
+]
+DATABASE = [
+    "PostgreSQL stores vectors with the pgvector extension. HNSW indexes give fast "
+    "approximate nearest neighbour search with cosine distance.",
+]
+
+
+def rag(args: list[str], env: dict[str, str], timeout: int = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "finance.pdf").write_bytes(make_pdf(FINANCE))
+    (d / "database.pdf").write_bytes(make_pdf(DATABASE))
+    (d / "notes.md").write_text("# Notes\n\nOllama serves nomic-embed-text for embeddings.", encoding="utf-8")
+    (d / "encrypted.pdf").write_bytes(make_encrypted_pdf())
+    (d / "truncated.pdf").write_bytes(make_truncated_pdf())
+    (d / "empty.pdf").write_bytes(b"")
+    (d / "scan.pdf").write_bytes(make_image_only_pdf())
+    (d / "picture.pdf").write_bytes(make_png())
+    (d / "ignored.docx").write_bytes(b"PK\x03\x04 not scanned in folders")
+    return d
+
+
+@pytest.fixture
+def clean_db(pg_uri: str) -> None:
+    wipe(pg_uri)
+
+
+def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, cli_env: dict[str, str],
+                                                              clean_db: None) -> None:
+    proc = rag(["ingest", str(folder), "--kb", "finance"], cli_env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    by_file = {line.split(":", 1)[0]: line for line in lines}
+    assert sorted(by_file) == ["database.pdf", "empty.pdf", "encrypted.pdf", "finance.pdf", "notes.md",
+                               "picture.pdf", "scan.pdf", "truncated.pdf"]
+    assert by_file["finance.pdf"].startswith("finance.pdf: stored (2 pages, ")
+    assert by_file["notes.md"].startswith("notes.md: stored (1 pages, ")
+    assert by_file["empty.pdf"] == "empty.pdf: failed: empty file (0 bytes)"
+    assert by_file["encrypted.pdf"] == "encrypted.pdf: failed: password-protected PDF: remove the password and try again"
+    assert by_file["scan.pdf"] == "scan.pdf: failed: no extractable text, is it a scanned PDF?"
+    assert by_file["truncated.pdf"].startswith("truncated.pdf: failed: truncated PDF")
+    assert by_file["picture.pdf"].startswith("picture.pdf: failed: not a PDF file")
+    assert "Traceback" not in proc.stderr
+    assert "3 of 8 files in 'finance'" in proc.stderr
+
+    found = rag(["search", "How much did revenue grow?", "--kb", "finance", "--top-k", "3", "--json"], cli_env)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["metadata"]["original_filename"] == "finance.pdf"
+    assert hits[0]["metadata"]["pages"] == [1, 2] or hits[0]["metadata"]["pages"] == [1]
+    assert all(-1.0 <= h["score"] <= 1.0 for h in hits)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+
+    vectors = rag(["search", "approximate nearest neighbour index", "--kb", "finance", "--top-k", "1",
+                   "--json"], cli_env)
+    assert json.loads(vectors.stdout)[0]["metadata"]["original_filename"] == "database.pdf"
+
+    filtered = rag(["search", "revenue", "--kb", "finance", "--json", "--filter",
+                    "original_filename == 'notes.md'"], cli_env)
+    assert {h["metadata"]["original_filename"] for h in json.loads(filtered.stdout)} == {"notes.md"}
+
+
+def test_reingest_unchanged_then_replaced(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(make_pdf(FINANCE))
+    assert rag(["ingest", str(pdf), "--kb", "kb1"], cli_env).stdout.startswith("report.pdf: stored")
+    again = rag(["ingest", str(pdf), "--kb", "kb1"], cli_env)
+    assert again.returncode == 0 and again.stdout.strip() == "report.pdf: unchanged"
+    pdf.write_bytes(make_pdf(FINANCE + ["A third page with an appendix."]))
+    changed = rag(["ingest", str(pdf), "--kb", "kb1"], cli_env)
+    assert changed.stdout.startswith("report.pdf: replaced (3 pages, ")
+    listing = json.loads(rag(["kb", "list", "--json"], cli_env).stdout)
+    assert [(k["name"], k["documents"]) for k in listing] == [("kb1", 1)]
+    assert listing[0]["embedder"].startswith("local:") and listing[0]["dimension"] == 256
+
+
+def test_kb_list_and_delete(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes(make_pdf(DATABASE))
+    rag(["ingest", str(pdf), "--kb", "it's; \"odd\" $$ name"], cli_env)
+    listed = rag(["kb", "list"], cli_env)
+    assert listed.stdout.startswith("it's; \"odd\" $$ name\t1 documents\t")
+    deleted = rag(["kb", "delete", "it's; \"odd\" $$ name"], cli_env)
+    assert deleted.returncode == 0
+    assert "no knowledge bases yet" in rag(["kb", "list"], cli_env).stdout
+    missing = rag(["kb", "delete", "nope"], cli_env)
+    assert missing.returncode == 2 and missing.stderr.strip() == "error: no knowledge base named 'nope'"
+
+
+def test_search_errors_are_one_line(cli_env: dict[str, str], clean_db: None) -> None:
+    unknown = rag(["search", "x", "--kb", "missing"], cli_env)
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == "error: no knowledge base named 'missing' (existing: none yet; ingest a file first)"
+    pdf_env = dict(cli_env)
+    bad = rag(["search", "x", "--kb", "missing", "--filter", "year >= "], pdf_env)
+    assert bad.returncode == 2 and "filter error at position" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_chunk_json_matches_library_for_each_file(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    a = tmp_path / "a.pdf"
+    a.write_bytes(make_pdf(FINANCE))
+    b = tmp_path / "b.txt"
+    b.write_text("第一句。第二句！第三句？" * 40 + "\n\nEnglish tail. More words here.", encoding="utf-8")
+    args = ["chunk", str(a), str(b), "--strategy", "recursive", "--chunk-size", "30",
+            "--chunk-overlap", "5", "--json"]
+    proc = rag(args, cli_env)
+    assert proc.returncode == 0, proc.stderr
+    outputs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(outputs) == 2
+    settings = ChunkSettings(strategy="recursive", chunk_size=30, chunk_overlap=5)
+    for path, listed in zip((a, b), outputs):
+        doc = load_bytes(path.read_bytes(), path.name)
+        expected = split(doc.text, settings, doc.pages_for_span).chunks
+        assert listed == [{"text": c.text, "tokens": c.tokens, "start": c.start, "end": c.end,
+                           "pages": list(c.pages)} for c in expected]
+        assert all(set(item) == {"text", "tokens", "start", "end", "pages"} for item in listed)
+    assert outputs[0][-1]["pages"][-1] == 2
+
+
+def test_chunk_rejects_bad_settings_and_files(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    a = tmp_path / "a.txt"
+    a.write_text("some text here. more.", encoding="utf-8")
+    bad = rag(["chunk", str(a), "--strategy", "token", "--chunk-size", "10", "--chunk-overlap", "10"], cli_env)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: chunk_overlap (10) must be smaller than chunk_size (10)"
+    missing = rag(["chunk", str(tmp_path / "nope.pdf"), str(a), "--json"], cli_env)
+    assert missing.returncode == 1
+    assert missing.stderr.strip().startswith("nope.pdf: cannot read the file")
+    assert len(missing.stdout.splitlines()) == 1
