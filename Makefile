@@ -16,6 +16,7 @@ run: $(STAMP)
 	$(BIN)/streamlit run app.py
 
 test: $(STAMP)
+	@scripts/ensure-chromium
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -19,7 +19,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rag import chunking
+from rag import chunking, keywords
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
 from rag.settings import Settings
@@ -169,8 +169,8 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
              vectors[i], None) for i in range(n)]
     with psycopg.connect(uri) as conn:
         register_vector(conn)
-        conn.execute("CREATE TABLE bench_copy (LIKE vector_store INCLUDING DEFAULTS)")
-        conn.execute("CREATE TABLE bench_rows (LIKE vector_store INCLUDING DEFAULTS)")
+        conn.execute("CREATE TABLE bench_copy (LIKE vector_store INCLUDING DEFAULTS INCLUDING GENERATED)")
+        conn.execute("CREATE TABLE bench_rows (LIKE vector_store INCLUDING DEFAULTS INCLUDING GENERATED)")
         conn.commit()
 
         def copy() -> None:
@@ -181,28 +181,32 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
         def executemany() -> None:
             conn.execute("TRUNCATE bench_rows")
             with conn.cursor() as cur:
-                cur.executemany("INSERT INTO bench_rows (id, content, metadata, embedding, document_id) "
-                                "VALUES (%s, %s, %s, %s, %s)", rows)
+                cur.executemany("INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
+                                "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
+                                [(*row, keywords.search_text(row[1])) for row in rows])
             conn.commit()
 
         def one_by_one() -> None:
             conn.execute("TRUNCATE bench_rows")
             with conn.cursor() as cur:
                 for row in rows:
-                    cur.execute("INSERT INTO bench_rows (id, content, metadata, embedding, document_id) "
-                                "VALUES (%s, %s, %s, %s, %s)", row)
+                    cur.execute("INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
+                                "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
+                                (*row, keywords.search_text(row[1])))
             conn.commit()
 
         def server_floor() -> None:
             conn.execute("TRUNCATE bench_rows")
-            with conn.cursor() as cur, cur.copy("COPY bench_rows FROM STDIN WITH (FORMAT BINARY)") as cp:
+            with conn.cursor() as cur, cur.copy("COPY bench_rows (id, content, metadata, embedding, "
+                                                "document_id, search_text) FROM STDIN WITH (FORMAT BINARY)") as cp:
                 cp.write(payload)
             conn.commit()
 
         ours_t, _ = _best_of(copy, 2)
         copied = conn.execute("SELECT count(*) FROM bench_copy").fetchone()[0]
         payload = bytearray()
-        with conn.cursor() as cur, cur.copy("COPY bench_copy TO STDOUT WITH (FORMAT BINARY)") as cp:
+        with conn.cursor() as cur, cur.copy("COPY bench_copy (id, content, metadata, embedding, document_id, "
+                                            "search_text) TO STDOUT WITH (FORMAT BINARY)") as cp:
             for data in cp:
                 payload += data
         conn.commit()
@@ -276,7 +280,43 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
         store.close()
 
 
-BENCHES = ("rechunk", "spring", "insert", "search")
+def bench_retrieval(report: Report, uri: str, settings: Settings) -> None:
+    """hit@5 per search mode on the question set in tests/retrieval_eval.py (English + Chinese)."""
+    import dataclasses
+
+    from rag import retrieval
+    from rag.chunking import Chunk
+
+    try:
+        from tests.retrieval_eval import DISTRACTORS, PASSAGES, QUESTIONS
+    except ImportError:
+        report.section("Retrieval quality per search mode")
+        report.line("skipped: tests/retrieval_eval.py is not importable (run from the project root)")
+        return
+    local = dataclasses.replace(settings, database_url=uri)
+    embedder = retrieval.embedder_named_or_default(local)
+    report.section(f"Retrieval quality per search mode ({len(QUESTIONS)} questions, "
+                   f"{len(PASSAGES) + len(DISTRACTORS)} passages, embedder {embedder.name})")
+    store = Store(uri)
+    try:
+        for p in PASSAGES + DISTRACTORS:
+            store.write_document(knowledge="bench-eval", embedder=embedder.name, dimension=embedder.dimension,
+                                 chunk_settings={}, filename=p.key, path=None, data=p.text.encode(),
+                                 sha256=p.key, page_count=1, chunks=[Chunk(0, p.text, 1, 0, len(p.text), (1,))],
+                                 embeddings=embedder.embed([p.text]))
+        questions = [(q.question, q.passage) for q in QUESTIONS]
+        quality = {m: retrieval.mode_quality(store, local, "bench-eval", questions, mode=m)
+                   for m in retrieval.MODES}
+        for mode, q in quality.items():
+            report.line(f"{mode:8} hit@1 {q.hit_at_1:.3f}  hit@5 {q.hit_at_5:.3f}  MRR {q.mrr:.3f}")
+        best = max(quality["vector"].hit_at_5, quality["keyword"].hit_at_5)
+        report.line(f"hybrid hit@5 vs the better single mode: {quality['hybrid'].hit_at_5:.3f} vs {best:.3f} "
+                    f"({'met' if quality['hybrid'].hit_at_5 >= best else 'NOT met'})")
+    finally:
+        store.close()
+
+
+BENCHES = ("rechunk", "spring", "insert", "search", "retrieval")
 
 
 def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None) -> int:
@@ -290,7 +330,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         bench_rechunk(report, quick)
     if "spring" in chosen:
         bench_spring(report, quick)
-    if {"insert", "search"} & set(chosen):
+    if {"insert", "search", "retrieval"} & set(chosen):
         base = settings.database_url or embedded_server_uri(settings.pgdata)
         uri, drop = _scratch_database(base)
         try:
@@ -299,6 +339,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
                 bench_insert(report, uri, quick)
             if "search" in chosen:
                 bench_search(report, uri, quick)
+            if "retrieval" in chosen:
+                bench_retrieval(report, uri, settings)
         finally:
             drop()
     return 0

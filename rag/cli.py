@@ -11,10 +11,9 @@ from typing import TextIO
 
 from rag import chunking, documents, ingest, retrieval
 from rag.chunking import ChunkSettings
-from rag.embeddings import Embedder, resolve_embedder
 from rag.errors import RagError
 from rag.settings import Settings, get_settings
-from rag.store import Store
+from rag.store import Hit, Store
 
 
 def _add_chunk_options(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kb", required=True, help="knowledge base name (metadata 'knowledge')")
     _add_chunk_options(p)
 
-    p = sub.add_parser("search", help="find the chunks closest to a query")
-    p.add_argument("query")
+    p = sub.add_parser("search", help="find the chunks closest to a query (or to each line of a file)")
+    p.add_argument("query", nargs="?", help="the query (omit it with --queries)")
+    p.add_argument("--queries", metavar="FILE", default=None,
+                   help="one query per line; with --json, one line of JSON per query, in order")
+    p.add_argument("--mode", choices=retrieval.MODES, default=retrieval.DEFAULT_MODE,
+                   help="vector (embeddings), keyword (PostgreSQL full text, CJK bigrams), or hybrid "
+                        f"(weighted reciprocal rank fusion); default {retrieval.DEFAULT_MODE}")
     p.add_argument("--kb", required=True, action="append",
                    help="knowledge base to search (repeat for several)")
     p.add_argument("--top-k", type=int, default=5)
@@ -88,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, insert, search); repeatable")
+                   help="run only these benchmarks (rechunk, spring, insert, search, retrieval); repeatable")
     return parser
 
 
@@ -118,14 +122,6 @@ class _Progress:
             self.stream.flush()
 
 
-def _embedder_for(store: Store, settings: Settings, knowledge: str) -> Embedder:
-    # In auto mode an existing knowledge base keeps the embedder it was built with.
-    kb = store.get_knowledge_base(knowledge)
-    if kb is not None and settings.embedder == "auto":
-        return retrieval.embedder_named(kb.embedder, settings)
-    return resolve_embedder(settings)
-
-
 def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     chunk_settings = _chunk_settings(args)
     knowledge = ingest.validate_kb_name(args.kb)
@@ -134,7 +130,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         raise RagError("no supported files found (PDF, EPUB, XPS, TXT, MD) in: " + ", ".join(args.paths))
     failed = 0
     with Store.open(settings) as store:
-        embedder = _embedder_for(store, settings, knowledge)
+        embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, len(paths))
         for index, path in enumerate(paths):
             progress.index = index
@@ -151,14 +147,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     return 1 if failed else 0
 
 
-def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    with Store.open(settings) as store:
-        hits = retrieval.search(store, settings, args.query, args.kb, top_k=args.top_k,
-                                min_score=args.min_score, filter_expression=args.filter)
-    if args.json:
-        json.dump([h.as_dict() for h in hits], out, ensure_ascii=False, indent=2)
-        out.write("\n")
-        return 0
+def _print_hits(hits: Sequence[Hit], out: TextIO) -> None:
     if not hits:
         print("no hits", file=out)
     for rank, hit in enumerate(hits, 1):
@@ -166,6 +155,33 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         preview = " ".join(hit.content.split())[:160]
         print(f"{rank:2}. {hit.score:.3f}  {hit.original_filename} p.{pages}  [{hit.knowledge}]", file=out)
         print(f"    {preview}", file=out)
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    if (args.query is None) == (args.queries is None):
+        raise RagError("give either a QUERY or --queries FILE")
+    if args.queries is not None:
+        try:
+            lines = Path(args.queries).read_text(encoding="utf-8-sig").splitlines()
+        except OSError as exc:
+            raise RagError(f"{args.queries}: cannot read the file ({exc.strerror or exc})") from exc
+        queries = [line.strip() for line in lines if line.strip()]
+    else:
+        queries = [args.query]
+    with Store.open(settings) as store:
+        for query in queries:
+            hits = retrieval.search(store, settings, query, args.kb, top_k=args.top_k, min_score=args.min_score,
+                                    filter_expression=args.filter, mode=args.mode)
+            if args.json and args.queries is not None:
+                out.write(json.dumps({"query": query, "hits": [h.as_dict() for h in hits]}, ensure_ascii=False) + "\n")
+            elif args.json:
+                json.dump([h.as_dict() for h in hits], out, ensure_ascii=False, indent=2)
+                out.write("\n")
+            else:
+                if args.queries is not None:
+                    print(f"# {query}", file=out)
+                _print_hits(hits, out)
+            out.flush()
     return 0
 
 

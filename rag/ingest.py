@@ -7,10 +7,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag import chunking, documents
+from rag import chunking, documents, retrieval
 from rag.chunking import ChunkSettings, ChunkSet
 from rag.embeddings import Embedder
 from rag.errors import RagError
+from rag.settings import Settings
 from rag.store import Store
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,15 @@ def prepare(data: bytes, filename: str, settings: ChunkSettings) -> Prepared:
     doc = documents.load_bytes(data, filename)
     chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
     return Prepared(doc, chunk_set, data, documents.sha256_hex(data))
+
+
+def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedder:
+    """The embedder to ingest into `knowledge` with: in auto mode an existing knowledge base
+    keeps the one it was built with; otherwise the configured one (a mismatch then fails)."""
+    kb = store.get_knowledge_base(knowledge)
+    if kb is not None and settings.embedder == "auto":
+        return retrieval.embedder_named(kb.embedder, settings)
+    return retrieval.embedder_named_or_default(settings)
 
 
 def validate_kb_name(name: str) -> str:

@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool
 
 from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
+from rag import keywords
 from rag.filters import SqlFilter
 from rag.settings import Settings
 
@@ -67,6 +68,10 @@ CREATE TABLE IF NOT EXISTS vector_store (
     document_id uuid REFERENCES documents(id) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS vector_store_document_idx ON vector_store (document_id);
+ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS search_text text;
+ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS fts tsvector
+    GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED;
+CREATE INDEX IF NOT EXISTS vector_store_fts_idx ON vector_store USING gin (fts);
 """
 
 
@@ -109,7 +114,10 @@ class Hit:
     content: str
     metadata: dict[str, Any]
     score: float
-    """Cosine similarity, 1 = same direction."""
+    """The ranking score of the search that found it: cosine similarity (vector), cover
+    density 0..1 (keyword) or the fused reciprocal-rank score (hybrid)."""
+    vector_score: float | None = None
+    keyword_score: float | None = None
 
     @property
     def knowledge(self) -> str:
@@ -124,8 +132,13 @@ class Hit:
         return tuple(self.metadata.get("pages") or ())
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": str(self.id), "score": round(self.score, 6), "content": self.content,
-                "metadata": self.metadata}
+        out: dict[str, Any] = {"id": str(self.id), "score": round(self.score, 6), "content": self.content,
+                               "metadata": self.metadata}
+        if self.vector_score is not None:
+            out["vector_score"] = round(self.vector_score, 6)
+        if self.keyword_score is not None:
+            out["keyword_score"] = round(self.keyword_score, 6)
+        return out
 
 
 @dataclass(frozen=True)
@@ -428,10 +441,42 @@ class Store:
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
                              (str(ef_search_for(top_k, share, filter is not None)),))
             rows = conn.execute(query, params).fetchall()
-        hits = [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3])) for r in rows]
+        hits = [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), vector_score=float(r[3]))
+                for r in rows]
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         return hits
+
+    def keyword_search(
+        self,
+        query: str,
+        knowledge_bases: Sequence[str],
+        *,
+        top_k: int = 5,
+        filter: SqlFilter | None = None,
+    ) -> list[Hit]:
+        """Full-text hits ranked by cover density (`ts_rank_cd`, scaled to 0..1); any shared
+        word or CJK bigram matches."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        terms = keywords.query_text(query)
+        if not terms:
+            return []
+        where = [sql.SQL("fts @@ q.query"), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
+        params: list[Any] = [terms, list(knowledge_bases)]
+        if filter is not None:
+            where.append(sql.SQL(filter.sql))
+            params.extend(filter.params)
+        params.append(top_k)
+        query_sql = sql.SQL(
+            "SELECT id, content, metadata, ts_rank_cd(fts, q.query, 32) AS score "
+            "FROM vector_store, (SELECT websearch_to_tsquery('english', %s) AS query) q "
+            "WHERE {where} ORDER BY score DESC, id LIMIT %s"
+        ).format(where=sql.SQL(" AND ").join(where))
+        with self._conn() as conn:
+            rows = conn.execute(query_sql, params).fetchall()
+        return [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), keyword_score=float(r[3]))
+                for r in rows]
 
     @staticmethod
     def _share_of_rows(conn: psycopg.Connection, knowledge_bases: Sequence[str], dimension: int) -> float:
@@ -511,7 +556,8 @@ _COPY_TRAILER = struct.pack("!h", -1)
 
 def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
               table: str = "vector_store", flush_bytes: int = 8 << 20) -> int:
-    """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip.
+    """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip;
+    `search_text` (CJK bigrams for full-text search) is derived from the content here.
 
     The binary tuples are packed here rather than through per-value dumpers: for 768-d vectors
     that halves the client's share of an ingest.
@@ -521,7 +567,8 @@ def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
     pack_field = struct.Struct("!i").pack
     written = 0
     with conn.cursor() as cur, cur.copy(
-        sql.SQL("COPY {} (id, content, metadata, embedding, document_id) FROM STDIN WITH (FORMAT BINARY)")
+        sql.SQL("COPY {} (id, content, metadata, embedding, document_id, search_text) "
+                "FROM STDIN WITH (FORMAT BINARY)")
         .format(sql.Identifier(table))
     ) as copy:
         buffer = bytearray(_COPY_HEADER)
@@ -530,12 +577,14 @@ def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
             meta = b"\x01" + json.dumps(metadata, ensure_ascii=False).encode("utf-8")
             vec = np.asarray(vector, dtype=">f4")
             vec_bytes = struct.pack("!hh", vec.shape[0], 0) + vec.tobytes()
-            buffer += b"\x00\x05"
+            searchable = keywords.search_text(content).encode("utf-8")
+            buffer += b"\x00\x06"
             buffer += pack_field(16) + row_id.bytes
             buffer += pack_field(len(text)) + text
             buffer += pack_field(len(meta)) + meta
             buffer += pack_field(len(vec_bytes)) + vec_bytes
             buffer += pack_field(-1) if document_id is None else pack_field(16) + document_id.bytes
+            buffer += pack_field(len(searchable)) + searchable
             written += 1
             if len(buffer) >= flush_bytes:
                 copy.write(bytes(buffer))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +17,27 @@ from rag.store import Store, embedded_server_uri
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def dead_port() -> int:
+    """A local port with nothing listening (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# The app's Settings are read from the environment once per process, so the environment the
+# pages (AppTest runs them in this process) see is fixed here, before anything reads it.
+SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="rag-tests-"))
+os.environ["RAG_DATA_DIR"] = str(SESSION_DATA_DIR)
+os.environ["RAG_EMBEDDER"] = "local"
+os.environ["OLLAMA_HOST"] = f"http://127.0.0.1:{dead_port()}"
+os.environ.pop("DATABASE_URL", None)
+if os.environ.get("TEST_DATABASE_URL"):
+    os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+
+
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("rag-data")
+def data_dir() -> Path:
+    return SESSION_DATA_DIR
 
 
 @pytest.fixture(scope="session")
@@ -45,13 +64,6 @@ def store(pg_uri: str) -> Iterator[Store]:
         yield s
     finally:
         s.close()
-
-
-def dead_port() -> int:
-    """A local port with nothing listening (connection refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -1,0 +1,102 @@
+"""What the sidebar reports: database, model server, embedder, GPU, each with a one-line fix."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import httpx
+
+from rag.embeddings import DEFAULT_OLLAMA_EMBED_MODEL, ollama_has_model, ollama_models
+from rag.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    summary: str
+    """One line: what is in use."""
+    fix: str = ""
+    """One line: what to do when something is missing (empty when all is well)."""
+
+
+@dataclass(frozen=True)
+class OllamaStatus:
+    reachable: bool
+    host: str
+    version: str | None
+    models: tuple[str, ...]
+
+
+def ollama_status(settings: Settings, timeout: float = 2.0) -> OllamaStatus:
+    models = ollama_models(settings.ollama_host, timeout=timeout)
+    if models is None:
+        return OllamaStatus(False, settings.ollama_host, None, ())
+    version = None
+    try:
+        response = httpx.get(f"{settings.ollama_host}/api/version", timeout=timeout)
+        version = response.json().get("version") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        log.info("Ollama /api/version failed: %s", exc)
+    return OllamaStatus(True, settings.ollama_host, version, tuple(models))
+
+
+def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
+    if not status.reachable:
+        return Check("Model server", False, "Ollama not reachable: using the embedded local models",
+                     f"start Ollama ('ollama serve') or set OLLAMA_HOST (now {settings.ollama_host})")
+    names = ", ".join(status.models) or "no models pulled"
+    fix = "" if status.models else f"pull a model: ollama pull qwen2.5:7b-instruct && ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+    return Check("Model server", True, f"Ollama {status.version or '?'} at {status.host}: {names}", fix)
+
+
+def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str) -> Check:
+    if embedder_name.startswith("ollama:"):
+        return Check("Embedder", True, embedder_name)
+    fix = ""
+    if settings.embedder == "auto":
+        if status.reachable and not ollama_has_model(status.models, DEFAULT_OLLAMA_EMBED_MODEL):
+            fix = f"for better retrieval: ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+        elif not status.reachable:
+            fix = f"for better retrieval: start Ollama and ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+    return Check("Embedder", True, f"{embedder_name} (embedded, offline)", fix)
+
+
+@dataclass(frozen=True)
+class GpuPresence:
+    found: bool
+    names: tuple[str, ...]
+    reason: str
+    """Why no GPU was found (NVML's own words), or the driver version when one was."""
+
+
+def gpu_presence() -> GpuPresence:
+    try:
+        import pynvml
+    except ImportError:
+        return GpuPresence(False, (), "nvidia-ml-py is not installed")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return GpuPresence(False, (), f"NVML: {exc}")
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        names = tuple(str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))) for i in range(count))
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return GpuPresence(bool(names), names, f"driver {driver}")
+    except pynvml.NVMLError as exc:
+        return GpuPresence(False, (), f"NVML: {exc}")
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def gpu_check(presence: GpuPresence) -> Check:
+    if presence.found:
+        return Check("GPU", True, f"{', '.join(presence.names)} ({presence.reason})")
+    return Check("GPU", False, f"no NVIDIA GPU found ({presence.reason})",
+                 "models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)")

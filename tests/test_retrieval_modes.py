@@ -1,0 +1,70 @@
+"""Search modes measured on our own question set (English and Chinese), on the real store."""
+from __future__ import annotations
+
+import pytest
+
+from rag import retrieval
+from rag.chunking import Chunk
+from rag.settings import Settings
+from rag.store import Store
+from tests.retrieval_eval import DISTRACTORS, PASSAGES, QUESTIONS
+
+
+@pytest.fixture
+def eval_kb(store: Store, settings: Settings) -> str:
+    embedder = retrieval.embedder_named_or_default(settings)
+    for p in PASSAGES + DISTRACTORS:
+        store.write_document(
+            knowledge="eval", embedder=embedder.name, dimension=embedder.dimension, chunk_settings={},
+            filename=p.key, path=None, data=p.text.encode(), sha256=p.key, page_count=1,
+            chunks=[Chunk(0, p.text, 1, 0, len(p.text), (1,))], embeddings=embedder.embed([p.text]),
+        )
+    return "eval"
+
+
+def test_hybrid_retrieves_at_least_as_well_as_either_mode(store: Store, settings: Settings, eval_kb: str) -> None:
+    questions = [(q.question, q.passage) for q in QUESTIONS]
+    quality = {mode: retrieval.mode_quality(store, settings, eval_kb, questions, mode=mode)
+               for mode in retrieval.MODES}
+    best_single = max(quality["vector"].hit_at_5, quality["keyword"].hit_at_5)
+    assert quality["hybrid"].hit_at_5 >= best_single, quality
+    assert quality["hybrid"].mrr >= quality["vector"].mrr, quality
+    assert quality["keyword"].hit_at_5 >= 0.9 and quality["vector"].hit_at_5 >= 0.8, quality
+
+
+def test_keyword_search_matches_chinese_by_bigrams(store: Store, settings: Settings, eval_kb: str) -> None:
+    hits = retrieval.search(store, settings, "节假日加班工资", [eval_kb], top_k=3, mode="keyword")
+    assert hits[0].original_filename == "zh-overtime"
+    assert hits[0].keyword_score is not None and 0 < hits[0].keyword_score < 1
+    assert retrieval.search(store, settings, "zzzz qqqq", [eval_kb], mode="keyword") == []
+
+
+def test_keyword_query_operators_are_plain_words(store: Store, settings: Settings, eval_kb: str) -> None:
+    # websearch syntax ("-word", quotes, "or") must not change the meaning of a user's query
+    plain = retrieval.search(store, settings, "dividend shareholders", [eval_kb], top_k=3, mode="keyword")
+    tricky = retrieval.search(store, settings, '"dividend" -shareholders or', [eval_kb], top_k=3, mode="keyword")
+    assert [h.id for h in plain] == [h.id for h in tricky]
+
+
+def test_hybrid_hits_carry_both_scores(store: Store, settings: Settings, eval_kb: str) -> None:
+    hits = retrieval.search(store, settings, "How are keyword and embedding rankings combined?", [eval_kb],
+                            top_k=5, mode="hybrid")
+    assert hits[0].original_filename == "rrf"
+    assert hits[0].vector_score is not None and hits[0].keyword_score is not None
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_fuse_is_weighted_reciprocal_rank() -> None:
+    from rag.store import Hit
+
+    def hit(name: str, v: float | None = None, k: float | None = None) -> Hit:
+        return Hit(id=name, content=name, metadata={}, score=v or k or 0.0, vector_score=v, keyword_score=k)
+
+    vec = [hit("a", v=0.9), hit("b", v=0.8)]
+    kw = [hit("b", k=0.5), hit("c", k=0.4)]
+    fused = retrieval.fuse(vec, kw, retrieval.Fusion(k=60, vector_weight=1, keyword_weight=2, depth=10), 3)
+    expected = {"a": 1 / 61, "b": 1 / 62 + 2 / 61, "c": 2 / 62}
+    assert [h.id for h in fused] == sorted(expected, key=expected.get, reverse=True)
+    assert [round(h.score, 9) for h in fused] == [round(expected[h.id], 9) for h in fused]
+    b = next(h for h in fused if h.id == "b")
+    assert (b.vector_score, b.keyword_score) == (0.8, 0.5)
