@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Spring AI filter expression, e.g. \"original_filename == 'a.pdf' && page >= 3\"")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
 
+    p = sub.add_parser("ask", help="answer a question from a knowledge base, with citations")
+    p.add_argument("question")
+    p.add_argument("--kb", required=True, action="append", help="knowledge base (repeat for several)")
+    p.add_argument("--top-k", type=int, default=8)
+    p.add_argument("--model", default=None,
+                   help="an Ollama model (e.g. qwen2.5:7b-instruct) or 'local' for the embedded one; "
+                        "default RAG_CHAT_MODEL, else Ollama's first model, else local")
+    p.add_argument("--mode", choices=retrieval.MODES, default=retrieval.DEFAULT_MODE)
+    p.add_argument("--filter", default=None, help="Spring AI filter expression")
+    p.add_argument("--json", action="store_true",
+                   help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
+                        '"chunk_id"}], "model"}')
+
     p = sub.add_parser("chunk", help="show how files would be chunked (nothing is stored)")
     p.add_argument("files", nargs="+", metavar="FILE")
     _add_chunk_options(p)
@@ -185,6 +198,34 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     return 0
 
 
+def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag import chat, models
+
+    choice = args.model
+    if choice and choice != "local" and not choice.startswith(("ollama:", "local:")):
+        choice = f"ollama:{choice}"
+    model = models.resolve_chat_model(settings, choice)
+    with Store.open(settings) as store:
+        hits = retrieval.search(store, settings, args.question, args.kb, top_k=args.top_k,
+                                filter_expression=args.filter, mode=args.mode)
+    sources = chat.number_sources(hits)
+    messages = chat.build_messages(args.question, sources)
+    answer = chat.collect(args.question, model, messages, sources)
+    if args.json:
+        out.write(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2) + "\n")
+        return 0
+    print(answer.text, file=out)
+    print("", file=out)
+    for s in sources:
+        mark = "*" if s.n in answer.citations.cited else " "
+        print(f"{mark} {s.label}  (score {s.hit.score:.3f})", file=out)
+    if answer.citations.unknown:
+        print(f"warning: the answer cites sources that do not exist: {list(answer.citations.unknown)}", file=err)
+    if answer.citations.uncited:
+        print("warning: the answer cites no source", file=err)
+    return 0
+
+
 def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     chunk_settings = _chunk_settings(args)
     status = 0
@@ -237,7 +278,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
     return bench.run(settings, out=out, quick=args.quick, only=args.only)
 
 
-COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "chunk": cmd_chunk, "kb": cmd_kb,
+COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chunk": cmd_chunk, "kb": cmd_kb,
             "bench": cmd_bench}
 
 
