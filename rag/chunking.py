@@ -87,7 +87,7 @@ class Chunk:
 class ChunkSet:
     chunks: tuple[Chunk, ...]
     dropped: int
-    """Pieces discarded as too short (`min_chunk_length_to_embed`) or blank."""
+    """Pieces discarded as too short (`min_chunk_length_to_embed`); blank ones are not counted."""
     settings: ChunkSettings
 
 
@@ -178,6 +178,7 @@ class TokenizedText:
         # A token that begins inside a multi-byte character belongs to that character.
         self.char_starts = chars_before[:-1] - vocab.midchar[self.tokens]
         self.char_ends = chars_before[1:]
+        self.chars_before = chars_before
         self._boundaries: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -189,11 +190,12 @@ class TokenizedText:
         return self.text_bytes[int(self.byte_starts[first]):int(self.byte_starts[stop])]
 
     def char_span(self, first: int, stop: int) -> tuple[int, int]:
-        """Characters covered by tokens [first, stop)."""
-        if stop <= first:
-            at = int(self.char_starts[first]) if first < len(self.tokens) else len(self.text)
-            return at, at
-        return int(self.char_starts[first]), int(self.char_ends[stop - 1])
+        """Characters whose first byte lies in tokens [first, stop).
+
+        A character split across tokens thus belongs to exactly one window: no two
+        neighbouring windows without overlap share it.
+        """
+        return int(self.chars_before[first]), int(self.chars_before[max(stop, first)])
 
     def boundaries(self, level: str) -> np.ndarray:
         """Token indices where a chunk may stop after a paragraph, sentence or word (sorted)."""
@@ -203,6 +205,8 @@ class TokenizedText:
             return self._boundaries[level]
 
     def _find_boundaries(self, level: str) -> np.ndarray:
+        if level not in ("word", "sentence", "paragraph"):
+            raise ValueError(f"unknown boundary level {level!r}")
         v = _vocab()
         t = self.tokens
         n = len(t)
@@ -214,12 +218,10 @@ class TokenizedText:
             after = v.ws_end[t] | next_ws
         elif level == "sentence":
             after = (v.sentence_end[t] & (v.ws_end[t] | next_ws)) | v.cjk_end[t]
-        elif level == "paragraph":
+        else:
             next_nl = np.zeros(n, dtype=bool)
             next_nl[:-1] = v.nl_start[t[1:]]
             after = v.paragraph[t] | (v.nl_end[t] & next_nl)
-        else:
-            raise ValueError(f"unknown boundary level {level!r}")
         return np.flatnonzero(after) + 1
 
 
@@ -423,19 +425,27 @@ def _window_piece(tt: TokenizedText, first: int, stop: int) -> _Piece | None:
     return raw[left:right], stop - first, start + left, start + right
 
 
+def _keep(pieces: list[_Piece], piece: _Piece | None, min_length: int) -> int:
+    """Append a piece unless blank or too short; returns 1 when a non-blank piece was dropped."""
+    if piece is None:
+        return 0
+    if len(piece[0]) <= min_length:
+        return 1
+    pieces.append(piece)
+    return 0
+
+
 def _token_windows(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     step = s.chunk_size - s.chunk_overlap
     pieces: list[_Piece] = []
     dropped = 0
     n = len(tt)
     first = 0
-    while first < n and len(pieces) < s.max_num_chunks:
-        stop = min(first + s.chunk_size, n)
-        piece = _window_piece(tt, first, stop)
-        if piece is None or len(piece[0]) <= s.min_chunk_length_to_embed:
-            dropped += 1
-        else:
-            pieces.append(piece)
+    while first < n:
+        # As in Spring AI, the last chunk allowed by max_num_chunks takes the rest of the text.
+        last_allowed = len(pieces) == s.max_num_chunks - 1
+        stop = n if last_allowed else min(first + s.chunk_size, n)
+        dropped += _keep(pieces, _window_piece(tt, first, stop), s.min_chunk_length_to_embed)
         if stop >= n:
             break
         first += step
@@ -450,30 +460,27 @@ def _recursive(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     pieces: list[_Piece] = []
     dropped = 0
     first = 0
-    while first < n and len(pieces) < s.max_num_chunks:
+    while first < n:
         limit = first + s.chunk_size
-        if limit >= n:
-            stop = n
-        else:
-            stop = limit
-            floor = first + max(1, s.chunk_size // 2)
-            for bounds in levels:
-                hi = np.searchsorted(bounds, limit, side="right")
-                if hi and bounds[hi - 1] >= floor:
-                    stop = int(bounds[hi - 1])
-                    break
-        piece = _window_piece(tt, first, stop)
-        if piece is None or len(piece[0]) <= s.min_chunk_length_to_embed:
-            dropped += 1
-        else:
-            pieces.append(piece)
-        if stop >= n:
+        if limit >= n or len(pieces) == s.max_num_chunks - 1:
+            # The last window, or the last one allowed: as in Spring AI it takes the rest.
+            dropped += _keep(pieces, _window_piece(tt, first, n), s.min_chunk_length_to_embed)
             break
+        stop = limit
+        floor = first + max(1, s.chunk_size // 2)
+        for bounds in levels:
+            hi = np.searchsorted(bounds, limit, side="right")
+            if hi and bounds[hi - 1] >= floor:
+                stop = int(bounds[hi - 1])
+                break
+        dropped += _keep(pieces, _window_piece(tt, first, stop), s.min_chunk_length_to_embed)
         nxt = stop
         if s.chunk_overlap:
-            # Start the overlap on a word boundary so no chunk begins mid-word.
-            lo = np.searchsorted(words, stop - s.chunk_overlap, side="left")
-            nxt = int(words[lo]) if lo < len(words) and words[lo] < stop else stop - s.chunk_overlap
+            # Start the overlap on a word boundary so no chunk begins mid-word: the latest one
+            # that still gives the overlap asked for, else the end of this chunk (no overlap).
+            hi = np.searchsorted(words, stop - s.chunk_overlap, side="right")
+            if hi and first < words[hi - 1] < stop:
+                nxt = int(words[hi - 1])
         first = max(nxt, first + 1)
     return pieces, dropped
 
