@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from rag import chunking, documents, ingest, retrieval
+from rag import chunking, documents, ingest, mcp_server, retrieval
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
 from rag.settings import Settings, get_settings
@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     kl.add_argument("--json", action="store_true")
     kd = kb_sub.add_parser("delete", help="delete a knowledge base with its documents and chunks")
     kd.add_argument("name")
+
+    p = sub.add_parser("mcp", help="serve the knowledge base as MCP tools (stdio, or --http)")
+    mcp_server.add_arguments(p)
 
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
@@ -278,8 +281,12 @@ def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
     return bench.run(settings, out=out, quick=args.quick, only=args.only)
 
 
+def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    return mcp_server.serve(settings, http=args.http, port=args.port, allow_ingest=args.allow_ingest or ())
+
+
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chunk": cmd_chunk, "kb": cmd_kb,
-            "bench": cmd_bench}
+            "bench": cmd_bench, "mcp": cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -235,6 +235,9 @@ class Store:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StoreError(f"database connection failed: {_one_line(exc)}") from exc
+        except psycopg.Error as exc:
+            # Whatever the statement, the transaction was rolled back: nothing half-written.
+            raise StoreError(f"the database refused the operation: {_one_line(exc)}") from exc
 
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -41,12 +42,21 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_uri(data_dir: Path) -> str:
+def pg_uri(data_dir: Path) -> Iterator[str]:
     """TEST_DATABASE_URL (its tables are wiped!) or the embedded server under data_dir."""
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
-        return url
-    return embedded_server_uri(data_dir / "pgdata")
+        yield url
+        return
+    yield embedded_server_uri(data_dir / "pgdata")
+    # Subprocesses (CLI, streamlit) joined this server; one killed by a test never leaves the
+    # server's handle list, so the server would outlive the session. Stop it for good.
+    from rag import store as store_module
+
+    server = store_module._embedded_servers.pop((data_dir / "pgdata"), None)
+    if server is not None:
+        server.stop()
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def wipe(uri: str) -> None:

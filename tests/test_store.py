@@ -101,7 +101,7 @@ def test_failed_write_leaves_previous_version_intact(store: Store, pg_uri: str) 
     before = {c.id for c in store.iter_chunks("finance")}
     bad = unit(4, 16)
     bad[2, 0] = np.nan  # pgvector refuses NaN in the middle of the COPY
-    with pytest.raises(psycopg.Error):
+    with pytest.raises(StoreError, match="the database refused the operation: .*NaN"):
         write(store, data=b"%PDF v2", n=4, vectors=bad)
     assert {c.id for c in store.iter_chunks("finance")} == before
     assert store.list_documents("finance")[0].sha256 == str(hash(b"%PDF v1"))

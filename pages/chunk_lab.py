@@ -1,0 +1,569 @@
+"""Chunk Lab: compare up to three chunk settings on one document and measure retrieval.
+
+UI only: the chunking, pictures, evaluation and snippets come from rag/.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from pages import shared
+from rag import chunking, evaluation, snippets, visual
+from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
+from rag.documents import Document, load_bytes
+from rag.errors import RagError
+from rag.evaluation import EmbeddingCache, EvaluationReport, Question
+
+LETTERS = "ABC"
+INITIAL: tuple[ChunkSettings, ...] = (
+    chunking.SPRING_DEFAULT,
+    ChunkSettings(strategy="recursive", chunk_size=256, chunk_overlap=32),
+    ChunkSettings(strategy="token", chunk_size=128, chunk_overlap=16),
+)
+UPLOAD_PAGE = "pages/upload.py"
+SAMPLE_ID = "sample"
+REPORT_KEY = "lab_check_result"
+VIEWS = ("Text", "On the page", "Chunk sizes")
+COLOURS = ("#2f6fdf", "#ec8c1c", "#38a14a")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The document under study."""
+
+    id: str
+    filename: str
+    sha: str
+    data: bytes | None
+    doc: Document
+
+
+# --- cached resources (keyed by content hash, so nothing is parsed or tokenised twice) ------
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading the document…")
+def _parse(sha: str, filename: str, _data: bytes) -> Document:
+    return load_bytes(_data, filename)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Tokenising the document (once)…")
+def _tokenized(sha: str, _text: str) -> TokenizedText:
+    return chunking.tokenize(_text)
+
+
+@dataclass(frozen=True)
+class Chunked:
+    chunk_set: ChunkSet
+    stats: chunking.ChunkStats
+    split_ms: float
+    """How long splitting took the first time (the tokens were already there)."""
+
+
+@st.cache_resource(max_entries=24, show_spinner=False)
+def _chunked(sha: str, settings: ChunkSettings, _tokenized: TokenizedText, _doc: Document) -> Chunked:
+    """Chunks and their statistics; immutable, so one copy serves every rerun and session."""
+    started = time.perf_counter()
+    chunk_set = chunking.split(_tokenized, settings, _doc.pages_for_span)
+    elapsed = (time.perf_counter() - started) * 1000
+    return Chunked(chunk_set, chunking.stats(chunk_set), elapsed)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading the document from the knowledge base…")
+def _stored_bytes(document_id: str, sha: str) -> bytes:
+    data = shared.store().document_bytes(uuid.UUID(document_id))
+    if data is None:
+        raise RagError("that document is no longer in the knowledge base: pick another one")
+    return data
+
+
+def _stored_documents() -> list[tuple[str, str, str, str]]:
+    """(id, knowledge base, filename, sha256) of every stored document.
+
+    Not cached: one small query per rerun, so a file ingested a moment ago is listed at once.
+    """
+    return [(str(d.id), d.knowledge, d.original_filename, d.sha256) for d in shared.store().list_documents()]
+
+
+@st.cache_data(max_entries=64, show_spinner="Drawing the page…")
+def _page_png(sha: str, page_number: int, settings: ChunkSettings, _data: bytes, _doc: Document,
+              _chunks: tuple[Chunk, ...]) -> bytes:
+    return visual.render_page(_data, _doc, page_number, _chunks).png
+
+
+@st.cache_resource
+def _embedding_cache() -> EmbeddingCache:
+    """Vectors of chunks and questions, shared by all sessions: unchanged chunks are never re-embedded."""
+    return EmbeddingCache(max_entries=50_000)
+
+
+# --- the document -----------------------------------------------------------------------------
+
+
+def _uploads() -> dict[str, bytes]:
+    raw = st.session_state.get("uploads") or {}
+    found: dict[str, bytes] = {}
+    if isinstance(raw, dict):
+        for name, value in raw.items():
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                found[str(name)] = bytes(value)
+            elif hasattr(value, "getvalue"):
+                found[str(name)] = bytes(value.getvalue())
+    return found
+
+
+def _pick_document() -> Source:
+    uploads = _uploads()
+    options: dict[str, str] = {f"upload:{name}": f"📄 {name} · just uploaded" for name in uploads}
+    stored: dict[str, tuple[str, str, str, str]] = {}
+    try:
+        for row in _stored_documents():
+            stored[f"stored:{row[0]}"] = row
+            options[f"stored:{row[0]}"] = f"🗄️ {row[1]} / {row[2]}"
+    except RagError as exc:
+        st.caption(f"⚠️ Stored documents are not available ({exc}). Uploaded files and the sample still work.")
+    options[SAMPLE_ID] = "🧪 Sample: Northwind field guide (built in)"
+    if st.session_state.get("lab_doc") not in options:
+        st.session_state["lab_doc"] = next(iter(options))
+    chosen = st.selectbox(
+        "Document", list(options), format_func=options.__getitem__, key="lab_doc",
+        help="Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / "
+             "file), or a built-in sample.",
+    )
+    if chosen.startswith("upload:"):
+        filename = chosen.removeprefix("upload:")
+        data = uploads[filename]
+        sha = hashlib.sha256(data).hexdigest()
+    elif chosen.startswith("stored:"):
+        document_id, _, filename, sha = stored[chosen]
+        data = _stored_bytes(document_id, sha)
+    else:
+        filename = evaluation.SAMPLE_FILENAME
+        data = evaluation.SAMPLE_TEXT.encode("utf-8")
+        sha = hashlib.sha256(data).hexdigest()
+    doc = _parse(sha, filename, data)
+    return Source(chosen, filename, sha, data, doc)
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def _pick_settings() -> dict[str, ChunkSettings]:
+    """Label -> settings for each valid column (an invalid one shows its error and is left out)."""
+    n = st.radio("Settings to compare", [1, 2, 3], index=1, horizontal=True, key="lab_n_settings",
+                 help="Each setting gets its own column in every view below.")
+    chosen: dict[str, ChunkSettings] = {}
+    for i, column in enumerate(st.columns(n, border=True)):
+        with column:
+            initial = st.session_state.get(f"lab_saved_s{i}", INITIAL[i])
+            st.markdown(f"**Setting {LETTERS[i]}**")
+            settings = shared.chunk_settings_widget(f"lab_s{i}", initial)
+            if settings is not None:
+                # Kept outside the widgets, so hiding a column and showing it again restores it.
+                st.session_state[f"lab_saved_s{i}"] = settings
+                chosen[f"{LETTERS[i]}: {evaluation.describe(settings)}"] = settings
+    return chosen
+
+
+# --- views -----------------------------------------------------------------------------------
+
+
+def _stats_table(chunked: dict[str, Chunked]) -> None:
+    rows = []
+    for label, c in chunked.items():
+        s, settings = c.stats, c.chunk_set.settings
+        rows.append({
+            "Setting": label,
+            "Chunks": s.count,
+            "Mean tokens": round(s.mean_tokens, 1),
+            "Min tokens": s.min_tokens,
+            "Max tokens": s.max_tokens,
+            "Target size": settings.chunk_size,
+            "Overlap": settings.chunk_overlap,
+            "Cut mid-sentence": s.mid_sentence_share,
+            "Dropped (too short)": s.dropped_share,
+            "Split in ms": round(c.split_ms, 1),
+        })
+    st.dataframe(
+        pd.DataFrame(rows), hide_index=True, key="lab_stats",
+        column_config={
+            "Cut mid-sentence": st.column_config.NumberColumn(
+                format="percent", help="Share of chunks whose text stops inside a sentence."),
+            "Dropped (too short)": st.column_config.NumberColumn(
+                format="percent", help="Share of pieces discarded as too short to embed."),
+            "Split in ms": st.column_config.NumberColumn(
+                help="Time to split the document (tokenised once) the first time with these settings."),
+        },
+    )
+
+
+def _window(chunks: tuple[Chunk, ...], start: int, end: int) -> list[Chunk]:
+    """Chunks touching [start, end), with offsets moved into the window (for one page's text)."""
+    return [
+        replace(c, start=max(c.start, start) - start, end=min(c.end, end) - start)
+        for c in chunks if c.start < end and c.end > start
+    ]
+
+
+def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int) -> None:
+    doc = source.doc
+    start = doc.page_starts[page_index]
+    page = doc.pages[page_index]
+    end = start + len(page.text)
+    for (label, chunk_set), column in zip(chunk_sets.items(), st.columns(len(chunk_sets))):
+        with column:
+            shown = _window(chunk_set.chunks, start, end)
+            st.caption(f"**{label}**: chunks {_span(shown)} on page {page.number}. Hover for the chunk "
+                       f"number; red text lies in two chunks (overlap), grey text in none.")
+            with st.container(height=520):
+                st.html(visual.chunks_html(page.text, shown))
+
+
+def _span(chunks: list[Chunk]) -> str:
+    if not chunks:
+        return "none"
+    first, last = chunks[0].index, chunks[-1].index
+    return str(first) if first == last else f"{first}–{last}"
+
+
+def _page_view(source: Source, chunk_sets: dict[str, ChunkSet], page_number: int) -> None:
+    if not visual.renderable(source.doc) or source.data is None:
+        st.info(f"{source.doc.kind.upper()} files have no page images; only PDF, EPUB and XPS do. "
+                "The Text view shows where the chunks fall.")
+        return
+    for (label, chunk_set), column in zip(chunk_sets.items(), st.columns(len(chunk_sets))):
+        with column:
+            on_page = tuple(c for c in chunk_set.chunks if page_number in c.pages)
+            png = _page_png(source.sha, page_number, chunk_set.settings, source.data, source.doc, on_page)
+            st.image(png, caption=f"{label}: chunks {_span(list(on_page))} boxed in alternating colours",
+                     width="stretch")
+
+
+def _sizes_view(chunk_sets: dict[str, ChunkSet]) -> None:
+    for i, ((label, chunk_set), column) in enumerate(zip(chunk_sets.items(), st.columns(len(chunk_sets)))):
+        with column:
+            sizes = [c.tokens for c in chunk_set.chunks]
+            target = chunk_set.settings.chunk_size
+            fig = go.Figure(go.Histogram(x=sizes, nbinsx=30, marker_color=COLOURS[i % len(COLOURS)],
+                                         name=label))
+            fig.add_vline(x=target, line_dash="dash", line_color="#1d2433",
+                          annotation_text=f"target {target}", annotation_position="top left")
+            fig.update_layout(title=dict(text=label, font=dict(size=14)), height=320,
+                              margin=dict(l=10, r=10, t=40, b=10), bargap=0.05,
+                              xaxis_title="tokens per chunk", yaxis_title="chunks", showlegend=False,
+                              xaxis_range=[0, max([target, *sizes]) * 1.12])
+            st.plotly_chart(fig, key=f"lab_hist_{i}")
+
+
+def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
+    doc = source.doc
+    numbers = [p.number for p in doc.pages]
+    if st.session_state.get("lab_page") not in numbers:
+        st.session_state["lab_page"] = numbers[0]
+    page_number = st.selectbox(
+        "Page", numbers, key="lab_page", format_func=lambda n: f"Page {n} of {doc.page_count}",
+        help="The page shown in the Text and On the page views"
+             + (" (pages without text, such as scans, are not listed)." if doc.dropped_pages else "."),
+    )
+    text_tab, page_tab, sizes_tab = st.tabs(list(VIEWS), key="lab_view", on_change="rerun")
+    with text_tab:
+        if text_tab.open is not False:
+            _text_view(source, chunk_sets, numbers.index(page_number))
+    with page_tab:
+        if page_tab.open:
+            _page_view(source, chunk_sets, page_number)
+    with sizes_tab:
+        if sizes_tab.open:
+            _sizes_view(chunk_sets)
+
+
+# --- retrieval check -------------------------------------------------------------------------
+
+
+def _questions_table(source: Source) -> pd.DataFrame:
+    questions: list[Question] = []
+    upload = st.file_uploader(
+        "…or upload them as a CSV with the header question,expected (it fills the table above)",
+        type=["csv"], key="lab_questions_csv",
+        help="UTF-8, one question per line with the passage of the document that answers it; "
+             "quote cells that contain commas. The table then holds the CSV's questions, to edit further.",
+    )
+    if upload is not None:
+        try:
+            questions = evaluation.parse_questions_csv(upload.getvalue())
+        except RagError as exc:
+            shared.show_error(exc)
+    elif source.id == SAMPLE_ID:
+        questions = list(evaluation.SAMPLE_QUESTIONS)
+    return pd.DataFrame({
+        "question": pd.Series([q.text for q in questions], dtype="string"),
+        "expected": pd.Series([q.expected for q in questions], dtype="string"),
+    })
+
+
+def _signature(source: Source, settings: dict[str, ChunkSettings], questions: list[Question]) -> tuple:
+    return source.sha, tuple(settings.items()), tuple(questions)
+
+
+def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[Question],
+               signature: tuple) -> None:
+    embedder = shared.default_embedder()
+    bar = st.progress(0.0, text=f"Embedding with {embedder.name}…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"Embedding new chunks and questions: {done}/{total}")
+
+    try:
+        report = evaluation.evaluate(chunk_sets, source.doc.text, questions, embedder, _embedding_cache(),
+                                     progress=progress)
+    finally:
+        bar.empty()
+    st.session_state[REPORT_KEY] = (signature, report)
+
+
+def _apply_to_upload(settings: ChunkSettings) -> None:
+    st.session_state["apply_upload_settings"] = settings.as_dict()
+    try:
+        st.switch_page(UPLOAD_PAGE)
+    except StreamlitAPIException:
+        st.success("Settings saved for the Upload page: open it from the menu.")
+
+
+def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: dict[str, ChunkSettings]) -> None:
+    st.subheader("Retrieval check")
+    st.caption(
+        "Which setting puts the right passage on top? Give a few questions, each with the passage of the "
+        "document that answers it. Every setting's chunks are ranked by cosine similarity to each question "
+        "(in memory, nothing is stored); **hit@k** is the share of questions whose passage is in the top k "
+        "chunks, **MRR** the mean of 1/rank (1.0 = always first)."
+    )
+    editor_slot = st.container()  # drawn above the CSV uploader, but filled after reading it
+    initial = _questions_table(source)
+    edited = editor_slot.data_editor(
+        initial, key="lab_questions", num_rows="dynamic", hide_index=True, width="stretch",
+        column_config={
+            "question": st.column_config.TextColumn("Question", width="medium"),
+            "expected": st.column_config.TextColumn(
+                "Expected passage", width="large",
+                help="Copy it from the document; case and line breaks do not matter."),
+        },
+    )
+    questions: list[Question] = []
+    try:
+        questions = evaluation.questions_from_rows(
+            zip(edited["question"].tolist(), edited["expected"].tolist()))
+    except RagError as exc:
+        shared.show_error(exc, "Questions")
+    signature = _signature(source, settings, questions)
+    c1, c2 = st.columns([1, 2], vertical_alignment="center")
+    run = c1.button("Run retrieval check", key="lab_run_check", type="primary",
+                    disabled=not questions or not chunk_sets,
+                    help=None if questions else "Add at least one question with its expected passage.")
+    auto = c2.toggle("Re-run when the settings change", key="lab_auto_check",
+                     help="Chunks already embedded are reused, so only changed chunks cost time.")
+    previous = st.session_state.get(REPORT_KEY)
+    stale = previous is not None and previous[0] != signature
+    if questions and chunk_sets and (run or (auto and (previous is None or stale))):
+        try:
+            _run_check(source, chunk_sets, questions, signature)
+        except RagError as exc:
+            shared.show_error(exc, "Retrieval check")
+            return
+        previous, stale = st.session_state[REPORT_KEY], False
+    if previous is None:
+        return
+    report: EvaluationReport = previous[1]
+    if stale:
+        st.info("The document, settings or questions changed since this check: run it again to update "
+                "(unchanged chunks are not embedded again).")
+    _show_report(report, chunk_sets if not stale else {})
+
+
+def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
+    best = evaluation.best_label(report)
+    first_k = report.ks[0]
+    winner = report.result(best) if best is not None else None
+    if winner is None or winner.mrr == 0:
+        st.warning("No setting ranked any expected passage: check that each passage is copied from this "
+                   "document (the notes below say which were not found).")
+    else:
+        c1, c2 = st.columns([3, 1], vertical_alignment="center")
+        plural = "s" if winner.n_chunks != 1 else ""
+        c1.success(f"Best: **{best}** with MRR {winner.mrr:.2f} and hit@{first_k} {winner.hit_at(first_k):.0%} "
+                   f"({winner.n_chunks} chunk{plural}). Ties go to the higher hit@{first_k}, then to fewer chunks.")
+        if c2.button(f"Use {best.split(':')[0]} on the Upload page", key="lab_apply_best", type="primary"):
+            _apply_to_upload(winner.settings)
+    st.caption(f"Embedder {report.embedder}: {report.embedded} texts embedded, "
+               f"{report.reused} reused from the cache.")
+
+    metrics = [f"hit@{k}" for k in report.ks] + ["MRR"]
+    fig = go.Figure()
+    for i, r in enumerate(report.results):
+        values = [r.hit_at(k) for k in report.ks] + [r.mrr]
+        fig.add_bar(name=r.label, x=metrics, y=values, marker_color=COLOURS[i % len(COLOURS)],
+                    text=[f"{v:.2f}" for v in values], textposition="outside")
+    fig.update_layout(barmode="group", height=340, yaxis=dict(range=[0, 1.12], title="share / score"),
+                      margin=dict(l=10, r=10, t=20, b=10), legend=dict(orientation="h", y=-0.15))
+    st.plotly_chart(fig, key="lab_check_chart")
+
+    summary = pd.DataFrame([
+        {"Setting": r.label, "Chunks": r.n_chunks, **{f"hit@{k}": r.hit_at(k) for k in report.ks}, "MRR": r.mrr}
+        for r in report.results
+    ])
+    st.dataframe(summary, hide_index=True, key="lab_check_summary",
+                 column_config={f"hit@{k}": st.column_config.NumberColumn(format="percent") for k in report.ks}
+                 | {"MRR": st.column_config.NumberColumn(format="%.3f")})
+    trivial = [f"{r.label} has only {r.n_chunks} chunk{'s' if r.n_chunks != 1 else ''}"
+               for r in report.results if r.n_chunks <= report.ks[-1]]
+    if trivial:
+        st.caption("⚠️ " + "; ".join(trivial) + f": with k at least the number of chunks, hit@k is 100 % "
+                   "whatever the ranking. Compare MRR and hit@1, or use a longer document.")
+
+    rows = []
+    for qi, question in enumerate(report.questions):
+        row: dict[str, object] = {"Question": question.text}
+        notes = []
+        for r in report.results:
+            letter = r.label.split(":")[0]
+            q = r.questions[qi]
+            row[f"{letter} rank"] = q.rank
+            row[f"{letter} score"] = q.score
+            if q.split and q.targets:
+                notes.append(f"{letter}: split across chunks, chunk {', '.join(map(str, q.targets))} "
+                             f"holds {q.coverage:.0%}")
+            elif q.found and not q.targets:
+                notes.append(f"{letter}: the passage is only in text no chunk kept")
+        if not any(r.questions[qi].found for r in report.results):
+            notes.insert(0, "passage not found in the document" + (
+                " (approximate match)" if any(r.questions[qi].targets for r in report.results) else ""))
+        row["Notes"] = "; ".join(notes)
+        rows.append(row)
+    per_question = pd.DataFrame(rows)
+    for r in report.results:
+        letter = r.label.split(":")[0]
+        per_question[f"{letter} rank"] = per_question[f"{letter} rank"].astype("Int64")
+    st.markdown("**Per question**: rank and cosine score of the best chunk holding the expected passage.")
+    st.dataframe(per_question, hide_index=True, key="lab_check_questions",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in per_question.columns if c.endswith(" score")})
+    if report.not_found:
+        st.warning(
+            f"{len(report.not_found)} expected passage(s) are not in the document word for word, so they count "
+            "as misses: copy the passage from the document (case and line breaks do not matter).")
+    if chunk_sets:
+        _misses(report, chunk_sets)
+
+
+def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
+    """For each question not ranked first: what came first instead, next to the right chunk."""
+    missed = [(r, q) for r in report.results for q in r.questions if q.rank != 1 and q.top_index is not None]
+    if not missed:
+        return
+    with st.expander(f"Why not first? {len(missed)} question/setting pair(s) in detail"):
+        for r, q in missed:
+            chunk_set = chunk_sets.get(r.label)
+            if chunk_set is None:
+                continue
+            by_index = {c.index: c for c in chunk_set.chunks}
+            st.markdown(f"**{r.label}** · {q.question.text} · rank {q.rank if q.rank else '—'}")
+            left, right = st.columns(2)
+            top = by_index[q.top_index]
+            left.caption(f"Ranked first: chunk {top.index} (score {q.top_score:.3f}, pages "
+                         f"{', '.join(map(str, top.pages)) or '–'})")
+            left.text(_clip(top.text))
+            if q.targets:
+                target = by_index[q.targets[0]]
+                right.caption(f"Holds the passage: chunk {target.index} (score {q.score:.3f})"
+                              if q.score is not None else f"Holds the passage: chunk {target.index}")
+                right.text(evaluation.excerpt(target.text, q.question.expected))
+            else:
+                right.caption("No chunk holds the expected passage.")
+
+
+def _clip(text: str, limit: int = 600) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+# --- export ----------------------------------------------------------------------------------
+
+
+def _export(source: Source, settings: dict[str, ChunkSettings]) -> None:
+    st.subheader("Export")
+    labels = list(settings)
+    if st.session_state.get("lab_export") not in labels:
+        st.session_state["lab_export"] = labels[0]
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    label = c1.selectbox("Setting to export", labels, key="lab_export")
+    chosen = settings[label]
+    if c2.button("Use on the Upload page", key="lab_apply_export"):
+        _apply_to_upload(chosen)
+    python_col, java_col = st.columns(2)
+    python_col.caption("Python, with this project's `rag` package")
+    python_col.code(snippets.python_snippet(chosen, filename=source.filename), language="python",
+                    wrap_lines=True)
+    java_col.caption("Java, with Spring AI's `TokenTextSplitter`")
+    java_col.code(snippets.spring_snippet(chosen), language="java", wrap_lines=True)
+
+
+# --- page ------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    st.title("🧩 Chunk Lab")
+    st.caption("Tune chunking on a real document, see where the chunks fall, and measure which setting "
+               "retrieves the right passage.")
+    try:
+        source = _pick_document()
+    except RagError as exc:
+        shared.show_error(exc, "Document")
+        st.info("Pick another document, upload the file again on the Upload page, or use the built-in sample.")
+        return
+    except Exception as exc:  # noqa: BLE001 - shown, never a traceback
+        shared.show_error(exc, "Document")
+        return
+    doc = source.doc
+    st.caption(f"{doc.kind.upper()} · {len(doc.pages)} page(s) with text of {doc.page_count} · "
+               f"{len(doc.text):,} characters" + (f" · ⚠️ {'; '.join(doc.warnings)}" if doc.warnings else ""))
+
+    settings = _pick_settings()
+    if not settings:
+        st.info("Fix the chunk settings above to see the chunks.")
+        return
+    try:
+        tokenized = _tokenized(source.sha, doc.text)
+        chunked = {label: _chunked(source.sha, s, tokenized, doc) for label, s in settings.items()}
+        chunk_sets = {label: c.chunk_set for label, c in chunked.items()}
+    except RagError as exc:
+        shared.show_error(exc, "Chunking")
+        return
+    except Exception as exc:  # noqa: BLE001
+        shared.show_error(exc, "Chunking")
+        return
+    st.caption(f"{len(tokenized):,} cl100k tokens, tokenised once; each setting re-splits the same tokens.")
+    _stats_table(chunked)
+
+    try:
+        _views(source, chunk_sets)
+    except Exception as exc:  # noqa: BLE001 - RagError or not, one line to the user
+        shared.show_error(exc, "Views")
+
+    st.divider()
+    try:
+        _retrieval_check(source, chunk_sets, settings)
+    except Exception as exc:  # noqa: BLE001
+        shared.show_error(exc, "Retrieval check")
+
+    st.divider()
+    try:
+        _export(source, settings)
+    except Exception as exc:  # noqa: BLE001
+        shared.show_error(exc, "Export")
+
+
+main()

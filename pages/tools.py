@@ -1,0 +1,146 @@
+"""Tools: the configured MCP servers (status, tools, input schemas), and calling a tool by hand.
+
+UI only: the config, the child processes and the calls are rag/mcp_client's; the agent's argument
+check is rag/agent's. One manager serves the whole app (`mcp_client.shared_manager()`: thread-safe,
+restarted when mcp-servers.json changes, servers stopped when the app exits).
+"""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from rag import agent, mcp_client, mcp_server
+from rag.errors import RagError
+
+STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}
+RESULT_KEY = "tools_call_result"
+
+
+def load_manager() -> mcp_client.McpManager | None:
+    path = mcp_client.config_path()
+    st.caption(f"Config: `{path}` (set {mcp_client.CONFIG_ENV} to use another file)")
+    try:
+        with st.spinner("Starting the MCP servers…"):
+            return mcp_client.shared_manager()
+    except mcp_client.McpConfigMissing as exc:
+        st.info(str(exc), icon="ℹ️")
+        st.code(json.dumps({"mcpServers": {"filesystem": {
+            "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/folder"],
+            "env": {}}}}, indent=2), language="json")
+    except RagError as exc:
+        st.error(str(exc), icon="⚠️")
+    return None
+
+
+def server_panel(manager: mcp_client.McpManager, status: mcp_client.ServerStatus) -> None:
+    with st.container(border=True, key=f"server_{status.name}"):
+        head, action = st.columns([5, 1])
+        with head:
+            icon = STATE_ICONS.get(status.state, "⚪")
+            info = f" · {status.server_info}" if status.server_info else ""
+            st.markdown(f"{icon} **{status.name}** · {status.state}{info} · {len(status.tools)} tools")
+            st.code(status.command_line, language="bash")
+        with action:
+            if status.state != "disabled" and st.button("Restart", key=f"restart_{status.name}"):
+                with st.spinner(f"Restarting {status.name}…"):
+                    manager.restart(status.name)
+                st.rerun()
+        if status.error:
+            st.error(status.error, icon="⚠️")
+        if status.stderr_tail and status.state != "running":
+            with st.expander("Server's stderr (last lines)"):
+                st.code(status.stderr_tail)
+        for tool in status.tools:
+            with st.expander(f"`{tool.name}` — {first_line(tool.description)}"):
+                if tool.description:
+                    st.markdown(tool.description)
+                st.caption("Input schema")
+                st.json(dict(tool.input_schema), expanded=True)
+                if tool.output_schema:
+                    st.caption("Output schema")
+                    st.json(dict(tool.output_schema), expanded=False)
+
+
+def first_line(text: str) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "no description"
+    return line if len(line) <= 140 else line[:139] + "…"
+
+
+def call_form(manager: mcp_client.McpManager) -> None:
+    st.subheader("Call a tool by hand")
+    running = [s for s in manager.statuses() if s.ok and s.tools]
+    if not running:
+        st.info("No running server has tools to call.")
+        return
+    left, right = st.columns(2)
+    server_name = left.selectbox("Server", [s.name for s in running], key="call_server")
+    status = next(s for s in running if s.name == server_name)
+    tool_name = right.selectbox("Tool", [t.name for t in status.tools], key="call_tool")
+    tool = next(t for t in status.tools if t.name == tool_name)
+    if st.session_state.get("call_args_for") != [server_name, tool_name]:
+        st.session_state["call_args_for"] = [server_name, tool_name]
+        st.session_state["call_args"] = json.dumps(mcp_client.example_arguments(tool.input_schema), indent=2)
+        st.session_state.pop(RESULT_KEY, None)
+    st.caption(first_line(tool.description))
+    st.text_area("Arguments (JSON object)", key="call_args", height=160)
+    if st.button("Call", key="call_submit", type="primary"):
+        text = st.session_state["call_args"]
+        problem = agent.validate_arguments(tool.input_schema, text or "{}")
+        if problem:
+            st.session_state[RESULT_KEY] = {"error": f"Not sent: {problem}"}
+        else:
+            try:
+                with st.spinner(f"Calling {tool_name}…"):
+                    result = manager.call_tool(server_name, tool_name, json.loads(text or "{}"))
+                st.session_state[RESULT_KEY] = {"result": result}
+            except RagError as exc:
+                st.session_state[RESULT_KEY] = {"error": str(exc)}
+    shown = st.session_state.get(RESULT_KEY)
+    if not shown:
+        return
+    with st.container(key="call_result"):
+        if "error" in shown:
+            st.error(shown["error"], icon="⚠️")
+            return
+        result: mcp_client.ToolCallResult = shown["result"]
+        if result.is_error:
+            st.error(f"The tool reported an error ({result.duration:.2f} s)", icon="⚠️")
+        else:
+            st.success(f"Done in {result.duration:.2f} s", icon="✅")
+        if result.structured is not None:
+            st.json(dict(result.structured))
+        st.code(result.text or "(no text content)", language=None, wrap_lines=True)
+
+
+def serve_section() -> None:
+    with st.expander("Serve this knowledge base to other MCP clients (Claude Desktop, …)"):
+        st.markdown(
+            "`python -m rag mcp` serves the knowledge-base tools over stdio "
+            "(`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); "
+            "`--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; "
+            "`--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. "
+            "Add this to the client's config (e.g. `claude_desktop_config.json`):"
+        )
+        st.code(json.dumps(mcp_server.client_config(), indent=2), language="json")
+
+
+def main() -> None:
+    st.title("🛠️ Tools")
+    st.markdown(
+        f"MCP servers from the config run as child processes of the app; in agent mode the chat "
+        f"gives the model their tools and the knowledge-base search, within one budget of "
+        f"{agent.DEFAULT_TOOL_BUDGET} tool calls per turn."
+    )
+    manager = load_manager()
+    if manager is not None:
+        statuses = manager.statuses()
+        running = sum(s.ok for s in statuses)
+        st.markdown(f"**{running} of {len(statuses)} servers running**")
+        for status in statuses:
+            server_panel(manager, status)
+        call_form(manager)
+    serve_section()
+
+
+main()

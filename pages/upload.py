@@ -1,0 +1,826 @@
+"""Upload & preview: parse and chunk files, look at every page and chunk, ingest, manage the library.
+
+UI only: widgets are read here, the work is done by `rag.ingest`, `rag.chunking`, `rag.visual`,
+`rag.store` and `rag.export`, and what they return is rendered.
+
+Session state shared with other pages:
+- `uploads`: {filename: bytes} of the files uploaded here (the Chunk Lab reads it).
+- `apply_upload_settings`: a `ChunkSettings.as_dict()` the Chunk Lab leaves for this page; it is
+  applied to the chunk settings widget at the top of the next run and removed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from pages import shared
+from rag import chunking, documents, export, ingest, visual
+from rag.chunking import Chunk, ChunkSettings
+from rag.embeddings import Embedder, ollama_has_model
+from rag.errors import RagError
+from rag.ingest import IngestResult, Prepared
+from rag.store import KnowledgeBase, Store, StoredDocument
+
+log = logging.getLogger("pages.upload")
+
+WIDGET = "upload"  # prefix of the chunk settings widget keys (shared.chunk_settings_widget)
+NEW_KB = "New knowledge base…"
+FILE_TYPES = [ext.lstrip(".") for ext in documents.SUPPORTED_EXTENSIONS]
+# Longer documents get the coloured whole-text view only on request (it is a lot of HTML).
+WHOLE_TEXT_AUTO_CHARS = 60_000
+STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌"}
+LEGEND = ("Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
+          "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.")
+
+
+# -- small formatting helpers (plain values in, strings out) ---------------------------------
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _pages_label(pages: tuple[int, ...] | list[int]) -> str:
+    if not pages:
+        return ""
+    pages = sorted(pages)
+    if pages == list(range(pages[0], pages[-1] + 1)):
+        return str(pages[0]) if len(pages) == 1 else f"{pages[0]}–{pages[-1]}"
+    return ", ".join(str(p) for p in pages)
+
+
+def _first_words(text: str, words: int = 12, chars: int = 90) -> str:
+    head = " ".join(text.split()[:words])
+    if len(head) > chars:
+        head = head[: chars - 1].rstrip()
+    return head + ("…" if len(head) < len(" ".join(text.split())) else "")
+
+
+def _md(text: str) -> str:
+    """Escape Markdown so a filename like `q3_*final*.pdf` is shown as is."""
+    out = text
+    for ch in "\\`*_[]<>#|~$":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def _describe(settings: ChunkSettings | dict | None, *, short: bool = False) -> str:
+    if settings is None:
+        return "unknown settings"
+    if isinstance(settings, dict):
+        try:
+            settings = chunking.settings_from_dict(settings)
+        except (RagError, TypeError, ValueError):
+            return str(settings)
+    preset = next((name for name, p in chunking.PRESETS.items() if p == settings), None)
+    if short:
+        if preset:
+            return preset
+        if settings.strategy == "spring":
+            return f"spring {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
+        return f"{settings.strategy} {settings.chunk_size} / {settings.chunk_overlap} tokens"
+    if settings.strategy == "spring":
+        text = (f"Spring AI splitter, {settings.chunk_size} tokens, cut after a separator beyond "
+                f"{settings.min_chunk_size_chars} chars")
+    elif settings.strategy == "token":
+        text = f"token windows of {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
+    else:
+        text = f"recursive, {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
+    return f"{preset} ({text})" if preset else text
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(getattr(exc, "reason", None) or exc).split())
+
+
+def _table(key: str, frame: pd.DataFrame, **kwargs) -> None:
+    """A read-only table in a keyed container (a display dataframe has no key of its own)."""
+    with st.container(key=key):
+        st.dataframe(frame, **kwargs)
+
+
+# -- cached work (so a rerun never parses or renders the same thing twice) -------------------
+
+@st.cache_data(max_entries=64, show_spinner="Reading and chunking…")
+def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) -> tuple[Prepared | None, str]:
+    """Parsed and chunked file (without its bytes, which the session already holds) or a reason.
+
+    Keyed by (sha256, filename, settings); the filename matters because it decides the type.
+    """
+    try:
+        prepared = ingest.prepare(_data, filename, settings)
+    except RagError as exc:
+        return None, _reason(exc)
+    return dataclasses.replace(prepared, data=b""), ""
+
+
+@st.cache_data(max_entries=64, show_spinner="Rendering the page…")
+def _page_png(_data: bytes, _doc: documents.Document, _chunks: tuple[Chunk, ...],
+              sha256: str, settings: ChunkSettings, page: int, boxes: bool) -> bytes:
+    return visual.render_page(_data, _doc, page, _chunks if boxes else ()).png
+
+
+def _sha(name: str, data: bytes) -> str:
+    memo: dict[str, tuple[int, str]] = st.session_state.setdefault("_upload_sha", {})
+    known = memo.get(name)
+    if known is None or known[0] != id(data):
+        known = (id(data), documents.sha256_hex(data))
+        memo[name] = known
+    return known[1]
+
+
+# -- uploads kept in the session --------------------------------------------------------------
+
+def _uploads() -> dict[str, bytes]:
+    return st.session_state.setdefault("uploads", {})
+
+
+def _sync_uploads() -> None:
+    """The uploader changed: add new files to `uploads`, drop the ones the user removed.
+
+    Files uploaded before the user switched pages stay in `uploads` (the uploader widget itself
+    starts empty when the page is shown again) until forgotten explicitly.
+    """
+    files = st.session_state.get("upload_files") or []
+    current = {f.file_id: f.name for f in files}
+    previous: dict[str, str] = st.session_state.get("_upload_ids", {})
+    uploads = _uploads()
+    for file_id, name in previous.items():
+        if file_id not in current and name not in current.values():
+            uploads.pop(name, None)
+    for f in files:
+        if f.file_id not in previous:
+            uploads[f.name] = f.getvalue()
+    st.session_state["_upload_ids"] = current
+
+
+def _forget(names: list[str]) -> None:
+    uploads = _uploads()
+    for name in names:
+        uploads.pop(name, None)
+
+
+def _apply_chunk_lab_settings() -> None:
+    """The Chunk Lab's hand-over: settings to apply before the widget is drawn."""
+    pending = st.session_state.pop("apply_upload_settings", None)
+    if pending is None:
+        return
+    try:
+        settings = chunking.settings_from_dict(dict(pending))
+    except (RagError, TypeError, ValueError) as exc:
+        st.error(f"The settings sent from the Chunk Lab were not applied: {exc}", icon="⚠️")
+        return
+    shared.set_chunk_settings(WIDGET, settings)
+    st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
+    st.info(f"Chunk settings from the Chunk Lab applied: {_describe(settings)}. "
+            "The preview below uses them; press **Ingest** to store with them.", icon="🧩")
+
+
+# -- knowledge base choice --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    name: str | None
+    kb: KnowledgeBase | None
+    embedder: Embedder | None
+    problem: str = ""  # why ingesting into it cannot work now (empty when it can)
+
+
+def _kb_label(by_name: dict[str, KnowledgeBase]):
+    def label(option: str) -> str:
+        kb = by_name.get(option)
+        if kb is None:
+            return f"➕ {option}"
+        return f"{option} · {kb.documents} docs · {kb.chunks} chunks"
+    return label
+
+
+def _knowledge_base_picker(store: Store | None) -> Target:
+    if store is None:
+        st.info("Knowledge bases need the database: see the error at the top of the page.")
+        return Target(None, None, None, "the database is not available")
+    try:
+        kbs = store.list_knowledge_bases()
+    except RagError as exc:
+        shared.show_error(exc, "Knowledge bases")
+        return Target(None, None, None, "the database is not available")
+    by_name = {kb.name: kb for kb in kbs}
+    options = [*by_name, NEW_KB]
+    pending = st.session_state.pop("_upload_kb_pending", None)
+    if pending in by_name and st.session_state.get("upload_kb_choice") == NEW_KB:
+        # Just created by an ingest: from now on it is an existing knowledge base.
+        st.session_state["upload_kb_choice"] = pending
+        st.session_state["upload_kb_new"] = ""
+    if st.session_state.get("upload_kb_choice") not in options:
+        st.session_state.pop("upload_kb_choice", None)  # deleted meanwhile: back to the default
+    choice = st.selectbox(
+        "Knowledge base", options, key="upload_kb_choice", format_func=_kb_label(by_name),
+        help="The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
+             "Searches and chats pick knowledge bases by this name.",
+    )
+    if choice == NEW_KB:
+        raw = st.text_input(
+            "Name of the new knowledge base", key="upload_kb_new", placeholder="e.g. finance",
+            help="Up to 200 characters. If a knowledge base with this name exists, the files are added to it.",
+        )
+        if not raw.strip():
+            st.caption("Give the new knowledge base a name to ingest into it.")
+            return Target(None, None, None, "name the new knowledge base")
+        try:
+            name = ingest.validate_kb_name(raw)
+        except RagError as exc:
+            shared.show_error(exc, "Knowledge base name")
+            return Target(None, None, None, "fix the knowledge base name")
+        kb = by_name.get(name)
+        if kb is not None:
+            st.info(f"'{name}' already exists ({kb.documents} documents): the files will be added to it.",
+                    icon="ℹ️")
+    else:
+        name, kb = choice, by_name[choice]
+
+    try:
+        embedder = ingest.embedder_for_kb(store, shared.settings(), name)
+    except RagError as exc:
+        shared.show_error(exc, "Embedder")
+        return Target(name, kb, None, "the embedder is not available")
+
+    problem = ""
+    if kb is not None:
+        st.markdown(f"**Embedder:** `{kb.embedder}` · {kb.dimension} dimensions")
+        st.caption(f"Created {kb.created_at:%Y-%m-%d %H:%M} · {kb.documents} documents · {kb.chunks} chunks")
+        if kb.embedder != embedder.name:
+            problem = "the knowledge base was built with another embedder"
+            st.error(
+                f"'{name}' was built with `{kb.embedder}`, but this app would embed with "
+                f"`{embedder.name}`: mixing the two vector spaces would make search meaningless, so "
+                f"ingesting is refused. Set RAG_EMBEDDER=auto (or RAG_EMBEDDER={kb.embedder}) and "
+                "restart, or ingest into another knowledge base.", icon="🚫",
+            )
+    else:
+        st.markdown(f"**Embedder:** `{embedder.name}`")
+        st.caption("A new knowledge base keeps the embedder it is created with.")
+    if not problem and embedder.name.startswith("ollama:"):
+        problem = _ollama_problem(embedder.name.removeprefix("ollama:"))
+    return Target(name, kb, embedder, problem)
+
+
+def _ollama_problem(model: str) -> str:
+    status = shared.ollama_status()
+    if not status.reachable:
+        st.warning(f"This knowledge base embeds with Ollama (`{model}`), which is not reachable at "
+                   f"{status.host}: start it with `ollama serve` before ingesting.", icon="🟠")
+        return "Ollama is not reachable"
+    if not ollama_has_model(status.models, model):
+        st.warning(f"Ollama has no `{model}`: run `ollama pull {model}` before ingesting.", icon="🟠")
+        return f"Ollama lacks {model}"
+    return ""
+
+
+def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
+    kb = target.kb
+    if kb is None or settings is None or settings.as_dict() == kb.chunk_settings:
+        return
+    st.caption(f"'{kb.name}' was last ingested with {_describe(kb.chunk_settings)}.")
+    try:
+        theirs = chunking.settings_from_dict(kb.chunk_settings)
+    except (RagError, TypeError, ValueError):
+        return
+    st.button("Use the knowledge base's settings", key="upload_use_kb_settings",
+              on_click=shared.set_chunk_settings, args=(WIDGET, theirs),
+              help="Documents of one knowledge base chunked alike compare fairly in search.")
+
+
+# -- preview -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FilePreview:
+    name: str
+    data: bytes
+    sha256: str
+    prepared: Prepared | None
+    error: str
+
+
+def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePreview]:
+    out: list[FilePreview] = []
+    for name, data in uploads.items():
+        sha = _sha(name, data)
+        try:
+            prepared, error = _prepare(data, sha, name, settings)
+        except Exception as exc:  # noqa: BLE001 - one bad file must not take the page down
+            log.exception("preparing %r failed", name)
+            prepared, error = None, f"unexpected error while reading it ({type(exc).__name__}: {exc})"
+        out.append(FilePreview(name, data, sha, prepared, error))
+    return out
+
+
+def _destiny(p: FilePreview, existing: dict[str, StoredDocument], settings: ChunkSettings) -> str:
+    """What an ingest would do with this file, as far as can be told before embedding."""
+    if p.prepared is None:
+        return "fails"
+    old = existing.get(p.name)
+    if old is None:
+        return "new"
+    if old.sha256 == p.sha256 and old.chunk_settings == settings.as_dict():
+        return "unchanged"
+    return "replaces"
+
+
+def _issues(p: FilePreview, max_tokens: int | None) -> list[str]:
+    """User-facing warnings about a parsed file, one line each."""
+    if p.prepared is None:
+        return []
+    doc, chunk_set = p.prepared.document, p.prepared.chunk_set
+    out: list[str] = []
+    if doc.dropped_pages:
+        pages = _pages_label(list(doc.dropped_pages))
+        many = len(doc.dropped_pages) > 1
+        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text "
+                   f"(scanned image{'s' if many else ''}?): nothing there will be searchable. "
+                   "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
+    out.extend(doc.warnings)
+    if not chunk_set.chunks:
+        out.append("No chunks: every piece is shorter than the minimum length to embed "
+                   f"({chunk_set.settings.min_chunk_length_to_embed} chars); ingesting it will fail. "
+                   "Lower that setting.")
+    if max_tokens is not None:
+        long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
+        if long:
+            out.append(f"{len(long)} chunk{'s are' if len(long) > 1 else ' is'} longer than the "
+                       f"{max_tokens} tokens the embedder reads (largest {max(c.tokens for c in long)}): "
+                       "their ends would be ignored when embedding. Lower the chunk size.")
+    stats = chunking.stats(chunk_set)
+    if stats.over_size:
+        out.append(f"The last chunk holds {stats.max_tokens} tokens: the maximum number of chunks "
+                   f"({chunk_set.settings.max_num_chunks}) was reached and the rest became one chunk.")
+    return out
+
+
+def _chunk_table(chunks: tuple[Chunk, ...]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text), "pages": _pages_label(c.pages),
+          "first words": _first_words(c.text)} for c in chunks],
+        columns=["#", "tokens", "characters", "pages", "first words"],
+    )
+
+
+def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
+              settings: ChunkSettings, max_tokens: int | None, kb_name: str | None) -> None:
+    rows = []
+    for p in previews:
+        doc = p.prepared.document if p.prepared else None
+        issues = _issues(p, max_tokens)
+        rows.append({
+            "file": p.name,
+            "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
+            "size": _size(len(p.data)),
+            "pages": doc.page_count if doc else None,
+            "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
+            "check": ("❌ " + p.error) if p.error else (
+                f"⚠️ {len(issues)} warning{'s' if len(issues) > 1 else ''}" if issues else "✅ ok"),
+            "on ingest": _destiny(p, existing, settings) if kb_name else "",
+        })
+    _table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
+           column_config={"on ingest": st.column_config.TextColumn(
+               "on ingest", help="new: added · replaces: same filename with other content or "
+                                 "settings · unchanged: already stored exactly so (skipped)")})
+
+
+def _page_chunks(doc: documents.Document, index: int, chunks: tuple[Chunk, ...]) -> list[Chunk]:
+    """The chunks touching page `doc.pages[index]`, with offsets made relative to that page."""
+    base = doc.page_starts[index]
+    length = len(doc.pages[index].text)
+    out = []
+    for c in chunks:
+        if c.start < base + length and c.end > base:
+            out.append(dataclasses.replace(c, start=max(c.start - base, 0), end=min(c.end - base, length)))
+    return out
+
+
+def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | None) -> None:
+    if p.prepared is None:
+        st.error(f"**{_md(p.name)}** cannot be read: {p.error}", icon="🚫")
+        return
+    doc, chunk_set = p.prepared.document, p.prepared.chunk_set
+    chunks = chunk_set.chunks
+    stats = chunking.stats(chunk_set)
+    st.caption(f"{doc.kind.upper()} · {_size(len(p.data))} · sha256 {p.sha256[:12]}…")
+    m = st.columns(5)
+    m[0].metric("Pages", f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
+                help="Pages with text / pages in the file" if doc.dropped_pages else "Pages in the file")
+    m[1].metric("Chunks", stats.count, help=f"{_describe(settings)}")
+    m[2].metric("Tokens per chunk", f"{stats.mean_tokens:.0f}" if stats.count else "–",
+                help=f"mean; smallest {stats.min_tokens}, largest {stats.max_tokens} (cl100k tokens)")
+    m[3].metric("Ends mid-sentence", f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
+                help="Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
+                     "of the thought it starts.")
+    m[4].metric("Dropped pieces", stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
+    for issue in _issues(p, max_tokens):
+        st.warning(issue, icon="⚠️")
+
+    chunks_tab, pages_tab, text_tab = st.tabs(["🧩 Chunks", "📄 Pages", "🎨 Whole text"])
+    with chunks_tab:
+        _table(
+            f"upload_chunks_{p.name}",
+            _chunk_table(chunks), hide_index=True, width="stretch",
+            column_config={
+                "#": st.column_config.NumberColumn("#", help="Chunk index, as stored in metadata.chunk_index"),
+                "tokens": st.column_config.ProgressColumn(
+                    "tokens", min_value=0, max_value=max(settings.chunk_size, stats.max_tokens, 1),
+                    format="%d", help=f"cl100k tokens; the bar is relative to the chunk size ({settings.chunk_size})"),
+                "pages": st.column_config.TextColumn("pages", help="Pages the chunk's text comes from"),
+                "first words": st.column_config.TextColumn("first words", width="large"),
+            },
+        )
+    with pages_tab:
+        _page_view(p, doc, chunks, settings)
+    with text_tab:
+        show = True
+        if len(doc.text) > WHOLE_TEXT_AUTO_CHARS:
+            show = st.toggle(f"Colour the whole text ({len(doc.text):,} characters; may be slow)",
+                             key=f"upload_whole_{p.name}", value=False)
+        if show:
+            st.caption(LEGEND)
+            with st.container(height=560, border=True):
+                st.html(visual.chunks_html(doc.text, chunks))
+
+
+def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...],
+               settings: ChunkSettings) -> None:
+    with_text = {page.number: i for i, page in enumerate(doc.pages)}
+    numbers = list(range(1, doc.page_count + 1))
+    if st.session_state.get(f"upload_page_{p.name}") not in numbers:
+        st.session_state.pop(f"upload_page_{p.name}", None)  # another file of that name came
+    page = st.columns([1, 2])[0].selectbox(
+        "Page", numbers, key=f"upload_page_{p.name}",
+        format_func=lambda n: f"Page {n}" + ("" if n in with_text else " · no text"),
+        help="Type a number to jump to a page.",
+    )
+    renderable = visual.renderable(doc)
+    left, right = st.columns(2) if renderable else (st.container(), None)
+    on_page: list[Chunk] = []
+    with left:
+        if page not in with_text:
+            st.info(f"Page {page} has no extractable text: probably a scanned image. It will not be "
+                    "searchable unless the file is run through OCR first.", icon="🖼️")
+        else:
+            index = with_text[page]
+            on_page = _page_chunks(doc, index, chunks)
+            if on_page:
+                first = on_page[0]
+                carried = " (continues from the page before)" if chunks[first.index].start < doc.page_starts[index] else ""
+                st.caption(f"Chunks on this page: {_pages_label([c.index for c in on_page])}{carried}. {LEGEND}")
+            else:
+                st.caption("No chunk covers this page (its pieces were dropped as too short).")
+            with st.container(height=560, border=True):
+                st.html(visual.chunks_html(doc.pages[index].text, on_page))
+    if right is not None:
+        with right:
+            boxes = st.toggle("Draw the chunks on the page", value=True, key=f"upload_boxes_{p.name}",
+                              help="Each chunk's lines boxed in its colour, on the rendered page.")
+            originals = tuple(chunks[c.index] for c in on_page)
+            try:
+                png = _page_png(p.data, doc, originals, p.sha256, settings, page, boxes)
+            except Exception as exc:  # noqa: BLE001 - a picture must not take the preview down
+                log.exception("rendering %r page %d failed", p.name, page)
+                st.warning(f"Page {page} could not be rendered ({type(exc).__name__}: {exc}).", icon="⚠️")
+            else:
+                with st.container(border=True):
+                    st.image(png, caption=f"{p.name}, page {page}", width="stretch")
+
+
+# -- ingest ----------------------------------------------------------------------------------
+
+def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: ChunkSettings,
+                uploads: dict[str, bytes]) -> list[IngestResult]:
+    results: list[IngestResult] = []
+    total = len(uploads)
+    stages = len(ingest.STAGES)
+    with st.status(f"Ingesting {total} file{'s' if total > 1 else ''} into '{knowledge}'…",
+                   expanded=True) as status:
+        for number, (name, data) in enumerate(uploads.items(), start=1):
+            st.markdown(f"**{number}/{total} · {_md(name)}**")
+            bar = st.progress(0.0, text="waiting")
+            reached = {"stage": "parse", "fraction": 0.0}
+
+            def on_stage(stage: str, fraction: float, message: str, bar=bar, reached=reached) -> None:
+                step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
+                reached.update(stage=stage, fraction=min(max(float(fraction), 0.0), 1.0))
+                bar.progress(reached["fraction"], text=f"{stage} ({step}/{stages}) · {message}")
+
+            status.update(label=f"Ingesting {number}/{total}: {name}…")
+            try:
+                result = ingest.ingest_bytes(store, embedder, data, name, knowledge, settings,
+                                             on_stage=on_stage)
+            except Exception as exc:  # noqa: BLE001 - the other files go on
+                log.exception("ingesting %r failed", name)
+                result = IngestResult(name, "failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
+            if result.ok:
+                bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {result.status} · "
+                                       f"{_n(result.pages, 'page')} · {_n(result.chunks, 'chunk')}")
+            else:
+                bar.progress(reached["fraction"], text=f"❌ failed during {reached['stage']}")
+                st.error(f"**{_md(name)}** failed: {result.reason}", icon="🚫")
+            results.append(result)
+        failed = sum(not r.ok for r in results)
+        counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
+                           for s in ("stored", "replaced", "unchanged", "failed")
+                           if any(r.status == s for r in results))
+        status.update(label=f"Ingested into '{knowledge}': {counts}",
+                      state="error" if failed == total else "complete", expanded=bool(failed))
+    return results
+
+
+def _show_results() -> None:
+    last = st.session_state.get("upload_results")
+    if not last:
+        return
+    results: list[dict] = last["results"]
+    failed = [r for r in results if r["status"] == "failed"]
+    done = len(results) - len(failed)
+    message = (f"Last ingest into **{_md(last['kb'])}** at {last['at']:%H:%M:%S}: "
+               f"{done} of {len(results)} file{'s' if len(results) > 1 else ''} in the knowledge base.")
+    if failed:
+        st.warning(message + " See the reasons below; fix them and ingest again.", icon="⚠️")
+    else:
+        st.success(message + " See it in the **Library** tab.", icon="✅")
+    frame = pd.DataFrame(
+        [{"": STATUS_ICONS.get(r["status"], ""), "file": r["filename"], "status": r["status"],
+          "pages": None if r["status"] == "failed" else r["pages"],
+          "chunks": None if r["status"] == "failed" else r["chunks"], "reason": r["reason"]}
+         for r in results],
+        columns=["", "file", "status", "pages", "chunks", "reason"],
+    )
+    _table("upload_summary", frame, hide_index=True, width="stretch",
+           column_config={"reason": st.column_config.TextColumn("reason", width="large")})
+
+
+def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | None,
+                uploads: dict[str, bytes]) -> None:
+    blockers = []
+    if not uploads:
+        blockers.append("upload at least one file")
+    if store is None:
+        blockers.append("the database must be available")
+    if target.problem:
+        blockers.append(target.problem)
+    if settings is None:
+        blockers.append("fix the chunk settings")
+    ready = (store is not None and settings is not None and target.name is not None
+             and target.embedder is not None and not blockers)
+    button, plan = st.columns([1, 5], vertical_alignment="center")
+    clicked = button.button("Ingest", key="upload_ingest", type="primary", icon="📥",
+                            disabled=not ready, width="stretch",
+                            help="Parse, chunk, embed and store every file above. A file already "
+                                 "stored with the same content and settings is skipped.")
+    if not ready:
+        plan.caption("To ingest: " + "; ".join(blockers or ["choose a knowledge base"]) + ".")
+        return _show_results()
+    n = len(uploads)
+    plan.markdown(f"{n} file{'s' if n > 1 else ''} → **{_md(target.name)}** · "
+                  f"`{target.embedder.name}` · {_describe(settings)}")
+    if clicked:
+        results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads))
+        st.session_state["upload_results"] = {
+            "kb": target.name, "at": datetime.now(),
+            "results": [dataclasses.asdict(r) for r in results],
+        }
+        if target.kb is None and any(r.ok for r in results):
+            st.session_state["_upload_kb_pending"] = target.name
+    _show_results()
+
+
+# -- the upload tab ------------------------------------------------------------------------------
+
+def _files_column() -> dict[str, bytes]:
+    limit = st.get_option("server.maxUploadSize")
+    files = st.file_uploader(
+        "Documents", type=FILE_TYPES, accept_multiple_files=True, key="upload_files",
+        on_change=_sync_uploads,
+        help=f"PDF, EPUB, XPS, TXT or Markdown; up to {limit} MB per file (server.maxUploadSize in "
+             ".streamlit/config.toml). Nothing is stored until you press Ingest.",
+    ) or []
+    uploads = _uploads()
+    for f in files:  # safety net: the callback normally did this already
+        if f.name not in uploads:
+            uploads[f.name] = f.getvalue()
+    st.session_state["_upload_ids"] = {f.file_id: f.name for f in files}
+    names = [f.name for f in files]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        st.warning(f"Several files are named {', '.join(repr(d) for d in duplicates)}: only the last "
+                   "one is kept, because a knowledge base tells documents apart by filename. "
+                   "Rename the others to ingest them too.", icon="⚠️")
+    kept = [n for n in uploads if n not in set(names)]
+    if kept:
+        st.caption(f"Kept from earlier in this session: {', '.join(_md(k) for k in kept)}.")
+        st.button("Forget them", key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
+    if uploads:
+        st.caption(f"{len(uploads)} file{'s' if len(uploads) > 1 else ''}, "
+                   f"{_size(sum(len(d) for d in uploads.values()))} in this session.")
+    return uploads
+
+
+def _upload_tab(store: Store | None) -> None:
+    files_col, kb_col, chunk_col = st.columns([1.2, 1, 1.2], gap="large")
+    with files_col:
+        st.markdown("##### 1 · Files")
+        uploads = _files_column()
+    with kb_col:
+        st.markdown("##### 2 · Knowledge base")
+        target = _knowledge_base_picker(store)
+    with chunk_col:
+        st.markdown("##### 3 · Chunking")
+        settings = shared.chunk_settings_widget(WIDGET)
+        _kb_settings_hint(target, settings)
+
+    st.markdown("##### 4 · Ingest")
+    _ingest_bar(store, target, settings, uploads)
+
+    st.divider()
+    st.markdown("#### Preview")
+    if not uploads:
+        st.info("Upload files to see their pages and where the chunks fall. Nothing is stored until "
+                "you press **Ingest**.", icon="📄")
+        return
+    if settings is None:
+        st.info("Fix the chunk settings above to see the chunks.", icon="🧩")
+        return
+    max_tokens = target.embedder.max_input_tokens if target.embedder is not None else None
+    existing: dict[str, StoredDocument] = {}
+    if store is not None and target.kb is not None:
+        try:
+            existing = {d.original_filename: d for d in store.list_documents(target.kb.name)}
+        except RagError as exc:
+            shared.show_error(exc, "Documents")
+    previews = _previews(uploads, settings)
+    _overview(previews, existing, settings, max_tokens, target.name)
+    labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + _md(p.name) for p in previews]
+    for tab, p in zip(st.tabs(labels), previews):
+        with tab:
+            _file_preview(p, settings, max_tokens)
+
+
+# -- the library tab ----------------------------------------------------------------------------
+
+def _flash(kind: str, message: str) -> None:
+    st.session_state["_lib_flash"] = (kind, message)
+
+
+def _delete_document(knowledge: str, filename: str) -> None:
+    try:
+        removed = shared.store().delete_document(knowledge, filename)
+    except RagError as exc:
+        _flash("error", f"Could not delete '{filename}' from '{knowledge}': {exc}")
+        return
+    st.session_state["lib_doc_confirm"] = False
+    if removed:
+        _flash("success", f"Deleted '{filename}' and its chunks from '{knowledge}'.")
+    else:
+        _flash("warning", f"'{filename}' was no longer in '{knowledge}'.")
+
+
+def _delete_knowledge_base(knowledge: str) -> None:
+    try:
+        removed = shared.store().delete_knowledge_base(knowledge)
+    except RagError as exc:
+        _flash("error", f"Could not delete the knowledge base '{knowledge}': {exc}")
+        return
+    st.session_state["lib_kb_confirm"] = False
+    st.session_state["lib_doc_confirm"] = False
+    if removed:
+        _flash("success", f"Deleted the knowledge base '{knowledge}' with all its documents and chunks.")
+    else:
+        _flash("warning", f"The knowledge base '{knowledge}' was already gone.")
+
+
+def _reset_confirmations() -> None:
+    st.session_state["lib_doc_confirm"] = False
+    st.session_state["lib_kb_confirm"] = False
+
+
+def _file_stem(name: str) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._")
+    return safe or "knowledge-base"
+
+
+def _library_tab(store: Store | None) -> None:
+    flash = st.session_state.pop("_lib_flash", None)
+    if flash:
+        kind, message = flash
+        {"success": st.success, "warning": st.warning}.get(kind, st.error)(message)
+    if store is None:
+        st.info("The library needs the database: see the error at the top of the page.")
+        return
+    try:
+        kbs = store.list_knowledge_bases()
+    except RagError as exc:
+        shared.show_error(exc, "Knowledge bases")
+        return
+    if not kbs:
+        st.info("No knowledge bases yet: upload files on the first tab and press **Ingest**.", icon="📚")
+        return
+    _table(
+        "lib_overview",
+        pd.DataFrame(
+            [{"knowledge base": kb.name, "documents": kb.documents, "chunks": kb.chunks,
+              "embedder": kb.embedder, "dimension": kb.dimension,
+              "chunk settings": _describe(kb.chunk_settings, short=True), "created": kb.created_at} for kb in kbs],
+            columns=["knowledge base", "documents", "chunks", "embedder", "dimension", "chunk settings", "created"],
+        ),
+        hide_index=True, width="stretch",
+        column_config={"created": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
+                       "chunk settings": st.column_config.TextColumn(
+                           "chunk settings", help="The settings of the latest ingest")},
+    )
+    by_name = {kb.name: kb for kb in kbs}
+    if st.session_state.get("lib_kb") not in by_name:
+        st.session_state.pop("lib_kb", None)
+    name = st.selectbox("Knowledge base", list(by_name), key="lib_kb", on_change=_reset_confirmations,
+                        format_func=lambda n: f"{n} · {by_name[n].documents} docs")
+    kb = by_name[name]
+    m = st.columns(4)
+    m[0].metric("Documents", kb.documents)
+    m[1].metric("Chunks", kb.chunks)
+    m[2].metric("Dimension", kb.dimension)
+    m[3].metric("Embedder", kb.embedder.split(":", 1)[0], help=kb.embedder)
+    st.caption(f"Embedder `{kb.embedder}` · chunk settings of the latest ingest: {_describe(kb.chunk_settings)}")
+    try:
+        docs = store.list_documents(name)
+    except RagError as exc:
+        shared.show_error(exc, "Documents")
+        return
+    _table(
+        "lib_docs",
+        pd.DataFrame(
+            [{"filename": d.original_filename, "pages": d.page_count, "chunks": d.chunk_count,
+              "size": _size(d.size_bytes), "ingested at": d.ingested_at,
+              "chunk settings": _describe(d.chunk_settings, short=True)} for d in docs],
+            columns=["filename", "pages", "chunks", "size", "ingested at", "chunk settings"],
+        ),
+        hide_index=True, width="stretch",
+        column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")},
+    )
+    stem = _file_stem(name)
+    d1, d2, _ = st.columns([1, 1, 3])
+    d1.download_button(
+        "Chunks as CSV", data=lambda: export.chunks_csv(store.iter_chunks(name)),
+        file_name=f"{stem}-chunks.csv", mime="text/csv", key="lib_csv", icon="⬇️",
+        on_click="ignore", disabled=kb.chunks == 0, width="stretch",
+        help="id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
+             "so Excel shows every script correctly.",
+    )
+    d2.download_button(
+        "Chunks as JSONL", data=lambda: export.chunks_jsonl(store.iter_chunks(name)),
+        file_name=f"{stem}-chunks.jsonl", mime="application/jsonl", key="lib_jsonl", icon="⬇️",
+        on_click="ignore", disabled=kb.chunks == 0, width="stretch",
+        help="One JSON object per line: id, content and the full metadata.",
+    )
+    with st.expander("🗑️ Delete a document or the whole knowledge base"):
+        if docs:
+            filenames = [d.original_filename for d in docs]
+            if st.session_state.get("lib_doc") not in filenames:
+                st.session_state.pop("lib_doc", None)
+            chosen = st.selectbox("Document", filenames, key="lib_doc", on_change=_reset_confirmations)
+            doc = next(d for d in docs if d.original_filename == chosen)
+            confirm = st.checkbox(
+                f"I understand that '{chosen}' and its {doc.chunk_count} chunks will be removed from '{name}'",
+                key="lib_doc_confirm")
+            st.button("Delete the document", key="lib_doc_delete", disabled=not confirm, icon="🗑️",
+                      on_click=_delete_document, args=(name, chosen))
+            st.divider()
+        confirm_kb = st.checkbox(
+            f"I understand that the knowledge base '{name}' with its {kb.documents} documents and "
+            f"{kb.chunks} chunks will be removed for good", key="lib_kb_confirm")
+        st.button("Delete the knowledge base", key="lib_kb_delete", disabled=not confirm_kb, type="primary",
+                  icon="🗑️", on_click=_delete_knowledge_base, args=(name,))
+
+
+# -- the page ----------------------------------------------------------------------------------------
+
+def main() -> None:
+    st.title("📄 Upload & preview")
+    st.caption("Upload documents, check how each page parses and where the chunks fall, then ingest "
+               "them into a knowledge base. Nothing is stored before you press **Ingest**.")
+    _apply_chunk_lab_settings()
+    store = shared.try_store()
+    upload_tab, library_tab = st.tabs(["📥 Upload & ingest", "📚 Library"])
+    with upload_tab:
+        _upload_tab(store)
+    with library_tab:
+        _library_tab(store)
+
+
+main()

@@ -1,0 +1,198 @@
+"""The Chunk Lab page, driven through the real app (router, sidebar, Upload page hand-over).
+
+Every expectation is computed here from rag/ directly (split, evaluate) for the same inputs.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rag import evaluation
+from rag.chunking import ChunkSettings, split
+from rag.documents import load_bytes
+from rag.embeddings import LocalEmbedder
+from rag.evaluation import EmbeddingCache, evaluate
+from rag.ingest import ingest_bytes
+from tests.conftest import ROOT
+from tests.docgen import make_pdf
+
+# The built-in sample, three sections to a page, as a real PDF.
+_SECTIONS = evaluation.SAMPLE_TEXT.split("\n## ")
+PAGES = ["\n## ".join(_SECTIONS[i:i + 3]) for i in range(0, len(_SECTIONS), 3)]
+PDF = make_pdf(PAGES, fontsize=9)
+FILENAME = "field-guide.pdf"
+DOC = load_bytes(PDF, FILENAME)
+QUESTIONS = [evaluation.SAMPLE_QUESTIONS[2], evaluation.SAMPLE_QUESTIONS[6]]
+_FIELDS = {"strategy": "strategy", "chunk_size": "chunk_size", "chunk_overlap": "chunk_overlap",
+           "min_chars": "min_chunk_size_chars", "min_embed": "min_chunk_length_to_embed",
+           "max_chunks": "max_num_chunks", "keep_sep": "keep_separator"}
+
+
+def open_lab(uploads: dict[str, bytes] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.session_state["uploads"] = {FILENAME: PDF} if uploads is None else uploads
+    at.run()
+    assert not at.exception
+    at.switch_page("pages/chunk_lab.py").run()
+    assert not at.exception
+    return at
+
+
+def table(at: AppTest, column: str) -> pd.DataFrame:
+    """The (only) table on the page that has `column`."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
+def settings_of(at: AppTest, i: int) -> ChunkSettings:
+    """The settings in column i, read from its widgets."""
+    values = {field: at.session_state[f"lab_s{i}_{suffix}"] for suffix, field in _FIELDS.items()}
+    if values["strategy"] == "spring":
+        values["chunk_overlap"] = 0
+    return ChunkSettings(**values)
+
+
+def label_of(i: int, settings: ChunkSettings) -> str:
+    return f"{'ABC'[i]}: {evaluation.describe(settings)}"
+
+
+def test_stats_count_equals_split_and_follows_the_chunk_size() -> None:
+    at = open_lab()
+    assert at.selectbox(key="lab_doc").value == f"upload:{FILENAME}"
+    assert not at.error
+    stats = table(at, "Mean tokens")
+    first = settings_of(at, 0)
+    expected = split(DOC.text, first, DOC.pages_for_span)
+    row = stats.iloc[0]
+    assert row["Setting"] == label_of(0, first)
+    assert row["Chunks"] == len(expected.chunks)
+    assert row["Max tokens"] == max(c.tokens for c in expected.chunks)
+
+    at.number_input(key="lab_s0_chunk_size").set_value(160).run()
+    assert not at.exception
+    smaller = settings_of(at, 0)
+    assert smaller.chunk_size == 160
+    count = table(at, "Mean tokens").iloc[0]["Chunks"]
+    assert count == len(split(DOC.text, smaller).chunks)
+    assert count > row["Chunks"]
+
+
+def test_one_two_three_settings_side_by_side() -> None:
+    at = open_lab()
+    at.radio(key="lab_n_settings").set_value(1).run()
+    assert not at.exception
+    assert len(table(at, "Mean tokens")) == 1
+    at.radio(key="lab_n_settings").set_value(2).run()
+    assert not at.exception
+    stats = table(at, "Mean tokens")
+    assert len(stats) == 2
+    for i in range(2):
+        settings = settings_of(at, i)
+        assert stats.iloc[i]["Setting"] == label_of(i, settings)
+        assert stats.iloc[i]["Chunks"] == len(split(DOC.text, settings).chunks)
+    at.radio(key="lab_n_settings").set_value(3).run()
+    assert not at.exception
+    assert len(table(at, "Mean tokens")) == 3
+    # The other views draw one picture per setting.
+    at.session_state["lab_view"] = "On the page"
+    at.selectbox(key="lab_page").set_value(2).run()
+    assert not at.exception
+    assert len(at.image) == 3
+    at.session_state["lab_view"] = "Chunk sizes"
+    at.run()
+    assert not at.exception
+    # Export: the chosen setting as Python and as Spring AI Java.
+    at.selectbox(key="lab_export").set_value(label_of(2, settings_of(at, 2))).run()
+    assert not at.exception
+    python, java = at.code[0].value, at.code[1].value
+    third = settings_of(at, 2)
+    assert f"chunk_size={third.chunk_size}," in python and f".withChunkSize({third.chunk_size})" in java
+
+
+def test_retrieval_check_equals_evaluate_and_applies_the_best() -> None:
+    at = open_lab()
+    # Neither setting is the Upload page's default, so applying either one shows.
+    at.number_input(key="lab_s0_chunk_size").set_value(400).run()
+    csv = "question,expected\n" + "".join(f'"{q.text}","{q.expected}"\n' for q in QUESTIONS)
+    at.file_uploader(key="lab_questions_csv").set_value(("questions.csv", csv.encode(), "text/csv")).run()
+    assert not at.exception
+    assert at.data_editor(key="lab_questions").value["question"].tolist() == [q.text for q in QUESTIONS]
+    at.button(key="lab_run_check").click().run()
+    assert not at.exception
+    assert not at.error
+
+    chosen = {label_of(i, s): s for i, s in ((i, settings_of(at, i)) for i in range(2))}
+    direct = evaluate({label: split(DOC.text, s, DOC.pages_for_span) for label, s in chosen.items()},
+                      DOC.text, QUESTIONS, LocalEmbedder(), EmbeddingCache())
+    summary = table(at, "MRR").set_index("Setting")
+    assert list(summary.index) == list(chosen)
+    for result in direct.results:
+        shown = summary.loc[result.label]
+        assert shown["Chunks"] == result.n_chunks
+        for k in (1, 3, 5):
+            assert shown[f"hit@{k}"] == pytest.approx(result.hit_at(k))
+        assert shown["MRR"] == pytest.approx(result.mrr)
+    per_question = table(at, "Question")
+    for result in direct.results:
+        letter = result.label[0]
+        assert per_question[f"{letter} rank"].tolist() == [q.rank for q in result.questions]
+    best = evaluation.best_label(direct)
+    assert any(best in s.value for s in at.success)
+
+    at.button(key="lab_apply_best").click().run()
+    assert not at.exception
+    applied = direct.result(best).settings
+    assert applied != ChunkSettings()
+    if "apply_upload_settings" in at.session_state:  # the Upload page has not consumed it (yet)
+        assert at.session_state["apply_upload_settings"] == applied.as_dict()
+    else:  # the switch reached the Upload page, which put the settings into its widgets
+        assert at.session_state["upload_strategy"] == applied.strategy
+        assert at.session_state["upload_chunk_size"] == applied.chunk_size
+
+
+def test_typed_questions_and_the_sample_when_nothing_is_uploaded(store) -> None:
+    # `store` empties the database: nothing uploaded, nothing stored -> the built-in sample.
+    at = open_lab(uploads={})
+    assert at.selectbox(key="lab_doc").value == "sample"
+    editor = at.data_editor(key="lab_questions")
+    assert len(editor.value) == len(evaluation.SAMPLE_QUESTIONS)
+    at.session_state["lab_questions"] = {
+        "edited_rows": {}, "deleted_rows": list(range(1, len(evaluation.SAMPLE_QUESTIONS))),
+        "added_rows": [{"question": "Who guides reversing trucks?", "expected": "Reversing on the yard is "
+                                                                                "done only with a banksman"}],
+    }
+    at.run()
+    at.button(key="lab_run_check").click().run()
+    assert not at.exception
+    assert len(table(at, "Question")) == 2
+    # A half-filled row is named, not a traceback.
+    at.session_state["lab_questions"] = {"edited_rows": {}, "deleted_rows": [],
+                                         "added_rows": [{"question": "Half a row", "expected": None}]}
+    at.run()
+    assert not at.exception
+    assert any("no expected passage" in e.value for e in at.error)
+
+
+def test_a_broken_upload_is_an_error_message() -> None:
+    at = open_lab(uploads={"broken.pdf": b"%PDF-1.7 not really"})
+    assert not at.exception
+    assert any("broken.pdf" in e.value for e in at.error)
+
+
+def test_a_document_from_a_knowledge_base(store) -> None:
+    result = ingest_bytes(store, LocalEmbedder(), PDF, "stored-guide.pdf", "lab-kb", ChunkSettings(chunk_size=300))
+    assert result.status != "failed", result
+    stored = store.find_document("lab-kb", "stored-guide.pdf")
+    at = open_lab(uploads={})
+    doc_picker = at.selectbox(key="lab_doc")
+    assert "🗄️ lab-kb / stored-guide.pdf" in doc_picker.options
+    doc_picker.set_value(f"stored:{stored.id}").run()
+    assert not at.exception and not at.error
+    first = settings_of(at, 0)
+    assert table(at, "Mean tokens").iloc[0]["Chunks"] == len(split(DOC.text, first).chunks)
+    at.session_state["lab_view"] = "On the page"
+    at.run()
+    assert not at.exception
+    assert len(at.image) == 2
