@@ -233,8 +233,10 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
             batch = 10_000
             for start in range(0, n, batch):
                 vectors = _clustered(min(batch, n - start), dim, rng, centers)
-                rows = ((uuid.uuid4(), f"c{start + i}",
-                         {"knowledge": f"kb{(start + i) % kbs}", "chunk_index": start + i}, v, None)
+                texts = _sentences(len(vectors), seed=start)
+                rows = ((uuid.uuid4(), texts[i],
+                         {"knowledge": f"kb{(start + i) % kbs}", "chunk_index": start + i,
+                          "original_filename": f"doc{(start + i) // 50}.pdf", "pages": [1 + i % 30]}, v, None)
                         for i, v in enumerate(vectors))
                 copy_rows(conn, rows)
             for i in range(kbs):
@@ -312,11 +314,64 @@ def bench_retrieval(report: Report, uri: str, settings: Settings) -> None:
         best = max(quality["vector"].hit_at_5, quality["keyword"].hit_at_5)
         report.line(f"hybrid hit@5 vs the better single mode: {quality['hybrid'].hit_at_5:.3f} vs {best:.3f} "
                     f"({'met' if quality['hybrid'].hit_at_5 >= best else 'NOT met'})")
+        _bench_chat_overhead(report, store, queries, k, kbs)
     finally:
         store.close()
 
 
-BENCHES = ("rechunk", "spring", "insert", "search", "retrieval")
+def _sentences(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(40, 120))).capitalize() + "."
+            for _ in range(n)]
+
+
+def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: int, kbs: int) -> None:
+    """What a chat turn costs before the model: retrieval (each mode) and prompt assembly."""
+    from rag import chat, retrieval
+
+    names = [f"kb{i}" for i in range(kbs)]
+    words = _sentences(len(queries), seed=99)
+    timings: dict[str, list[float]] = {"vector": [], "keyword": [], "hybrid": [], "hybrid + prompt": []}
+    for q, text in zip(queries, words):
+        question = " ".join(text.split()[:8])
+        t = time.perf_counter()
+        store.search(q, names, top_k=8)
+        timings["vector"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        store.keyword_search(question, names, top_k=8)
+        timings["keyword"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        fusion = retrieval.DEFAULT_FUSION
+        fused = retrieval.fuse(store.search(q, names, top_k=fusion.depth),
+                               store.keyword_search(question, names, top_k=fusion.depth), fusion, 8)
+        timings["hybrid"].append(time.perf_counter() - t)
+        sources = chat.number_sources(fused)
+        messages = chat.build_messages(question, sources)
+        chat.context_budget(messages, sources, 8192)
+        timings["hybrid + prompt"].append(time.perf_counter() - t)
+    report.line(f"chat turn before the model, {len(queries)} questions (query embedding excluded: it is the "
+                "embedder's time):")
+    for label, values in timings.items():
+        p95 = float(np.percentile(values, 95))
+        goal = " (goal p95 < 50 ms: " + ("met)" if p95 < 0.05 else "NOT met)") if label == "hybrid + prompt" else ""
+        report.line(f"  {label:16} p50 {statistics.median(values) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms{goal}")
+
+
+def bench_gpu(report: Report, quick: bool) -> None:
+    """The GPU sampler's cost per tick against the two NVML calls every GPU monitor makes."""
+    from rag import gpu
+
+    report.section("GPU sampler: one tick vs bare nvmlDeviceGetMemoryInfo + nvmlDeviceGetUtilizationRates")
+    cost = gpu.tick_cost(ticks=800 if quick else 4000, rounds=3 if quick else 5)
+    if cost.skipped:
+        report.line(f"skipped: {cost.skipped}")
+        return
+    met = cost.ratio <= 1.5
+    report.line(f"{cost.devices} GPU(s), {cost.ticks} ticks per round: sampler {cost.ours * 1e6:.1f} µs/tick, "
+                f"bare calls {cost.peer * 1e6:.1f} µs -> {cost.ratio:.2f}x (goal <= 1.5x: {'met' if met else 'NOT met'})")
+
+
+BENCHES = ("rechunk", "spring", "gpu", "insert", "search", "retrieval")
 
 
 def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None) -> int:
@@ -330,6 +385,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         bench_rechunk(report, quick)
     if "spring" in chosen:
         bench_spring(report, quick)
+    if "gpu" in chosen:
+        bench_gpu(report, quick)
     if {"insert", "search", "retrieval"} & set(chosen):
         base = settings.database_url or embedded_server_uri(settings.pgdata)
         uri, drop = _scratch_database(base)

@@ -1,0 +1,353 @@
+"""GPU monitor: VRAM, utilisation and power while a model answers, and where Ollama put its models.
+
+UI only: the sampler, the phases and the advice come from rag/gpu.py.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from pages import shared
+from rag import gpu
+from rag.errors import RagError
+from rag.models import SUGGESTED_OLLAMA_MODEL, OllamaChatModel, list_ollama_chat_models, ollama_loaded_models
+
+# (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
+REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
+PLACEMENT_REFRESH_SECONDS = 3.0
+WINDOWS = {"1 min": 60, "2 min": 120, "5 min": 300, "10 min": 600}
+PHASE_COLOURS = {"load": "#8e6bbf", "prompt": "#f28e2b", "thinking": "#76b7e0", "output": "#59a14f",
+                 "generating": "#b0b0b0"}
+GENERATION = "gpu_generation"
+DEFAULT_PROMPT = "Explain in three short paragraphs how a GPU speeds up a language model."
+GIB = 1024**3
+MIB = 1024**2
+
+
+@st.cache_resource(show_spinner=False, max_entries=1, on_release=gpu.GpuSampler.stop)
+def sampler(source: str) -> gpu.GpuSampler:
+    """One sampler for the whole app, started once; `source` names the NVML in use."""
+    return gpu.GpuSampler(gpu.nvml_factory(source)).start()
+
+
+def when(t: float) -> datetime:
+    return datetime.fromtimestamp(t)
+
+
+def fmt(value: float | int | None, unit: str = "", scale: float = 1.0, digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / scale:.{digits}f}{unit}"
+
+
+def unload(host: str, name: str) -> None:
+    try:
+        gpu.unload_model(host, name)
+        st.session_state["gpu_unload_msg"] = (True, f"Asked Ollama to unload {name}: watch VRAM drop.")
+    except RagError as exc:
+        st.session_state["gpu_unload_msg"] = (False, str(exc))
+
+
+def start_generation(host: str, timeout: float) -> None:
+    model = st.session_state.get("gpu_model")
+    prompt = st.session_state.get("gpu_prompt") or ""
+    old = st.session_state.get(GENERATION)
+    if old is not None and old.running:
+        return
+    try:
+        st.session_state[GENERATION] = gpu.WatchedGeneration(
+            OllamaChatModel(host, model, timeout=timeout), prompt
+        ).start()
+        st.session_state.pop("gpu_generate_error", None)
+    except (RagError, ValueError) as exc:
+        st.session_state["gpu_generate_error"] = str(exc)
+
+
+def stop_generation() -> None:
+    current = st.session_state.get(GENERATION)
+    if current is not None:
+        current.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# Drawing
+
+
+def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView | None, now: float,
+              rows: int) -> None:
+    """Each phase a shaded span across every chart; the phases in the legend; each generation's
+    label once, where it starts."""
+    spans = [(m.phase, m.start, m.end, m.label) for m in marks]
+    if running is not None and running.running:
+        spans.append(("generating", running.started_at, now, running.model.removeprefix("ollama:")))
+    for phase, start, end, _ in spans:
+        end = max(end, start + 0.05)  # a 1 ms model load is still worth seeing
+        for row in range(1, rows + 1):
+            fig.add_vrect(x0=when(start), x1=when(end), fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
+                          opacity=0.22, line_width=0, layer="below", row=row, col=1)
+    for phase in dict.fromkeys(phase for phase, *_ in spans):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=gpu.PHASE_TITLES.get(phase, phase),
+                                 legendgroup="phases", marker={"symbol": "square", "size": 12, "opacity": 0.5,
+                                                               "color": PHASE_COLOURS.get(phase, "#cccccc")}),
+                      row=1, col=1)
+    starts: dict[str, float] = {}
+    for _, start, _, label in spans:
+        starts[label] = min(start, starts.get(label, start))
+    for label, start in sorted(starts.items(), key=lambda item: item[1]):
+        fig.add_annotation(x=when(start), y=1.0, xref="x", yref="y domain", text=label, hovertext=label,
+                           showarrow=False, xanchor="left", yanchor="bottom", font={"size": 10})
+
+
+def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[gpu.Mark],
+                 running: gpu.GenerationView | None, start: float, now: float) -> go.Figure:
+    times = [when(s.t) for s in samples]
+    if status.available:
+        titles = ("VRAM (GiB)", "Utilisation (%)", "Power (W)", "CPU (%)")
+    else:
+        titles = ("CPU (%)", "RAM (GiB)")
+    fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                        subplot_titles=titles)
+
+    def line(row: int, name: str, values: list[float | None], dash: str | None = None,
+             colour: str | None = None) -> None:
+        fig.add_trace(go.Scatter(x=times, y=values, name=name, mode="lines",
+                                 line={"dash": dash, "color": colour, "width": 1.6}, connectgaps=False),
+                      row=row, col=1)
+
+    def scaled(value: float | int | None, by: float) -> float | None:
+        return None if value is None else value / by
+
+    if status.available:
+        for info in status.devices:
+            tag = f"GPU {info.index} " if len(status.devices) > 1 else ""
+
+            def device(s: gpu.Sample, index: int = info.index) -> gpu.DeviceSample | None:
+                return next((d for d in s.devices if d.index == index), None)
+
+            devs = [device(s) for s in samples]
+            line(1, f"{tag}VRAM used", [scaled(d.memory_used, GIB) if d else None for d in devs])
+            line(1, f"{tag}VRAM total", [scaled(d.memory_total, GIB) if d else None for d in devs], "dot", "#888")
+            ollama = [sum(p.gpu_memory or 0 for p in s.processes if p.device == info.index and p.is_ollama)
+                      for s in samples]
+            if any(ollama):
+                line(1, f"{tag}VRAM held by Ollama", [v / GIB for v in ollama], "dash")
+            line(2, f"{tag}GPU util", [d.gpu_util if d else None for d in devs])
+            line(2, f"{tag}memory util", [d.memory_util if d else None for d in devs], "dash")
+            line(3, f"{tag}power draw", [d.power_draw if d else None for d in devs])
+            line(3, f"{tag}power limit", [d.power_limit if d else None for d in devs], "dot", "#888")
+        line(4, "CPU", [s.host.cpu_percent if s.host else None for s in samples])
+        fig.update_yaxes(range=[0, 100], row=2, col=1)
+        fig.update_yaxes(range=[0, 100], row=4, col=1)
+    else:
+        line(1, "CPU", [s.host.cpu_percent if s.host else None for s in samples])
+        line(2, "RAM used", [scaled(s.host.ram_used, GIB) if s.host else None for s in samples])
+        line(2, "RAM total", [scaled(s.host.ram_total, GIB) if s.host else None for s in samples], "dot", "#888")
+        fig.update_yaxes(range=[0, 100], row=1, col=1)
+    add_marks(fig, marks, running, now, len(titles))
+    fig.update_xaxes(range=[when(start), when(now)])
+    fig.update_layout(height=190 * len(titles) + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "y": -0.08}, uirevision="gpu-live")
+    return fig
+
+
+def device_metrics(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
+    if latest is None:
+        st.caption("Collecting the first samples…")
+        return
+    cells: list[tuple[str, str]] = []
+    if status.available:
+        for d in latest.devices:
+            if d.error:
+                continue  # said at the top of the page
+            tag = f" · GPU {d.index}" if len(latest.devices) > 1 else ""
+            cells += [
+                (f"VRAM{tag}", f"{fmt(d.memory_used, '', GIB, 1)} / {fmt(d.memory_total, ' GiB', GIB, 1)}"),
+                (f"GPU util{tag}", fmt(d.gpu_util, " %")),
+                (f"Memory util{tag}", fmt(d.memory_util, " %")),
+                (f"Temperature{tag}", fmt(d.temperature, " °C")),
+                (f"Power{tag}", f"{fmt(d.power_draw)} / {fmt(d.power_limit, ' W')}"),
+                (f"Clocks (MHz){tag}", f"{fmt(d.clock_graphics)} / {fmt(d.clock_memory)}"),
+            ]
+    if latest.host is not None:
+        cells += [("CPU", f"{latest.host.cpu_percent:.0f} %"),
+                  ("RAM (GiB)", f"{latest.host.ram_used / GIB:.1f} / {latest.host.ram_total / GIB:.1f}")]
+    for row in range(0, len(cells), 4):
+        cols = st.columns(4)
+        for col, (label, value) in zip(cols, cells[row:row + 4]):
+            col.metric(label, value)
+
+
+def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
+    if not status.available or latest is None:
+        return
+    st.markdown("**Processes on the GPU**")
+    cannot = [f"GPU {i}" for i, reading in status.unsupported if reading == "compute_processes"]
+    if cannot:
+        st.caption(f"NVML cannot list processes on {', '.join(cannot)} (“Not Supported”).")
+    if not latest.processes:
+        st.caption("No process holds GPU memory now. (Inside a container, programs of other containers "
+                   "are listed without a name, or not at all.)")
+        return
+    rows = sorted(latest.processes, key=lambda p: (not p.is_ollama, -(p.gpu_memory or 0)))
+    table = pd.DataFrame({
+        "GPU": [p.device for p in rows],
+        "PID": [p.pid for p in rows],
+        "Process": [p.name or "(not visible from here)" for p in rows],
+        "VRAM (MiB)": [None if p.gpu_memory is None else round(p.gpu_memory / MIB) for p in rows],
+        "Ollama": [p.is_ollama for p in rows],
+    })
+    styled = table.style.apply(
+        lambda row: ["background-color: #e6f4ea; font-weight: 600" if row["Ollama"] else "" for _ in row], axis=1
+    )
+    st.dataframe(styled, hide_index=True, key="gpu_processes")
+
+
+def generation_panel(view: gpu.GenerationView, now: float) -> None:
+    model = view.model.removeprefix("ollama:")
+    if view.running:
+        st.caption(f"Generating with {model}… {now - view.started_at:.1f} s")
+    if view.thinking:
+        with st.expander("Thinking", expanded=False):
+            st.markdown(view.thinking)
+    if view.text:
+        with st.container(border=True):
+            st.markdown(view.text)
+    if view.error:
+        st.error(view.error, icon="⚠️")
+    stats = view.stats
+    if not view.running and (stats is not None or view.first_token_at is not None):
+        cols = st.columns(5)
+        cols[0].metric("Time to first token", fmt(view.time_to_first_token, " s", digits=2))
+        cols[1].metric("Tokens/s", fmt(view.tokens_per_second, "", digits=1))
+        cols[2].metric("Load time", fmt(view.load_seconds, " s", digits=2))
+        prompt_count = stats.prompt_eval_count if stats else None
+        cols[3].metric(f"Prompt eval ({fmt(prompt_count)} tokens)",
+                       fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"))
+        cols[4].metric("Output tokens", fmt(stats.eval_count if stats else None))
+        if stats is not None and stats.done_reason == "stopped":
+            st.caption("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
+                       "are drawn as one span up to the first token.")
+
+
+# ------------------------------------------------------------------------------------------------
+# The page
+
+settings = shared.settings()
+host = settings.ollama_host
+watch = sampler(gpu.selected_nvml())
+status = watch.status
+
+st.title("GPU monitor")
+if status.devices:  # found, even if one has failed since
+    names = ", ".join(f"**{d.name}**" for d in status.devices)
+    st.markdown(f"{names} · driver {status.driver or '?'} · CUDA {status.cuda or '?'}")
+else:
+    st.info(f"No NVIDIA GPU is visible to this app. NVML says: “{status.reason}” ({gpu.no_gpu_hint(status.reason)}). "
+            "Models run on the CPU here, so CPU and RAM are shown instead.", icon="ℹ️")
+
+
+@st.fragment(run_every=PLACEMENT_REFRESH_SECONDS)
+def placement() -> None:
+    st.subheader("Where Ollama put its models")
+    message = st.session_state.pop("gpu_unload_msg", None)
+    if message is not None:
+        (st.success if message[0] else st.error)(message[1])
+    models = ollama_loaded_models(host)
+    if models is None:
+        st.info(f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", icon="ℹ️")
+        return
+    if not models:
+        st.caption("Ollama holds no model in memory now: generate below to load one.")
+        return
+    advice = gpu.placement_advice(models, watch.status, watch.latest())
+    if advice is None:
+        st.success(f"{'All models run' if len(models) > 1 else 'The model runs'} 100% on the GPU.", icon="✅")
+    elif advice.severity == "error":
+        causes = "\n".join(f"{i}. {c}" for i, c in enumerate(advice.causes, 1))
+        st.error(f"**{advice.title}**\n\nLikely causes and how to check:\n\n{causes}", icon="🚨")
+    else:
+        st.info(advice.title, icon="ℹ️")
+    now = datetime.now().astimezone()
+    table = pd.DataFrame({
+        "Model": [m.name for m in models],
+        "Size (GiB)": [round(m.size / GIB, 2) for m in models],
+        "In VRAM (GiB)": [round(m.size_vram / GIB, 2) for m in models],
+        "Placement": [m.share_on_gpu for m in models],
+        "Context": [m.context_length for m in models],
+        "Unloads in": [_expiry(m.expires_at, now) for m in models],
+    })
+    st.dataframe(table, hide_index=True, key="gpu_placement")
+    st.caption("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart.")
+    cols = st.columns(min(len(models), 4))
+    for i, m in enumerate(models):
+        cols[i % len(cols)].button(f"Unload {m.name}", key=f"gpu_unload_{m.name}", on_click=unload,
+                                   args=(host, m.name))
+
+
+def _expiry(at: datetime | None, now: datetime) -> str:
+    if at is None:
+        return "?"
+    seconds = (at - now).total_seconds()
+    if seconds > 365 * 86400:
+        return "never (keep_alive -1)"
+    if seconds <= 0:
+        return "now"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+placement()
+
+st.subheader("Generate while watching")
+chat_models = list_ollama_chat_models(host)
+if chat_models is None:
+    st.caption(f"Generating needs Ollama, which is not reachable at {host}.")
+elif not chat_models:
+    st.caption(f"Ollama has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'.")
+else:
+    st.selectbox("Model", chat_models, key="gpu_model")
+    st.text_area("Prompt", DEFAULT_PROMPT, key="gpu_prompt", height=80)
+if "gpu_generate_error" in st.session_state:
+    st.error(st.session_state["gpu_generate_error"], icon="⚠️")
+
+c1, c2, c3 = st.columns([2, 2, 3])
+window_label = c1.segmented_control("Window", list(WINDOWS), default="2 min", key="gpu_window")
+live = c2.toggle("Live", value=True, key="gpu_live", help=f"Redraw every {REFRESH_SECONDS:g} s")
+c3.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
+                   key="gpu_csv", on_click="ignore")
+
+
+@st.fragment(run_every=REFRESH_SECONDS if live else None)
+def monitor() -> None:
+    current: gpu.WatchedGeneration | None = st.session_state.get(GENERATION)
+    running = current is not None and current.running
+    if chat_models:
+        b1, b2, _ = st.columns([1, 1, 4])
+        b1.button("Generate", key="gpu_generate", type="primary", disabled=running,
+                  on_click=start_generation, args=(host, settings.ollama_timeout))
+        b2.button("Stop", key="gpu_stop", disabled=not running, on_click=stop_generation)
+        current = st.session_state.get(GENERATION)
+    for problem in watch.status.problems:  # here, so that a GPU lost while watching shows at once
+        st.error(f"{problem}. NVML can no longer read it: reset the GPU or reboot.", icon="🚨")
+    now = time.time()
+    view = current.view() if current is not None else None
+    if view is not None:
+        generation_panel(view, now)
+    now = time.time()
+    span = WINDOWS.get(window_label or "2 min", 120)
+    start = now - span
+    samples = watch.samples(since=start)
+    latest = watch.latest()
+    device_metrics(latest, watch.status)
+    fig = build_figure(samples, watch.status, watch.marks(since=start), view, start, now)
+    st.plotly_chart(fig, key="gpu_chart", config={"displaylogo": False})
+    st.caption("Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "
+               "evaluation, thinking, output.")
+    process_table(latest, watch.status)
+
+
+monitor()
