@@ -108,6 +108,42 @@ def marker_spans(answer: str) -> list[tuple[int, int, tuple[int, ...]]]:
     return spans
 
 
+_SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
+_TERMS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _terms(text: str) -> set[str]:
+    from rag.keywords import search_text
+
+    return {t.lower() for t in _TERMS.findall(search_text(text)) if len(t) > 2 or not t.isascii()}
+
+
+def attribute_citations(answer: str, sources: Sequence[Source], *, threshold: float = 0.5) -> str:
+    """Add `[n]` to each sentence whose words mostly come from one source.
+
+    For models that cannot follow the citation instruction (the embedded base model): the
+    marker then names the source the sentence was taken from, so it can still be checked.
+    """
+    if not sources:
+        return answer
+    source_terms = [(s.n, _terms(s.hit.content)) for s in sources]
+
+    def cite(match: re.Match[str]) -> str:
+        sentence = match.group()
+        words = _terms(sentence)
+        if not words or _MARKER.search(sentence):
+            return sentence
+        best_n, best = max(((n, len(words & terms) / len(words)) for n, terms in source_terms),
+                           key=lambda pair: pair[1])
+        if best < threshold:
+            return sentence
+        body = sentence.rstrip()
+        core = body.rstrip(".!?。！？")
+        return f"{core} [{best_n}]{body[len(core):]}{sentence[len(body):]}"
+
+    return _SENTENCE.sub(cite, answer)
+
+
 @dataclass(frozen=True)
 class Budget:
     system: int
@@ -178,6 +214,8 @@ class Answer:
     model: str
     stats: GenerationStats | None
     stopped: bool = False
+    attributed: bool = False
+    """The markers were added by `attribute_citations`, not written by the model."""
 
     def as_dict(self) -> dict[str, object]:
         by_n = {s.n: s for s in self.sources}
@@ -189,6 +227,7 @@ class Answer:
                 for n in self.citations.cited
             ],
             "unknown_citations": list(self.citations.unknown),
+            "citations_attributed": self.attributed,
             "model": self.model,
         }
 
@@ -207,5 +246,14 @@ def collect(question: str, model: ChatModel, messages: Sequence[Message], source
         elif event.kind == "done":
             stats = event.stats
     answer = "".join(text).strip()
+    attributed = False
+    if cites_by_itself(model.name) is False and check_citations(answer, sources).uncited:
+        answer = attribute_citations(answer, sources)
+        attributed = not check_citations(answer, sources).uncited
     return Answer(question, answer, "".join(thinking).strip(), tuple(sources), check_citations(answer, sources),
-                  model.name, stats, stopped=bool(stats and stats.done_reason == "stopped"))
+                  model.name, stats, stopped=bool(stats and stats.done_reason == "stopped"), attributed=attributed)
+
+
+def cites_by_itself(model_name: str) -> bool:
+    """Whether a model can be asked to cite: the embedded base model only completes text."""
+    return not model_name.startswith("local:")

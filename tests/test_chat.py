@@ -149,3 +149,38 @@ def test_ask_cli_against_ollama_stand_in(tmp_path: Path, cli_env: dict[str, str]
                             f"({citation['chunk_id']!r},)).fetchone()[0])"],
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert chunk.stdout.strip() and chunk.stdout.strip() in first_source
+
+
+def test_attribution_cites_the_source_a_sentence_comes_from() -> None:
+    answer = "Revenue rose eleven percent. The board approved a dividend! Something else entirely"
+    cited = chat.attribute_citations(answer, SOURCES)
+    assert cited == "Revenue rose eleven percent [1]. The board approved a dividend [2]! Something else entirely"
+    assert chat.attribute_citations("Already cited [2].", SOURCES) == "Already cited [2]."
+    assert chat.attribute_citations(answer, []) == answer
+
+
+@pytest.mark.skipif(not __import__("rag.models", fromlist=["LocalChatModel"]).LocalChatModel.available()[0],
+                    reason="the embedded model (llama-cpp-python + gemma3 GGUF) is not installed")
+def test_embedded_model_answers_over_an_ingested_pdf(tmp_path: Path, cli_env: dict[str, str], pg_uri: str) -> None:
+    """`ask --json` with the embedded base model; its (attributed) citations name real chunks."""
+    wipe(pg_uri)
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(make_pdf(["Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions.",
+                              "The board approved a dividend of 42 cents per share."]))
+    subprocess.run([PYTHON, "-m", "rag", "ingest", str(pdf), "--kb", "fin", "--strategy", "token",
+                    "--chunk-size", "20"], cwd=ROOT, env=cli_env, check=True, capture_output=True, timeout=240)
+    proc = subprocess.run([PYTHON, "-m", "rag", "ask", "How much did revenue grow in 2023?", "--kb", "fin",
+                           "--model", "local", "--json"], cwd=ROOT, env=cli_env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["model"] == "local:gemma3-270m"
+    assert "twelve" in result["answer"].lower() or "12" in result["answer"]
+    assert result["citations"], result
+    import psycopg
+
+    with psycopg.connect(pg_uri) as conn:
+        for citation in result["citations"]:
+            row = conn.execute("SELECT metadata->>'original_filename' FROM vector_store WHERE id = %s",
+                               (citation["chunk_id"],)).fetchone()
+            assert row == (citation["original_filename"],)
