@@ -12,6 +12,7 @@ st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wid
 PAGES = [
     st.Page("pages/upload.py", title="Upload & preview", icon="📄", url_path="upload", default=True),
     st.Page("pages/chunk_lab.py", title="Chunk Lab", icon="🧩", url_path="chunk-lab"),
+    st.Page("pages/chat.py", title="Chat", icon="💬", url_path="chat"),
     st.Page("pages/gpu.py", title="GPU monitor", icon="🖥️", url_path="gpu"),
     st.Page("pages/tools.py", title="Tools", icon="🛠️", url_path="tools"),
 ]

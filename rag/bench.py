@@ -5,6 +5,7 @@ database (`rag_bench_<pid>`) on the configured server, dropped afterwards.
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 import statistics
@@ -278,6 +279,7 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
                         f"{p95[1] / p95[0]:.1f}x; recall@{k} vs exact {recall:.3f} "
                         f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
                         f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}")
+        _bench_chat_overhead(report, store, queries, k, kbs)
     finally:
         store.close()
 
@@ -314,15 +316,41 @@ def bench_retrieval(report: Report, uri: str, settings: Settings) -> None:
         best = max(quality["vector"].hit_at_5, quality["keyword"].hit_at_5)
         report.line(f"hybrid hit@5 vs the better single mode: {quality['hybrid'].hit_at_5:.3f} vs {best:.3f} "
                     f"({'met' if quality['hybrid'].hit_at_5 >= best else 'NOT met'})")
-        _bench_chat_overhead(report, store, queries, k, kbs)
     finally:
         store.close()
 
 
+_STOPWORDS = "the of and to in is was for on that with as by at from it an be this are which or".split()
+
+
+@functools.cache
+def _vocabulary(size: int = 20_000) -> tuple[list[str], list[float]]:
+    """Pseudo-words with Zipf frequencies, as in real text (a tiny vocabulary would make every
+    keyword match every chunk, which no real corpus does)."""
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(4, 10)))
+                               for _ in range(size)))
+    return words, [1.0 / (rank + 1) for rank in range(len(words))]
+
+
 def _sentences(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(40, 120))).capitalize() + "."
-            for _ in range(n)]
+    words, weights = _vocabulary()
+    out = []
+    for _ in range(n):
+        length = rng.randint(40, 120)
+        content = rng.choices(words, weights=weights, k=length)
+        text = [w if rng.random() > 0.4 else f"{rng.choice(_STOPWORDS)} {w}" for w in content]
+        out.append(" ".join(text).capitalize() + ".")
+    return out
+
+
+def _question(rng: random.Random, passage: str) -> str:
+    """A question about one passage: a few of its words among stop words."""
+    words = [w for w in passage.rstrip(".").split() if w.lower() not in _STOPWORDS]
+    picked = rng.sample(words, k=min(5, len(words)))
+    return "what is the " + " of ".join(picked)
 
 
 def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: int, kbs: int) -> None:
@@ -330,10 +358,11 @@ def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: i
     from rag import chat, retrieval
 
     names = [f"kb{i}" for i in range(kbs)]
-    words = _sentences(len(queries), seed=99)
+    rng = random.Random(3)
+    passages = _sentences(len(queries), seed=0)  # the first rows stored are these texts
     timings: dict[str, list[float]] = {"vector": [], "keyword": [], "hybrid": [], "hybrid + prompt": []}
-    for q, text in zip(queries, words):
-        question = " ".join(text.split()[:8])
+    for q, passage in zip(queries, passages):
+        question = _question(rng, passage)
         t = time.perf_counter()
         store.search(q, names, top_k=8)
         timings["vector"].append(time.perf_counter() - t)

@@ -76,7 +76,7 @@ def search(
     top_k: int = 5,
     min_score: float | None = None,
     filter_expression: str | None = None,
-    mode: str = "vector",
+    mode: str = DEFAULT_MODE,
     fusion: Fusion = DEFAULT_FUSION,
 ) -> list[Hit]:
     """Top hits for a query; vector search uses each knowledge base's own embedder.

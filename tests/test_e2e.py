@@ -7,12 +7,14 @@ Screenshots go to tests/artifacts/, and also to RAG_SCREENSHOTS_DIR when set (RE
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from rag.models import LocalChatModel
 from tests.conftest import ROOT, wipe
 from tests.docgen import make_pdf
 from tests.e2e import CHROMIUM_ARGS, chromium_path, running_app
@@ -124,6 +126,22 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
     page.get_by_text("Chunk Lab").first.wait_for(timeout=120_000)
     wait_idle(page)
     shot(page, "chunk-lab")
+
+    if LocalChatModel.available()[0]:
+        # No Ollama here: the chat falls back to the embedded model. Ask, then open a citation.
+        page.goto(f"{app_url}/chat", wait_until="networkidle")
+        box = page.locator('[data-testid="stChatInputTextArea"]')
+        box.wait_for(timeout=120_000)
+        wait_idle(page)
+        box.fill("How much did revenue grow in 2023?")
+        box.press("Enter")
+        citation = page.get_by_role("button", name=re.compile(r"\[\d+\] quarterly-report\.pdf"))
+        citation.first.wait_for(timeout=300_000)
+        wait_idle(page)
+        citation.first.click()
+        page.get_by_text(re.compile(r"quarterly-report\.pdf, page \d")).first.wait_for(timeout=120_000)
+        wait_idle(page)
+        shot(page, "chat")
     context.close()
     assert not errors, errors
     # What the browser did is really in the database.

@@ -1,0 +1,1080 @@
+"""Chat: answers grounded in the knowledge bases, with numbered citations that open the cited page.
+
+UI only: widgets are read here; `rag.retrieval` finds the passages, `rag.chat` builds the prompt,
+checks citations and counts the context budget, `rag.models` streams the answer, `rag.agent` runs
+agent mode and `rag.visual` draws the cited passage on its page. What they return is rendered.
+
+How a question flows through the page:
+1. Retrieval runs first and the sources are shown (they stay shown when no model is available).
+2. The context budget bar says what the prompt costs against the model's window.
+3. The answer is generated on a worker thread (`Worker`) kept in session state, and this run follows
+   it with `st.write_stream`. A rerun (the Stop button, any other widget) neither kills nor restarts
+   the generation: the next run picks it up where it is. Stop sets the worker's `stop_event`, which
+   the model's stream checks every 50 ms; the partial answer is kept and marked stopped.
+4. The finished turn joins the history: `[n]` markers become badges, buttons under the answer open
+   the cited source card, and a card can show its page with the passage highlighted.
+
+Session state:
+- `chat_turns`: the finished turns (`Turn`) of this session, oldest first.
+- `_chat_live`: the turn being answered (`Live`: the turn so far and its `Worker`), or absent.
+Widget keys: `chat_kbs`, `chat_model`, `chat_agent`, `chat_mode`, `chat_top_k`, `chat_min_score`,
+`chat_filter`, `chat_rewrite`, `chat_temperature`, `chat_think`, `chat_num_ctx`,
+`chat_system_prompt`, `chat_prompt_en`, `chat_prompt_zh`, `chat_pull`, `chat_input`, `chat_stop`,
+`chat_clear`, `chat_export`; per turn `chat_sources_<turn>`, and per source `chat_src_<turn>_<n>`
+(its card), `chat_page_<turn>_<n>` (show the page), `chat_pageno_<turn>_<n>`, `chat_cite_<turn>_<n>`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import streamlit as st
+
+from pages import shared
+from rag import agent, chat, documents, filters, mcp_client, models, retrieval, visual
+from rag.chat import Budget, CitationCheck, Source
+from rag.chunking import Chunk
+from rag.errors import ModelError, RagError
+from rag.mcp_server import KnowledgeBaseTools
+from rag.models import ChatModel, GenerationStats, LocalChatModel, Message, StreamEvent
+from rag.settings import Settings
+from rag.store import Store
+
+log = logging.getLogger("pages.chat")
+
+TURNS = "chat_turns"
+LIVE = "_chat_live"
+LOCAL = "local"
+# (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
+SUGGESTED_MODELS = (models.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
+ANSWER_RESERVE = 512  # tokens of the context window kept free for the answer, in the budget
+NEAR_LIMIT = 0.85  # share of the window from which the budget bar warns
+POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
+MAX_AGENT_SOURCES = 12
+DEFAULTS: dict[str, Any] = {
+    "chat_mode": retrieval.DEFAULT_MODE,
+    "chat_top_k": 8,
+    "chat_min_score": 0.0,
+    "chat_filter": "",
+    "chat_rewrite": True,
+    "chat_temperature": 0.2,
+    "chat_think": True,
+    "chat_num_ctx": 0,
+    "chat_agent": False,
+    "chat_system_prompt": chat.SYSTEM_PROMPT_EN,
+}
+MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
+
+
+# -- the generation worker (no Streamlit in here: it runs off the script thread) ---------------
+
+class Worker:
+    """Runs one generation (or agent turn) on a daemon thread and keeps everything it yields.
+
+    `produce(stop_event)` returns the iterable to drain (a model's stream, an agent's events). A
+    page run follows it with `wait()`; `stop()` asks the producer to end at once. A RagError ends
+    it with `error` set (what was yielded before stays in `items()`).
+    """
+
+    def __init__(self, produce: Callable[[threading.Event], Iterable[Any]], *, name: str = "chat-answer") -> None:
+        self.stop_event = threading.Event()
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self.first_item: float | None = None
+        self.error = ""
+        self._items: list[Any] = []
+        self._done = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, args=(produce,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, produce: Callable[[threading.Event], Iterable[Any]]) -> None:
+        error = ""
+        try:
+            for item in produce(self.stop_event):
+                with self._cond:
+                    if self.first_item is None:
+                        self.first_item = time.monotonic()
+                    self._items.append(item)
+                    self._cond.notify_all()
+        except RagError as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
+            log.exception("the generation failed")
+            error = f"The generation failed unexpectedly ({type(exc).__name__}: {exc})"
+        finally:
+            with self._cond:
+                self.error = error
+                self._done = True
+                self.finished = time.monotonic()
+                self._cond.notify_all()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.stop_event.is_set()
+
+    @property
+    def done(self) -> bool:
+        with self._cond:
+            return self._done
+
+    def items(self) -> list[Any]:
+        with self._cond:
+            return list(self._items)
+
+    def wait(self, seen: int, timeout: float) -> tuple[list[Any], bool]:
+        """Items after the first `seen` (waiting up to `timeout` for one), and whether that is all."""
+        with self._cond:
+            if len(self._items) <= seen and not self._done:
+                self._cond.wait(timeout)
+            return self._items[seen:], self._done
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+# -- the conversation ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Turn:
+    """One question and what came of it."""
+
+    id: str
+    question: str
+    query: str
+    """What was searched: the question, or its standalone rewrite."""
+    kbs: tuple[str, ...] = ()
+    mode: str = retrieval.DEFAULT_MODE
+    sources: tuple[Source, ...] = ()
+    search_ms: float | None = None
+    notes: tuple[str, ...] = ()
+    """Things to know about how the answer was made (history left out, rewrite failed, ...)."""
+    problem: str = ""
+    """Why no answer was generated (search failed, no model): one line with what to do."""
+    model: str = ""
+    budget: Budget | None = None
+    agent: bool = False
+    answer: str = ""
+    thinking: str = ""
+    stopped: bool = False
+    error: str = ""
+    """The generation failed; `answer` keeps what had arrived."""
+    stats: GenerationStats | None = None
+    steps: tuple[agent.Step, ...] = ()
+    agent_summary: str = ""
+
+    @property
+    def citations(self) -> CitationCheck:
+        return chat.check_citations(self.answer, self.sources)
+
+    @property
+    def rewritten(self) -> bool:
+        return self.query.strip() != self.question.strip()
+
+
+@dataclass
+class Live:
+    """The turn being answered and the worker answering it."""
+
+    turn: Turn
+    worker: Worker
+
+
+def history_messages(turns: Sequence[Turn]) -> list[Message]:
+    """The earlier questions and answers, for the prompt (turns without an answer are left out)."""
+    out: list[Message] = []
+    for t in turns:
+        if t.answer.strip():
+            out += [Message("user", t.question), Message("assistant", t.answer)]
+    return out
+
+
+def fit_prompt(question: str, sources: Sequence[Source], template: str | None, history: Sequence[Message],
+               limit: int, reserve: int = ANSWER_RESERVE) -> tuple[list[Message], Budget, int]:
+    """The prompt and its budget; the oldest exchanges are left out while it would not fit.
+
+    Returns (messages, budget, exchanges left out)."""
+    kept = list(history)
+    dropped = 0
+    while True:
+        messages = chat.build_messages(question, sources, system_template=template, history=kept)
+        budget = chat.context_budget(messages, sources, limit, reserve=reserve)
+        if budget.fits or not kept:
+            return messages, budget, dropped
+        kept = kept[2:]
+        dropped += 1
+
+
+def finish_chat(turn: Turn, worker: Worker) -> Turn:
+    """The turn with what the worker produced (the partial answer too, if it was stopped or failed)."""
+    events = [e for e in worker.items() if isinstance(e, StreamEvent)]
+    answer = "".join(e.text for e in events if e.kind == "content").strip()
+    thinking = "".join(e.text for e in events if e.kind == "thinking").strip()
+    stats = next((e.stats for e in reversed(events) if e.kind == "done"), None)
+    stopped = bool(stats and stats.done_reason == "stopped") or (worker.stop_requested and stats is None)
+    notes = turn.notes
+    if not chat.cites_by_itself(turn.model) and answer and chat.check_citations(answer, turn.sources).uncited:
+        # The embedded base model cannot follow the citation instruction: cite what it copied from.
+        attributed = chat.attribute_citations(answer, turn.sources)
+        if attributed != answer:
+            answer = attributed
+            notes = (*notes, "Citations were added by matching each sentence to the source it came from "
+                             "(the embedded model does not cite by itself).")
+    return dataclasses.replace(turn, answer=answer, thinking=thinking, stats=stats, stopped=stopped,
+                               error=worker.error, notes=notes)
+
+
+def finish_agent(turn: Turn, worker: Worker,
+                 lookup: Callable[[str], Any] | None = None) -> Turn:
+    """The turn with the agent's steps and answer; sources are the passages its searches returned."""
+    items = worker.items()
+    steps = tuple(i for i in items if isinstance(i, agent.Step))
+    result = next((i for i in items if isinstance(i, agent.AgentResult)), None)
+    sources = _agent_sources(steps, lookup) if lookup is not None else ()
+    if result is None:
+        return dataclasses.replace(turn, steps=steps, sources=sources, error=worker.error,
+                                   stopped=worker.stop_requested)
+    summary = (f"{len(result.steps)} tool call{'' if len(result.steps) == 1 else 's'} · "
+               f"{result.calls_used}/{result.budget} of the budget · {result.rounds} model "
+               f"request{'' if result.rounds == 1 else 's'}")
+    return dataclasses.replace(
+        turn, answer=result.answer, thinking=result.thinking, steps=result.steps, sources=sources,
+        stopped=result.stop_reason == "stopped" or worker.stop_requested, error=worker.error,
+        agent_summary=summary,
+    )
+
+
+def _agent_sources(steps: Sequence[agent.Step], lookup: Callable[[str], Any]) -> tuple[Source, ...]:
+    """The passages the agent's knowledge base searches returned, numbered in the order found."""
+    hits = []
+    seen: set[str] = set()
+    for step in steps:
+        if step.status != "ok" or not step.data or step.source != agent.KB_SOURCE:
+            continue
+        for found in step.data.get("hits") or []:
+            chunk_id = str(found.get("id", ""))
+            if not chunk_id or chunk_id in seen or len(hits) >= MAX_AGENT_SOURCES:
+                continue
+            seen.add(chunk_id)
+            try:
+                hit = lookup(chunk_id)
+            except (RagError, ValueError):
+                hit = None
+            if hit is not None:
+                hits.append(dataclasses.replace(hit, score=float(found.get("score", hit.score))))
+    return tuple(chat.number_sources(hits))
+
+
+def answer_markdown(answer: str, sources: Sequence[Source]) -> str:
+    """The answer with each `[n]` marker as a badge: blue for a source, red for a marker pointing at none."""
+    valid = {s.n for s in sources}
+    parts: list[str] = []
+    pos = 0
+    for start, end, numbers in chat.marker_spans(answer):
+        parts.append(answer[pos:start])
+        parts.append(" ".join(f":blue-badge[{n}]" if n in valid else f":red-badge[⚠ {n}]" for n in numbers))
+        pos = end
+    parts.append(answer[pos:])
+    return "".join(parts).replace("$", "\\$")  # a price is not LaTeX
+
+
+def export_markdown(turns: Sequence[Turn]) -> str:
+    rows = []
+    for t in turns:
+        answer = t.answer or "*(no answer)*"
+        if t.stopped:
+            answer += "\n\n*(stopped)*"
+        if t.problem:
+            answer += f"\n\n*{t.problem}*"
+        elif t.error:
+            answer += f"\n\n*(failed: {t.error})*"
+        if t.rewritten:
+            answer += f"\n\n*Searched for: {t.query}*"
+        rows.append((t.question, answer, t.sources))
+    used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
+    return chat.conversation_markdown(rows, used)
+
+
+# -- small formatting helpers --------------------------------------------------------------------
+
+def _md(text: str) -> str:
+    """Escape Markdown so user text and file names are shown as typed."""
+    out = text
+    for ch in "\\`*_[]<>#|~$":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def _model_label(choice: str) -> str:
+    if choice == LOCAL:
+        return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded"
+    return f"{choice.removeprefix('ollama:')} · Ollama"
+
+
+def _normalise_choice(value: str) -> str:
+    value = value.strip()
+    if value in (LOCAL, LocalChatModel.NAME):
+        return LOCAL
+    name = value.removeprefix("ollama:").strip().removesuffix(":latest")
+    return f"ollama:{name}" if name else LOCAL
+
+
+def _same_model(a: str, b: str) -> bool:
+    def tagged(name: str) -> str:
+        name = name.strip().lower()
+        return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+    return tagged(a) == tagged(b)
+
+
+# -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
+
+@st.cache_data(ttl=15, show_spinner=False)
+def _ollama_chat_models(host: str) -> list[str] | None:
+    return models.list_ollama_chat_models(host)
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def _local_available() -> tuple[bool, str]:
+    return LocalChatModel.available()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _thinks(host: str, model: str) -> bool:
+    return models.OllamaChatModel(host, model).supports_thinking
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _agent_ok(host: str, model_name: str) -> tuple[bool, str]:
+    return agent.agent_available(model_name)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _ollama_context(host: str, model: str) -> tuple[int, str]:
+    """(tokens, how it is known) of an Ollama model's context window."""
+    try:
+        return models.OllamaChatModel(host, model).context_length(), "from Ollama"
+    except ModelError as exc:
+        return models.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
+
+
+@st.cache_resource(max_entries=8, show_spinner="Opening the document…")
+def _document(document_id: str, filename: str) -> tuple[bytes, documents.Document] | None:
+    data = shared.store().document_bytes(uuid.UUID(document_id))
+    if data is None:
+        return None
+    return data, documents.load_bytes(data, filename)
+
+
+@st.cache_data(max_entries=64, show_spinner="Rendering the page…")
+def _page_png(document_id: str, filename: str, page: int, index: int, start: int, end: int,
+              pages: tuple[int, ...]) -> tuple[bytes, int] | None:
+    """The page as PNG with the passage boxed, and how many lines were boxed; None if the
+    document is gone or has no page images."""
+    loaded = _document(document_id, filename)
+    if loaded is None:
+        return None
+    data, doc = loaded
+    if not visual.renderable(doc):
+        return None
+    image = visual.render_page(data, doc, page, [Chunk(index, "", 0, start, end, pages)])
+    return image.png, image.boxes
+
+
+# -- controls -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelChoice:
+    choice: str
+    model: ChatModel | None
+    problem: str = ""
+    """Why no model can answer (with the commands that fix it)."""
+    pull: str = ""
+    """An Ollama model that is not pulled yet."""
+    context: int | None = None
+    context_note: str = ""
+    thinks: bool = False
+
+
+@dataclass(frozen=True)
+class Controls:
+    kbs: tuple[str, ...]
+    top_k: int
+    min_score: float | None
+    filter: str | None
+    mode: str
+    temperature: float
+    think: bool | None
+    rewrite: bool
+    agent: bool
+    template: str | None
+    """The edited system prompt; None while it is one of the defaults (then the question's language picks)."""
+    num_ctx: int | None
+    model: ModelChoice
+
+
+def _turns() -> list[Turn]:
+    return st.session_state.setdefault(TURNS, [])
+
+
+def _set_defaults() -> None:
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+
+
+def _reset_prompt(text: str) -> None:
+    st.session_state["chat_system_prompt"] = text
+
+
+def _no_model_message(settings: Settings, local_reason: str) -> str:
+    """The ModelError that says how to get any chat model (start Ollama and pull one, or install)."""
+    try:
+        models.resolve_chat_model(dataclasses.replace(settings, chat_model=None), None)
+    except ModelError as exc:
+        return str(exc)
+    return local_reason  # pragma: no cover - something appeared meanwhile
+
+
+def _model_options(settings: Settings, pulled: list[str] | None) -> tuple[list[str], str]:
+    options = [f"ollama:{m}" for m in pulled or []]
+    configured = _normalise_choice(settings.chat_model) if settings.chat_model else ""
+    if configured and configured != LOCAL and configured not in options:
+        options.append(configured)
+    if pulled is not None:
+        options += [f"ollama:{m}" for m in SUGGESTED_MODELS
+                    if not any(_same_model(m, p) for p in pulled) and f"ollama:{m}" not in options]
+    options += [c for c in st.session_state.get("_chat_extra_models", []) if c not in options]
+    options.append(LOCAL)
+    default = configured or (f"ollama:{pulled[0]}" if pulled else LOCAL)
+    return options, default
+
+
+def _pick_model(settings: Settings) -> ModelChoice:
+    host = settings.ollama_host
+    pulled = _ollama_chat_models(host)
+    local_ok, local_reason = _local_available()
+    options, default = _model_options(settings, pulled)
+    current = st.session_state.get("chat_model")
+    if isinstance(current, str) and current.strip():
+        # Kept even when not listed now: typed in by the user, or Ollama went away meanwhile.
+        choice = _normalise_choice(current)
+        if choice not in options:
+            st.session_state.setdefault("_chat_extra_models", []).append(choice)
+            options.insert(len(options) - 1, choice)
+        st.session_state["chat_model"] = choice
+    else:
+        st.session_state["chat_model"] = default
+
+    def label(choice: str) -> str:
+        text = _model_label(choice)
+        if choice == LOCAL and not local_ok:
+            return text + " · unavailable"
+        if choice.startswith("ollama:") and pulled is not None and not any(
+                _same_model(choice.removeprefix("ollama:"), p) for p in pulled):
+            return text + " · not pulled"
+        return text
+
+    raw = st.selectbox("Model", options, key="chat_model", format_func=label, accept_new_options=True,
+                       help="Ollama's chat models and the embedded one. Type another Ollama model's "
+                            "name to pull it.")
+    choice = _normalise_choice(str(raw or default))
+    if choice == LOCAL:
+        if not local_ok:
+            return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
+        model = models.resolve_chat_model(settings, LOCAL)
+        return ModelChoice(choice, model, context=model.context_length(),
+                           context_note=f"the embedded model's window ({LocalChatModel.N_CTX} tokens)")
+    name = choice.removeprefix("ollama:")
+    if pulled is None:
+        alternative = " Or choose the embedded model." if local_ok else ""
+        return ModelChoice(choice, None, f"Ollama is not reachable at {host}: start it with 'ollama serve' "
+                                         f"(or set OLLAMA_HOST), then run 'ollama pull {name}'.{alternative}")
+    if not any(_same_model(name, p) for p in pulled):
+        return ModelChoice(choice, None, f"Ollama at {host} has no '{name}' yet: press Pull, or run "
+                                         f"'ollama pull {name}'.", pull=name)
+    try:
+        model = models.resolve_chat_model(settings, choice)
+    except ModelError as exc:
+        return ModelChoice(choice, None, str(exc))
+    return ModelChoice(choice, model, thinks=_thinks(host, name))
+
+
+def _pull(settings: Settings, name: str) -> bool:
+    bar = st.progress(0.0, text=f"Pulling {name}…")
+    shown = {"fraction": 0.0}
+
+    def progress(status: str, completed: int | None, total: int | None) -> None:
+        if total and completed is not None:
+            shown["fraction"] = min(max(completed / total, 0.0), 1.0)
+            status = f"{status} · {completed / 1e6:,.0f} of {total / 1e6:,.0f} MB"
+        bar.progress(shown["fraction"], text=status or "…")
+
+    try:
+        models.pull_model(settings.ollama_host, name, progress)
+    except ModelError as exc:
+        shared.show_error(exc, "Pull")
+        return False
+    bar.progress(1.0, text=f"Pulled {name}")
+    _ollama_chat_models.clear()
+    return True
+
+
+def _model_section(settings: Settings) -> ModelChoice:
+    picked = _pick_model(settings)
+    if picked.model is not None:
+        num_ctx = int(st.session_state.get("chat_num_ctx") or 0)
+        context, note = picked.context, picked.context_note
+        if isinstance(picked.model, models.OllamaChatModel):
+            if num_ctx:
+                context, note = num_ctx, "num_ctx set below"
+            else:
+                context, note = _ollama_context(settings.ollama_host, picked.model.model)
+        picked = dataclasses.replace(picked, context=context, context_note=note)
+        st.caption(f"In use: **{_md(picked.model.name)}** · context window {context:,} tokens ({note})")
+    elif picked.pull:
+        st.warning(picked.problem, icon="📦")
+        if st.button(f"Pull {picked.pull}", key="chat_pull", icon="⬇️",
+                     help="Download the model into Ollama (POST /api/pull); this can take minutes."):
+            if _pull(settings, picked.pull):
+                st.rerun()  # the model is listed now: it is in use
+    else:
+        st.error(f"No model in use. {picked.problem}", icon="🚫")
+    return picked
+
+
+def _controls(store: Store | None, settings: Settings) -> Controls:
+    _set_defaults()
+    with st.sidebar:
+        st.markdown("### Chat")
+        kbs = []
+        if store is not None:
+            try:
+                kbs = store.list_knowledge_bases()
+            except RagError as exc:
+                shared.show_error(exc, "Knowledge bases")
+        by_name = {kb.name: kb for kb in kbs}
+        kept = [n for n in st.session_state.get("chat_kbs") or [] if n in by_name]
+        st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
+        chosen = st.multiselect(
+            "Knowledge bases", list(by_name), key="chat_kbs", placeholder="Choose knowledge bases",
+            format_func=lambda n: f"{n} · {by_name[n].documents} docs" if n in by_name else n,
+            help="The `knowledge` tags to search; each is searched with the embedder it was built with.")
+        if not by_name:
+            st.caption("No knowledge bases yet: ingest documents on the Upload page first.")
+
+        model = _model_section(settings)
+        if model.model is not None:
+            ok, reason = _agent_ok(settings.ollama_host, model.model.name)
+        else:
+            ok, reason = False, "Agent mode needs a model with tool calling."
+        if not ok:
+            st.session_state["chat_agent"] = False
+        use_agent = st.toggle("Agent mode (tools)", key="chat_agent", disabled=not ok, help=reason)
+
+        with st.expander("Retrieval", expanded=True, icon="🔎"):
+            mode = st.radio("Search mode", retrieval.MODES, key="chat_mode", horizontal=True,
+                            format_func=MODE_LABELS.get, disabled=use_agent,
+                            help="Vector: meaning (embeddings). Keyword: PostgreSQL full text (Chinese "
+                                 "too). Hybrid: both, fused by reciprocal rank.")
+            top_k = st.number_input("Top-k", 1, 50, key="chat_top_k", disabled=use_agent,
+                                    help="How many passages go into the prompt.")
+            min_score = st.slider("Minimum similarity", 0.0, 1.0, step=0.05, key="chat_min_score",
+                                  disabled=use_agent,
+                                  help="Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
+                                       "minimum. Keyword hits are kept on their own merit.")
+            expression = st.text_input(
+                "Filter", key="chat_filter", disabled=use_agent,
+                placeholder="original_filename == 'report.pdf' && page >= 3",
+                help="Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, "
+                     "&&, ||, NOT, parentheses.")
+            if expression.strip():
+                try:
+                    filters.to_sql(expression)
+                except RagError as exc:
+                    shared.show_error(exc, "Filter")
+            rewrite = st.toggle("Rewrite follow-up questions", key="chat_rewrite",
+                                help="Before searching, the model turns a follow-up ('and in 2023?') into "
+                                     "a standalone query; the query searched is shown with the answer.")
+
+        with st.expander("Generation", icon="🎛️"):
+            temperature = st.slider("Temperature", 0.0, 1.5, step=0.05, key="chat_temperature")
+            think = st.toggle("Think (reasoning models)", key="chat_think", disabled=not model.thinks,
+                              help="Reasoning models such as deepseek-r1 or qwen3 think before answering; "
+                                   "the thinking is shown in a collapsed block." if model.thinks else
+                              "The model in use does not think aloud.")
+            is_ollama = isinstance(model.model, models.OllamaChatModel) or model.choice.startswith("ollama:")
+            num_ctx = st.number_input("Context window (num_ctx)", 0, 1_048_576, step=1024, key="chat_num_ctx",
+                                      disabled=not is_ollama,
+                                      help="Tokens Ollama loads the model with; 0 keeps the model's own "
+                                           "setting. A larger window needs more memory.")
+
+        with st.expander("System prompt", icon="📝"):
+            st.text_area("System prompt", key="chat_system_prompt", height=220, label_visibility="collapsed",
+                         help="`{sources}` is replaced by the numbered sources (they are appended when it "
+                              "is missing).")
+            c1, c2 = st.columns(2)
+            c1.button("English default", key="chat_prompt_en", on_click=_reset_prompt,
+                      args=(chat.SYSTEM_PROMPT_EN,), width="stretch")
+            c2.button("中文默认", key="chat_prompt_zh", on_click=_reset_prompt, args=(chat.SYSTEM_PROMPT_ZH,),
+                      width="stretch")
+            text = st.session_state["chat_system_prompt"]
+            edited = text.strip() not in (chat.SYSTEM_PROMPT_EN.strip(), chat.SYSTEM_PROMPT_ZH.strip())
+            st.caption("Edited: used as is." if edited else
+                       "A default: the English or Chinese one is used to match the question's language.")
+
+    return Controls(
+        kbs=tuple(chosen), top_k=int(top_k), min_score=float(min_score) or None,
+        filter=expression.strip() or None, mode=str(mode), temperature=float(temperature),
+        think=bool(think) if model.thinks else None, rewrite=bool(rewrite), agent=bool(use_agent and ok),
+        template=text if edited and text.strip() else None, num_ctx=int(num_ctx) or None, model=model,
+    )
+
+
+# -- rendering a turn ------------------------------------------------------------------------------
+
+def _expander(label: str, key: str, default: bool, **kwargs: Any):
+    """A stateful expander (`st.session_state[key]` opens it) whose default applies only at first."""
+    if key in st.session_state:
+        return st.expander(label, key=key, on_change="rerun", **kwargs)
+    return st.expander(label, expanded=default, key=key, on_change="rerun", **kwargs)
+
+
+def _open_source(turn_id: str, n: int) -> None:
+    """A citation badge was clicked: open the sources, the card and its page."""
+    st.session_state[f"chat_sources_{turn_id}"] = True
+    st.session_state[f"chat_src_{turn_id}_{n}"] = True
+    st.session_state[f"chat_page_{turn_id}_{n}"] = True
+
+
+def _source_card(turn: Turn, source: Source) -> None:
+    hit = source.hit
+    meta = hit.metadata
+    label = f"{source.label} · score {hit.score:.3f}"
+    with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
+        scores = [f"knowledge base **{_md(hit.knowledge)}**", f"chunk {meta.get('chunk_index', '?')}"]
+        if hit.vector_score is not None:
+            scores.append(f"similarity {hit.vector_score:.3f}")
+        if hit.keyword_score is not None:
+            scores.append(f"keyword {hit.keyword_score:.3f}")
+        st.caption(" · ".join(scores))
+        with st.container(border=True, height="content"):
+            st.markdown(_md(hit.content))
+        document_id = meta.get("document_id")
+        if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)):
+            return
+        if not st.toggle("Show the page with the passage highlighted", key=f"chat_page_{turn.id}_{source.n}"):
+            return
+        page = hit.pages[0]
+        if len(hit.pages) > 1:
+            page = st.radio("Page", list(hit.pages), key=f"chat_pageno_{turn.id}_{source.n}", horizontal=True,
+                            format_func=lambda p: f"Page {p}")
+        try:
+            rendered = _page_png(str(document_id), hit.original_filename, int(page),
+                                 int(meta.get("chunk_index") or 0), int(meta["start"]), int(meta["end"]),
+                                 tuple(hit.pages))
+        except (RagError, ValueError, RuntimeError) as exc:
+            shared.show_error(exc, f"Page {page} of {hit.original_filename}")
+            return
+        if rendered is None:
+            st.info(f"{hit.original_filename} has no page images (or is no longer stored): the passage "
+                    "is shown above.", icon="📄")
+            return
+        png, boxes = rendered
+        st.image(png, caption=f"{hit.original_filename}, page {page}" +
+                 ("" if boxes else " (the passage could not be located on the page)"), width="stretch")
+
+
+def _sources_panel(turn: Turn, expanded: bool) -> None:
+    if turn.rewritten:
+        st.caption(f"🔁 Searched for: *{_md(turn.query)}*")
+    for note in turn.notes:
+        st.caption(f"ℹ️ {note}")
+    if not turn.sources:
+        if not turn.problem and not turn.agent:
+            st.info("No passage was found: the answer has no sources. Check the knowledge bases, the "
+                    "filter and the minimum similarity.", icon="🔎")
+        return
+    where = ", ".join(turn.kbs)
+    took = f" · {turn.search_ms:.0f} ms" if turn.search_ms is not None else ""
+    how = "found by the agent" if turn.agent else f"{turn.mode} search in {where}{took}"
+    with _expander(f"📚 {len(turn.sources)} source{'s' if len(turn.sources) > 1 else ''} · {_md(how)}",
+                   f"chat_sources_{turn.id}", expanded):
+        for source in turn.sources:
+            _source_card(turn, source)
+
+
+def _budget_bar(budget: Budget | None, model: str) -> None:
+    if budget is None:
+        return
+    total = budget.used + budget.reserve
+    st.progress(min(budget.share, 1.0),
+                text=f"Context: {total:,} of {budget.limit:,} tokens ({budget.share:.0%}) · {model}")
+    st.caption(f"system {budget.system:,} · sources {budget.sources:,} · history {budget.history:,} · "
+               f"question {budget.question:,} · kept for the answer {budget.reserve:,} "
+               "(cl100k estimate)")
+    if not budget.fits:
+        st.warning(f"The prompt ({budget.used:,} tokens, plus {budget.reserve:,} for the answer) is larger "
+                   f"than the model's {budget.limit:,}-token window: the model would lose the start of it "
+                   "(the instructions and the first sources). Lower top-k, clear the conversation, or "
+                   "raise num_ctx.", icon="✂️")
+    elif budget.share >= NEAR_LIMIT:
+        st.warning(f"The prompt fills {budget.share:.0%} of the model's window: a longer answer or one more "
+                   "question may be cut. Lower top-k or clear the conversation soon.", icon="⚠️")
+
+
+def _stats_line(turn: Turn) -> str:
+    parts = [turn.model] if turn.model else []
+    s = turn.stats
+    if s is not None:
+        if s.eval_count:
+            parts.append(f"{s.eval_count} tokens")
+        if s.tokens_per_second:
+            parts.append(f"{s.tokens_per_second:.1f} tok/s")
+        if s.prompt_eval_count:
+            parts.append(f"prompt {s.prompt_eval_count:,} tokens")
+        if s.total_duration:
+            parts.append(f"{s.total_duration:.1f} s")
+    return " · ".join(parts)
+
+
+def _steps(steps: Sequence[agent.Step]) -> None:
+    for step in steps:
+        with st.expander(f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {step.status} · "
+                         f"{step.duration:.2f} s", type="step", icon="✅" if step.ok else "⚠️"):
+            st.json(dict(step.arguments))
+            st.code(step.result, wrap_lines=True, language=None)
+
+
+def _answer(turn: Turn) -> None:
+    """A finished turn's answer: badges, checks, citation buttons."""
+    if turn.problem:
+        st.error(turn.problem, icon="🚫")
+    if turn.steps:
+        with st.expander(f"🛠️ {turn.agent_summary or f'{len(turn.steps)} tool calls'}"):
+            _steps(turn.steps)
+    if turn.thinking:
+        with st.expander("💭 Thinking", type="compact"):
+            st.markdown(_md(turn.thinking))
+    if turn.answer:
+        st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.sources))
+    elif not turn.problem and not turn.error:
+        st.caption("(the model wrote nothing)" if not turn.stopped else "(stopped before the first word)")
+    if turn.error:
+        kept = " The part above arrived before the failure." if turn.answer else ""
+        st.error(f"{turn.error}{kept}", icon="⚠️")
+    if turn.problem or (not turn.answer and not turn.stopped):
+        return
+    check = turn.citations
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        if turn.stopped:
+            st.badge("stopped", icon="⏹️", color="gray")
+        if not turn.agent:
+            if check.uncited and turn.answer:
+                st.badge("uncited", icon="⚠️", color="orange")
+            elif check.cited:
+                st.badge(f"cites {len(check.cited)} of {len(turn.sources)} sources", icon="✅", color="green")
+            if check.unknown:
+                st.badge(f"{len(check.unknown)} marker{'s' if len(check.unknown) > 1 else ''} pointing at no "
+                         "source", icon="🚩", color="red")
+        line = _stats_line(turn)
+        if line:
+            st.caption(_md(line))
+    if not turn.agent and check.unknown:
+        st.caption("🚩 " + ", ".join(f"[{n}]" for n in check.unknown) +
+                   f" point{'s' if len(check.unknown) == 1 else ''} at no source (this answer had "
+                   f"{len(turn.sources)}): the claim there is not backed by a passage shown here.")
+    if not turn.agent and check.uncited and turn.answer:
+        st.caption("The answer cites no source: check it against the sources before trusting it.")
+    if not turn.agent and check.cited:
+        by_n = {s.n: s for s in turn.sources}
+        with st.container(horizontal=True, gap="small"):
+            for n in check.cited:
+                st.button(by_n[n].label, key=f"chat_cite_{turn.id}_{n}",
+                          on_click=_open_source, args=(turn.id, n), icon="📄", type="tertiary",
+                          help="Open this source and its page")
+
+
+def _render_turn(turn: Turn, latest: bool) -> None:
+    with st.chat_message("user"):
+        st.markdown(_md(turn.question))
+    with st.chat_message("assistant"):
+        _sources_panel(turn, expanded=latest)
+        _budget_bar(turn.budget, turn.model)
+        _answer(turn)
+
+
+# -- the live turn -------------------------------------------------------------------------------
+
+def _stop_live() -> None:
+    """The Stop button: end the generation now (the text so far is kept)."""
+    live: Live | None = st.session_state.get(LIVE)
+    if live is not None:
+        live.worker.stop()
+
+
+def _progress(worker: Worker, model: str, writing: bool, thinking: bool) -> str:
+    elapsed = time.monotonic() - worker.started
+    if worker.stop_requested:
+        return "⏹️ Stopping…"
+    if writing:
+        return f"✍️ {model} is writing… {elapsed:.0f} s"
+    if thinking:
+        return f"💭 {model} is thinking… {elapsed:.0f} s"
+    return f"⏳ Waiting for {model}… {elapsed:.0f} s (loading a model can take a while)"
+
+
+def _follow(worker: Worker, model: str, status: Any, on_thinking: Callable[[str], None]) -> Iterator[str]:
+    """The answer's text as it arrives (for st.write_stream); thinking goes to `on_thinking`."""
+    seen = 0
+    writing = thinking = False
+    shown = ""
+    while True:
+        items, finished = worker.wait(seen, POLL_SECONDS)
+        seen += len(items)
+        events = [e for e in items if isinstance(e, StreamEvent)]
+        thought = "".join(e.text for e in events if e.kind == "thinking")
+        text = "".join(e.text for e in events if e.kind == "content")
+        if thought:
+            thinking = True
+            on_thinking(thought)
+        writing = writing or bool(text)
+        line = _progress(worker, model, writing, thinking)
+        if line != shown and not finished:
+            status.caption(line)
+            shown = line
+        if text:
+            yield text.replace("$", "\\$")  # a price is not LaTeX
+        if finished:
+            status.empty()
+            return
+        st.session_state.get(LIVE)  # a yield point: a click on Stop is handled now, even between tokens
+
+
+def _stream_answer(live: Live) -> None:
+    worker = live.worker
+    left, right = st.columns([1, 4], vertical_alignment="center")
+    left.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=worker.stop_requested,
+                help="End the answer now; what was written so far is kept.")
+    status = right.empty()
+    thinking_slot = st.empty()
+    thoughts: list[str] = []
+    box: dict[str, Any] = {}
+
+    def on_thinking(text: str) -> None:
+        thoughts.append(text)
+        if "inner" not in box:
+            box["inner"] = thinking_slot.expander("💭 Thinking", type="compact").empty()
+        box["inner"].markdown(_md("".join(thoughts)))
+
+    st.write_stream(_follow(worker, live.turn.model, status, on_thinking))
+
+
+def _stream_agent(live: Live) -> None:
+    worker = live.worker
+    st.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=worker.stop_requested,
+              help="Stop after the current model request or tool call.")
+    with st.status("Working…", expanded=True) as box:
+        seen = 0
+        while True:
+            items, finished = worker.wait(seen, POLL_SECONDS)
+            seen += len(items)
+            _steps([i for i in items if isinstance(i, agent.Step)])
+            if finished:
+                break
+            st.session_state.get(LIVE)  # a yield point for the Stop button
+        box.update(label="Done", state="complete", expanded=False)
+
+
+def _finalize(live: Live) -> Turn:
+    """Move the live turn into the history (once)."""
+    if live.turn.agent:
+        store = shared.try_store()
+        final = finish_agent(live.turn, live.worker, store.get_chunk if store is not None else None)
+    else:
+        final = finish_chat(live.turn, live.worker)
+    if st.session_state.get(LIVE) is live:
+        del st.session_state[LIVE]
+        _turns().append(final)
+    return final
+
+
+def _follow_live(live: Live, slot: Any) -> None:
+    with slot.container():
+        (_stream_agent if live.turn.agent else _stream_answer)(live)
+    final = _finalize(live)
+    with slot.container():
+        _answer(final)
+
+
+def _render_live(live: Live) -> None:
+    turn = live.turn
+    with st.chat_message("user"):
+        st.markdown(_md(turn.question))
+    with st.chat_message("assistant"):
+        _sources_panel(turn, expanded=True)
+        _budget_bar(turn.budget, turn.model)
+        _follow_live(live, st.empty())
+
+
+# -- a new question ------------------------------------------------------------------------------
+
+def _rewrite(model: ChatModel, history: Sequence[Message], question: str, thinks: bool) -> tuple[str, str]:
+    """(standalone query, note): the follow-up rewritten for retrieval, or the question on failure."""
+    parts: list[str] = []
+    stop = threading.Event()
+    try:
+        for event in model.stream(chat.rewrite_messages(history, question), temperature=0.0,
+                                  think=False if thinks else None, stop_event=stop):
+            if event.kind == "content":
+                parts.append(event.text)
+                if "\n" in "".join(parts).strip():
+                    stop.set()  # one line is all clean_rewrite keeps: a base model would go on
+    except ModelError as exc:
+        return question, f"Rewriting the follow-up failed ({exc}); searched for the question as asked."
+    return chat.clean_rewrite("".join(parts), question), ""
+
+
+def _search(store: Store | None, settings: Settings, turn: Turn, c: Controls) -> Turn:
+    if store is None:
+        return dataclasses.replace(turn, problem="Search failed: the database is not available (see above).")
+    started = time.perf_counter()
+    try:
+        with st.spinner(f"Searching {', '.join(c.kbs) or 'the knowledge bases'}…"):
+            hits = retrieval.search(store, settings, turn.query, list(c.kbs), top_k=c.top_k,
+                                    min_score=c.min_score, filter_expression=c.filter, mode=c.mode)
+    except RagError as exc:
+        return dataclasses.replace(turn, problem=f"Search failed: {exc}")
+    return dataclasses.replace(turn, sources=tuple(chat.number_sources(hits)),
+                               search_ms=(time.perf_counter() - started) * 1000)
+
+
+def _start_agent(turn: Turn, c: Controls, model: ChatModel, settings: Settings, store: Store,
+                 history: Sequence[Message]) -> Live | Turn:
+    try:
+        manager = mcp_client.shared_manager()
+    except mcp_client.McpConfigMissing:
+        manager = None
+    except RagError as exc:
+        st.warning(f"MCP servers: {exc}", icon="🧰")
+        manager = None
+    try:
+        tools = agent.build_tools(KnowledgeBaseTools(settings, store=store), c.kbs, manager)
+        runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout,
+                                       temperature=c.temperature, num_ctx=c.num_ctx)
+    except (RagError, ValueError) as exc:
+        return dataclasses.replace(turn, problem=f"Agent mode cannot start: {exc}")
+    question = turn.question
+    worker = Worker(lambda stop: runner.events(question, history=history, stop_event=stop), name="chat-agent")
+    return Live(turn, worker)
+
+
+def _ask(question: str, c: Controls, store: Store | None, settings: Settings) -> None:
+    history = history_messages(_turns())
+    model = c.model.model
+    turn = Turn(id=uuid.uuid4().hex[:8], question=question, query=question, kbs=c.kbs, mode=c.mode,
+                model=model.name if model is not None else "", agent=c.agent and model is not None)
+    with st.chat_message("user"):
+        st.markdown(_md(question))
+    with st.chat_message("assistant"):
+        if turn.agent and store is not None and model is not None:
+            started = _start_agent(turn, c, model, settings, store, history)
+        else:
+            notes: list[str] = []
+            if c.rewrite and history and model is not None:
+                with st.spinner("Rewriting the follow-up into a standalone query…"):
+                    query, note = _rewrite(model, history, question, c.model.thinks)
+                turn = dataclasses.replace(turn, query=query)
+                notes += [note] if note else []
+            turn = _search(store, settings, turn, c)
+            if model is None and not turn.problem:
+                turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {c.model.problem}")
+            if not turn.problem and model is not None:
+                limit = c.model.context or models.DEFAULT_OLLAMA_NUM_CTX
+                messages, budget, dropped = fit_prompt(question, turn.sources, c.template, history, limit)
+                if dropped:
+                    notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
+                                 "conversation so that the prompt fits the model's window.")
+                turn = dataclasses.replace(turn, budget=budget)
+                options = {"temperature": c.temperature, "num_ctx": c.num_ctx, "think": c.think}
+                worker = Worker(lambda stop: model.stream(messages, stop_event=stop, **options))
+                started = Live(dataclasses.replace(turn, notes=tuple(notes)), worker)
+            else:
+                started = dataclasses.replace(turn, notes=tuple(notes))
+        if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
+            _turns().append(started)
+            _render_parts(started)
+            _answer(started)
+            return
+        st.session_state[LIVE] = started
+        _render_parts(started.turn)
+        _follow_live(started, st.empty())
+
+
+def _render_parts(turn: Turn) -> None:
+    _sources_panel(turn, expanded=True)
+    _budget_bar(turn.budget, turn.model)
+
+
+# -- the page --------------------------------------------------------------------------------------
+
+def _clear() -> None:
+    live: Live | None = st.session_state.pop(LIVE, None)
+    if live is not None:
+        live.worker.stop()
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(
+            ("chat_sources_", "chat_src_", "chat_page_", "chat_pageno_"))]:
+        del st.session_state[key]
+    st.session_state[TURNS] = []
+
+
+def _toolbar(turns: Sequence[Turn]) -> None:
+    if not turns:
+        return
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.button("Clear conversation", key="chat_clear", icon="🧹", on_click=_clear)
+        st.download_button("Export as Markdown", data=export_markdown(turns), key="chat_export",
+                           file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md", mime="text/markdown",
+                           icon="⬇️", on_click="ignore",
+                           help="The questions, answers and the sources of each answer.")
+        st.caption(f"{len(turns)} turn{'s' if len(turns) > 1 else ''} in this session")
+
+
+def main() -> None:
+    st.title("💬 Chat")
+    st.caption("Answers from your knowledge bases with numbered citations: click a citation to see the "
+               "passage on its page. The sources are shown before the answer is written.")
+    settings = shared.settings()
+    store = shared.try_store()
+    controls = _controls(store, settings)
+    question = st.chat_input("Ask about your documents (English or 中文)…", key="chat_input",
+                             submit_mode="disable")
+    live: Live | None = st.session_state.get(LIVE)
+    if question and live is not None:  # asked again while answering: the running answer stops here
+        live.worker.stop()
+        live.worker.join(2.0)
+        _finalize(live)
+        live = None
+    turns = _turns()
+    if not turns and live is None and not question:
+        st.info("Ask a question below. Choose the knowledge bases and the model in the sidebar.", icon="💬")
+    for i, turn in enumerate(turns):
+        _render_turn(turn, latest=i == len(turns) - 1 and live is None and not question)
+    if question and question.strip():
+        _ask(question.strip(), controls, store, settings)
+    elif live is not None:
+        _render_live(live)
+    _toolbar(_turns())
+
+
+if __name__ == "__main__":
+    main()
