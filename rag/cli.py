@@ -37,15 +37,8 @@ def _add_chunk_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _chunk_settings(args: argparse.Namespace) -> ChunkSettings:
-    return ChunkSettings(
-        strategy=args.strategy,
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        min_chunk_size_chars=args.min_chunk_size_chars,
-        min_chunk_length_to_embed=args.min_chunk_length_to_embed,
-        max_num_chunks=args.max_num_chunks,
-        keep_separator=args.keep_separator,
-    )
+    # The chunking options' dests are the ChunkSettings field names.
+    return chunking.settings_from_dict(vars(args))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,6 +36,11 @@ from rag.settings import Settings
 log = logging.getLogger(__name__)
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
+COMMON_TERM_SHARE = 0.2
+COMMON_TERM_ROWS = 1000
+KEYWORD_CANDIDATES = 2000
+"""Keyword search: words in more than this share of chunks, or in more than this many chunks,
+are left out of the query; at most this many matching chunks are ranked (see keyword_search)."""
 
 _SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -459,24 +464,52 @@ class Store:
         filter: SqlFilter | None = None,
     ) -> list[Hit]:
         """Full-text hits ranked by cover density (`ts_rank_cd`, scaled to 0..1); any shared
-        word or CJK bigram matches."""
+        word or CJK bigram matches.
+
+        Words found in more than `COMMON_TERM_SHARE` of all chunks, or in more than
+        `COMMON_TERM_ROWS` chunks (PostgreSQL's own statistics of the column), are left out of
+        the query, as a search engine's IDF would weigh them near zero: ranking the many chunks
+        they match is what makes an OR query slow. A query of common words only is kept whole.
+        At most `KEYWORD_CANDIDATES` matching chunks are ranked.
+        """
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         terms = keywords.query_text(query)
         if not terms:
             return []
         where = [sql.SQL("fts @@ q.query"), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
-        params: list[Any] = [terms, list(knowledge_bases)]
+        params: list[Any] = [COMMON_TERM_SHARE, COMMON_TERM_ROWS, keywords.search_text(query), terms,
+                             list(knowledge_bases)]
         if filter is not None:
             where.append(sql.SQL(filter.sql))
             params.extend(filter.params)
-        params.append(top_k)
+        params.extend([KEYWORD_CANDIDATES, top_k])
         query_sql = sql.SQL(
-            "SELECT id, content, metadata, ts_rank_cd(fts, q.query, 32) AS score "
-            "FROM vector_store, (SELECT websearch_to_tsquery('english', %s) AS query) q "
-            "WHERE {where} ORDER BY score DESC, id LIMIT %s"
+            """
+            WITH common AS (
+                SELECT u.lexeme FROM pg_stats s,
+                    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u(lexeme, share)
+                WHERE s.schemaname = current_schema() AND s.tablename = 'vector_store'
+                  AND s.attname = 'fts' AND u.lexeme IS NOT NULL
+                  AND (u.share > %s OR u.share * (SELECT reltuples FROM pg_class
+                                                  WHERE oid = 'vector_store'::regclass) > %s)
+            ), kept AS (
+                SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
+                WHERE lexeme NOT IN (SELECT lexeme FROM common)
+            ), q AS (
+                SELECT coalesce(
+                    (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) FROM kept),
+                    websearch_to_tsquery('english', %s)) AS query
+            )
+            SELECT m.id, m.content, m.metadata, ts_rank_cd(m.fts, q.query, 32) AS score
+            FROM (SELECT id, content, metadata, fts FROM vector_store, q WHERE {where} LIMIT %s) m, q
+            ORDER BY score DESC, m.id LIMIT %s
+            """
         ).format(where=sql.SQL(" AND ").join(where))
-        with self._conn() as conn:
+        with self._conn() as conn, conn.transaction():
+            # The tsquery is built inside the statement, so the planner cannot see how selective
+            # it is; a sequential scan then reads every tsvector. The GIN index is always right here.
+            conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
             rows = conn.execute(query_sql, params).fetchall()
         return [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), keyword_score=float(r[3]))
                 for r in rows]
@@ -533,7 +566,9 @@ def ef_search_for(top_k: int, share: float, filtered: bool) -> int:
     """HNSW candidate list size: a filter that keeps a share s of rows needs about k/s candidates
     for the iterative scan to find the true neighbours rather than merely k matching rows."""
     share = max(share, 1e-3) * (0.5 if filtered else 1.0)
-    return int(min(1000, max(40, 2 * top_k, 2 * top_k / share)))
+    # pgvector's default of 40 gave recall@10 between 0.90 and 0.997 on 100,000 clustered
+    # 768-d vectors from one index build to the next; 100 keeps it above 0.95 for a few ms.
+    return int(min(1000, max(100, 2 * top_k, 2 * top_k / share)))
 
 
 def chunk_metadata(

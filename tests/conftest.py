@@ -77,6 +77,12 @@ def store(pg_uri: str) -> Iterator[Store]:
 
 
 @pytest.fixture
+def dead_host() -> str:
+    """An Ollama URL with nothing listening: connecting to it is refused at once."""
+    return f"http://127.0.0.1:{dead_port()}"
+
+
+@pytest.fixture
 def settings(data_dir: Path) -> Settings:
     return Settings(
         database_url=os.environ.get("TEST_DATABASE_URL"),

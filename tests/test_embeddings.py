@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 from pathlib import Path
 
@@ -71,15 +70,6 @@ def fake_embed(request: Request) -> Response:
         json.dumps({"model": body["model"], "embeddings": embeddings}),
         content_type="application/json",
     )
-
-
-@pytest.fixture
-def dead_host() -> str:
-    """A local port with nothing listening: connecting to it is refused at once."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def make_settings(host: str, embedder: str = "auto", batch_size: int = 2) -> Settings:

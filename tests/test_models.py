@@ -104,15 +104,6 @@ def conversation() -> list[Message]:
     ]
 
 
-@pytest.fixture
-def dead_host() -> str:
-    """A local port with nothing listening: connecting to it is refused at once."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture(scope="module")
 def threaded_server() -> Iterator[HTTPServer]:
     """HTTP/1.1 with chunked responses, one thread per request: slow streams block nothing else."""

@@ -68,3 +68,22 @@ def test_fuse_is_weighted_reciprocal_rank() -> None:
     assert [round(h.score, 9) for h in fused] == [round(expected[h.id], 9) for h in fused]
     b = next(h for h in fused if h.id == "b")
     assert (b.vector_score, b.keyword_score) == (0.8, 0.5)
+
+
+def test_keyword_search_ignores_words_most_chunks_contain(store: Store, pg_uri: str) -> None:
+    import numpy as np
+    import psycopg
+
+    texts = [f"zorblat report number {i} about topic{i}" for i in range(40)]
+    texts[7] += " with quixotic findings"
+    store.write_document(knowledge="common", embedder="local:test", dimension=4, chunk_settings={},
+                         filename="c.txt", path=None, data=b"c", sha256="c", page_count=1,
+                         chunks=[Chunk(i, t, 5, 0, len(t), (1,)) for i, t in enumerate(texts)],
+                         embeddings=np.ones((40, 4), dtype=np.float32))
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("ANALYZE vector_store")
+    # 'zorblat' is in every chunk: left out, so only the chunk with 'quixotic' matches.
+    hits = store.keyword_search("zorblat quixotic", ["common"], top_k=10)
+    assert [h.content for h in hits] == [texts[7]]
+    # A query of common words only is kept whole.
+    assert len(store.keyword_search("zorblat", ["common"], top_k=10)) == 10
