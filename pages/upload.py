@@ -113,17 +113,27 @@ def _table(key: str, frame: pd.DataFrame, **kwargs) -> None:
 
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
 
-@st.cache_data(max_entries=64, show_spinner="Reading and chunking…")
-def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) -> tuple[Prepared | None, str]:
-    """Parsed and chunked file (without its bytes, which the session already holds) or a reason.
-
-    Keyed by (sha256, filename, settings); the filename matters because it decides the type.
-    """
+@st.cache_resource(max_entries=16, show_spinner="Reading…")
+def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | None, str]:
+    """The parsed and tokenised file, once per (sha256, filename) whatever the settings; or a
+    reason. The filename matters because it decides the type. Shared read-only."""
     try:
-        prepared = ingest.prepare(_data, filename, settings)
+        return ingest.load(_data, filename), ""
     except RagError as exc:
         return None, _reason(exc)
-    return dataclasses.replace(prepared, data=b""), ""
+
+
+@st.cache_data(max_entries=64, show_spinner="Chunking…")
+def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) -> tuple[Prepared | None, str]:
+    """Chunked file (without its bytes, which the session already holds) or a reason.
+
+    Moving a setting re-chunks the tokens `_load` keeps: no parsing, no tokenising.
+    """
+    loaded, reason = _load(_data, sha256, filename)
+    if loaded is None:
+        return None, reason
+    prepared = ingest.prepare(b"", filename, settings, loaded)
+    return prepared, ""
 
 
 @st.cache_data(max_entries=64, show_spinner="Rendering the page…")

@@ -53,10 +53,25 @@ class Prepared:
     sha256: str
 
 
-def prepare(data: bytes, filename: str, settings: ChunkSettings) -> Prepared:
+@dataclass(frozen=True)
+class Loaded:
+    """A parsed and tokenised file: what stays the same while chunk settings change."""
+
+    document: documents.Document
+    tokenized: chunking.TokenizedText
+    sha256: str
+
+
+def load(data: bytes, filename: str) -> Loaded:
     doc = documents.load_bytes(data, filename)
-    chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
-    return Prepared(doc, chunk_set, data, documents.sha256_hex(data))
+    return Loaded(doc, chunking.tokenize(doc.text), documents.sha256_hex(data))
+
+
+def prepare(data: bytes, filename: str, settings: ChunkSettings, loaded: Loaded | None = None) -> Prepared:
+    """Chunk a file for preview; pass `loaded` to re-chunk without parsing or tokenising again."""
+    loaded = loaded or load(data, filename)
+    chunk_set = chunking.split(loaded.tokenized, settings, loaded.document.pages_for_span)
+    return Prepared(loaded.document, chunk_set, data, loaded.sha256)
 
 
 def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedder:
