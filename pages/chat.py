@@ -38,7 +38,7 @@ from typing import Any
 import streamlit as st
 
 from pages import shared
-from rag import agent, chat, documents, filters, mcp_client, models, retrieval, visual
+from rag import agent, chat, documents, filters, gpu, mcp_client, models, retrieval, visual
 from rag.chat import Budget, CitationCheck, Source
 from rag.chunking import Chunk
 from rag.errors import ModelError, RagError
@@ -223,6 +223,12 @@ def finish_chat(turn: Turn, worker: Worker) -> Turn:
     thinking = "".join(e.text for e in events if e.kind == "thinking").strip()
     stats = next((e.stats for e in reversed(events) if e.kind == "done"), None)
     stopped = bool(stats and stats.done_reason == "stopped") or (worker.stop_requested and stats is None)
+    if worker.finished is not None:
+        # The GPU page draws every generation's phases on its timeline (epoch seconds).
+        to_epoch = time.time() - time.monotonic()
+        gpu.TIMELINE.mark_generation(
+            f"chat: {turn.model.removeprefix('ollama:')}", worker.started + to_epoch, worker.finished + to_epoch,
+            stats, first_token_at=worker.first_item + to_epoch if worker.first_item else None)
     notes = turn.notes
     if not chat.cites_by_itself(turn.model) and answer and chat.check_citations(answer, turn.sources).uncited:
         # The embedded base model cannot follow the citation instruction: cite what it copied from.

@@ -477,3 +477,29 @@ def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
     first, second = bodies(ollama, "/api/chat")
     assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base"]
     assert second["messages"][-1]["role"] == "tool"
+
+
+def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
+    """The GPU monitor draws chat generations too: finishing a turn marks its phases."""
+    import threading
+
+    from rag import gpu
+    from rag.models import GenerationStats, StreamEvent
+
+    def produce(stop: threading.Event):  # noqa: ANN202
+        yield StreamEvent("content", "Revenue grew [1].")
+        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", load_duration=0.01,
+                                                        prompt_eval_duration=0.01, eval_count=4,
+                                                        eval_duration=0.02, total_duration=0.05))
+
+    worker = page.Worker(produce)
+    for _ in range(100):
+        if worker.done:
+            break
+        worker.wait(0, 0.1)
+    before = len(gpu.TIMELINE.marks())
+    turn = page.Turn(id="t-mark", question="q", query="q", sources=(), model="ollama:qwen2.5:7b-instruct")
+    page.finish_chat(turn, worker)
+    marks = gpu.TIMELINE.marks()[before:]
+    assert marks and {m.label for m in marks} == {"chat: qwen2.5:7b-instruct"}
+    assert "output" in {m.phase for m in marks}
