@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_ROWS = 1000
-KEYWORD_CANDIDATES = 2000
+KEYWORD_CANDIDATES = 1000
 """Keyword search: words in more than this share of chunks, or in more than this many chunks,
 are left out of the query; at most this many matching chunks are ranked (see keyword_search)."""
 
