@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -521,10 +521,6 @@ def stats(chunk_set: ChunkSet) -> ChunkStats:
         over_size=sum(1 for t in sizes if t > chunk_set.settings.chunk_size),
         sizes=sizes,
     )
-
-
-def chunk_texts(texts: Sequence[str], settings: ChunkSettings) -> list[ChunkSet]:
-    return [split(t, settings) for t in texts]
 
 
 PRESETS: dict[str, ChunkSettings] = {
