@@ -1,17 +1,31 @@
 # The Streamlit app. docker-compose.yml builds it and gives it DATABASE_URL and OLLAMA_HOST.
-FROM python:3.11-slim
+#
+# Two stages: llama-cpp-python (the embedded chat model, used when Ollama is unreachable) is
+# published as source only and compiles llama.cpp on install, which needs a C++ toolchain that the
+# running image should not carry.
 
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential \
+    && rm -rf /var/lib/apt/lists/*
+COPY requirements.txt /tmp/requirements.txt
+# llama.cpp picks the build machine's CPU features by default; a portable build runs anywhere.
+RUN python -m venv /opt/venv \
+    && CMAKE_ARGS="-DGGML_NATIVE=OFF" /opt/venv/bin/pip install -r /tmp/requirements.txt
+
+FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
+    PATH=/opt/venv/bin:$PATH
+# llama.cpp is linked against OpenMP's runtime, which the slim image lacks.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libgomp1 \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/venv /opt/venv
 
 WORKDIR /app
-
-# Dependencies first, so that editing the code does not reinstall them.
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
-
 # A non-root user owning only what it writes: /data (RAG_DATA_DIR).
 RUN useradd --create-home --uid 10001 --user-group app \
     && mkdir -p /data \

@@ -11,6 +11,7 @@ import copy
 import json
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -279,15 +280,46 @@ def instructions() -> list[tuple[str, str]]:
     return out
 
 
-def test_dockerfile_is_slim_python_as_a_non_root_user() -> None:
-    steps = instructions()
-    assert steps[0] == ("FROM", "python:3.11-slim")
-    users = [arg for word, arg in steps if word == "USER"]
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's instructions split at each FROM."""
+    out: list[list[tuple[str, str]]] = []
+    for word, arg in instructions():
+        if word == "FROM":
+            out.append([])
+        out[-1].append((word, arg))
+    return out
+
+
+def test_dockerfile_builds_in_one_stage_and_runs_slim_as_a_non_root_user() -> None:
+    build, final = stages()
+    assert build[0] == ("FROM", "python:3.11-slim AS build")
+    assert final[0] == ("FROM", "python:3.11-slim")
+    # llama-cpp-python compiles on install: the compiler lives in the build stage only.
+    build_runs = " ".join(arg for word, arg in build if word == "RUN")
+    assert "build-essential" in build_runs
+    assert "pip install -r /tmp/requirements.txt" in build_runs
+    assert ("COPY", "requirements.txt /tmp/requirements.txt") in build
+    final_runs = " ".join(arg for word, arg in final if word == "RUN")
+    assert "build-essential" not in final_runs and "pip install" not in final_runs
+    assert ("COPY", "--from=build /opt/venv /opt/venv") in final
+    assert any(word == "ENV" and "PATH=/opt/venv/bin:$PATH" in arg for word, arg in final)
+    users = [arg for word, arg in final if word == "USER"]
     assert users and users[-1] not in ("root", "0")
-    assert [i for i, (w, _) in enumerate(steps) if w == "USER"][-1] < [i for i, (w, _) in enumerate(steps) if w == "CMD"][0]
-    assert ("COPY", "requirements.txt ./") in steps
-    assert ("RUN", "pip install -r requirements.txt") in steps
-    assert ("EXPOSE", "8501") in steps
+    words = [word for word, _ in final]
+    assert len(words) - 1 - words[::-1].index("USER") < words.index("CMD")
+    assert ("EXPOSE", "8501") in final
+
+
+def test_dockerfile_final_stage_has_the_libraries_llama_cpp_links_to() -> None:
+    """The compiled llama.cpp links to OpenMP's runtime, which python:3.11-slim lacks."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    libs = sorted((Path(llama_cpp.__file__).parent / "lib").glob("*.so"))
+    assert libs, "llama_cpp ships no shared libraries"
+    linked = subprocess.run(["ldd", *map(str, libs)], capture_output=True, text=True, check=True).stdout
+    _, final = stages()
+    final_runs = " ".join(arg for word, arg in final if word == "RUN")
+    if "libgomp.so" in linked:
+        assert "libgomp1" in final_runs
 
 
 def test_dockerfile_healthcheck_asks_streamlit_with_python() -> None:
