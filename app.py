@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import shared
+from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError
 
@@ -46,5 +47,6 @@ def sidebar() -> None:
 
 
 page = st.navigation(PAGES)
+shared.gpu_sampler(gpu.selected_nvml())
 sidebar()
 page.run()

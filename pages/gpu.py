@@ -15,7 +15,8 @@ from plotly.subplots import make_subplots
 from pages import shared
 from rag import gpu
 from rag.errors import RagError
-from rag.models import SUGGESTED_OLLAMA_MODEL, OllamaChatModel, list_ollama_chat_models, ollama_loaded_models
+from rag.models import (SUGGESTED_OLLAMA_MODEL, LocalChatModel, list_ollama_chat_models, ollama_loaded_models,
+                        resolve_chat_model)
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
@@ -25,14 +26,10 @@ PHASE_COLOURS = {"load": "#8e6bbf", "prompt": "#f28e2b", "thinking": "#76b7e0", 
                  "generating": "#b0b0b0"}
 GENERATION = "gpu_generation"
 DEFAULT_PROMPT = "Explain in three short paragraphs how a GPU speeds up a language model."
+LOCAL = "local"
 GIB = 1024**3
 MIB = 1024**2
-
-
-@st.cache_resource(show_spinner=False, max_entries=1, on_release=gpu.GpuSampler.stop)
-def sampler(source: str) -> gpu.GpuSampler:
-    """One sampler for the whole app, started once; `source` names the NVML in use."""
-    return gpu.GpuSampler(gpu.nvml_factory(source)).start()
+LABEL_GAP = 0.15  # share of the window within which generation labels are merged
 
 
 def when(t: float) -> datetime:
@@ -53,16 +50,26 @@ def unload(host: str, name: str) -> None:
         st.session_state["gpu_unload_msg"] = (False, str(exc))
 
 
-def start_generation(host: str, timeout: float) -> None:
-    model = st.session_state.get("gpu_model")
+@st.cache_data(ttl=300, show_spinner=False)
+def local_available() -> tuple[bool, str]:
+    return LocalChatModel.available()
+
+
+def model_label(choice: str) -> str:
+    if choice == LOCAL:
+        return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded, on the CPU"
+    return f"{choice.removeprefix('ollama:')} · Ollama"
+
+
+def start_generation() -> None:
+    choice = st.session_state.get("gpu_model") or ""
     prompt = st.session_state.get("gpu_prompt") or ""
     old = st.session_state.get(GENERATION)
     if old is not None and old.running:
         return
     try:
-        st.session_state[GENERATION] = gpu.WatchedGeneration(
-            OllamaChatModel(host, model, timeout=timeout), prompt
-        ).start()
+        model = resolve_chat_model(shared.settings(), choice)
+        st.session_state[GENERATION] = gpu.WatchedGeneration(model, prompt).start()
         st.session_state.pop("gpu_generate_error", None)
     except (RagError, ValueError) as exc:
         st.session_state["gpu_generate_error"] = str(exc)
@@ -79,7 +86,7 @@ def stop_generation() -> None:
 
 
 def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView | None, now: float,
-              rows: int) -> None:
+              rows: int, window: float) -> None:
     """Each phase a shaded span across every chart; the phases in the legend; each generation's
     label once, where it starts."""
     spans = [(m.phase, m.start, m.end, m.label) for m in marks]
@@ -98,9 +105,19 @@ def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView
     starts: dict[str, float] = {}
     for _, start, _, label in spans:
         starts[label] = min(start, starts.get(label, start))
+    # Labels of generations that start close together share one annotation rather than overprint.
+    groups: list[tuple[float, list[str]]] = []
     for label, start in sorted(starts.items(), key=lambda item: item[1]):
-        fig.add_annotation(x=when(start), y=1.0, xref="x", yref="y domain", text=label, hovertext=label,
-                           showarrow=False, xanchor="left", yanchor="bottom", font={"size": 10})
+        if groups and start - groups[-1][0] < LABEL_GAP * window:
+            groups[-1][1].append(label)
+        else:
+            groups.append((start, [label]))
+    for start, labels in groups:
+        text = " · ".join(labels)
+        near_the_end = now - start < 0.3 * window  # written leftwards, so it is not cut off
+        fig.add_annotation(x=when(start), y=1.0, xref="x", yref="y domain", text=text, hovertext=text,
+                           showarrow=False, xanchor="right" if near_the_end else "left", yanchor="bottom",
+                           font={"size": 10})
 
 
 def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[gpu.Mark],
@@ -148,7 +165,7 @@ def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[g
         line(2, "RAM used", [scaled(s.host.ram_used, GIB) if s.host else None for s in samples])
         line(2, "RAM total", [scaled(s.host.ram_total, GIB) if s.host else None for s in samples], "dot", "#888")
         fig.update_yaxes(range=[0, 100], row=1, col=1)
-    add_marks(fig, marks, running, now, len(titles))
+    add_marks(fig, marks, running, now, len(titles), now - start)
     fig.update_xaxes(range=[when(start), when(now)])
     fig.update_layout(height=190 * len(titles) + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10},
                       legend={"orientation": "h", "y": -0.08}, uirevision="gpu-live")
@@ -208,7 +225,7 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
 
 
 def generation_panel(view: gpu.GenerationView, now: float) -> None:
-    model = view.model.removeprefix("ollama:")
+    model = view.model.removeprefix("ollama:").removeprefix("local:")
     if view.running:
         st.caption(f"Generating with {model}… {now - view.started_at:.1f} s")
     if view.thinking:
@@ -229,7 +246,7 @@ def generation_panel(view: gpu.GenerationView, now: float) -> None:
         cols[3].metric(f"Prompt eval ({fmt(prompt_count)} tokens)",
                        fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"))
         cols[4].metric("Output tokens", fmt(stats.eval_count if stats else None))
-        if stats is not None and stats.done_reason == "stopped":
+        if stats is not None and stats.done_reason == "stopped" and view.model.startswith("ollama:"):
             st.caption("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
                        "are drawn as one span up to the first token.")
 
@@ -239,7 +256,7 @@ def generation_panel(view: gpu.GenerationView, now: float) -> None:
 
 settings = shared.settings()
 host = settings.ollama_host
-watch = sampler(gpu.selected_nvml())
+watch = shared.gpu_sampler(gpu.selected_nvml())
 status = watch.status
 
 st.title("GPU monitor")
@@ -304,12 +321,16 @@ placement()
 
 st.subheader("Generate while watching")
 chat_models = list_ollama_chat_models(host)
+local_ok, local_reason = local_available()
+choices = [f"ollama:{m}" for m in chat_models or []] + ([LOCAL] if local_ok else [])
+fallback = (" The embedded model generates on the CPU instead: watch the CPU chart." if local_ok
+            else f" ({local_reason})")
 if chat_models is None:
-    st.caption(f"Generating needs Ollama, which is not reachable at {host}.")
+    st.caption(f"Ollama is not reachable at {host}.{fallback}")
 elif not chat_models:
-    st.caption(f"Ollama has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'.")
-else:
-    st.selectbox("Model", chat_models, key="gpu_model")
+    st.caption(f"Ollama has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'.{fallback}")
+if choices:
+    st.selectbox("Model", choices, key="gpu_model", format_func=model_label)
     st.text_area("Prompt", DEFAULT_PROMPT, key="gpu_prompt", height=80)
 if "gpu_generate_error" in st.session_state:
     st.error(st.session_state["gpu_generate_error"], icon="⚠️")
@@ -325,10 +346,10 @@ c3.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-s
 def monitor() -> None:
     current: gpu.WatchedGeneration | None = st.session_state.get(GENERATION)
     running = current is not None and current.running
-    if chat_models:
+    if choices:
         b1, b2, _ = st.columns([1, 1, 4])
         b1.button("Generate", key="gpu_generate", type="primary", disabled=running,
-                  on_click=start_generation, args=(host, settings.ollama_timeout))
+                  on_click=start_generation)
         b2.button("Stop", key="gpu_stop", disabled=not running, on_click=stop_generation)
         current = st.session_state.get(GENERATION)
     for problem in watch.status.problems:  # here, so that a GPU lost while watching shows at once

@@ -5,7 +5,7 @@ import logging
 
 import streamlit as st
 
-from rag import chunking
+from rag import chunking, gpu
 from rag import status as rag_status
 from rag.chunking import ChunkSettings
 from rag import retrieval
@@ -30,6 +30,13 @@ def store() -> Store:
 @st.cache_resource(show_spinner="Loading the embedder…")
 def default_embedder() -> Embedder:
     return retrieval.embedder_named_or_default(get_settings())
+
+
+@st.cache_resource(show_spinner=False, max_entries=1, on_release=gpu.GpuSampler.stop)
+def gpu_sampler(source: str) -> gpu.GpuSampler:
+    """One sampler for the whole app, started with it so that the GPU page has the history of
+    generations made before it was opened; `source` names the NVML in use."""
+    return gpu.GpuSampler(gpu.nvml_factory(source)).start()
 
 
 @st.cache_data(ttl=15, show_spinner=False)

@@ -946,7 +946,7 @@ class LocalChatModel:
             return GenerationStats(
                 done_reason=reason,
                 total_duration=time.perf_counter() - started,
-                load_duration=load_seconds,
+                load_duration=load_seconds or 0.0,  # 0: already in memory, as Ollama reports it
                 prompt_eval_count=prompt_tokens,
                 prompt_eval_duration=(first - begin) if first is not None and begin is not None else None,
                 eval_count=generated,

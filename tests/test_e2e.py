@@ -152,6 +152,21 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
         page.get_by_text(re.compile(r"quarterly-report\.pdf, page \d")).first.wait_for(timeout=120_000)
         wait_idle(page)
         shot(page, "chat")
+
+        # No GPU here: the GPU monitor says so calmly and charts the CPU while the embedded model
+        # generates; its phases are drawn on the timeline once it stops.
+        page.goto(f"{app_url}/gpu", wait_until="networkidle")
+        page.get_by_text("No NVIDIA GPU is visible to this app").first.wait_for(timeout=120_000)
+        wait_idle(page)
+        page.get_by_role("button", name="Generate").click()
+        stop = page.get_by_role("button", name="Stop")
+        page.get_by_text(re.compile(r"Generating with gemma3-270m")).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(4_000)
+        stop.click()
+        page.get_by_text("Time to first token").first.wait_for(timeout=60_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1_500)
+        shot(page, "gpu")
     context.close()
     assert not errors, errors
     # What the browser did is really in the database.

@@ -153,11 +153,42 @@ def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable
                               "(the NVIDIA driver is installed but not loaded: run 'nvidia-smi'")
     host = get_settings().ollama_host
     assert f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST." in info
-    assert f"Generating needs Ollama, which is not reachable at {host}." in texts(at.caption)
+    assert (f"Ollama is not reachable at {host}. The embedded model generates on the CPU instead: "
+            "watch the CPU chart.") in texts(at.caption)
+    assert at.selectbox(key="gpu_model").options == ["gemma3-270m · embedded, on the CPU"]
     assert set(metrics(at)) == {"CPU", "RAM (GiB)"}
     assert traces(at) == ["CPU", "RAM used", "RAM total"]
-    assert not at.button  # nothing to generate with, nothing to unload
+    assert [b.key for b in at.button] == ["gpu_generate", "gpu_stop"]  # nothing to unload
     assert at.get("download_button")
+
+
+def test_without_ollama_the_embedded_model_generates_on_the_cpu_chart(
+        use_nvml: Callable[[ScriptedNvml], None]) -> None:
+    """The real embedded model (llama.cpp): started, stopped after a few words, its phases drawn
+    on the CPU and RAM charts."""
+    nvml = ScriptedNvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    use_nvml(nvml)
+    at = open_page()
+    at.text_area(key="gpu_prompt").set_value("Write a long story about a lighthouse keeper.")
+    at.button(key="gpu_generate").click().run()
+    assert not at.exception and not at.error
+    generation = at.session_state["gpu_generation"]
+    wait_for(lambda: len(generation.view().text.split()) >= 3 or not generation.running, 120)
+    at.button(key="gpu_stop").click().run()
+    assert generation.wait(30)
+    at.run()
+    assert not at.exception and not at.error
+    view = generation.view()
+    assert view.error is None and view.model == "local:gemma3-270m"
+    assert view.text.strip() and view.text in texts(at.markdown)
+    assert view.stats is not None and view.stats.eval_count
+    assert view.stats.done_reason in ("stopped", "stop", "length")
+    assert [m.phase for m in view.marks][-1] == "output"
+    spec = chart(at)
+    assert generation_labels(spec) == ["gpu page: local:gemma3-270m"]
+    rects = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
+    assert len(rects) == len(view.marks) * 2  # each phase on the CPU and the RAM chart
+    assert not any(t.startswith("Stopped: Ollama") for t in texts(at.caption))
 
 
 def test_without_a_gpu_a_model_on_the_cpu_is_information_not_alarm(
@@ -297,6 +328,20 @@ def test_generations_marked_elsewhere_appear_on_the_timeline(use_nvml: Callable[
     assert generation_labels(spec) == ["chat: deepseek-r1:1.5b"]
 
 
+def test_generations_that_start_close_together_share_one_label(use_nvml: Callable[[ScriptedNvml], None]) -> None:
+    nvml = ScriptedNvml([FakeGpu()])
+    use_nvml(nvml)
+    now = time.time()
+    gpu.TIMELINE.mark_generation("chat: a", now - 100, now - 90, None, first_token_at=now - 95)
+    gpu.TIMELINE.mark_generation("gpu page: b", now - 92, now - 80, None, first_token_at=now - 85)
+    gpu.TIMELINE.mark_generation("chat: c", now - 30, now - 20, None, first_token_at=now - 25)
+    at = open_page(nvml)  # a 2-minute window: 12 s apart is close, 62 s is not
+    spec = chart(at)
+    assert generation_labels(spec) == ["chat: a · gpu page: b", "chat: c"]
+    anchors = [a["xanchor"] for a in spec["layout"]["annotations"] if a.get("hovertext")]
+    assert anchors == ["left", "right"]  # the late one is written leftwards, inside the chart
+
+
 def test_unload_asks_ollama_with_keep_alive_zero(
         use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
     nvml = ScriptedNvml([FakeGpu()])
@@ -375,3 +420,13 @@ def test_the_router_opens_the_gpu_page(use_nvml: Callable[[ScriptedNvml], None])
     assert not at.exception
     assert [t.value for t in at.title] == ["GPU monitor"]
     assert any("NVML says: “Driver Not Loaded”" in t for t in texts(at.info))
+
+
+def test_the_app_samples_from_its_start_not_from_the_gpu_page(use_nvml: Callable[[ScriptedNvml], None]) -> None:
+    """Chat generations made before the GPU page is opened have their samples under them."""
+    nvml = ScriptedNvml([FakeGpu()])
+    use_nvml(nvml)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()  # the Upload page
+    assert not at.exception
+    wait_for(lambda: nvml.count("nvmlDeviceGetMemoryInfo") >= 2)
