@@ -761,3 +761,27 @@ def test_server_durations_longer_than_the_wait_are_scaled_to_fit() -> None:
     assert phases[0][1] == pytest.approx(10.0)
     assert phases[-1] == ("output", pytest.approx(10.5 - 0.5 * STATS.eval_duration / STATS.total_duration), 10.5)
     assert all(10.0 <= a <= b <= 10.5 for _, a, b in phases)
+
+
+def test_the_nvml_interface_matches_the_real_pynvml_module() -> None:
+    """The stand-in speaks the interface; this pins the interface to nvidia-ml-py's own functions,
+    parameters, structures and error codes, so the real path cannot drift from what is tested."""
+    import inspect
+
+    for name, method in inspect.getmembers(gpu.Nvml, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        real = getattr(pynvml, name)
+        ours = [p for p in inspect.signature(method).parameters if p != "self"]
+        params = inspect.signature(real).parameters.values()
+        # Ours are the real ones in order; any further real parameter has a default (a version).
+        assert [p.name for p in params][:len(ours)] == ours, name
+        assert all(p.default is not inspect.Parameter.empty for p in list(params)[len(ours):]), name
+        assert list(inspect.signature(getattr(ScriptedNvml, name)).parameters)[1:] == ours, name
+    assert {"pid", "usedGpuMemory"} <= {f for f, _ in pynvml.c_nvmlProcessInfo_t._fields_}
+    assert {"used", "total"} <= {f for f, _ in pynvml.c_nvmlMemory_t._fields_}
+    assert {"gpu", "memory"} <= {f for f, _ in pynvml.c_nvmlUtilization_t._fields_}
+    for code in ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_GPU_IS_LOST", "NVML_ERROR_DRIVER_NOT_LOADED",
+                 "NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_UNKNOWN"):
+        assert isinstance(getattr(pynvml, code), int)
+    assert str(pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)) == "Not Supported"
