@@ -790,7 +790,8 @@ def _library_tab(store: Store | None) -> None:
         file_name=f"{stem}-chunks.csv", mime="text/csv", key="lib_csv", icon="⬇️",
         on_click="ignore", disabled=kb.chunks == 0, width="stretch",
         help="id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
-             "so Excel shows every script correctly.",
+             "so Excel shows every script correctly. Text that would start a formula (=, +, -, @) "
+             "gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact.",
     )
     d2.download_button(
         "Chunks as JSONL", data=lambda: export.chunks_jsonl(store.iter_chunks(name)),

@@ -28,21 +28,32 @@ def _pages(hit: Hit) -> str:
     return ", ".join(str(p) for p in hit.pages)
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection: a PDF's text
+# "=HYPERLINK(...)" would become a live link). The CSV is for spreadsheets, so such text cells get a
+# leading apostrophe, which spreadsheets show as plain text; JSONL keeps the text exactly.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: str) -> str:
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
 def _csv_row(hit: Hit) -> list[Any]:
     meta = hit.metadata or {}
     return [
         str(hit.id),
-        hit.knowledge,
-        hit.original_filename,
+        spreadsheet_text(hit.knowledge),
+        spreadsheet_text(hit.original_filename),
         _pages(hit),
         "" if meta.get("chunk_index") is None else meta["chunk_index"],
         "" if meta.get("tokens") is None else meta["tokens"],
-        hit.content,
+        spreadsheet_text(hit.content),
     ]
 
 
 def iter_chunks_csv(hits: Iterable[Hit]) -> Iterator[bytes]:
-    """BOM + header, then the rows in blocks; content is kept verbatim (newlines are quoted)."""
+    """BOM + header, then the rows in blocks; text is kept verbatim (newlines are quoted) except
+    that a cell that would start a formula gets a leading apostrophe."""
     buffer = io.StringIO()
     # "\r\n" is what RFC 4180 and Excel expect between records.
     writer = csv.writer(buffer, lineterminator="\r\n")

