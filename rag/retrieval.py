@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from rag import filters
@@ -13,6 +14,7 @@ from rag.store import Hit, Store
 
 _embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
+_KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
 
 
 def embedder_named(name: str, settings: Settings) -> Embedder:
@@ -102,6 +104,11 @@ def search(
     depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
+    # Hybrid: the keyword search runs on its own connection while the query is embedded and the
+    # vectors are searched, so a turn waits for the slower of the two rather than for both.
+    keyword_future: Future[list[Hit]] | None = None
+    if mode == "hybrid":
+        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=depth, filter=sql_filter)
     if mode in ("vector", "hybrid"):
         by_embedder: dict[str, list[str]] = {}
         for name in names:
@@ -111,7 +118,9 @@ def search(
             vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, filter=sql_filter))
         vector_hits.sort(key=lambda h: h.score, reverse=True)
         vector_hits = vector_hits[:depth]
-    if mode in ("keyword", "hybrid"):
+    if keyword_future is not None:
+        keyword_hits = keyword_future.result()
+    elif mode == "keyword":
         keyword_hits = store.keyword_search(query, names, top_k=depth, filter=sql_filter)
     if mode == "vector":
         return vector_hits[:top_k]

@@ -87,3 +87,42 @@ def test_keyword_search_ignores_words_most_chunks_contain(store: Store, pg_uri: 
     assert [h.content for h in hits] == [texts[7]]
     # A query of common words only is kept whole.
     assert len(store.keyword_search("zorblat", ["common"], top_k=10)) == 10
+
+
+def test_hybrid_searches_keywords_while_the_query_is_embedded(
+        store: Store, settings: Settings, eval_kb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyword search must not wait for the embedder (Ollama's can take tens of ms)."""
+    import threading
+
+    started = threading.Event()
+    real_keyword_search = store.keyword_search
+    embedder = retrieval.embedder_named(store.list_knowledge_bases()[0].embedder, settings)
+    real_embed = embedder.embed
+
+    def keyword_search(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        started.set()
+        return real_keyword_search(*args, **kwargs)
+
+    def embed(texts):  # noqa: ANN001, ANN202
+        # Sequential code would reach the keyword search only after this returns: it would time out.
+        assert started.wait(10), "the keyword search did not start while the query was being embedded"
+        return real_embed(texts)
+
+    monkeypatch.setattr(store, "keyword_search", keyword_search)
+    monkeypatch.setattr(embedder, "embed", embed)
+    hits = retrieval.search(store, settings, "How are keyword and embedding rankings combined?", [eval_kb],
+                            top_k=5, mode="hybrid")
+    assert hits[0].original_filename == "rrf"
+    assert hits[0].vector_score is not None and hits[0].keyword_score is not None
+
+
+def test_a_failing_keyword_search_fails_the_hybrid_search(
+        store: Store, settings: Settings, eval_kb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag.errors import StoreError
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise StoreError("the database went away")
+
+    monkeypatch.setattr(store, "keyword_search", broken)
+    with pytest.raises(StoreError, match="the database went away"):
+        retrieval.search(store, settings, "dividend", [eval_kb], mode="hybrid")
