@@ -36,6 +36,25 @@ from rag.settings import Settings
 log = logging.getLogger(__name__)
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
+# The full-text query of a keyword search: the question's words, less those that more than
+# COMMON_TERM_SHARE of chunks or more than COMMON_TERM_ROWS chunks contain (PostgreSQL's own
+# statistics of the fts column), OR-ed; a question of common words only is kept whole.
+_KEYWORD_QUERY_SQL = """
+WITH common AS (
+    SELECT u.lexeme FROM pg_stats s,
+        unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u(lexeme, share)
+    WHERE s.schemaname = current_schema() AND s.tablename = 'vector_store'
+      AND s.attname = 'fts' AND u.lexeme IS NOT NULL
+      AND (u.share > %s OR u.share * (SELECT reltuples FROM pg_class
+                                      WHERE oid = 'vector_store'::regclass) > %s)
+), kept AS (
+    SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
+    WHERE lexeme NOT IN (SELECT lexeme FROM common)
+)
+SELECT coalesce(
+    (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) FROM kept),
+    websearch_to_tsquery('english', %s))::text
+"""
 COMMON_TERM_SHARE = 0.2
 COMMON_TERM_ROWS = 1000
 KEYWORD_CANDIDATES = 1000
@@ -77,6 +96,9 @@ ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS search_text text;
 ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS fts tsvector
     GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED;
 CREATE INDEX IF NOT EXISTS vector_store_fts_idx ON vector_store USING gin (fts);
+-- How many chunks each knowledge base has, for the planner: without it, a search filtered to
+-- knowledge bases holding most rows is planned as if it kept a handful.
+CREATE STATISTICS IF NOT EXISTS vector_store_knowledge_stats ON ((metadata->>'knowledge')) FROM vector_store;
 """
 
 
@@ -477,40 +499,32 @@ class Store:
         terms = keywords.query_text(query)
         if not terms:
             return []
-        where = [sql.SQL("fts @@ q.query"), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
-        params: list[Any] = [COMMON_TERM_SHARE, COMMON_TERM_ROWS, keywords.search_text(query), terms,
-                             list(knowledge_bases)]
+        where = [sql.SQL("fts @@ %s::tsquery"), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
+        where_params: list[Any] = [list(knowledge_bases)]
         if filter is not None:
             where.append(sql.SQL(filter.sql))
-            params.extend(filter.params)
-        params.extend([KEYWORD_CANDIDATES, top_k])
-        query_sql = sql.SQL(
+            where_params.extend(filter.params)
+        rank_sql = sql.SQL(
             """
-            WITH common AS (
-                SELECT u.lexeme FROM pg_stats s,
-                    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS u(lexeme, share)
-                WHERE s.schemaname = current_schema() AND s.tablename = 'vector_store'
-                  AND s.attname = 'fts' AND u.lexeme IS NOT NULL
-                  AND (u.share > %s OR u.share * (SELECT reltuples FROM pg_class
-                                                  WHERE oid = 'vector_store'::regclass) > %s)
-            ), kept AS (
-                SELECT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
-                WHERE lexeme NOT IN (SELECT lexeme FROM common)
-            ), q AS (
-                SELECT coalesce(
-                    (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) FROM kept),
-                    websearch_to_tsquery('english', %s)) AS query
-            )
-            SELECT m.id, m.content, m.metadata, ts_rank_cd(m.fts, q.query, 32) AS score
-            FROM (SELECT id, content, metadata, fts FROM vector_store, q WHERE {where} LIMIT %s) m, q
-            ORDER BY score DESC, m.id LIMIT %s
+            SELECT m.id, m.content, m.metadata, ts_rank_cd(m.fts, %s::tsquery, 32) AS score
+            FROM (SELECT id, content, metadata, fts FROM vector_store WHERE {where} LIMIT %s) m
+            ORDER BY score DESC, m.metadata->>'original_filename', m.metadata->'chunk_index', m.id
+            LIMIT %s
             """
         ).format(where=sql.SQL(" AND ").join(where))
-        with self._conn() as conn, conn.transaction():
-            # The tsquery is built inside the statement, so the planner cannot see how selective
-            # it is; a sequential scan then reads every tsvector. The GIN index is always right here.
-            conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
-            rows = conn.execute(query_sql, params).fetchall()
+        with self._conn() as conn:
+            # Two statements: the query is built first, so that the planner sees it in the second
+            # and can weigh its words (PostgreSQL's statistics of the fts column). A query of
+            # words most chunks contain is then read sequentially and stops at the candidate limit,
+            # while a rare word goes through the GIN index. Not prepared: a generic plan would
+            # not see the query's words.
+            row = conn.execute(_KEYWORD_QUERY_SQL, (COMMON_TERM_SHARE, COMMON_TERM_ROWS,
+                                                    keywords.search_text(query), terms), prepare=False).fetchone()
+            if not row or not row[0]:
+                return []  # stop words only
+            tsquery = row[0]
+            rows = conn.execute(rank_sql, [tsquery, tsquery, *where_params, KEYWORD_CANDIDATES, top_k],
+                                prepare=False).fetchall()
         return [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), keyword_score=float(r[3]))
                 for r in rows]
 

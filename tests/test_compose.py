@@ -222,6 +222,7 @@ def test_app_is_built_and_wired_to_postgres_and_ollama(services: dict[str, Any])
     assert env["RAG_CHAT_MODEL"] == f"ollama:{MODELS[0]}"
     assert "RAG_EMBEDDER" not in env  # auto: nomic-embed-text once pulled, and existing bases keep theirs
     assert app["ports"] == ["8501:8501"]
+    assert app["init"] is True  # reaps children; Streamlit as PID 1 would leave zombies
 
 
 def test_app_starts_after_the_others_are_healthy_and_the_models_pulled(services: dict[str, Any]) -> None:
