@@ -64,9 +64,6 @@ def wipe(uri: str) -> None:
         exists = conn.execute("SELECT to_regclass('vector_store') IS NOT NULL").fetchone()[0]
         if exists:
             conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
-            # Statistics of the emptied table: keyword search reads which words are common from
-            # them, and stale ones would carry one test's words into the next.
-            conn.execute("ANALYZE vector_store")
 
 
 @pytest.fixture
