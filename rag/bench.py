@@ -20,11 +20,11 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rag import chunking, keywords
+from rag import chunking, keywords, models
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
 from rag.settings import Settings
-from rag.store import Store, copy_rows, embedded_server_uri
+from rag.store import Hit, Store, copy_rows, embedded_server_uri
 
 _WORDS = (
     "the of and to in is was for on that with as by at from it an be this are which or has had not "
@@ -424,7 +424,48 @@ def bench_gpu(report: Report, quick: bool) -> None:
                 f"bare calls {cost.peer * 1e6:.1f} µs -> {cost.ratio:.2f}x (goal <= 1.5x: {'met' if met else 'NOT met'})")
 
 
-BENCHES = ("rechunk", "spring", "gpu", "insert", "search", "retrieval")
+def bench_answers(report: Report, quick: bool) -> None:
+    """The embedded base model's answers on the retrieval question set: each question with its
+    passage and two others as numbered sources, greedy decoding; does the answer's first citation
+    (after attribute_citations) name the passage? With the worked example vs without it."""
+    import uuid as _uuid
+
+    from rag import chat
+    from rag.models import LocalChatModel, completion_prompt
+
+    report.section("Embedded model: first citation names the right source (worked example vs none)")
+    ok, reason = LocalChatModel.available()
+    if not ok:
+        report.line(f"skipped: {reason}")
+        return
+    try:
+        from tests.retrieval_eval import DISTRACTORS, PASSAGES, QUESTIONS
+    except ImportError:
+        report.line("skipped: tests/retrieval_eval.py is not importable (run from the project root)")
+        return
+    llm, _ = LocalChatModel._load()
+    by_key = {p.key: p for p in PASSAGES + DISTRACTORS}
+    rng = random.Random(5)
+    questions = QUESTIONS[::2] if quick else QUESTIONS
+    right = {"with the example": 0, "without": 0}
+    for q in questions:
+        passages = [by_key[q.passage], *rng.sample([p for p in by_key.values() if p.key != q.passage], 2)]
+        rng.shuffle(passages)
+        sources = chat.number_sources([
+            Hit(id=_uuid.uuid4(), content=p.text, score=1.0,
+                metadata={"original_filename": f"{p.key}.pdf", "pages": [1], "knowledge": "bench"})
+            for p in passages])
+        expected = next(s.n for s in sources if s.hit.original_filename == f"{q.passage}.pdf")
+        messages = chat.build_messages(q.question, sources)
+        for label, example in (("with the example", models.citation_example(messages)), ("without", None)):
+            out = llm.create_completion(completion_prompt(messages, example), max_tokens=120, temperature=0.0,
+                                        repeat_penalty=LocalChatModel.REPEAT_PENALTY, stop=list(LocalChatModel.STOP))
+            cited = chat.citation_numbers(chat.attribute_citations(out["choices"][0]["text"].strip(), sources))
+            right[label] += bool(cited) and cited[0] == expected
+    report.line(f"{len(questions)} questions: " + ", ".join(f"{label} {n}/{len(questions)}" for label, n in right.items()))
+
+
+BENCHES = ("rechunk", "spring", "gpu", "insert", "search", "retrieval", "answers")
 
 
 def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None) -> int:
@@ -440,6 +481,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         bench_spring(report, quick)
     if "gpu" in chosen:
         bench_gpu(report, quick)
+    if "answers" in chosen:
+        bench_answers(report, quick)
     if {"insert", "search", "retrieval"} & set(chosen):
         base = settings.database_url or embedded_server_uri(settings.pgdata)
         uri, drop = _scratch_database(base)

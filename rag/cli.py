@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, gpu, insert, search, retrieval); repeatable")
+                   help="run only these benchmarks (rechunk, spring, gpu, insert, search, retrieval, answers); repeatable")
     return parser
 
 

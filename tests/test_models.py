@@ -9,6 +9,7 @@ import json
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -724,6 +725,47 @@ def test_completion_prompt_for_the_base_model() -> None:
     assert completion_prompt([Message("user", "Context: x\n\nQuestion: y?")]) == (
         "Context: x\n\nQuestion: y?\nAnswer:"
     )
+
+
+def test_a_grounded_prompt_for_the_base_model_starts_with_a_worked_example() -> None:
+    from rag.models import CITATION_EXAMPLE_EN, CITATION_EXAMPLE_ZH, citation_example
+
+    from rag import chat
+    from rag.store import Hit
+
+    hit = Hit(id=uuid.uuid4(), content="The capital of Freedonia is Zubrowka.", score=1.0,
+              metadata={"original_filename": "atlas.pdf", "pages": [3]})
+    GROUNDED = chat.build_messages(QUESTION, chat.number_sources([hit]))  # noqa: N806
+    assert citation_example(GROUNDED) == CITATION_EXAMPLE_EN
+    chinese = [GROUNDED[0], Message("user", "弗里多尼亚的首都是哪里？")]
+    assert citation_example(chinese) == CITATION_EXAMPLE_ZH
+    # The language of the last question counts, not of earlier turns.
+    assert citation_example(chinese + [Message("assistant", "Zubrowka [1]."), Message("user", "And its size?")]) \
+        == CITATION_EXAMPLE_EN
+    assert citation_example([Message("user", "Explain how a GPU works.")]) is None  # no sources: no example
+    # A prompt of another shape (its own 'Context:') is left alone.
+    assert citation_example([Message("system", "Context:\nThe capital is Zubrowka."), Message("user", QUESTION)]) is None
+    prompt = completion_prompt(GROUNDED, citation_example(GROUNDED))
+    example, rest = prompt.split("\n\n---\n\n")
+    assert example == "Example:\n\n" + CITATION_EXAMPLE_EN
+    assert rest == completion_prompt(GROUNDED)
+    # The example has the shape of the real prompt, which the model is to continue in kind.
+    assert "\nQuestion: " in CITATION_EXAMPLE_EN and "\nAnswer: " in CITATION_EXAMPLE_EN
+    assert CITATION_EXAMPLE_EN.startswith("Sources:\n[1] ") and CITATION_EXAMPLE_ZH.startswith("资料：\n[1] ")
+
+
+def test_stop_sequences_end_an_answer_that_runs_on_into_new_sources() -> None:
+    from rag.models import PROMPT_STOP
+
+    def cut(text: str) -> str:
+        at = min((text.find(s) for s in PROMPT_STOP if s in text), default=len(text))
+        return text[:at]
+
+    assert cut("Revenue grew 12% [1].\n\n资料：\n[1] fake.pdf p. 2\n...") == "Revenue grew 12% [1]."
+    assert cut("It is forty [3].\n\n[4] invented.pdf p. 1\nMore.") == "It is forty [3]."
+    assert cut("Six months [2].\n\nSources:\n[1] x") == "Six months [2]."
+    assert cut("Two years [1].\n---\nExample:") == "Two years [1]."
+    assert cut("First [1].\nSecond line [2], for example: this.") == "First [1].\nSecond line [2], for example: this."
 
 
 def test_local_availability_is_explained() -> None:
