@@ -97,8 +97,14 @@ ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS fts tsvector
     GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED;
 CREATE INDEX IF NOT EXISTS vector_store_fts_idx ON vector_store USING gin (fts);
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
--- knowledge bases holding most rows is planned as if it kept a handful.
-CREATE STATISTICS IF NOT EXISTS vector_store_knowledge_stats ON ((metadata->>'knowledge')) FROM vector_store;
+-- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
+-- expression need PostgreSQL 14; older servers plan without them.)
+DO $$ BEGIN
+    IF current_setting('server_version_num')::int >= 140000 THEN
+        EXECUTE 'CREATE STATISTICS IF NOT EXISTS vector_store_knowledge_stats '
+                'ON ((metadata->>''knowledge'')) FROM vector_store';
+    END IF;
+END $$;
 """
 
 
