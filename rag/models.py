@@ -787,6 +787,33 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+_llama_log_callback: Any = None
+_GGML_LOG_ERROR = 4
+
+
+def _route_llama_logs() -> None:
+    """llama.cpp's own log lines go to this module's logger (errors as warnings, the rest at
+    debug level) rather than to stderr: llama-cpp-python maps ggml's log levels as they were
+    before ggml added DEBUG (now 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continued), so it
+    prints warnings even with verbose=False, into the CLI's output."""
+    global _llama_log_callback
+    if _llama_log_callback is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+    import llama_cpp._logger  # noqa: F401 - installs its own callback on import; ours replaces it
+
+    @llama_cpp.llama_log_callback
+    def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", "replace").rstrip()
+        if line:
+            log.log(logging.WARNING if level == _GGML_LOG_ERROR else logging.DEBUG, "llama.cpp: %s", line)
+
+    llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
+    _llama_log_callback = route  # kept alive: llama.cpp holds only a C pointer to it
+
+
 def completion_prompt(messages: Sequence[Message], example: str | None = None) -> str:
     """A completion-style prompt for a base model: the system text, then 'Question: ...' /
     'Answer: ...' turns, ending with 'Answer:' for the model to complete; `example`, a worked
@@ -888,6 +915,7 @@ class LocalChatModel:
                 raise ModelError(reason)
             from llama_cpp import Llama
 
+            _route_llama_logs()
             started = time.perf_counter()
             path = local_gguf_path()
             try:

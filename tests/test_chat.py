@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -173,6 +174,8 @@ def test_embedded_model_answers_over_an_ingested_pdf(tmp_path: Path, cli_env: di
                            "--model", "local", "--json"], cwd=ROOT, env=cli_env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
+    # llama.cpp's own log lines go to logging, not straight onto the terminal.
+    assert not re.search(r"^(llama|ggml)\w*:", proc.stderr, re.MULTILINE), proc.stderr
     result = json.loads(proc.stdout)
     assert result["model"] == "local:gemma3-270m"
     assert "twelve" in result["answer"].lower() or "12" in result["answer"]
