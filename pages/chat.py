@@ -201,15 +201,18 @@ def history_messages(turns: Sequence[Turn]) -> list[Message]:
 
 
 def fit_prompt(question: str, sources: Sequence[Source], template: str | None, history: Sequence[Message],
-               limit: int, reserve: int = ANSWER_RESERVE) -> tuple[list[Message], Budget, int]:
+               limit: int, reserve: int = ANSWER_RESERVE, *, embedded: bool = False
+               ) -> tuple[list[Message], Budget, int]:
     """The prompt and its budget; the oldest exchanges are left out while it would not fit.
+    `embedded`: for the embedded model, whose worked example goes before the prompt.
 
     Returns (messages, budget, exchanges left out)."""
     kept = list(history)
     dropped = 0
     while True:
         messages = chat.build_messages(question, sources, system_template=template, history=kept)
-        budget = chat.context_budget(messages, sources, limit, reserve=reserve)
+        preamble = models.citation_example(messages) if embedded else None
+        budget = chat.context_budget(messages, sources, limit, reserve=reserve, preamble=preamble)
         if budget.fits or not kept:
             return messages, budget, dropped
         kept = kept[2:]
@@ -1006,7 +1009,8 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
                 turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {c.model.problem}")
             if not turn.problem and model is not None:
                 limit = c.model.context or models.DEFAULT_OLLAMA_NUM_CTX
-                messages, budget, dropped = fit_prompt(question, turn.sources, c.template, history, limit)
+                messages, budget, dropped = fit_prompt(question, turn.sources, c.template, history, limit,
+                                                       embedded=not chat.cites_by_itself(model.name))
                 if dropped:
                     notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
                                  "conversation so that the prompt fits the model's window.")

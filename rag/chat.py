@@ -168,9 +168,13 @@ class Budget:
 
 
 def context_budget(messages: Sequence[Message], sources: Sequence[Source], context_length: int,
-                   *, reserve: int = 512) -> Budget:
-    """Token use per part of the prompt, counted with cl100k (an estimate of the model's own)."""
+                   *, reserve: int = 512, preamble: str | None = None) -> Budget:
+    """Token use per part of the prompt, counted with cl100k (an estimate of the model's own).
+
+    `preamble` is text the model puts before the prompt itself (the embedded model's worked
+    example, `rag.models.citation_example`); it counts as system."""
     system_total = count_tokens(messages[0].content) if messages else 0
+    system_total += count_tokens(preamble) if preamble else 0
     source_tokens = count_tokens(format_sources(sources)) if sources else 0
     history = sum(count_tokens(m.content) for m in messages[1:-1])
     question = count_tokens(messages[-1].content) if len(messages) > 1 else 0

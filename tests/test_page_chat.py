@@ -26,7 +26,7 @@ from rag import chat, ingest, retrieval
 from rag.chunking import ChunkSettings
 from rag.models import LocalChatModel, Message, OllamaChatModel
 from rag.settings import get_settings
-from rag.store import Store
+from rag.store import Hit, Store
 from tests.conftest import ROOT
 from tests.docgen import make_pdf
 
@@ -220,6 +220,19 @@ def test_old_exchanges_are_left_out_when_the_prompt_would_not_fit() -> None:
     assert [m.content for m in messages[1:]] == ["second question", "second answer", "third?"]
     _, budget, dropped = page.fit_prompt("third?", sources, None, history, limit=100, reserve=512)
     assert dropped == 2 and not budget.fits  # nothing left to leave out: the page warns
+
+
+def test_the_budget_counts_the_worked_example_the_embedded_model_is_given() -> None:
+    from rag.chunking import count_tokens
+    from rag.models import CITATION_EXAMPLE_EN
+
+    hit = Hit(id=uuid.uuid4(), content="Revenue grew eleven percent.", score=1.0,
+              metadata={"original_filename": "report.pdf", "pages": [2]})
+    sources = chat.number_sources([hit])
+    _, ollama_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096)
+    _, local_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096, embedded=True)
+    assert local_budget.system == ollama_budget.system + count_tokens(CITATION_EXAMPLE_EN)
+    assert (local_budget.sources, local_budget.question) == (ollama_budget.sources, ollama_budget.question)
 
 
 # -- (3) no model at all -----------------------------------------------------------------------------
