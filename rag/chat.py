@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.chunking import count_tokens
-from rag.models import ChatModel, GenerationStats, Message
+from rag.models import ChatModel, GenerationStats, Message, asks_in_chinese
 from rag.store import Hit
 
 SYSTEM_PROMPT_EN = (
@@ -25,13 +25,12 @@ REWRITE_PROMPT = (
     "{history}\nLast question: {question}\nStandalone query:"
 )
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
 # [1], [1, 2], [1][2], and the full-width 【1】 that Chinese answers often use.
 _MARKER = re.compile(r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]")
 
 
 def default_system_prompt(question: str) -> str:
-    return SYSTEM_PROMPT_ZH if _CJK.search(question) else SYSTEM_PROMPT_EN
+    return SYSTEM_PROMPT_ZH if asks_in_chinese(question) else SYSTEM_PROMPT_EN
 
 
 @dataclass(frozen=True)

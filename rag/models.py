@@ -706,6 +706,11 @@ _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 _NUMBERED_SOURCE = re.compile(r"^\[1\] ", re.MULTILINE)
 
 
+def asks_in_chinese(question: str) -> bool:
+    """Whether a question gets the Chinese system prompt and worked example (one rule for both)."""
+    return bool(_CJK_CHAR.search(question))
+
+
 def citation_example(messages: Sequence[Message]) -> str | None:
     """The worked example for a prompt with numbered sources (`[1] file p. 2` lines, as
     rag.chat.format_sources writes them), in the language of the last question; None for any
@@ -713,7 +718,7 @@ def citation_example(messages: Sequence[Message]) -> str | None:
     if not any(m.role == "system" and _NUMBERED_SOURCE.search(m.content) for m in messages):
         return None
     question = next((m.content for m in reversed(messages) if m.role == "user"), "")
-    return CITATION_EXAMPLE_ZH if _CJK_CHAR.search(question) else CITATION_EXAMPLE_EN
+    return CITATION_EXAMPLE_ZH if asks_in_chinese(question) else CITATION_EXAMPLE_EN
 
 
 def _gguf_package() -> ModuleType:
