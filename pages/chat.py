@@ -51,7 +51,7 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
-LOCAL = "local"
+LOCAL = shared.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
 SUGGESTED_MODELS = (models.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
 ANSWER_RESERVE = 512  # tokens of the context window kept free for the answer, in the budget
@@ -353,11 +353,6 @@ def _ollama_chat_models(host: str) -> list[str] | None:
     return models.list_ollama_chat_models(host)
 
 
-@st.cache_data(ttl=300, show_spinner=False)
-def _local_available() -> tuple[bool, str]:
-    return LocalChatModel.available()
-
-
 @st.cache_data(ttl=60, show_spinner=False)
 def _thinks(host: str, model: str) -> bool:
     return models.OllamaChatModel(host, model).supports_thinking
@@ -471,7 +466,7 @@ def _model_options(settings: Settings, pulled: list[str] | None) -> tuple[list[s
 def _pick_model(settings: Settings) -> ModelChoice:
     host = settings.ollama_host
     pulled = _ollama_chat_models(host)
-    local_ok, local_reason = _local_available()
+    local_ok, local_reason = shared.local_model_available()
     options, default = _model_options(settings, pulled)
     current = st.session_state.get("chat_model")
     if isinstance(current, str) and current.strip():

@@ -26,7 +26,6 @@ PHASE_COLOURS = {"load": "#8e6bbf", "prompt": "#f28e2b", "thinking": "#76b7e0", 
                  "generating": "#b0b0b0"}
 GENERATION = "gpu_generation"
 DEFAULT_PROMPT = "Explain in three short paragraphs how a GPU speeds up a language model."
-LOCAL = "local"
 GIB = 1024**3
 MIB = 1024**2
 LABEL_GAP = 0.15  # share of the window within which generation labels are merged
@@ -50,13 +49,8 @@ def unload(host: str, name: str) -> None:
         st.session_state["gpu_unload_msg"] = (False, str(exc))
 
 
-@st.cache_data(ttl=300, show_spinner=False)
-def local_available() -> tuple[bool, str]:
-    return LocalChatModel.available()
-
-
 def model_label(choice: str) -> str:
-    if choice == LOCAL:
+    if choice == shared.LOCAL:
         return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded, on the CPU"
     return f"{choice.removeprefix('ollama:')} · Ollama"
 
@@ -321,8 +315,8 @@ placement()
 
 st.subheader("Generate while watching")
 chat_models = list_ollama_chat_models(host)
-local_ok, local_reason = local_available()
-choices = [f"ollama:{m}" for m in chat_models or []] + ([LOCAL] if local_ok else [])
+local_ok, local_reason = shared.local_model_available()
+choices = [f"ollama:{m}" for m in chat_models or []] + ([shared.LOCAL] if local_ok else [])
 fallback = (" The embedded model generates on the CPU instead: watch the CPU chart." if local_ok
             else f" ({local_reason})")
 if chat_models is None:

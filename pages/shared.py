@@ -11,6 +11,7 @@ from rag.chunking import ChunkSettings
 from rag import retrieval
 from rag.embeddings import Embedder
 from rag.errors import RagError
+from rag.models import LocalChatModel
 from rag.settings import Settings, get_settings
 from rag.store import ServerInfo, Store
 
@@ -37,6 +38,16 @@ def gpu_sampler(source: str) -> gpu.GpuSampler:
     """One sampler for the whole app, started with it so that the GPU page has the history of
     generations made before it was opened; `source` names the NVML in use."""
     return gpu.GpuSampler(gpu.nvml_factory(source)).start()
+
+
+LOCAL = "local"
+"""The model choice that names the embedded chat model (as rag.models.resolve_chat_model reads it)."""
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def local_model_available() -> tuple[bool, str]:
+    """(True, '') when the embedded chat model can run, else (False, what to install)."""
+    return LocalChatModel.available()
 
 
 @st.cache_data(ttl=15, show_spinner=False)
