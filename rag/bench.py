@@ -443,7 +443,7 @@ def bench_answers(report: Report, quick: bool) -> None:
     except ImportError:
         report.line("skipped: tests/retrieval_eval.py is not importable (run from the project root)")
         return
-    llm, _ = LocalChatModel._load()
+    model = LocalChatModel()
     by_key = {p.key: p for p in PASSAGES + DISTRACTORS}
     rng = random.Random(5)
     questions = QUESTIONS[::2] if quick else QUESTIONS
@@ -458,9 +458,10 @@ def bench_answers(report: Report, quick: bool) -> None:
         expected = next(s.n for s in sources if s.hit.original_filename == f"{q.passage}.pdf")
         messages = chat.build_messages(q.question, sources)
         for label, example in (("with the example", models.citation_example(messages)), ("without", None)):
-            out = llm.create_completion(completion_prompt(messages, example), max_tokens=120, temperature=0.0,
-                                        repeat_penalty=LocalChatModel.REPEAT_PENALTY, stop=list(LocalChatModel.STOP))
-            cited = chat.citation_numbers(chat.attribute_citations(out["choices"][0]["text"].strip(), sources))
+            # The model's own generation path (its stop sequences, penalty and token limit), greedy.
+            answer = "".join(e.text for e in model._generate(completion_prompt(messages, example), 0.0, None)
+                             if e.kind == "content")
+            cited = chat.citation_numbers(chat.attribute_citations(answer, sources))
             right[label] += bool(cited) and cited[0] == expected
     report.line(f"{len(questions)} questions: " + ", ".join(f"{label} {n}/{len(questions)}" for label, n in right.items()))
 
