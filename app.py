@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import shared
+from ui import shared
 from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError

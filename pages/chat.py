@@ -1,8 +1,8 @@
 """Chat: answers grounded in the knowledge bases, with numbered citations that open the cited page.
 
-UI only: widgets are read here; `rag.retrieval` finds the passages, `rag.chat` builds the prompt,
-checks citations and counts the context budget, `rag.models` streams the answer, `rag.agent` runs
-agent mode and `rag.visual` draws the cited passage on its page. What they return is rendered.
+UI only: widgets are read here; `rag.retrieve` finds the passages, `rag.generate` builds the prompt,
+checks citations and counts the context budget, `rag.llms` streams the answer, `rag.agent` runs
+agent mode and `rag.documents.render` draws the cited passage on its page. What they return is rendered.
 
 How a question flows through the page:
 1. Retrieval runs first and the sources are shown (they stay shown when no model is available).
@@ -37,13 +37,16 @@ from typing import Any
 
 import streamlit as st
 
-from pages import shared
-from rag import agent, chat, documents, filters, gpu, mcp_client, models, retrieval, visual
-from rag.chat import Budget, CitationCheck, Source
+from ui import shared
+from rag import agent, generate, documents, gpu, llms, retrieve
+from rag.retrieve import filters
+from rag.mcp import client as mcp_client
+from rag.documents import render
+from rag.generate import Budget, CitationCheck, Source
 from rag.chunking import Chunk
 from rag.errors import ModelError, RagError
-from rag.mcp_server import KnowledgeBaseTools
-from rag.models import ChatModel, GenerationStats, LocalChatModel, Message, StreamEvent
+from rag.mcp.server import KnowledgeBaseTools
+from rag.llms import ChatModel, GenerationStats, LocalChatModel, Message, StreamEvent
 from rag.settings import Settings
 from rag.store import Store
 
@@ -53,13 +56,13 @@ TURNS = "chat_turns"
 LIVE = "_chat_live"
 LOCAL = shared.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
-SUGGESTED_MODELS = (models.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
+SUGGESTED_MODELS = (llms.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
 ANSWER_RESERVE = 512  # tokens of the context window kept free for the answer, in the budget
 NEAR_LIMIT = 0.85  # share of the window from which the budget bar warns
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
 MAX_AGENT_SOURCES = 12
 DEFAULTS: dict[str, Any] = {
-    "chat_mode": retrieval.DEFAULT_MODE,
+    "chat_mode": retrieve.DEFAULT_MODE,
     "chat_top_k": 8,
     "chat_min_score": 0.0,
     "chat_filter": "",
@@ -68,7 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "chat_think": True,
     "chat_num_ctx": 0,
     "chat_agent": False,
-    "chat_system_prompt": chat.SYSTEM_PROMPT_EN,
+    "chat_system_prompt": generate.SYSTEM_PROMPT_EN,
 }
 MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
 
@@ -155,7 +158,7 @@ class Turn:
     query: str
     """What was searched: the question, or its standalone rewrite."""
     kbs: tuple[str, ...] = ()
-    mode: str = retrieval.DEFAULT_MODE
+    mode: str = retrieve.DEFAULT_MODE
     sources: tuple[Source, ...] = ()
     search_ms: float | None = None
     notes: tuple[str, ...] = ()
@@ -176,7 +179,7 @@ class Turn:
 
     @property
     def citations(self) -> CitationCheck:
-        return chat.check_citations(self.answer, self.sources)
+        return generate.check_citations(self.answer, self.sources)
 
     @property
     def rewritten(self) -> bool:
@@ -210,9 +213,9 @@ def fit_prompt(question: str, sources: Sequence[Source], template: str | None, h
     kept = list(history)
     dropped = 0
     while True:
-        messages = chat.build_messages(question, sources, system_template=template, history=kept)
-        preamble = models.citation_example(messages) if embedded else None
-        budget = chat.context_budget(messages, sources, limit, reserve=reserve, preamble=preamble)
+        messages = generate.build_messages(question, sources, system_template=template, history=kept)
+        preamble = llms.citation_example(messages) if embedded else None
+        budget = generate.context_budget(messages, sources, limit, reserve=reserve, preamble=preamble)
         if budget.fits or not kept:
             return messages, budget, dropped
         kept = kept[2:]
@@ -233,9 +236,9 @@ def finish_chat(turn: Turn, worker: Worker) -> Turn:
             f"chat: {turn.model.removeprefix('ollama:')}", worker.started + to_epoch, worker.finished + to_epoch,
             stats, first_token_at=worker.first_item + to_epoch if worker.first_item else None)
     notes = turn.notes
-    if not chat.cites_by_itself(turn.model) and answer and chat.check_citations(answer, turn.sources).uncited:
+    if not generate.cites_by_itself(turn.model) and answer and generate.check_citations(answer, turn.sources).uncited:
         # The embedded base model cannot follow the citation instruction: cite what it copied from.
-        attributed = chat.attribute_citations(answer, turn.sources)
+        attributed = generate.attribute_citations(answer, turn.sources)
         if attributed != answer:
             answer = attributed
             notes = (*notes, "Citations were added by matching each sentence to the source it came from "
@@ -282,7 +285,7 @@ def _agent_sources(steps: Sequence[agent.Step], lookup: Callable[[str], Any]) ->
                 hit = None
             if hit is not None:
                 hits.append(dataclasses.replace(hit, score=float(found.get("score", hit.score))))
-    return tuple(chat.number_sources(hits))
+    return tuple(generate.number_sources(hits))
 
 
 def answer_markdown(answer: str, sources: Sequence[Source]) -> str:
@@ -290,7 +293,7 @@ def answer_markdown(answer: str, sources: Sequence[Source]) -> str:
     valid = {s.n for s in sources}
     parts: list[str] = []
     pos = 0
-    for start, end, numbers in chat.marker_spans(answer):
+    for start, end, numbers in generate.marker_spans(answer):
         parts.append(answer[pos:start])
         parts.append(" ".join(f":blue-badge[{n}]" if n in valid else f":red-badge[⚠ {n}]" for n in numbers))
         pos = end
@@ -312,7 +315,7 @@ def export_markdown(turns: Sequence[Turn]) -> str:
             answer += f"\n\n*Searched for: {t.query}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
-    return chat.conversation_markdown(rows, used)
+    return generate.conversation_markdown(rows, used)
 
 
 # -- small formatting helpers --------------------------------------------------------------------
@@ -350,12 +353,12 @@ def _same_model(a: str, b: str) -> bool:
 
 @st.cache_data(ttl=15, show_spinner=False)
 def _ollama_chat_models(host: str) -> list[str] | None:
-    return models.list_ollama_chat_models(host)
+    return llms.list_ollama_chat_models(host)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def _thinks(host: str, model: str) -> bool:
-    return models.OllamaChatModel(host, model).supports_thinking
+    return llms.OllamaChatModel(host, model).supports_thinking
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -367,9 +370,9 @@ def _agent_ok(host: str, model_name: str) -> tuple[bool, str]:
 def _ollama_context(host: str, model: str) -> tuple[int, str]:
     """(tokens, how it is known) of an Ollama model's context window."""
     try:
-        return models.OllamaChatModel(host, model).context_length(), "from Ollama"
+        return llms.OllamaChatModel(host, model).context_length(), "from Ollama"
     except ModelError as exc:
-        return models.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
+        return llms.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
 
 
 @st.cache_resource(max_entries=8, show_spinner="Opening the document…")
@@ -389,9 +392,9 @@ def _page_png(document_id: str, filename: str, page: int, index: int, start: int
     if loaded is None:
         return None
     data, doc = loaded
-    if not visual.renderable(doc):
+    if not render.renderable(doc):
         return None
-    image = visual.render_page(data, doc, page, [Chunk(index, "", 0, start, end, pages)])
+    image = render.render_page(data, doc, page, [Chunk(index, "", 0, start, end, pages)])
     return image.png, image.boxes
 
 
@@ -443,7 +446,7 @@ def _reset_prompt(text: str) -> None:
 def _no_model_message(settings: Settings, local_reason: str) -> str:
     """The ModelError that says how to get any chat model (start Ollama and pull one, or install)."""
     try:
-        models.resolve_chat_model(dataclasses.replace(settings, chat_model=None), None)
+        llms.resolve_chat_model(dataclasses.replace(settings, chat_model=None), None)
     except ModelError as exc:
         return str(exc)
     return local_reason  # pragma: no cover - something appeared meanwhile
@@ -495,7 +498,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
     if choice == LOCAL:
         if not local_ok:
             return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
-        model = models.resolve_chat_model(settings, LOCAL)
+        model = llms.resolve_chat_model(settings, LOCAL)
         return ModelChoice(choice, model, context=model.context_length(),
                            context_note=f"the embedded model's window ({LocalChatModel.N_CTX} tokens)")
     name = choice.removeprefix("ollama:")
@@ -507,7 +510,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
         return ModelChoice(choice, None, f"Ollama at {host} has no '{name}' yet: press Pull, or run "
                                          f"'ollama pull {name}'.", pull=name)
     try:
-        model = models.resolve_chat_model(settings, choice)
+        model = llms.resolve_chat_model(settings, choice)
     except ModelError as exc:
         return ModelChoice(choice, None, str(exc))
     return ModelChoice(choice, model, thinks=_thinks(host, name))
@@ -524,7 +527,7 @@ def _pull(settings: Settings, name: str) -> bool:
         bar.progress(shown["fraction"], text=status or "…")
 
     try:
-        models.pull_model(settings.ollama_host, name, progress)
+        llms.pull_model(settings.ollama_host, name, progress)
     except ModelError as exc:
         shared.show_error(exc, "Pull")
         return False
@@ -538,7 +541,7 @@ def _model_section(settings: Settings) -> ModelChoice:
     if picked.model is not None:
         num_ctx = int(st.session_state.get("chat_num_ctx") or 0)
         context, note = picked.context, picked.context_note
-        if isinstance(picked.model, models.OllamaChatModel):
+        if isinstance(picked.model, llms.OllamaChatModel):
             if num_ctx:
                 context, note = num_ctx, "num_ctx set below"
             else:
@@ -586,7 +589,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         use_agent = st.toggle("Agent mode (tools)", key="chat_agent", disabled=not ok, help=reason)
 
         with st.expander("Retrieval", expanded=True, icon="🔎"):
-            mode = st.radio("Search mode", retrieval.MODES, key="chat_mode", horizontal=True,
+            mode = st.radio("Search mode", retrieve.MODES, key="chat_mode", horizontal=True,
                             format_func=MODE_LABELS.get, disabled=use_agent,
                             help="Vector: meaning (embeddings). Keyword: PostgreSQL full text (Chinese "
                                  "too). Hybrid: both, fused by reciprocal rank.")
@@ -616,7 +619,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                               help="Reasoning models such as deepseek-r1 or qwen3 think before answering; "
                                    "the thinking is shown in a collapsed block." if model.thinks else
                               "The model in use does not think aloud.")
-            is_ollama = isinstance(model.model, models.OllamaChatModel) or model.choice.startswith("ollama:")
+            is_ollama = isinstance(model.model, llms.OllamaChatModel) or model.choice.startswith("ollama:")
             num_ctx = st.number_input("Context window (num_ctx)", 0, 1_048_576, step=1024, key="chat_num_ctx",
                                       disabled=not is_ollama,
                                       help="Tokens Ollama loads the model with; 0 keeps the model's own "
@@ -628,11 +631,11 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                               "is missing).")
             c1, c2 = st.columns(2)
             c1.button("English default", key="chat_prompt_en", on_click=_reset_prompt,
-                      args=(chat.SYSTEM_PROMPT_EN,), width="stretch")
-            c2.button("中文默认", key="chat_prompt_zh", on_click=_reset_prompt, args=(chat.SYSTEM_PROMPT_ZH,),
+                      args=(generate.SYSTEM_PROMPT_EN,), width="stretch")
+            c2.button("中文默认", key="chat_prompt_zh", on_click=_reset_prompt, args=(generate.SYSTEM_PROMPT_ZH,),
                       width="stretch")
             text = st.session_state["chat_system_prompt"]
-            edited = text.strip() not in (chat.SYSTEM_PROMPT_EN.strip(), chat.SYSTEM_PROMPT_ZH.strip())
+            edited = text.strip() not in (generate.SYSTEM_PROMPT_EN.strip(), generate.SYSTEM_PROMPT_ZH.strip())
             st.caption("Edited: used as is." if edited else
                        "A default: the English or Chinese one is used to match the question's language.")
 
@@ -937,7 +940,7 @@ def _rewrite(model: ChatModel, history: Sequence[Message], question: str, thinks
     parts: list[str] = []
     stop = threading.Event()
     try:
-        for event in model.stream(chat.rewrite_messages(history, question), temperature=0.0,
+        for event in model.stream(generate.rewrite_messages(history, question), temperature=0.0,
                                   think=False if thinks else None, stop_event=stop):
             if event.kind == "content":
                 parts.append(event.text)
@@ -945,7 +948,7 @@ def _rewrite(model: ChatModel, history: Sequence[Message], question: str, thinks
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
         return question, f"Rewriting the follow-up failed ({exc}); searched for the question as asked."
-    return chat.clean_rewrite("".join(parts), question), ""
+    return generate.clean_rewrite("".join(parts), question), ""
 
 
 def _search(store: Store | None, settings: Settings, turn: Turn, c: Controls) -> Turn:
@@ -954,11 +957,11 @@ def _search(store: Store | None, settings: Settings, turn: Turn, c: Controls) ->
     started = time.perf_counter()
     try:
         with st.spinner(f"Searching {', '.join(c.kbs) or 'the knowledge bases'}…"):
-            hits = retrieval.search(store, settings, turn.query, list(c.kbs), top_k=c.top_k,
+            hits = retrieve.search(store, settings, turn.query, list(c.kbs), top_k=c.top_k,
                                     min_score=c.min_score, filter_expression=c.filter, mode=c.mode)
     except RagError as exc:
         return dataclasses.replace(turn, problem=f"Search failed: {exc}")
-    return dataclasses.replace(turn, sources=tuple(chat.number_sources(hits)),
+    return dataclasses.replace(turn, sources=tuple(generate.number_sources(hits)),
                                search_ms=(time.perf_counter() - started) * 1000)
 
 
@@ -1003,9 +1006,9 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
             if model is None and not turn.problem:
                 turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {c.model.problem}")
             if not turn.problem and model is not None:
-                limit = c.model.context or models.DEFAULT_OLLAMA_NUM_CTX
+                limit = c.model.context or llms.DEFAULT_OLLAMA_NUM_CTX
                 messages, budget, dropped = fit_prompt(question, turn.sources, c.template, history, limit,
-                                                       embedded=not chat.cites_by_itself(model.name))
+                                                       embedded=not generate.cites_by_itself(model.name))
                 if dropped:
                     notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
                                  "conversation so that the prompt fits the model's window.")

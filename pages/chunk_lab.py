@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from pages import shared
-from rag import chunking, evaluation, snippets, visual
+from ui import shared
+from rag import chunking, evaluation, snippets
+from rag.documents import render
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
 from rag.documents import Document, load_bytes
 from rag.errors import RagError
@@ -94,7 +95,7 @@ def _stored_documents() -> list[tuple[str, str, str, str]]:
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
 def _page_png(sha: str, page_number: int, settings: ChunkSettings, _data: bytes, _doc: Document,
               _chunks: tuple[Chunk, ...]) -> bytes:
-    return visual.render_page(_data, _doc, page_number, _chunks).png
+    return render.render_page(_data, _doc, page_number, _chunks).png
 
 
 @st.cache_resource
@@ -222,7 +223,7 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
             st.caption(f"**{label}**: chunks {_span(shown)} on page {page.number}. Hover for the chunk "
                        f"number; red text lies in two chunks (overlap), grey text in none.")
             with st.container(height=520):
-                st.html(visual.chunks_html(page.text, shown))
+                st.html(render.chunks_html(page.text, shown))
 
 
 def _span(chunks: list[Chunk]) -> str:
@@ -233,7 +234,7 @@ def _span(chunks: list[Chunk]) -> str:
 
 
 def _page_view(source: Source, chunk_sets: dict[str, ChunkSet], page_number: int) -> None:
-    if not visual.renderable(source.doc) or source.data is None:
+    if not render.renderable(source.doc) or source.data is None:
         st.info(f"{source.doc.kind.upper()} files have no page images; only PDF, EPUB and XPS do. "
                 "The Text view shows where the chunks fall.")
         return

@@ -12,10 +12,10 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from pages import shared
+from ui import shared
 from rag import gpu
 from rag.errors import RagError
-from rag.models import (SUGGESTED_OLLAMA_MODEL, LocalChatModel, list_ollama_chat_models, ollama_loaded_models,
+from rag.llms import (SUGGESTED_OLLAMA_MODEL, LocalChatModel, list_ollama_chat_models, ollama_loaded_models,
                         resolve_chat_model)
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)

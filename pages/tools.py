@@ -10,7 +10,9 @@ import json
 
 import streamlit as st
 
-from rag import agent, mcp_client, mcp_server
+from rag import agent
+from rag.mcp import client as mcp_client
+from rag.mcp import server as mcp_server
 from rag.errors import RagError
 
 STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}

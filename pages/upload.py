@@ -1,6 +1,6 @@
 """Upload & preview: parse and chunk files, look at every page and chunk, ingest, manage the library.
 
-UI only: widgets are read here, the work is done by `rag.ingest`, `rag.chunking`, `rag.visual`,
+UI only: widgets are read here, the work is done by `rag.ingest`, `rag.chunking`, `rag.documents.render`,
 `rag.store` and `rag.export`, and what they return is rendered.
 
 Session state shared with other pages:
@@ -18,8 +18,9 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from pages import shared
-from rag import chunking, documents, export, ingest, visual
+from ui import shared
+from rag import chunking, documents, export, ingest
+from rag.documents import render
 from rag.chunking import Chunk, ChunkSettings
 from rag.embeddings import Embedder, ollama_has_model
 from rag.errors import RagError
@@ -139,7 +140,7 @@ def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) 
 @st.cache_data(max_entries=64, show_spinner="Rendering the page…")
 def _page_png(_data: bytes, _doc: documents.Document, _chunks: tuple[Chunk, ...],
               sha256: str, settings: ChunkSettings, page: int, boxes: bool) -> bytes:
-    return visual.render_page(_data, _doc, page, _chunks if boxes else ()).png
+    return render.render_page(_data, _doc, page, _chunks if boxes else ()).png
 
 
 def _sha(name: str, data: bytes) -> str:
@@ -464,7 +465,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
         if show:
             st.caption(LEGEND)
             with st.container(height=560, border=True):
-                st.html(visual.chunks_html(doc.text, chunks))
+                st.html(render.chunks_html(doc.text, chunks))
 
 
 def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...],
@@ -478,7 +479,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
         format_func=lambda n: f"Page {n}" + ("" if n in with_text else " · no text"),
         help="Type a number to jump to a page.",
     )
-    renderable = visual.renderable(doc)
+    renderable = render.renderable(doc)
     left, right = st.columns(2) if renderable else (st.container(), None)
     on_page: list[Chunk] = []
     with left:
@@ -495,7 +496,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
             else:
                 st.caption("No chunk covers this page (its pieces were dropped as too short).")
             with st.container(height=560, border=True):
-                st.html(visual.chunks_html(doc.pages[index].text, on_page))
+                st.html(render.chunks_html(doc.pages[index].text, on_page))
     if right is not None:
         with right:
             boxes = st.toggle("Draw the chunks on the page", value=True, key=f"upload_boxes_{p.name}",

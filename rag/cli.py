@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from rag import chunking, documents, ingest, mcp_server, retrieval
+from rag import chunking, documents, ingest, retrieve
+from rag.mcp import server as mcp_server
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
 from rag.settings import Settings, get_settings
@@ -58,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="?", help="the query (omit it with --queries)")
     p.add_argument("--queries", metavar="FILE", default=None,
                    help="one query per line; with --json, one line of JSON per query, in order")
-    p.add_argument("--mode", choices=retrieval.MODES, default=retrieval.DEFAULT_MODE,
+    p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE,
                    help="vector (embeddings), keyword (PostgreSQL full text, CJK bigrams), or hybrid "
-                        f"(weighted reciprocal rank fusion); default {retrieval.DEFAULT_MODE}")
+                        f"(weighted reciprocal rank fusion); default {retrieve.DEFAULT_MODE}")
     p.add_argument("--kb", required=True, action="append",
                    help="knowledge base to search (repeat for several)")
     p.add_argument("--top-k", type=int, default=5)
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None,
                    help="an Ollama model (e.g. qwen2.5:7b-instruct) or 'local' for the embedded one; "
                         "default RAG_CHAT_MODEL, else Ollama's first model, else local")
-    p.add_argument("--mode", choices=retrieval.MODES, default=retrieval.DEFAULT_MODE)
+    p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE)
     p.add_argument("--filter", default=None, help="Spring AI filter expression")
     p.add_argument("--json", action="store_true",
                    help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
@@ -179,7 +180,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         queries = [args.query]
     with Store.open(settings) as store:
         for query in queries:
-            hits = retrieval.search(store, settings, query, args.kb, top_k=args.top_k, min_score=args.min_score,
+            hits = retrieve.search(store, settings, query, args.kb, top_k=args.top_k, min_score=args.min_score,
                                     filter_expression=args.filter, mode=args.mode)
             if args.json and args.queries is not None:
                 out.write(json.dumps({"query": query, "hits": [h.as_dict() for h in hits]}, ensure_ascii=False) + "\n")
@@ -195,18 +196,18 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from rag import chat, models
+    from rag import generate, llms
 
     choice = args.model
     if choice and choice != "local" and not choice.startswith(("ollama:", "local:")):
         choice = f"ollama:{choice}"
-    model = models.resolve_chat_model(settings, choice)
+    model = llms.resolve_chat_model(settings, choice)
     with Store.open(settings) as store:
-        hits = retrieval.search(store, settings, args.question, args.kb, top_k=args.top_k,
+        hits = retrieve.search(store, settings, args.question, args.kb, top_k=args.top_k,
                                 filter_expression=args.filter, mode=args.mode)
-    sources = chat.number_sources(hits)
-    messages = chat.build_messages(args.question, sources)
-    answer = chat.collect(args.question, model, messages, sources)
+    sources = generate.number_sources(hits)
+    messages = generate.build_messages(args.question, sources)
+    answer = generate.collect(args.question, model, messages, sources)
     if args.json:
         out.write(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0

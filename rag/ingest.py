@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag import chunking, documents, retrieval
+from rag import chunking, documents, retrieve
 from rag.chunking import ChunkSettings, ChunkSet
 from rag.embeddings import Embedder
 from rag.errors import RagError
@@ -79,8 +79,8 @@ def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedde
     keeps the one it was built with; otherwise the configured one (a mismatch then fails)."""
     kb = store.get_knowledge_base(knowledge)
     if kb is not None and settings.embedder == "auto":
-        return retrieval.embedder_named(kb.embedder, settings)
-    return retrieval.embedder_named_or_default(settings)
+        return retrieve.embedder_named(kb.embedder, settings)
+    return retrieve.embedder_named_or_default(settings)
 
 
 def validate_kb_name(name: str) -> str:

