@@ -1,6 +1,24 @@
 """User-facing errors: each message is one line that says what went wrong and what to do."""
 from __future__ import annotations
 
+ONE_LINE_LIMIT = 300
+"""Characters of a folded error text shown to a user; past it the text is cut with '…'."""
+
+
+def one_line(value: str | BaseException, limit: int | None = ONE_LINE_LIMIT, *, with_type: bool = False) -> str:
+    """`value` (a text or an exception) as one line: white space folded to single spaces, cut to `limit`
+    characters with '…' (None: never cut). An exception group speaks through its first leaf; an exception
+    with no text is named by its class, and `with_type` puts the class name before its text."""
+    if isinstance(value, BaseException):
+        while isinstance(value, BaseExceptionGroup) and value.exceptions:
+            value = value.exceptions[0]
+        text = " ".join(str(value).split())
+        name = type(value).__name__
+        text = f"{name}: {text}" if text and with_type else text or name
+    else:
+        text = " ".join(str(value).split())
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
 
 class RagError(Exception):
     """Base of every error meant to be shown to a user as is (never a traceback)."""
@@ -44,3 +62,24 @@ class StoreError(RagError):
 
 class ModelError(RagError):
     """The chat model is unreachable, missing or failed mid-answer."""
+
+
+class GenerationError(ModelError):
+    """A generation that failed; `partial` and `partial_thinking` hold what it had produced."""
+
+    def __init__(self, message: str, partial: str = "", partial_thinking: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
+        self.partial_thinking = partial_thinking
+
+
+class McpConfigError(RagError):
+    """The MCP servers config file is missing or malformed."""
+
+
+class McpConfigMissing(McpConfigError):
+    """There is no config file (so no MCP server is configured)."""
+
+
+class McpError(RagError):
+    """An MCP server is not running, unknown, or did not answer."""

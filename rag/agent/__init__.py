@@ -31,7 +31,8 @@ import httpx
 import jsonschema
 
 from rag.errors import ModelError, RagError
-from rag.llms.ollama.errors import missing_model_message, not_reachable_message, one_line
+from rag.errors import one_line
+from rag.llms.ollama.errors import missing_model_message, not_reachable_message
 
 if TYPE_CHECKING:
     from rag.mcp.client import McpManager, ToolInfo

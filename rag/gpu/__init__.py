@@ -33,6 +33,7 @@ import ollama
 import psutil
 
 from rag.errors import ModelError
+from rag.llms.ollama.admin import unload_model  # noqa: F401 - the GPU page unloads through it
 from rag.llms import ChatModel, GenerationStats, LoadedModel, Message
 
 try:  # nvidia-ml-py is a requirement, but the app must still run (and say why) without it
@@ -1095,25 +1096,6 @@ def placement_advice(
 
 def _gib(n: int | float) -> str:
     return f"{n / 1024**3:.1f} GiB"
-
-
-def unload_model(host: str, model: str, timeout: float = 10.0) -> None:
-    """Ask Ollama to unload `model` now (POST /api/generate with keep_alive 0); ModelError if it cannot."""
-    model = model.strip()
-    if not model:
-        raise ModelError("No model to unload given")
-    try:
-        with ollama.Client(host=host, timeout=timeout) as client:
-            client.generate(model=model, keep_alive=0)
-    except ollama.ResponseError as exc:
-        text = " ".join(str(exc.error).split()) or f"HTTP {exc.status_code}"
-        if exc.status_code == 404:
-            raise ModelError(f"Ollama has no model '{model}' to unload ({text})") from exc
-        raise ModelError(f"Ollama could not unload '{model}': {text}") from exc
-    except (ConnectionError, httpx.TransportError) as exc:
-        raise ModelError(
-            f"Ollama is not reachable at {host} ({type(exc).__name__}): start it with 'ollama serve' or set OLLAMA_HOST"
-        ) from exc
 
 
 # ------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 import ollama
 
-from rag.errors import ModelError
+from rag.errors import GenerationError, ModelError
 from rag.llms.ollama.errors import (
     QUERY_ERRORS, display_host, invalid_answer_message, log_unanswered, not_found_message, one_line,
     response_error_text, same_model, strip_latest, unreachable_message,
@@ -148,15 +148,6 @@ class LoadedModel:
             return "unknown"
         cpu = round((self.size - self.size_vram) / self.size * 100)
         return f"{cpu}%/{100 - cpu}% CPU/GPU"
-
-
-class GenerationError(ModelError):
-    """A generation that failed; `partial` and `partial_thinking` hold what it had produced."""
-
-    def __init__(self, message: str, partial: str = "", partial_thinking: str = "") -> None:
-        super().__init__(message)
-        self.partial = partial
-        self.partial_thinking = partial_thinking
 
 
 # Deliberately not runtime_checkable: isinstance() would read the properties, which for Ollama can

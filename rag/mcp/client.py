@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rag.errors import RagError
+from rag.errors import McpConfigError, McpConfigMissing, McpError, RagError, one_line
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +49,6 @@ our own server, started from the config, uses the same database; `env` in the co
 
 STATES = ("starting", "running", "failed", "stopped", "disabled")
 _STDERR_TAIL = 2000
-
-
-class McpConfigError(RagError):
-    """The MCP servers config file is missing or malformed."""
-
-
-class McpConfigMissing(McpConfigError):
-    """There is no config file (so no MCP server is configured)."""
-
-
-class McpError(RagError):
-    """An MCP server is not running, unknown, or did not answer."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -499,7 +487,7 @@ class McpManager:
         except McpError as exc:
             raise McpError(f"{exc} (MCP server {server!r})") from exc
         except Exception as exc:  # noqa: BLE001 - transport failures
-            text = _one_line(exc)
+            text = one_line(exc, None, with_type=True)
             if isinstance(exc, _ConnectionClosed) or _looks_closed(exc):
                 self._failed(entry, f"the server exited or closed its connection ({text})")
                 raise McpError(f"MCP server {server!r} exited or closed its connection: {text}") from exc
@@ -602,13 +590,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _one_line(exc: BaseException) -> str:
-    leaves = _leaves(exc)
-    leaf = leaves[0] if leaves else exc
-    text = " ".join(str(leaf).split())
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
-
-
 def _looks_closed(exc: BaseException) -> bool:
     import anyio
 
@@ -627,7 +608,7 @@ def _describe(exc: BaseException, cfg: ServerConfig, *, running: bool) -> str:
         if isinstance(leaf, NotADirectoryError) or (isinstance(leaf, OSError) and cfg.cwd and not cfg.cwd.is_dir()):
             return f"cannot start {cfg.command!r}: the folder {cfg.cwd} does not exist"
     what = "stopped" if running else "exited or broke the connection before the MCP handshake"
-    return f"{what} ({_one_line(exc)})"
+    return f"{what} ({one_line(exc, None, with_type=True)})"
 
 
 # ------------------------------------------------------------------------------------------------

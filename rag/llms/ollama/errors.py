@@ -10,6 +10,8 @@ import logging
 import httpx
 import ollama
 
+from rag.errors import one_line
+
 QUERY_ERRORS: tuple[type[Exception], ...] = (
     ConnectionError,
     httpx.TransportError,
@@ -17,13 +19,6 @@ QUERY_ERRORS: tuple[type[Exception], ...] = (
     ValueError,
 )
 """What a small request through the ollama client raises when Ollama cannot be asked or answers oddly."""
-
-
-def one_line(text: str, limit: int | None = 300) -> str:
-    """`text` with its white space folded to single spaces, cut to `limit` characters with '…'
-    (None: never cut)."""
-    text = " ".join(str(text).split())
-    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def display_host(host: str) -> str:
