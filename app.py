@@ -1,42 +1,58 @@
-"""RAG Knowledge Lab: the router and the shared sidebar (status of every part, with fixes)."""
+"""RAG Knowledge Lab: the router and the shared sidebar (status of every part, with fixes).
+
+Every page has its own URL, the first one included: the root URL opens the Upload page at
+/upload, and a page reached without this router (Streamlit's discovery of the `pages/` folder on a
+server's first request) comes back through it (ui/routing.py).
+"""
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import shared
 from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError
+from ui import resources
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
 
+# Each URL path is the page's file name (chunk-lab too): ui/routing.py relies on it.
+UPLOAD = st.Page("pages/upload.py", title="Upload & preview", icon="📄", url_path="upload")
 PAGES = [
-    st.Page("pages/upload.py", title="Upload & preview", icon="📄", url_path="upload", default=True),
-    st.Page("pages/chunk_lab.py", title="Chunk Lab", icon="🧩", url_path="chunk-lab"),
+    UPLOAD,
+    st.Page("pages/chunk-lab.py", title="Chunk Lab", icon="🧩", url_path="chunk-lab"),
     st.Page("pages/chat.py", title="Chat", icon="💬", url_path="chat"),
     st.Page("pages/gpu.py", title="GPU monitor", icon="🖥️", url_path="gpu"),
     st.Page("pages/tools.py", title="Tools", icon="🛠️", url_path="tools"),
 ]
 
 
+def home() -> None:
+    """The root URL. Streamlit serves its default page at the root only, so the default is this
+    hidden page, and the Upload page keeps a path of its own (/upload) like every other page."""
+    st.switch_page(UPLOAD)
+
+
+HOME = st.Page(home, title="Home", url_path="home", default=True, visibility="hidden")
+
+
 def sidebar() -> None:
-    settings = shared.settings()
+    settings = resources.settings()
     checks: list[rag_status.Check] = []
     try:
-        info = shared.server_info()
+        info = resources.server_info()
         where = "embedded" if info.embedded else f"external ({info.location})"
         checks.append(rag_status.Check("Database", True,
                                        f"PostgreSQL {info.postgres_version} + pgvector {info.pgvector_version}, {where}"))
     except RagError as exc:
         checks.append(rag_status.Check("Database", False, str(exc),
                                        "check DATABASE_URL, or unset it to use the embedded database"))
-    ollama = shared.ollama_status()
+    ollama = resources.ollama_status()
     checks.append(rag_status.ollama_check(settings, ollama))
     try:
-        checks.append(rag_status.embedder_check(settings, ollama, shared.default_embedder().name))
+        checks.append(rag_status.embedder_check(settings, ollama, resources.default_embedder().name))
     except RagError as exc:
         checks.append(rag_status.Check("Embedder", False, str(exc), "set RAG_EMBEDDER=local to work offline"))
-    checks.append(rag_status.gpu_check(shared.gpu_presence()))
+    checks.append(rag_status.gpu_check(resources.gpu_presence()))
     with st.sidebar:
         st.markdown("### Status")
         for check in checks:
@@ -46,7 +62,7 @@ def sidebar() -> None:
                 st.caption(f"↳ {check.fix}")
 
 
-page = st.navigation(PAGES)
-shared.gpu_sampler(gpu.selected_nvml())
+page = st.navigation([HOME, *PAGES])
+resources.gpu_sampler(gpu.selected_nvml())
 sidebar()
 page.run()

@@ -1,22 +1,23 @@
 """Chat: answers grounded in the knowledge bases, with numbered citations that open the cited page.
 
-UI only: widgets are read here; `rag.retrieve` finds the passages, `rag.generate` builds the prompt,
-checks citations and counts the context budget, `rag.llms` streams the answer, `rag.agent` runs
-agent mode and `rag.documents.render` draws the cited passage on its page. What they return is rendered.
+UI only: widgets are read here and handed as plain values to `rag.generate.engine`, which rewrites
+a follow-up, searches, fits the prompt to the model's window and streams the answer (or runs agent
+mode); `rag.documents.render` draws the cited passage on its page. What they return is rendered.
 
 How a question flows through the page:
 1. Retrieval runs first and the sources are shown (they stay shown when no model is available).
 2. The context budget bar says what the prompt costs against the model's window.
-3. The answer is generated on a worker thread (`Worker`) kept in session state, and this run follows
-   it with `st.write_stream`. A rerun (the Stop button, any other widget) neither kills nor restarts
-   the generation: the next run picks it up where it is. Stop sets the worker's `stop_event`, which
-   the model's stream checks every 50 ms; the partial answer is kept and marked stopped.
+3. The answer is generated on the engine's `Runner` thread, kept in session state, and this run
+   follows it with `st.write_stream`. A rerun (the Stop button, any other widget) neither kills nor
+   restarts the generation: the next run picks it up where it is. Stop sets the runner's
+   `stop_event`, which the model's stream checks every 50 ms; the partial answer is kept and marked
+   stopped.
 4. The finished turn joins the history: `[n]` markers become badges, buttons under the answer open
    the cited source card, and a card can show its page with the passage highlighted.
 
 Session state:
-- `chat_turns`: the finished turns (`Turn`) of this session, oldest first.
-- `_chat_live`: the turn being answered (`Live`: the turn so far and its `Worker`), or absent.
+- `chat_turns`: the finished turns (`rag.generate.Turn`) of this session, oldest first.
+- `_chat_live`: the turn being answered (`rag.generate.Live`: the turn so far and its `Runner`), or absent.
 Widget keys: `chat_kbs`, `chat_model`, `chat_agent`, `chat_mode`, `chat_top_k`, `chat_min_score`,
 `chat_filter`, `chat_rewrite`, `chat_temperature`, `chat_think`, `chat_num_ctx`,
 `chat_system_prompt`, `chat_prompt_en`, `chat_prompt_zh`, `chat_pull`, `chat_input`, `chat_stop`,
@@ -27,26 +28,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import streamlit as st
 
-from ui import shared
-from rag import agent, generate, documents, gpu, llms, retrieve
+from ui import resources, widgets
+from ui.format import md as _md
+from rag import agent, generate, documents, llms, retrieve
 from rag.retrieve import filters
-from rag.mcp import client as mcp_client
 from rag.documents import render
-from rag.generate import Budget, CitationCheck, Source
+from rag.generate import Budget, Live, Source, Turn, engine
 from rag.chunking import Chunk
 from rag.errors import ModelError, RagError
-from rag.mcp.server import KnowledgeBaseTools
-from rag.llms import ChatModel, GenerationStats, LocalChatModel, Message, StreamEvent
+from rag.llms import ChatModel, LocalChatModel
+from rag.llms.stream import Runner, fold
+from rag.llms.choice import model_label, normalise_choice, same_model
 from rag.settings import Settings
 from rag.store import Store
 
@@ -54,13 +55,11 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
-LOCAL = shared.LOCAL
+LOCAL = resources.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
 SUGGESTED_MODELS = (llms.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
-ANSWER_RESERVE = 512  # tokens of the context window kept free for the answer, in the budget
 NEAR_LIMIT = 0.85  # share of the window from which the budget bar warns
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
-MAX_AGENT_SOURCES = 12
 DEFAULTS: dict[str, Any] = {
     "chat_mode": retrieve.DEFAULT_MODE,
     "chat_top_k": 8,
@@ -76,277 +75,14 @@ DEFAULTS: dict[str, Any] = {
 MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
 
 
-# -- the generation worker (no Streamlit in here: it runs off the script thread) ---------------
-
-class Worker:
-    """Runs one generation (or agent turn) on a daemon thread and keeps everything it yields.
-
-    `produce(stop_event)` returns the iterable to drain (a model's stream, an agent's events). A
-    page run follows it with `wait()`; `stop()` asks the producer to end at once. A RagError ends
-    it with `error` set (what was yielded before stays in `items()`).
-    """
-
-    def __init__(self, produce: Callable[[threading.Event], Iterable[Any]], *, name: str = "chat-answer") -> None:
-        self.stop_event = threading.Event()
-        self.started = time.monotonic()
-        self.finished: float | None = None
-        self.first_item: float | None = None
-        self.error = ""
-        self._items: list[Any] = []
-        self._done = False
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, args=(produce,), name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self, produce: Callable[[threading.Event], Iterable[Any]]) -> None:
-        error = ""
-        try:
-            for item in produce(self.stop_event):
-                with self._cond:
-                    if self.first_item is None:
-                        self.first_item = time.monotonic()
-                    self._items.append(item)
-                    self._cond.notify_all()
-        except RagError as exc:
-            error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never a traceback
-            log.exception("the generation failed")
-            error = f"The generation failed unexpectedly ({type(exc).__name__}: {exc})"
-        finally:
-            with self._cond:
-                self.error = error
-                self._done = True
-                self.finished = time.monotonic()
-                self._cond.notify_all()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-
-    @property
-    def stop_requested(self) -> bool:
-        return self.stop_event.is_set()
-
-    @property
-    def done(self) -> bool:
-        with self._cond:
-            return self._done
-
-    def items(self) -> list[Any]:
-        with self._cond:
-            return list(self._items)
-
-    def wait(self, seen: int, timeout: float) -> tuple[list[Any], bool]:
-        """Items after the first `seen` (waiting up to `timeout` for one), and whether that is all."""
-        with self._cond:
-            if len(self._items) <= seen and not self._done:
-                self._cond.wait(timeout)
-            return self._items[seen:], self._done
-
-    def join(self, timeout: float) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-
-# -- the conversation ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Turn:
-    """One question and what came of it."""
-
-    id: str
-    question: str
-    query: str
-    """What was searched: the question, or its standalone rewrite."""
-    kbs: tuple[str, ...] = ()
-    mode: str = retrieve.DEFAULT_MODE
-    sources: tuple[Source, ...] = ()
-    search_ms: float | None = None
-    notes: tuple[str, ...] = ()
-    """Things to know about how the answer was made (history left out, rewrite failed, ...)."""
-    problem: str = ""
-    """Why no answer was generated (search failed, no model): one line with what to do."""
-    model: str = ""
-    budget: Budget | None = None
-    agent: bool = False
-    answer: str = ""
-    thinking: str = ""
-    stopped: bool = False
-    error: str = ""
-    """The generation failed; `answer` keeps what had arrived."""
-    stats: GenerationStats | None = None
-    steps: tuple[agent.Step, ...] = ()
-    agent_summary: str = ""
-
-    @property
-    def citations(self) -> CitationCheck:
-        return generate.check_citations(self.answer, self.sources)
-
-    @property
-    def rewritten(self) -> bool:
-        return self.query.strip() != self.question.strip()
-
-
-@dataclass
-class Live:
-    """The turn being answered and the worker answering it."""
-
-    turn: Turn
-    worker: Worker
-
-
-def history_messages(turns: Sequence[Turn]) -> list[Message]:
-    """The earlier questions and answers, for the prompt (turns without an answer are left out)."""
-    out: list[Message] = []
-    for t in turns:
-        if t.answer.strip():
-            out += [Message("user", t.question), Message("assistant", t.answer)]
-    return out
-
-
-def fit_prompt(question: str, sources: Sequence[Source], template: str | None, history: Sequence[Message],
-               limit: int, reserve: int = ANSWER_RESERVE, *, embedded: bool = False
-               ) -> tuple[list[Message], Budget, int]:
-    """The prompt and its budget; the oldest exchanges are left out while it would not fit.
-    `embedded`: for the embedded model, whose worked example goes before the prompt.
-
-    Returns (messages, budget, exchanges left out)."""
-    kept = list(history)
-    dropped = 0
-    while True:
-        messages = generate.build_messages(question, sources, system_template=template, history=kept)
-        preamble = llms.citation_example(messages) if embedded else None
-        budget = generate.context_budget(messages, sources, limit, reserve=reserve, preamble=preamble)
-        if budget.fits or not kept:
-            return messages, budget, dropped
-        kept = kept[2:]
-        dropped += 1
-
-
-def finish_chat(turn: Turn, worker: Worker) -> Turn:
-    """The turn with what the worker produced (the partial answer too, if it was stopped or failed)."""
-    events = [e for e in worker.items() if isinstance(e, StreamEvent)]
-    answer = "".join(e.text for e in events if e.kind == "content").strip()
-    thinking = "".join(e.text for e in events if e.kind == "thinking").strip()
-    stats = next((e.stats for e in reversed(events) if e.kind == "done"), None)
-    stopped = bool(stats and stats.done_reason == "stopped") or (worker.stop_requested and stats is None)
-    if worker.finished is not None:
-        # The GPU page draws every generation's phases on its timeline (epoch seconds).
-        to_epoch = time.time() - time.monotonic()
-        gpu.TIMELINE.mark_generation(
-            f"chat: {turn.model.removeprefix('ollama:')}", worker.started + to_epoch, worker.finished + to_epoch,
-            stats, first_token_at=worker.first_item + to_epoch if worker.first_item else None)
-    notes = turn.notes
-    if not generate.cites_by_itself(turn.model) and answer and generate.check_citations(answer, turn.sources).uncited:
-        # The embedded base model cannot follow the citation instruction: cite what it copied from.
-        attributed = generate.attribute_citations(answer, turn.sources)
-        if attributed != answer:
-            answer = attributed
-            notes = (*notes, "Citations were added by matching each sentence to the source it came from "
-                             "(the embedded model does not cite by itself).")
-    return dataclasses.replace(turn, answer=answer, thinking=thinking, stats=stats, stopped=stopped,
-                               error=worker.error, notes=notes)
-
-
-def finish_agent(turn: Turn, worker: Worker,
-                 lookup: Callable[[str], Any] | None = None) -> Turn:
-    """The turn with the agent's steps and answer; sources are the passages its searches returned."""
-    items = worker.items()
-    steps = tuple(i for i in items if isinstance(i, agent.Step))
-    result = next((i for i in items if isinstance(i, agent.AgentResult)), None)
-    sources = _agent_sources(steps, lookup) if lookup is not None else ()
-    if result is None:
-        return dataclasses.replace(turn, steps=steps, sources=sources, error=worker.error,
-                                   stopped=worker.stop_requested)
-    summary = (f"{len(result.steps)} tool call{'' if len(result.steps) == 1 else 's'} · "
-               f"{result.calls_used}/{result.budget} of the budget · {result.rounds} model "
-               f"request{'' if result.rounds == 1 else 's'}")
-    return dataclasses.replace(
-        turn, answer=result.answer, thinking=result.thinking, steps=result.steps, sources=sources,
-        stopped=result.stop_reason == "stopped" or worker.stop_requested, error=worker.error,
-        agent_summary=summary,
-    )
-
-
-def _agent_sources(steps: Sequence[agent.Step], lookup: Callable[[str], Any]) -> tuple[Source, ...]:
-    """The passages the agent's knowledge base searches returned, numbered in the order found."""
-    hits = []
-    seen: set[str] = set()
-    for step in steps:
-        if step.status != "ok" or not step.data or step.source != agent.KB_SOURCE:
-            continue
-        for found in step.data.get("hits") or []:
-            chunk_id = str(found.get("id", ""))
-            if not chunk_id or chunk_id in seen or len(hits) >= MAX_AGENT_SOURCES:
-                continue
-            seen.add(chunk_id)
-            try:
-                hit = lookup(chunk_id)
-            except (RagError, ValueError):
-                hit = None
-            if hit is not None:
-                hits.append(dataclasses.replace(hit, score=float(found.get("score", hit.score))))
-    return tuple(generate.number_sources(hits))
-
+# -- small formatting helpers --------------------------------------------------------------------
 
 def answer_markdown(answer: str, sources: Sequence[Source]) -> str:
     """The answer with each `[n]` marker as a badge: blue for a source, red for a marker pointing at none."""
-    valid = {s.n for s in sources}
-    parts: list[str] = []
-    pos = 0
-    for start, end, numbers in generate.marker_spans(answer):
-        parts.append(answer[pos:start])
-        parts.append(" ".join(f":blue-badge[{n}]" if n in valid else f":red-badge[⚠ {n}]" for n in numbers))
-        pos = end
-    parts.append(answer[pos:])
-    return "".join(parts).replace("$", "\\$")  # a price is not LaTeX
+    def badge(n: int, known: bool) -> str:
+        return f":blue-badge[{n}]" if known else f":red-badge[⚠ {n}]"
 
-
-def export_markdown(turns: Sequence[Turn]) -> str:
-    rows = []
-    for t in turns:
-        answer = t.answer or "*(no answer)*"
-        if t.stopped:
-            answer += "\n\n*(stopped)*"
-        if t.problem:
-            answer += f"\n\n*{t.problem}*"
-        elif t.error:
-            answer += f"\n\n*(failed: {t.error})*"
-        if t.rewritten:
-            answer += f"\n\n*Searched for: {t.query}*"
-        rows.append((t.question, answer, t.sources))
-    used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
-    return generate.conversation_markdown(rows, used)
-
-
-# -- small formatting helpers --------------------------------------------------------------------
-
-def _md(text: str) -> str:
-    """Escape Markdown so user text and file names are shown as typed."""
-    out = text
-    for ch in "\\`*_[]<>#|~$":
-        out = out.replace(ch, "\\" + ch)
-    return out
-
-
-def _model_label(choice: str) -> str:
-    if choice == LOCAL:
-        return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded"
-    return f"{choice.removeprefix('ollama:')} · Ollama"
-
-
-def _normalise_choice(value: str) -> str:
-    value = value.strip()
-    if value in (LOCAL, LocalChatModel.NAME):
-        return LOCAL
-    name = value.removeprefix("ollama:").strip().removesuffix(":latest")
-    return f"ollama:{name}" if name else LOCAL
-
-
-def _same_model(a: str, b: str) -> bool:
-    def tagged(name: str) -> str:
-        name = name.strip().lower()
-        return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-    return tagged(a) == tagged(b)
+    return generate.replace_markers(answer, sources, badge).replace("$", "\\$")  # a price is not LaTeX
 
 
 # -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
@@ -377,7 +113,7 @@ def _ollama_context(host: str, model: str) -> tuple[int, str]:
 
 @st.cache_resource(max_entries=8, show_spinner="Opening the document…")
 def _document(document_id: str, filename: str) -> tuple[bytes, documents.Document] | None:
-    data = shared.store().document_bytes(uuid.UUID(document_id))
+    data = resources.store().document_bytes(uuid.UUID(document_id))
     if data is None:
         return None
     return data, documents.load_bytes(data, filename)
@@ -454,12 +190,12 @@ def _no_model_message(settings: Settings, local_reason: str) -> str:
 
 def _model_options(settings: Settings, pulled: list[str] | None) -> tuple[list[str], str]:
     options = [f"ollama:{m}" for m in pulled or []]
-    configured = _normalise_choice(settings.chat_model) if settings.chat_model else ""
+    configured = normalise_choice(settings.chat_model) if settings.chat_model else ""
     if configured and configured != LOCAL and configured not in options:
         options.append(configured)
     if pulled is not None:
         options += [f"ollama:{m}" for m in SUGGESTED_MODELS
-                    if not any(_same_model(m, p) for p in pulled) and f"ollama:{m}" not in options]
+                    if not any(same_model(m, p) for p in pulled) and f"ollama:{m}" not in options]
     options += [c for c in st.session_state.get("_chat_extra_models", []) if c not in options]
     options.append(LOCAL)
     default = configured or (f"ollama:{pulled[0]}" if pulled else LOCAL)
@@ -469,12 +205,12 @@ def _model_options(settings: Settings, pulled: list[str] | None) -> tuple[list[s
 def _pick_model(settings: Settings) -> ModelChoice:
     host = settings.ollama_host
     pulled = _ollama_chat_models(host)
-    local_ok, local_reason = shared.local_model_available()
+    local_ok, local_reason = resources.local_model_available()
     options, default = _model_options(settings, pulled)
     current = st.session_state.get("chat_model")
     if isinstance(current, str) and current.strip():
         # Kept even when not listed now: typed in by the user, or Ollama went away meanwhile.
-        choice = _normalise_choice(current)
+        choice = normalise_choice(current)
         if choice not in options:
             st.session_state.setdefault("_chat_extra_models", []).append(choice)
             options.insert(len(options) - 1, choice)
@@ -483,18 +219,18 @@ def _pick_model(settings: Settings) -> ModelChoice:
         st.session_state["chat_model"] = default
 
     def label(choice: str) -> str:
-        text = _model_label(choice)
+        text = model_label(choice)
         if choice == LOCAL and not local_ok:
             return text + " · unavailable"
         if choice.startswith("ollama:") and pulled is not None and not any(
-                _same_model(choice.removeprefix("ollama:"), p) for p in pulled):
+                same_model(choice.removeprefix("ollama:"), p) for p in pulled):
             return text + " · not pulled"
         return text
 
     raw = st.selectbox("Model", options, key="chat_model", format_func=label, accept_new_options=True,
                        help="Ollama's chat models and the embedded one. Type another Ollama model's "
                             "name to pull it.")
-    choice = _normalise_choice(str(raw or default))
+    choice = normalise_choice(str(raw or default))
     if choice == LOCAL:
         if not local_ok:
             return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
@@ -506,7 +242,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
         alternative = " Or choose the embedded model." if local_ok else ""
         return ModelChoice(choice, None, f"Ollama is not reachable at {host}: start it with 'ollama serve' "
                                          f"(or set OLLAMA_HOST), then run 'ollama pull {name}'.{alternative}")
-    if not any(_same_model(name, p) for p in pulled):
+    if not any(same_model(name, p) for p in pulled):
         return ModelChoice(choice, None, f"Ollama at {host} has no '{name}' yet: press Pull, or run "
                                          f"'ollama pull {name}'.", pull=name)
     try:
@@ -529,7 +265,7 @@ def _pull(settings: Settings, name: str) -> bool:
     try:
         llms.pull_model(settings.ollama_host, name, progress)
     except ModelError as exc:
-        shared.show_error(exc, "Pull")
+        widgets.show_error(exc, "Pull")
         return False
     bar.progress(1.0, text=f"Pulled {name}")
     _ollama_chat_models.clear()
@@ -568,7 +304,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
             try:
                 kbs = store.list_knowledge_bases()
             except RagError as exc:
-                shared.show_error(exc, "Knowledge bases")
+                widgets.show_error(exc, "Knowledge bases")
         by_name = {kb.name: kb for kb in kbs}
         kept = [n for n in st.session_state.get("chat_kbs") or [] if n in by_name]
         st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
@@ -608,7 +344,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                 try:
                     filters.to_sql(expression)
                 except RagError as exc:
-                    shared.show_error(exc, "Filter")
+                    widgets.show_error(exc, "Filter")
             rewrite = st.toggle("Rewrite follow-up questions", key="chat_rewrite",
                                 help="Before searching, the model turns a follow-up ('and in 2023?') into "
                                      "a standalone query; the query searched is shown with the answer.")
@@ -635,7 +371,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
             c2.button("中文默认", key="chat_prompt_zh", on_click=_reset_prompt, args=(generate.SYSTEM_PROMPT_ZH,),
                       width="stretch")
             text = st.session_state["chat_system_prompt"]
-            edited = text.strip() not in (generate.SYSTEM_PROMPT_EN.strip(), generate.SYSTEM_PROMPT_ZH.strip())
+            edited = not generate.is_default_prompt(text)
             st.caption("Edited: used as is." if edited else
                        "A default: the English or Chinese one is used to match the question's language.")
 
@@ -690,7 +426,7 @@ def _source_card(turn: Turn, source: Source) -> None:
                                  int(meta.get("chunk_index") or 0), int(meta["start"]), int(meta["end"]),
                                  tuple(hit.pages))
         except (RagError, ValueError, RuntimeError) as exc:
-            shared.show_error(exc, f"Page {page} of {hit.original_filename}")
+            widgets.show_error(exc, f"Page {page} of {hit.original_filename}")
             return
         if rendered is None:
             st.info(f"{hit.original_filename} has no page images (or is no longer stored): the passage "
@@ -826,12 +562,12 @@ def _stop_live() -> None:
     """The Stop button: end the generation now (the text so far is kept)."""
     live: Live | None = st.session_state.get(LIVE)
     if live is not None:
-        live.worker.stop()
+        live.runner.stop()
 
 
-def _progress(worker: Worker, model: str, writing: bool, thinking: bool) -> str:
-    elapsed = time.monotonic() - worker.started
-    if worker.stop_requested:
+def _progress(runner: Runner[Any], model: str, writing: bool, thinking: bool) -> str:
+    elapsed = time.monotonic() - runner.started
+    if runner.stop_requested:
         return "⏹️ Stopping…"
     if writing:
         return f"✍️ {model} is writing… {elapsed:.0f} s"
@@ -840,27 +576,25 @@ def _progress(worker: Worker, model: str, writing: bool, thinking: bool) -> str:
     return f"⏳ Waiting for {model}… {elapsed:.0f} s (loading a model can take a while)"
 
 
-def _follow(worker: Worker, model: str, status: Any, on_thinking: Callable[[str], None]) -> Iterator[str]:
+def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[[str], None]) -> Iterator[str]:
     """The answer's text as it arrives (for st.write_stream); thinking goes to `on_thinking`."""
     seen = 0
     writing = thinking = False
     shown = ""
     while True:
-        items, finished = worker.wait(seen, POLL_SECONDS)
+        items, finished = runner.wait(seen, POLL_SECONDS)
         seen += len(items)
-        events = [e for e in items if isinstance(e, StreamEvent)]
-        thought = "".join(e.text for e in events if e.kind == "thinking")
-        text = "".join(e.text for e in events if e.kind == "content")
-        if thought:
+        arrived = fold(items, strip=False)
+        if arrived.thinking:
             thinking = True
-            on_thinking(thought)
-        writing = writing or bool(text)
-        line = _progress(worker, model, writing, thinking)
+            on_thinking(arrived.thinking)
+        writing = writing or bool(arrived.text)
+        line = _progress(runner, model, writing, thinking)
         if line != shown and not finished:
             status.caption(line)
             shown = line
-        if text:
-            yield text.replace("$", "\\$")  # a price is not LaTeX
+        if arrived.text:
+            yield arrived.text.replace("$", "\\$")  # a price is not LaTeX
         if finished:
             status.empty()
             return
@@ -868,9 +602,9 @@ def _follow(worker: Worker, model: str, status: Any, on_thinking: Callable[[str]
 
 
 def _stream_answer(live: Live) -> None:
-    worker = live.worker
+    runner = live.runner
     left, right = st.columns([1, 4], vertical_alignment="center")
-    left.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=worker.stop_requested,
+    left.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
                 help="End the answer now; what was written so far is kept.")
     status = right.empty()
     thinking_slot = st.empty()
@@ -883,17 +617,17 @@ def _stream_answer(live: Live) -> None:
             box["inner"] = thinking_slot.expander("💭 Thinking", type="compact").empty()
         box["inner"].markdown(_md("".join(thoughts)))
 
-    st.write_stream(_follow(worker, live.turn.model, status, on_thinking))
+    st.write_stream(_follow(runner, live.turn.model, status, on_thinking))
 
 
 def _stream_agent(live: Live) -> None:
-    worker = live.worker
-    st.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=worker.stop_requested,
+    runner = live.runner
+    st.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
               help="Stop after the current model request or tool call.")
     with st.status("Working…", expanded=True) as box:
         seen = 0
         while True:
-            items, finished = worker.wait(seen, POLL_SECONDS)
+            items, finished = runner.wait(seen, POLL_SECONDS)
             seen += len(items)
             _steps([i for i in items if isinstance(i, agent.Step)])
             if finished:
@@ -904,11 +638,8 @@ def _stream_agent(live: Live) -> None:
 
 def _finalize(live: Live) -> Turn:
     """Move the live turn into the history (once)."""
-    if live.turn.agent:
-        store = shared.try_store()
-        final = finish_agent(live.turn, live.worker, store.get_chunk if store is not None else None)
-    else:
-        final = finish_chat(live.turn, live.worker)
+    store = widgets.try_store() if live.turn.agent else None
+    final = engine.finish(live, store.get_chunk if store is not None else None)
     if st.session_state.get(LIVE) is live:
         del st.session_state[LIVE]
         _turns().append(final)
@@ -935,89 +666,21 @@ def _render_live(live: Live) -> None:
 
 # -- a new question ------------------------------------------------------------------------------
 
-def _rewrite(model: ChatModel, history: Sequence[Message], question: str, thinks: bool) -> tuple[str, str]:
-    """(standalone query, note): the follow-up rewritten for retrieval, or the question on failure."""
-    parts: list[str] = []
-    stop = threading.Event()
-    try:
-        for event in model.stream(generate.rewrite_messages(history, question), temperature=0.0,
-                                  think=False if thinks else None, stop_event=stop):
-            if event.kind == "content":
-                parts.append(event.text)
-                if "\n" in "".join(parts).strip():
-                    stop.set()  # one line is all clean_rewrite keeps: a base model would go on
-    except ModelError as exc:
-        return question, f"Rewriting the follow-up failed ({exc}); searched for the question as asked."
-    return generate.clean_rewrite("".join(parts), question), ""
-
-
-def _search(store: Store | None, settings: Settings, turn: Turn, c: Controls) -> Turn:
-    if store is None:
-        return dataclasses.replace(turn, problem="Search failed: the database is not available (see above).")
-    started = time.perf_counter()
-    try:
-        with st.spinner(f"Searching {', '.join(c.kbs) or 'the knowledge bases'}…"):
-            hits = retrieve.search(store, settings, turn.query, list(c.kbs), top_k=c.top_k,
-                                    min_score=c.min_score, filter_expression=c.filter, mode=c.mode)
-    except RagError as exc:
-        return dataclasses.replace(turn, problem=f"Search failed: {exc}")
-    return dataclasses.replace(turn, sources=tuple(generate.number_sources(hits)),
-                               search_ms=(time.perf_counter() - started) * 1000)
-
-
-def _start_agent(turn: Turn, c: Controls, model: ChatModel, settings: Settings, store: Store,
-                 history: Sequence[Message]) -> Live | Turn:
-    try:
-        manager = mcp_client.shared_manager()
-    except mcp_client.McpConfigMissing:
-        manager = None
-    except RagError as exc:
-        st.warning(f"MCP servers: {exc}", icon="🧰")
-        manager = None
-    try:
-        tools = agent.build_tools(KnowledgeBaseTools(settings, store=store), c.kbs, manager)
-        runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout,
-                                       temperature=c.temperature, num_ctx=c.num_ctx)
-    except (RagError, ValueError) as exc:
-        return dataclasses.replace(turn, problem=f"Agent mode cannot start: {exc}")
-    question = turn.question
-    worker = Worker(lambda stop: runner.events(question, history=history, stop_event=stop), name="chat-agent")
-    return Live(turn, worker)
+def _request(c: Controls) -> engine.Request:
+    return engine.Request(
+        kbs=c.kbs, top_k=c.top_k, min_score=c.min_score, filter=c.filter, mode=c.mode, rewrite=c.rewrite,
+        template=c.template, temperature=c.temperature, think=c.think, num_ctx=c.num_ctx,
+        context=c.model.context, thinks=c.model.thinks, agent=c.agent,
+    )
 
 
 def _ask(question: str, c: Controls, store: Store | None, settings: Settings) -> None:
-    history = history_messages(_turns())
-    model = c.model.model
-    turn = Turn(id=uuid.uuid4().hex[:8], question=question, query=question, kbs=c.kbs, mode=c.mode,
-                model=model.name if model is not None else "", agent=c.agent and model is not None)
     with st.chat_message("user"):
         st.markdown(_md(question))
     with st.chat_message("assistant"):
-        if turn.agent and store is not None and model is not None:
-            started = _start_agent(turn, c, model, settings, store, history)
-        else:
-            notes: list[str] = []
-            if c.rewrite and history and model is not None:
-                with st.spinner("Rewriting the follow-up into a standalone query…"):
-                    query, note = _rewrite(model, history, question, c.model.thinks)
-                turn = dataclasses.replace(turn, query=query)
-                notes += [note] if note else []
-            turn = _search(store, settings, turn, c)
-            if model is None and not turn.problem:
-                turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {c.model.problem}")
-            if not turn.problem and model is not None:
-                limit = c.model.context or llms.DEFAULT_OLLAMA_NUM_CTX
-                messages, budget, dropped = fit_prompt(question, turn.sources, c.template, history, limit,
-                                                       embedded=not generate.cites_by_itself(model.name))
-                if dropped:
-                    notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
-                                 "conversation so that the prompt fits the model's window.")
-                turn = dataclasses.replace(turn, budget=budget)
-                options = {"temperature": c.temperature, "num_ctx": c.num_ctx, "think": c.think}
-                worker = Worker(lambda stop: model.stream(messages, stop_event=stop, **options))
-                started = Live(dataclasses.replace(turn, notes=tuple(notes)), worker)
-            else:
-                started = dataclasses.replace(turn, notes=tuple(notes))
+        started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
+                               history=generate.history_messages(_turns()), model_problem=c.model.problem,
+                               busy=st.spinner, warn=lambda text: st.warning(text, icon="🧰"))
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _render_parts(started)
@@ -1038,7 +701,7 @@ def _render_parts(turn: Turn) -> None:
 def _clear() -> None:
     live: Live | None = st.session_state.pop(LIVE, None)
     if live is not None:
-        live.worker.stop()
+        live.runner.stop()
     for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(
             ("chat_sources_", "chat_src_", "chat_page_", "chat_pageno_"))]:
         del st.session_state[key]
@@ -1050,7 +713,7 @@ def _toolbar(turns: Sequence[Turn]) -> None:
         return
     with st.container(horizontal=True, vertical_alignment="center"):
         st.button("Clear conversation", key="chat_clear", icon="🧹", on_click=_clear)
-        st.download_button("Export as Markdown", data=export_markdown(turns), key="chat_export",
+        st.download_button("Export as Markdown", data=generate.export_markdown(turns), key="chat_export",
                            file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md", mime="text/markdown",
                            icon="⬇️", on_click="ignore",
                            help="The questions, answers and the sources of each answer.")
@@ -1061,15 +724,15 @@ def main() -> None:
     st.title("💬 Chat")
     st.caption("Answers from your knowledge bases with numbered citations: click a citation to see the "
                "passage on its page. The sources are shown before the answer is written.")
-    settings = shared.settings()
-    store = shared.try_store()
+    settings = resources.settings()
+    store = widgets.try_store()
     controls = _controls(store, settings)
     question = st.chat_input("Ask about your documents (English or 中文)…", key="chat_input",
                              submit_mode="disable")
     live: Live | None = st.session_state.get(LIVE)
     if question and live is not None:  # asked again while answering: the running answer stops here
-        live.worker.stop()
-        live.worker.join(2.0)
+        live.runner.stop()
+        live.runner.join(2.0)
         _finalize(live)
         live = None
     turns = _turns()

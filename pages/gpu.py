@@ -1,6 +1,7 @@
 """GPU monitor: VRAM, utilisation and power while a model answers, and where Ollama put its models.
 
-UI only: the sampler, the phases and the advice come from rag/gpu.py.
+UI only: the sampler and the placement advice come from rag.gpu, the phases from
+rag.generate.telemetry, the watched generation and its model choices from rag.generate.watch.
 """
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui import shared
+from ui import resources
 from rag import gpu
 from rag.errors import RagError
-from rag.llms import (SUGGESTED_OLLAMA_MODEL, LocalChatModel, list_ollama_chat_models, ollama_loaded_models,
-                        resolve_chat_model)
+from rag.generate.telemetry import PHASE_TITLES, Mark
+from rag.generate.watch import GenerationView, WatchedGeneration, watch_choices
+from rag.gpu.placement import unloads_in
+from rag.llms import LocalChatModel, resolve_chat_model
+from rag.llms.ollama.admin import unload_model
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
@@ -43,14 +47,14 @@ def fmt(value: float | int | None, unit: str = "", scale: float = 1.0, digits: i
 
 def unload(host: str, name: str) -> None:
     try:
-        gpu.unload_model(host, name)
+        unload_model(host, name)
         st.session_state["gpu_unload_msg"] = (True, f"Asked Ollama to unload {name}: watch VRAM drop.")
     except RagError as exc:
         st.session_state["gpu_unload_msg"] = (False, str(exc))
 
 
 def model_label(choice: str) -> str:
-    if choice == shared.LOCAL:
+    if choice == resources.LOCAL:
         return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded, on the CPU"
     return f"{choice.removeprefix('ollama:')} · Ollama"
 
@@ -62,8 +66,8 @@ def start_generation() -> None:
     if old is not None and old.running:
         return
     try:
-        model = resolve_chat_model(shared.settings(), choice)
-        st.session_state[GENERATION] = gpu.WatchedGeneration(model, prompt).start()
+        model = resolve_chat_model(resources.settings(), choice)
+        st.session_state[GENERATION] = WatchedGeneration(model, prompt).start()
         st.session_state.pop("gpu_generate_error", None)
     except (RagError, ValueError) as exc:
         st.session_state["gpu_generate_error"] = str(exc)
@@ -79,7 +83,7 @@ def stop_generation() -> None:
 # Drawing
 
 
-def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView | None, now: float,
+def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None, now: float,
               rows: int, window: float) -> None:
     """Each phase a shaded span across every chart; the phases in the legend; each generation's
     label once, where it starts."""
@@ -92,7 +96,7 @@ def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView
             fig.add_vrect(x0=when(start), x1=when(end), fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
                           opacity=0.22, line_width=0, layer="below", row=row, col=1)
     for phase in dict.fromkeys(phase for phase, *_ in spans):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=gpu.PHASE_TITLES.get(phase, phase),
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=PHASE_TITLES.get(phase, phase),
                                  legendgroup="phases", marker={"symbol": "square", "size": 12, "opacity": 0.5,
                                                                "color": PHASE_COLOURS.get(phase, "#cccccc")}),
                       row=1, col=1)
@@ -114,8 +118,8 @@ def add_marks(fig: go.Figure, marks: list[gpu.Mark], running: gpu.GenerationView
                            font={"size": 10})
 
 
-def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[gpu.Mark],
-                 running: gpu.GenerationView | None, start: float, now: float) -> go.Figure:
+def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[Mark],
+                 running: GenerationView | None, start: float, now: float) -> go.Figure:
     times = [when(s.t) for s in samples]
     if status.available:
         titles = ("VRAM (GiB)", "Utilisation (%)", "Power (W)", "CPU (%)")
@@ -218,7 +222,7 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
     st.dataframe(styled, hide_index=True, key="gpu_processes")
 
 
-def generation_panel(view: gpu.GenerationView, now: float) -> None:
+def generation_panel(view: GenerationView, now: float) -> None:
     model = view.model.removeprefix("ollama:").removeprefix("local:")
     if view.running:
         st.caption(f"Generating with {model}… {now - view.started_at:.1f} s")
@@ -248,9 +252,9 @@ def generation_panel(view: gpu.GenerationView, now: float) -> None:
 # ------------------------------------------------------------------------------------------------
 # The page
 
-settings = shared.settings()
+settings = resources.settings()
 host = settings.ollama_host
-watch = shared.gpu_sampler(gpu.selected_nvml())
+watch = resources.gpu_sampler(gpu.selected_nvml())
 status = watch.status
 
 st.title("GPU monitor")
@@ -268,14 +272,15 @@ def placement() -> None:
     message = st.session_state.pop("gpu_unload_msg", None)
     if message is not None:
         (st.success if message[0] else st.error)(message[1])
-    models = ollama_loaded_models(host)
+    report = gpu.ollama_placement(host, watch.status, watch.latest())
+    models = report.models
     if models is None:
         st.info(f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", icon="ℹ️")
         return
     if not models:
         st.caption("Ollama holds no model in memory now: generate below to load one.")
         return
-    advice = gpu.placement_advice(models, watch.status, watch.latest())
+    advice = report.advice
     if advice is None:
         st.success(f"{'All models run' if len(models) > 1 else 'The model runs'} 100% on the GPU.", icon="✅")
     elif advice.severity == "error":
@@ -290,7 +295,7 @@ def placement() -> None:
         "In VRAM (GiB)": [round(m.size_vram / GIB, 2) for m in models],
         "Placement": [m.share_on_gpu for m in models],
         "Context": [m.context_length for m in models],
-        "Unloads in": [_expiry(m.expires_at, now) for m in models],
+        "Unloads in": [unloads_in(m.expires_at, now) for m in models],
     })
     st.dataframe(table, hide_index=True, key="gpu_placement")
     st.caption("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart.")
@@ -300,29 +305,13 @@ def placement() -> None:
                                    args=(host, m.name))
 
 
-def _expiry(at: datetime | None, now: datetime) -> str:
-    if at is None:
-        return "?"
-    seconds = (at - now).total_seconds()
-    if seconds > 365 * 86400:
-        return "never (keep_alive -1)"
-    if seconds <= 0:
-        return "now"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-
-
 placement()
 
 st.subheader("Generate while watching")
-chat_models = list_ollama_chat_models(host)
-local_ok, local_reason = shared.local_model_available()
-choices = [f"ollama:{m}" for m in chat_models or []] + ([shared.LOCAL] if local_ok else [])
-fallback = (" The embedded model generates on the CPU instead: watch the CPU chart." if local_ok
-            else f" ({local_reason})")
-if chat_models is None:
-    st.caption(f"Ollama is not reachable at {host}.{fallback}")
-elif not chat_models:
-    st.caption(f"Ollama has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'.{fallback}")
+offered = watch_choices(host, resources.local_model_available())
+choices = list(offered.choices)
+if offered.note:
+    st.caption(offered.note)
 if choices:
     st.selectbox("Model", choices, key="gpu_model", format_func=model_label)
     st.text_area("Prompt", DEFAULT_PROMPT, key="gpu_prompt", height=80)
@@ -338,7 +327,7 @@ c3.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-s
 
 @st.fragment(run_every=REFRESH_SECONDS if live else None)
 def monitor() -> None:
-    current: gpu.WatchedGeneration | None = st.session_state.get(GENERATION)
+    current: WatchedGeneration | None = st.session_state.get(GENERATION)
     running = current is not None and current.running
     if choices:
         b1, b2, _ = st.columns([1, 1, 4])

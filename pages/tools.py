@@ -11,9 +11,11 @@ import json
 import streamlit as st
 
 from rag import agent
+from rag.agent.arguments import parse_arguments
+from rag.errors import RagError
 from rag.mcp import client as mcp_client
 from rag.mcp import server as mcp_server
-from rag.errors import RagError
+from ui.format import first_line
 
 STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}
 RESULT_KEY = "tools_call_result"
@@ -64,11 +66,6 @@ def server_panel(manager: mcp_client.McpManager, status: mcp_client.ServerStatus
                     st.json(dict(tool.output_schema), expanded=False)
 
 
-def first_line(text: str) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "no description"
-    return line if len(line) <= 140 else line[:139] + "…"
-
-
 def call_form(manager: mcp_client.McpManager) -> None:
     st.subheader("Call a tool by hand")
     running = [s for s in manager.statuses() if s.ok and s.tools]
@@ -92,9 +89,10 @@ def call_form(manager: mcp_client.McpManager) -> None:
         if problem:
             st.session_state[RESULT_KEY] = {"error": f"Not sent: {problem}"}
         else:
+            arguments, _ = parse_arguments(text)  # valid: just checked
             try:
                 with st.spinner(f"Calling {tool_name}…"):
-                    result = manager.call_tool(server_name, tool_name, json.loads(text or "{}"))
+                    result = manager.call_tool(server_name, tool_name, arguments)
                 st.session_state[RESULT_KEY] = {"result": result}
             except RagError as exc:
                 st.session_state[RESULT_KEY] = {"error": str(exc)}

@@ -1,7 +1,8 @@
 """Upload & preview: parse and chunk files, look at every page and chunk, ingest, manage the library.
 
-UI only: widgets are read here, the work is done by `rag.ingest`, `rag.chunking`, `rag.documents.render`,
-`rag.store` and `rag.export`, and what they return is rendered.
+UI only: widgets are read here, the work (and every rule about what an ingest would do or what to
+warn about) is done by `rag.ingest`, `rag.chunking`, `rag.documents.render`, `rag.store` and
+`rag.export`, and what they return is rendered.
 
 Session state shared with other pages:
 - `uploads`: {filename: bytes} of the files uploaded here (the Chunk Lab reads it).
@@ -18,18 +19,19 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from ui import shared
 from rag import chunking, documents, export, ingest
-from rag.documents import render
 from rag.chunking import Chunk, ChunkSettings
-from rag.embeddings import Embedder, ollama_has_model
+from rag.documents import page_label, render
+from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
 from rag.store import KnowledgeBase, Store, StoredDocument
+from ui import format as fmt
+from ui import resources, widgets
 
 log = logging.getLogger("pages.upload")
 
-WIDGET = "upload"  # prefix of the chunk settings widget keys (shared.chunk_settings_widget)
+WIDGET = "upload"  # prefix of the chunk settings widget keys (widgets.chunk_settings_widget)
 NEW_KB = "New knowledge base…"
 FILE_TYPES = [ext.lstrip(".") for ext in documents.SUPPORTED_EXTENSIONS]
 # Longer documents get the coloured whole-text view only on request (it is a lot of HTML).
@@ -37,79 +39,6 @@ WHOLE_TEXT_AUTO_CHARS = 60_000
 STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌"}
 LEGEND = ("Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
           "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.")
-
-
-# -- small formatting helpers (plain values in, strings out) ---------------------------------
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _pages_label(pages: tuple[int, ...] | list[int]) -> str:
-    if not pages:
-        return ""
-    pages = sorted(pages)
-    if pages == list(range(pages[0], pages[-1] + 1)):
-        return str(pages[0]) if len(pages) == 1 else f"{pages[0]}–{pages[-1]}"
-    return ", ".join(str(p) for p in pages)
-
-
-def _first_words(text: str, words: int = 12, chars: int = 90) -> str:
-    head = " ".join(text.split()[:words])
-    if len(head) > chars:
-        head = head[: chars - 1].rstrip()
-    return head + ("…" if len(head) < len(" ".join(text.split())) else "")
-
-
-def _md(text: str) -> str:
-    """Escape Markdown so a filename like `q3_*final*.pdf` is shown as is."""
-    out = text
-    for ch in "\\`*_[]<>#|~$":
-        out = out.replace(ch, "\\" + ch)
-    return out
-
-
-def _describe(settings: ChunkSettings | dict | None, *, short: bool = False) -> str:
-    if settings is None:
-        return "unknown settings"
-    if isinstance(settings, dict):
-        try:
-            settings = chunking.settings_from_dict(settings)
-        except (RagError, TypeError, ValueError):
-            return str(settings)
-    preset = next((name for name, p in chunking.PRESETS.items() if p == settings), None)
-    if short:
-        if preset:
-            return preset
-        if settings.strategy == "spring":
-            return f"spring {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
-        return f"{settings.strategy} {settings.chunk_size} / {settings.chunk_overlap} tokens"
-    if settings.strategy == "spring":
-        text = (f"Spring AI splitter, {settings.chunk_size} tokens, cut after a separator beyond "
-                f"{settings.min_chunk_size_chars} chars")
-    elif settings.strategy == "token":
-        text = f"token windows of {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
-    else:
-        text = f"recursive, {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
-    return f"{preset} ({text})" if preset else text
-
-
-def _reason(exc: BaseException) -> str:
-    return " ".join(str(getattr(exc, "reason", None) or exc).split())
-
-
-def _table(key: str, frame: pd.DataFrame, **kwargs) -> None:
-    """A read-only table in a keyed container (a display dataframe has no key of its own)."""
-    with st.container(key=key):
-        st.dataframe(frame, **kwargs)
 
 
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
@@ -121,7 +50,7 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
     try:
         return ingest.load(_data, filename), ""
     except RagError as exc:
-        return None, _reason(exc)
+        return None, ingest.failure_reason(exc)
 
 
 @st.cache_data(max_entries=64, show_spinner="Chunking…")
@@ -193,9 +122,9 @@ def _apply_chunk_lab_settings() -> None:
     except (RagError, TypeError, ValueError) as exc:
         st.error(f"The settings sent from the Chunk Lab were not applied: {exc}", icon="⚠️")
         return
-    shared.set_chunk_settings(WIDGET, settings)
+    widgets.set_chunk_settings(WIDGET, settings)
     st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
-    st.info(f"Chunk settings from the Chunk Lab applied: {_describe(settings)}. "
+    st.info(f"Chunk settings from the Chunk Lab applied: {chunking.summary(settings)}. "
             "The preview below uses them; press **Ingest** to store with them.", icon="🧩")
 
 
@@ -225,7 +154,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
-        shared.show_error(exc, "Knowledge bases")
+        widgets.show_error(exc, "Knowledge bases")
         return Target(None, None, None, "the database is not available")
     by_name = {kb.name: kb for kb in kbs}
     options = [*by_name, NEW_KB]
@@ -252,7 +181,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         try:
             name = ingest.validate_kb_name(raw)
         except RagError as exc:
-            shared.show_error(exc, "Knowledge base name")
+            widgets.show_error(exc, "Knowledge base name")
             return Target(None, None, None, "fix the knowledge base name")
         kb = by_name.get(name)
         if kb is not None:
@@ -262,54 +191,38 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         name, kb = choice, by_name[choice]
 
     try:
-        embedder = ingest.embedder_for_kb(store, shared.settings(), name)
+        embedder = ingest.embedder_for_kb(store, resources.settings(), name)
     except RagError as exc:
-        shared.show_error(exc, "Embedder")
+        widgets.show_error(exc, "Embedder")
         return Target(name, kb, None, "the embedder is not available")
 
-    problem = ""
     if kb is not None:
         st.markdown(f"**Embedder:** `{kb.embedder}` · {kb.dimension} dimensions")
         st.caption(f"Created {kb.created_at:%Y-%m-%d %H:%M} · {kb.documents} documents · {kb.chunks} chunks")
-        if kb.embedder != embedder.name:
-            problem = "the knowledge base was built with another embedder"
-            st.error(
-                f"'{name}' was built with `{kb.embedder}`, but this app would embed with "
-                f"`{embedder.name}`: mixing the two vector spaces would make search meaningless, so "
-                f"ingesting is refused. Set RAG_EMBEDDER=auto (or RAG_EMBEDDER={kb.embedder}) and "
-                "restart, or ingest into another knowledge base.", icon="🚫",
-            )
     else:
         st.markdown(f"**Embedder:** `{embedder.name}`")
         st.caption("A new knowledge base keeps the embedder it is created with.")
-    if not problem and embedder.name.startswith("ollama:"):
-        problem = _ollama_problem(embedder.name.removeprefix("ollama:"))
-    return Target(name, kb, embedder, problem)
-
-
-def _ollama_problem(model: str) -> str:
-    status = shared.ollama_status()
-    if not status.reachable:
-        st.warning(f"This knowledge base embeds with Ollama (`{model}`), which is not reachable at "
-                   f"{status.host}: start it with `ollama serve` before ingesting.", icon="🟠")
-        return "Ollama is not reachable"
-    if not ollama_has_model(status.models, model):
-        st.warning(f"Ollama has no `{model}`: run `ollama pull {model}` before ingesting.", icon="🟠")
-        return f"Ollama lacks {model}"
-    return ""
+    needs_ollama = ingest.ollama_model(embedder.name) is not None
+    blocker = ingest.embedder_blocker(kb, embedder.name, resources.ollama_status() if needs_ollama else None)
+    if blocker is not None:
+        if blocker.refused:
+            st.error(blocker.message, icon="🚫")
+        else:
+            st.warning(blocker.message, icon="🟠")
+    return Target(name, kb, embedder, blocker.short if blocker else "")
 
 
 def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     kb = target.kb
     if kb is None or settings is None or settings.as_dict() == kb.chunk_settings:
         return
-    st.caption(f"'{kb.name}' was last ingested with {_describe(kb.chunk_settings)}.")
+    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
         return
     st.button("Use the knowledge base's settings", key="upload_use_kb_settings",
-              on_click=shared.set_chunk_settings, args=(WIDGET, theirs),
+              on_click=widgets.set_chunk_settings, args=(WIDGET, theirs),
               help="Documents of one knowledge base chunked alike compare fairly in search.")
 
 
@@ -337,52 +250,14 @@ def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePr
     return out
 
 
-def _destiny(p: FilePreview, existing: dict[str, StoredDocument], settings: ChunkSettings) -> str:
-    """What an ingest would do with this file, as far as can be told before embedding."""
-    if p.prepared is None:
-        return "fails"
-    old = existing.get(p.name)
-    if old is None:
-        return "new"
-    if old.sha256 == p.sha256 and old.chunk_settings == settings.as_dict():
-        return "unchanged"
-    return "replaces"
-
-
 def _issues(p: FilePreview, max_tokens: int | None) -> list[str]:
-    """User-facing warnings about a parsed file, one line each."""
-    if p.prepared is None:
-        return []
-    doc, chunk_set = p.prepared.document, p.prepared.chunk_set
-    out: list[str] = []
-    if doc.dropped_pages:
-        pages = _pages_label(list(doc.dropped_pages))
-        many = len(doc.dropped_pages) > 1
-        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text "
-                   f"(scanned image{'s' if many else ''}?): nothing there will be searchable. "
-                   "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
-    out.extend(doc.warnings)
-    if not chunk_set.chunks:
-        out.append("No chunks: every piece is shorter than the minimum length to embed "
-                   f"({chunk_set.settings.min_chunk_length_to_embed} chars); ingesting it will fail. "
-                   "Lower that setting.")
-    if max_tokens is not None:
-        long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
-        if long:
-            out.append(f"{len(long)} chunk{'s are' if len(long) > 1 else ' is'} longer than the "
-                       f"{max_tokens} tokens the embedder reads (largest {max(c.tokens for c in long)}): "
-                       "their ends would be ignored when embedding. Lower the chunk size.")
-    stats = chunking.stats(chunk_set)
-    if stats.over_size:
-        out.append(f"The last chunk holds {stats.max_tokens} tokens: the maximum number of chunks "
-                   f"({chunk_set.settings.max_num_chunks}) was reached and the rest became one chunk.")
-    return out
+    return ingest.warnings(p.prepared, max_tokens) if p.prepared is not None else []
 
 
 def _chunk_table(chunks: tuple[Chunk, ...]) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text), "pages": _pages_label(c.pages),
-          "first words": _first_words(c.text)} for c in chunks],
+        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text), "pages": page_label(c.pages),
+          "first words": fmt.first_words(c.text)} for c in chunks],
         columns=["#", "tokens", "characters", "pages", "first words"],
     )
 
@@ -396,42 +271,31 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
         rows.append({
             "file": p.name,
             "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
-            "size": _size(len(p.data)),
+            "size": fmt.size(len(p.data)),
             "pages": doc.page_count if doc else None,
             "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
             "check": ("❌ " + p.error) if p.error else (
                 f"⚠️ {len(issues)} warning{'s' if len(issues) > 1 else ''}" if issues else "✅ ok"),
-            "on ingest": _destiny(p, existing, settings) if kb_name else "",
+            "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
         })
-    _table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
+    widgets.table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
            column_config={"on ingest": st.column_config.TextColumn(
                "on ingest", help="new: added · replaces: same filename with other content or "
                                  "settings · unchanged: already stored exactly so (skipped)")})
 
 
-def _page_chunks(doc: documents.Document, index: int, chunks: tuple[Chunk, ...]) -> list[Chunk]:
-    """The chunks touching page `doc.pages[index]`, with offsets made relative to that page."""
-    base = doc.page_starts[index]
-    length = len(doc.pages[index].text)
-    out = []
-    for c in chunks:
-        if c.start < base + length and c.end > base:
-            out.append(dataclasses.replace(c, start=max(c.start - base, 0), end=min(c.end - base, length)))
-    return out
-
-
 def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | None) -> None:
     if p.prepared is None:
-        st.error(f"**{_md(p.name)}** cannot be read: {p.error}", icon="🚫")
+        st.error(f"**{fmt.md(p.name)}** cannot be read: {p.error}", icon="🚫")
         return
     doc, chunk_set = p.prepared.document, p.prepared.chunk_set
     chunks = chunk_set.chunks
     stats = chunking.stats(chunk_set)
-    st.caption(f"{doc.kind.upper()} · {_size(len(p.data))} · sha256 {p.sha256[:12]}…")
+    st.caption(f"{doc.kind.upper()} · {fmt.size(len(p.data))} · sha256 {p.sha256[:12]}…")
     m = st.columns(5)
     m[0].metric("Pages", f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
                 help="Pages with text / pages in the file" if doc.dropped_pages else "Pages in the file")
-    m[1].metric("Chunks", stats.count, help=f"{_describe(settings)}")
+    m[1].metric("Chunks", stats.count, help=f"{chunking.summary(settings)}")
     m[2].metric("Tokens per chunk", f"{stats.mean_tokens:.0f}" if stats.count else "–",
                 help=f"mean; smallest {stats.min_tokens}, largest {stats.max_tokens} (cl100k tokens)")
     m[3].metric("Ends mid-sentence", f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
@@ -443,7 +307,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
 
     chunks_tab, pages_tab, text_tab = st.tabs(["🧩 Chunks", "📄 Pages", "🎨 Whole text"])
     with chunks_tab:
-        _table(
+        widgets.table(
             f"upload_chunks_{p.name}",
             _chunk_table(chunks), hide_index=True, width="stretch",
             column_config={
@@ -488,11 +352,12 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                     "searchable unless the file is run through OCR first.", icon="🖼️")
         else:
             index = with_text[page]
-            on_page = _page_chunks(doc, index, chunks)
+            base = doc.page_starts[index]
+            on_page = chunking.chunks_in_span(chunks, base, base + len(doc.pages[index].text))
             if on_page:
                 first = on_page[0]
                 carried = " (continues from the page before)" if chunks[first.index].start < doc.page_starts[index] else ""
-                st.caption(f"Chunks on this page: {_pages_label([c.index for c in on_page])}{carried}. {LEGEND}")
+                st.caption(f"Chunks on this page: {page_label([c.index for c in on_page])}{carried}. {LEGEND}")
             else:
                 st.caption("No chunk covers this page (its pieces were dropped as too short).")
             with st.container(height=560, border=True):
@@ -522,7 +387,7 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
     with st.status(f"Ingesting {total} file{'s' if total > 1 else ''} into '{knowledge}'…",
                    expanded=True) as status:
         for number, (name, data) in enumerate(uploads.items(), start=1):
-            st.markdown(f"**{number}/{total} · {_md(name)}**")
+            st.markdown(f"**{number}/{total} · {fmt.md(name)}**")
             bar = st.progress(0.0, text="waiting")
             reached = {"stage": "parse", "fraction": 0.0}
 
@@ -540,10 +405,10 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 result = IngestResult(name, "failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
             if result.ok:
                 bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {result.status} · "
-                                       f"{_n(result.pages, 'page')} · {_n(result.chunks, 'chunk')}")
+                                       f"{fmt.plural(result.pages, 'page')} · {fmt.plural(result.chunks, 'chunk')}")
             else:
                 bar.progress(reached["fraction"], text=f"❌ failed during {reached['stage']}")
-                st.error(f"**{_md(name)}** failed: {result.reason}", icon="🚫")
+                st.error(f"**{fmt.md(name)}** failed: {result.reason}", icon="🚫")
             results.append(result)
         failed = sum(not r.ok for r in results)
         counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
@@ -561,7 +426,7 @@ def _show_results() -> None:
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
     done = len(results) - len(failed)
-    message = (f"Last ingest into **{_md(last['kb'])}** at {last['at']:%H:%M:%S}: "
+    message = (f"Last ingest into **{fmt.md(last['kb'])}** at {last['at']:%H:%M:%S}: "
                f"{done} of {len(results)} file{'s' if len(results) > 1 else ''} in the knowledge base.")
     if failed:
         st.warning(message + " See the reasons below; fix them and ingest again.", icon="⚠️")
@@ -574,7 +439,7 @@ def _show_results() -> None:
          for r in results],
         columns=["", "file", "status", "pages", "chunks", "reason"],
     )
-    _table("upload_summary", frame, hide_index=True, width="stretch",
+    widgets.table("upload_summary", frame, hide_index=True, width="stretch",
            column_config={"reason": st.column_config.TextColumn("reason", width="large")})
 
 
@@ -600,8 +465,8 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
         plan.caption("To ingest: " + "; ".join(blockers or ["choose a knowledge base"]) + ".")
         return _show_results()
     n = len(uploads)
-    plan.markdown(f"{n} file{'s' if n > 1 else ''} → **{_md(target.name)}** · "
-                  f"`{target.embedder.name}` · {_describe(settings)}")
+    plan.markdown(f"{n} file{'s' if n > 1 else ''} → **{fmt.md(target.name)}** · "
+                  f"`{target.embedder.name}` · {chunking.summary(settings)}")
     if clicked:
         results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads))
         st.session_state["upload_results"] = {
@@ -636,11 +501,11 @@ def _files_column() -> dict[str, bytes]:
                    "Rename the others to ingest them too.", icon="⚠️")
     kept = [n for n in uploads if n not in set(names)]
     if kept:
-        st.caption(f"Kept from earlier in this session: {', '.join(_md(k) for k in kept)}.")
+        st.caption(f"Kept from earlier in this session: {', '.join(fmt.md(k) for k in kept)}.")
         st.button("Forget them", key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
     if uploads:
         st.caption(f"{len(uploads)} file{'s' if len(uploads) > 1 else ''}, "
-                   f"{_size(sum(len(d) for d in uploads.values()))} in this session.")
+                   f"{fmt.size(sum(len(d) for d in uploads.values()))} in this session.")
     return uploads
 
 
@@ -654,7 +519,7 @@ def _upload_tab(store: Store | None) -> None:
         target = _knowledge_base_picker(store)
     with chunk_col:
         st.markdown("##### 3 · Chunking")
-        settings = shared.chunk_settings_widget(WIDGET)
+        settings = widgets.chunk_settings_widget(WIDGET)
         _kb_settings_hint(target, settings)
 
     st.markdown("##### 4 · Ingest")
@@ -675,10 +540,10 @@ def _upload_tab(store: Store | None) -> None:
         try:
             existing = {d.original_filename: d for d in store.list_documents(target.kb.name)}
         except RagError as exc:
-            shared.show_error(exc, "Documents")
+            widgets.show_error(exc, "Documents")
     previews = _previews(uploads, settings)
     _overview(previews, existing, settings, max_tokens, target.name)
-    labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + _md(p.name) for p in previews]
+    labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + fmt.md(p.name) for p in previews]
     for tab, p in zip(st.tabs(labels), previews):
         with tab:
             _file_preview(p, settings, max_tokens)
@@ -692,7 +557,7 @@ def _flash(kind: str, message: str) -> None:
 
 def _delete_document(knowledge: str, filename: str) -> None:
     try:
-        removed = shared.store().delete_document(knowledge, filename)
+        removed = resources.store().delete_document(knowledge, filename)
     except RagError as exc:
         _flash("error", f"Could not delete '{filename}' from '{knowledge}': {exc}")
         return
@@ -705,7 +570,7 @@ def _delete_document(knowledge: str, filename: str) -> None:
 
 def _delete_knowledge_base(knowledge: str) -> None:
     try:
-        removed = shared.store().delete_knowledge_base(knowledge)
+        removed = resources.store().delete_knowledge_base(knowledge)
     except RagError as exc:
         _flash("error", f"Could not delete the knowledge base '{knowledge}': {exc}")
         return
@@ -722,11 +587,6 @@ def _reset_confirmations() -> None:
     st.session_state["lib_kb_confirm"] = False
 
 
-def _file_stem(name: str) -> str:
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._")
-    return safe or "knowledge-base"
-
-
 def _library_tab(store: Store | None) -> None:
     flash = st.session_state.pop("_lib_flash", None)
     if flash:
@@ -738,17 +598,17 @@ def _library_tab(store: Store | None) -> None:
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
-        shared.show_error(exc, "Knowledge bases")
+        widgets.show_error(exc, "Knowledge bases")
         return
     if not kbs:
         st.info("No knowledge bases yet: upload files on the first tab and press **Ingest**.", icon="📚")
         return
-    _table(
+    widgets.table(
         "lib_overview",
         pd.DataFrame(
             [{"knowledge base": kb.name, "documents": kb.documents, "chunks": kb.chunks,
               "embedder": kb.embedder, "dimension": kb.dimension,
-              "chunk settings": _describe(kb.chunk_settings, short=True), "created": kb.created_at} for kb in kbs],
+              "chunk settings": chunking.summary(kb.chunk_settings, short=True), "created": kb.created_at} for kb in kbs],
             columns=["knowledge base", "documents", "chunks", "embedder", "dimension", "chunk settings", "created"],
         ),
         hide_index=True, width="stretch",
@@ -767,24 +627,24 @@ def _library_tab(store: Store | None) -> None:
     m[1].metric("Chunks", kb.chunks)
     m[2].metric("Dimension", kb.dimension)
     m[3].metric("Embedder", kb.embedder.split(":", 1)[0], help=kb.embedder)
-    st.caption(f"Embedder `{kb.embedder}` · chunk settings of the latest ingest: {_describe(kb.chunk_settings)}")
+    st.caption(f"Embedder `{kb.embedder}` · chunk settings of the latest ingest: {chunking.summary(kb.chunk_settings)}")
     try:
         docs = store.list_documents(name)
     except RagError as exc:
-        shared.show_error(exc, "Documents")
+        widgets.show_error(exc, "Documents")
         return
-    _table(
+    widgets.table(
         "lib_docs",
         pd.DataFrame(
             [{"filename": d.original_filename, "pages": d.page_count, "chunks": d.chunk_count,
-              "size": _size(d.size_bytes), "ingested at": d.ingested_at,
-              "chunk settings": _describe(d.chunk_settings, short=True)} for d in docs],
+              "size": fmt.size(d.size_bytes), "ingested at": d.ingested_at,
+              "chunk settings": chunking.summary(d.chunk_settings, short=True)} for d in docs],
             columns=["filename", "pages", "chunks", "size", "ingested at", "chunk settings"],
         ),
         hide_index=True, width="stretch",
         column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")},
     )
-    stem = _file_stem(name)
+    stem = export.file_stem(name)
     d1, d2, _ = st.columns([1, 1, 3])
     d1.download_button(
         "Chunks as CSV", data=lambda: export.chunks_csv(store.iter_chunks(name)),
@@ -827,7 +687,7 @@ def main() -> None:
     st.caption("Upload documents, check how each page parses and where the chunks fall, then ingest "
                "them into a knowledge base. Nothing is stored before you press **Ingest**.")
     _apply_chunk_lab_settings()
-    store = shared.try_store()
+    store = widgets.try_store()
     upload_tab, library_tab = st.tabs(["📥 Upload & ingest", "📚 Library"])
     with upload_tab:
         _upload_tab(store)

@@ -5,41 +5,68 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rag import chunking, documents, ingest, retrieve
-from rag.mcp import server as mcp_server
+# Only light modules here: a command imports what it needs when it runs, so that `--help` and
+# `chunk` do not pay for pymupdf, psycopg, ollama or llama.cpp (tests/test_cli.py checks it).
+from rag import chunking, retrieve
 from rag.chunking import ChunkSettings
-from rag.errors import RagError
+from rag.errors import RagError, one_line
 from rag.settings import Settings, get_settings
-from rag.store import Hit, Store
+
+if TYPE_CHECKING:
+    from rag.store import Hit
 
 
 def _add_chunk_options(parser: argparse.ArgumentParser) -> None:
-    d = ChunkSettings()
+    # One option per chunking.FIELDS entry; the dests are the ChunkSettings field names.
     group = parser.add_argument_group("chunking")
-    group.add_argument("--strategy", choices=chunking.STRATEGIES, default=d.strategy,
-                       help="spring = Spring AI's TokenTextSplitter (default); token = fixed token "
-                            "windows; recursive = paragraph, sentence, then word boundaries")
-    group.add_argument("--chunk-size", type=int, default=d.chunk_size, help="target tokens per chunk (cl100k)")
-    group.add_argument("--chunk-overlap", type=int, default=d.chunk_overlap,
-                       help="tokens shared by neighbouring chunks (token and recursive only)")
-    group.add_argument("--min-chunk-size-chars", type=int, default=d.min_chunk_size_chars,
-                       help="spring: cut at the last . ? ! or newline only if it lies beyond this many "
-                            "characters (not a merge threshold)")
-    group.add_argument("--min-chunk-length-to-embed", type=int, default=d.min_chunk_length_to_embed,
-                       help="drop chunks of this many characters or fewer")
-    group.add_argument("--max-num-chunks", type=int, default=d.max_num_chunks,
-                       help="spring: after this many chunks the rest becomes one last chunk")
-    group.add_argument("--keep-separator", action=argparse.BooleanOptionalAction, default=d.keep_separator,
-                       help="spring: keep newlines in chunks (--no-keep-separator turns them into spaces)")
+    for field in chunking.FIELDS:
+        if field.kind is bool:
+            group.add_argument(field.option, action=argparse.BooleanOptionalAction, default=field.default,
+                               help=field.cli_help)
+        elif field.name == "strategy":
+            group.add_argument(field.option, choices=chunking.STRATEGIES, default=field.default,
+                               help=field.cli_help)
+        else:
+            group.add_argument(field.option, type=field.kind, default=field.default, help=field.cli_help)
 
 
 def _chunk_settings(args: argparse.Namespace) -> ChunkSettings:
     # The chunking options' dests are the ChunkSettings field names.
     return chunking.settings_from_dict(vars(args))
+
+
+class _Parser(argparse.ArgumentParser):
+    """A subcommand whose options may come from a module imported only once that subcommand is parsed
+    or its help shown (`add_options`): the other commands do not pay for that import."""
+
+    def __init__(self, *args: Any, add_options: Callable[[argparse.ArgumentParser], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._add_options = add_options
+
+    def _ensure_options(self) -> None:
+        if self._add_options is not None:
+            add, self._add_options = self._add_options, None
+            add(self)
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._ensure_options()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._ensure_options()
+        return super().format_help()
+
+
+def _mcp_options(parser: argparse.ArgumentParser) -> None:
+    from rag.mcp import server
+
+    server.add_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="RAG Knowledge Lab: build and query a pgvector knowledge base.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log diagnostics to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("ingest", help="parse, chunk, embed and store files or folders")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, or folders to scan for PDF/EPUB/XPS/TXT/MD")
@@ -79,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "default RAG_CHAT_MODEL, else Ollama's first model, else local")
     p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE)
     p.add_argument("--filter", default=None, help="Spring AI filter expression")
+    p.add_argument("--history", metavar="FILE", default=None,
+                   help='the conversation so far, a JSON list of {"role": "user"|"assistant", "content"}: '
+                        "the prompt carries it (oldest left out first if it would not fit)")
+    p.add_argument("--rewrite", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --history, rewrite a follow-up into a standalone query before searching")
     p.add_argument("--json", action="store_true",
                    help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
                         '"chunk_id"}], "model"}')
@@ -96,13 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     kd = kb_sub.add_parser("delete", help="delete a knowledge base with its documents and chunks")
     kd.add_argument("name")
 
-    p = sub.add_parser("mcp", help="serve the knowledge base as MCP tools (stdio, or --http)")
-    mcp_server.add_arguments(p)
+    sub.add_parser("mcp", help="serve the knowledge base as MCP tools (stdio, or --http)", add_options=_mcp_options)
 
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, gpu, insert, search, retrieval, answers); repeatable")
+                   help="run only these benchmarks (rechunk, spring, cli, gpu, insert, search, retrieval, answers); "
+                        "repeatable")
     return parser
 
 
@@ -133,6 +165,9 @@ class _Progress:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag import ingest
+    from rag.store import Store
+
     chunk_settings = _chunk_settings(args)
     knowledge = ingest.validate_kb_name(args.kb)
     paths = list(ingest.expand_paths(args.paths))
@@ -162,12 +197,14 @@ def _print_hits(hits: Sequence[Hit], out: TextIO) -> None:
         print("no hits", file=out)
     for rank, hit in enumerate(hits, 1):
         pages = ",".join(str(p) for p in hit.pages) or "-"
-        preview = " ".join(hit.content.split())[:160]
+        preview = one_line(hit.content, None)[:160]
         print(f"{rank:2}. {hit.score:.3f}  {hit.original_filename} p.{pages}  [{hit.knowledge}]", file=out)
         print(f"    {preview}", file=out)
 
 
 def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag.store import Store
+
     if (args.query is None) == (args.queries is None):
         raise RagError("give either a QUERY or --queries FILE")
     if args.queries is not None:
@@ -196,34 +233,47 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
 
 
 def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from rag import generate, llms
+    from rag import llms
+    from rag.generate import engine, load_history
+    from rag.store import Store
 
     choice = args.model
     if choice and choice != "local" and not choice.startswith(("ollama:", "local:")):
         choice = f"ollama:{choice}"
     model = llms.resolve_chat_model(settings, choice)
+    history = load_history(args.history) if args.history else []
+    request = engine.Request(kbs=tuple(args.kb), top_k=args.top_k, filter=args.filter, mode=args.mode,
+                             rewrite=args.rewrite)
     with Store.open(settings) as store:
-        hits = retrieve.search(store, settings, args.question, args.kb, top_k=args.top_k,
-                                filter_expression=args.filter, mode=args.mode)
-    sources = generate.number_sources(hits)
-    messages = generate.build_messages(args.question, sources)
-    answer = generate.collect(args.question, model, messages, sources)
+        turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history)
+    if turn.problem or turn.error:
+        raise RagError(turn.problem or turn.error)
+    if turn.rewritten:
+        print(f"searched for: {turn.query}", file=err)
+    for note in turn.notes:
+        print(f"note: {note}", file=err)
+    if turn.budget is not None and not turn.budget.fits:
+        print(f"warning: the prompt ({turn.budget.used:,} tokens, plus {turn.budget.reserve:,} for the answer) "
+              f"is larger than the model's {turn.budget.limit:,}-token window: lower --top-k", file=err)
     if args.json:
-        out.write(json.dumps(answer.as_dict(), ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(turn.as_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0
-    print(answer.text, file=out)
+    check = turn.citations
+    print(turn.answer, file=out)
     print("", file=out)
-    for s in sources:
-        mark = "*" if s.n in answer.citations.cited else " "
+    for s in turn.sources:
+        mark = "*" if s.n in check.cited else " "
         print(f"{mark} {s.label}  (score {s.hit.score:.3f})", file=out)
-    if answer.citations.unknown:
-        print(f"warning: the answer cites sources that do not exist: {list(answer.citations.unknown)}", file=err)
-    if answer.citations.uncited:
+    if check.unknown:
+        print(f"warning: the answer cites sources that do not exist: {list(check.unknown)}", file=err)
+    if check.uncited:
         print("warning: the answer cites no source", file=err)
     return 0
 
 
 def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag import documents
+
     chunk_settings = _chunk_settings(args)
     status = 0
     for name in args.files:
@@ -243,12 +293,14 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
               f"{st.mid_sentence_share:.0%} end mid-sentence, {st.dropped} dropped", file=out)
         for c in chunk_set.chunks:
             pages = ",".join(map(str, c.pages))
-            preview = " ".join(c.text.split())[:80]
+            preview = one_line(c.text, None)[:80]
             print(f"  #{c.index:<4} {c.tokens:5} tok  p.{pages:<8} {preview}", file=out)
     return status
 
 
 def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag.store import Store
+
     with Store.open(settings) as store:
         if args.kb_command == "delete":
             if not store.delete_knowledge_base(args.name):
@@ -276,7 +328,10 @@ def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    return mcp_server.serve(settings, http=args.http, port=args.port, allow_ingest=args.allow_ingest or ())
+    from rag.mcp import server as mcp_server
+
+    return mcp_server.serve(settings, http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
+                            answer_model=args.answer)
 
 
 COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chunk": cmd_chunk, "kb": cmd_kb,

@@ -10,9 +10,10 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rag.store import Hit
+if TYPE_CHECKING:  # rows are only read here; the store (psycopg) is the caller's
+    from rag.store import Hit
 
 CSV_COLUMNS: tuple[str, ...] = (
     "id", "knowledge", "original_filename", "pages", "chunk_index", "tokens", "content",
@@ -111,3 +112,9 @@ def iter_chunks_jsonl(hits: Iterable[Hit]) -> Iterator[bytes]:
 
 def chunks_jsonl(hits: Iterable[Hit]) -> bytes:
     return b"".join(iter_chunks_jsonl(hits))
+
+
+def file_stem(name: str) -> str:
+    """A knowledge base's name as the stem of a download's filename (letters, digits, - _ . kept)."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._")
+    return safe or "knowledge-base"

@@ -1,15 +1,11 @@
 """What the sidebar reports: database, model server, embedder, GPU, each with a one-line fix."""
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
-import httpx
-
-from rag.embeddings import DEFAULT_OLLAMA_EMBED_MODEL, ollama_has_model, ollama_models
-from rag.settings import Settings
-
-log = logging.getLogger(__name__)
+from rag.llms.ollama.admin import ollama_has_model, ollama_models, ollama_version
+from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
 
 
 @dataclass(frozen=True)
@@ -34,12 +30,7 @@ def ollama_status(settings: Settings, timeout: float = 2.0) -> OllamaStatus:
     models = ollama_models(settings.ollama_host, timeout=timeout)
     if models is None:
         return OllamaStatus(False, settings.ollama_host, None, ())
-    version = None
-    try:
-        response = httpx.get(f"{settings.ollama_host}/api/version", timeout=timeout)
-        version = response.json().get("version") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as exc:
-        log.info("Ollama /api/version failed: %s", exc)
+    version = ollama_version(settings.ollama_host, timeout=timeout)
     return OllamaStatus(True, settings.ollama_host, version, tuple(models))
 
 
@@ -48,7 +39,8 @@ def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
         return Check("Model server", False, "Ollama not reachable: using the embedded local models",
                      f"start Ollama ('ollama serve') or set OLLAMA_HOST (now {settings.ollama_host})")
     names = ", ".join(status.models) or "no models pulled"
-    fix = "" if status.models else f"pull a model: ollama pull qwen2.5:7b-instruct && ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+    fix = "" if status.models else (f"pull a model: ollama pull {SUGGESTED_OLLAMA_MODEL} && "
+                                 f"ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}")
     return Check("Model server", True, f"Ollama {status.version or '?'} at {status.host}: {names}", fix)
 
 

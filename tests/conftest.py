@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from rag.settings import Settings
-from rag.store import Store, embedded_server_uri
+from rag.store import Store, embedded_server_uri, stop_embedded_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,11 +51,7 @@ def pg_uri(data_dir: Path) -> Iterator[str]:
     yield embedded_server_uri(data_dir / "pgdata")
     # Subprocesses (CLI, streamlit) joined this server; one killed by a test never leaves the
     # server's handle list, so the server would outlive the session. Stop it for good.
-    from rag import store as store_module
-
-    server = store_module._embedded_servers.pop((data_dir / "pgdata"), None)
-    if server is not None:
-        server.stop()
+    stop_embedded_server(data_dir / "pgdata")
     shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -153,3 +154,41 @@ def test_chunk_rejects_bad_settings_and_files(tmp_path: Path, cli_env: dict[str,
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("nope.pdf: cannot read the file")
     assert len(missing.stdout.splitlines()) == 1
+
+
+# --- what a command imports: only what it needs when it runs ------------------------------------
+
+HEAVY = ("pymupdf", "fitz", "psycopg", "ollama", "llama_cpp", "tiktoken")
+"""Packages that cost hundreds of milliseconds (or a GPU library) at import."""
+
+
+def imported(args: list[str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """`python -m rag ARGS` under -X importtime, and the top-level packages it imported."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([PYTHON, "-X", "importtime", "-m", "rag", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    names = {line.rsplit("|", 1)[1].strip().split(".")[0]
+             for line in proc.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+    return proc, names
+
+
+def test_help_imports_no_heavy_package() -> None:
+    proc, names = imported(["--help"])
+    assert proc.returncode == 0 and "chunk" in proc.stdout, proc.stderr[-2000:]
+    assert "rag" in names  # the measurement saw the imports
+    assert sorted(names.intersection(HEAVY)) == []
+
+
+def test_chunk_of_a_text_file_imports_no_database_or_model_client(tmp_path: Path) -> None:
+    text = tmp_path / "a.txt"
+    text.write_text("Some text to chunk. " * 50, encoding="utf-8")
+    proc, names = imported(["chunk", str(text), "--json"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(names.intersection(("psycopg", "ollama", "llama_cpp"))) == []
+
+
+def test_mcp_help_still_lists_its_options() -> None:
+    # The mcp subcommand's options come from rag.mcp.server, imported only for that subcommand.
+    proc, _ = imported(["mcp", "--help"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--allow-ingest" in proc.stdout and "--port" in proc.stdout

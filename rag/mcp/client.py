@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_ENV = "RAG_MCP_CONFIG"
 CONFIG_FILENAME = "mcp-servers.json"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STARTUP_TIMEOUT = 60.0
 DEFAULT_CALL_TIMEOUT = 60.0
 PASSED_ENV_PREFIXES = ("RAG_", "OLLAMA_")

@@ -8,6 +8,7 @@ resolved path lies inside one of them (a `..` or a symbolic link leading out is 
     python -m rag.mcp.server                       # stdio (what MCP clients start as a child process)
     python -m rag.mcp.server --http --port 8765    # streamable HTTP on http://127.0.0.1:8765/mcp
     python -m rag.mcp.server --allow-ingest ~/docs # adds ingest_file, confined to ~/docs
+    python -m rag.mcp.server --answer              # adds ask_knowledge_base, answered by a chat model
 
 (`python -m rag mcp ...` takes the same options.)
 """
@@ -22,11 +23,10 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from rag import retrieve
 from rag.errors import RagError
 from rag.settings import Settings, get_settings
 from rag.store import Hit, Store
@@ -45,6 +45,8 @@ HTTP_PATH = "/mcp"
 MAX_TOP_K = 50
 TOOL_NAMES = ("list_knowledge_bases", "search_knowledge_base", "get_chunk")
 """The read-only tools; `ingest_file` joins them when the server is given folders to ingest from."""
+ASK_TOOL = "ask_knowledge_base"
+"""Joins the tools when the server is given a chat model to answer with (`--answer`)."""
 
 INSTRUCTIONS = (
     "Search the user's document knowledge bases. Call list_knowledge_bases to learn their names, "
@@ -94,6 +96,36 @@ class ChunkText(BaseModel):
     original_filename: str
     pages: list[int]
     text: str
+
+
+class HistoryMessage(BaseModel):
+    """One earlier message of the conversation."""
+
+    role: Literal["user", "assistant"] = Field(description="Who wrote it")
+    content: str = Field(description="What was written")
+
+
+class CitedSource(BaseModel):
+    """A source the answer cites with its number."""
+
+    n: int = Field(description="The number the answer cites it with, as in [1]")
+    chunk_id: str = Field(description="Chunk id, for get_chunk")
+    original_filename: str
+    pages: list[int]
+    score: float
+
+
+class GroundedAnswer(BaseModel):
+    """An answer written from the knowledge base's passages, with its citations checked."""
+
+    answer: str = Field(description="The answer, with [n] markers after the sentences that use a source")
+    query: str = Field(description="What was searched: the question, or its standalone rewrite")
+    model: str = Field(description="The chat model that answered")
+    citations: list[CitedSource]
+    unknown_citations: list[int] = Field(description="Markers that point at no source: claims not backed")
+    citations_attributed: bool = Field(description="The markers were added by matching sentences to sources "
+                                                   "(a model that does not cite by itself)")
+    notes: list[str] = Field(description="How the answer was made (history left out, rewrite failed, ...)")
 
 
 class IngestOutcome(BaseModel):
@@ -216,8 +248,11 @@ class KnowledgeBaseTools:
         *,
         store: Store | None = None,
         allow_ingest: Sequence[str | Path] = (),
+        answer_model: str | None = None,
     ) -> None:
+        """`answer_model` (a model name, or "" for the default one) adds `ask_knowledge_base`."""
         self.settings = settings or get_settings()
+        self.answer_model = answer_model
         self._store = store
         self._owns_store = store is None
         self._lock = threading.Lock()
@@ -237,7 +272,8 @@ class KnowledgeBaseTools:
                 self._store = None
 
     def tool_names(self) -> tuple[str, ...]:
-        return TOOL_NAMES + (("ingest_file",) if self.roots else ())
+        return (TOOL_NAMES + ((ASK_TOOL,) if self.answer_model is not None else ())
+                + (("ingest_file",) if self.roots else ()))
 
     def input_schema(self, name: str) -> dict[str, Any]:
         """The JSON schema of a tool's arguments, exactly as MCP clients see it."""
@@ -275,11 +311,45 @@ class KnowledgeBaseTools:
         """Search a knowledge base for the passages closest to a query (hybrid vector and keyword search).
 
         Each hit gives the file name, the pages and the passage text; cite the file and pages."""
-        hits = retrieve.search(
-            self.store, self.settings, query, [knowledge_base], top_k=top_k,
-            filter_expression=filter, mode=retrieve.DEFAULT_MODE,
-        )
+        from rag.generate import engine  # the model clients: only once a tool runs
+
+        hits = engine.find(self.store, self.settings, query,
+                           engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter))
         return SearchResults(query=query, knowledge_base=knowledge_base, hits=[hit_out(h) for h in hits])
+
+    def ask_knowledge_base(
+        self,
+        question: Annotated[str, Field(description="The question, as the user asked it")],
+        knowledge_base: Annotated[str, Field(description="Name of the knowledge base to answer from "
+                                                         "(see list_knowledge_bases)")],
+        history: Annotated[list[HistoryMessage] | None, Field(
+            description="The conversation so far, oldest first: a follow-up is rewritten into a "
+                        "standalone query before searching")] = None,
+        top_k: Annotated[int, Field(description="How many passages the answer may use", ge=1, le=MAX_TOP_K)] = 8,
+        filter: Annotated[str | None, Field(  # noqa: A002 - the tool's public parameter name
+            description="Optional metadata filter in Spring AI syntax, e.g. "
+                        "\"original_filename == 'report.pdf' && page >= 3\"")] = None,
+    ) -> GroundedAnswer:
+        """Answer a question from a knowledge base: its passages are searched, the answer cites them as [n].
+
+        The same answer the chat page gives: follow-ups rewritten, the prompt fitted to the model's window."""
+        from rag import llms
+        from rag.generate import engine
+        from rag.llms.types import Message
+
+        choice = self.answer_model or None
+        model = llms.resolve_chat_model(self.settings, choice)
+        turn = engine.ask(question, engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter),
+                          model=model, store=self.store, settings=self.settings,
+                          history=[Message(m.role, m.content) for m in history or ()])
+        if turn.problem or turn.error:
+            raise RagError(turn.problem or turn.error)
+        found = turn.as_dict()
+        return GroundedAnswer(
+            answer=turn.answer, query=turn.query, model=turn.model,
+            citations=[CitedSource(**c) for c in found["citations"]], unknown_citations=found["unknown_citations"],
+            citations_attributed=turn.attributed, notes=list(turn.notes),
+        )
 
     def get_chunk(
         self,
@@ -327,7 +397,7 @@ def register(server: MCPServer, tools: KnowledgeBaseTools) -> None:
                                 open_world_hint=False)
     for name in tools.tool_names():
         server.add_tool(_as_tool_error(getattr(tools, name)), description=tools.description(name),
-                        annotations=read_only if name in TOOL_NAMES else ingesting)
+                        annotations=read_only if name in (*TOOL_NAMES, ASK_TOOL) else ingesting)
 
 
 def build_server(
@@ -335,12 +405,13 @@ def build_server(
     *,
     store: Store | None = None,
     allow_ingest: Sequence[str | Path] = (),
+    answer_model: str | None = None,
     log_level: str = "WARNING",
 ) -> tuple[MCPServer, KnowledgeBaseTools]:
     """The MCP server and the tools object behind it (close() it to release the store it opened)."""
     from mcp.server.mcpserver import MCPServer
 
-    tools = KnowledgeBaseTools(settings, store=store, allow_ingest=allow_ingest)
+    tools = KnowledgeBaseTools(settings, store=store, allow_ingest=allow_ingest, answer_model=answer_model)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)  # type: ignore[arg-type]
     register(server, tools)
     return server, tools
@@ -352,7 +423,7 @@ def client_config(python: str | None = None, root: Path | None = None, *, name: 
 
     Such clients start servers from a folder of their own, so the project is found through
     PYTHONPATH and the embedded database through an absolute RAG_DATA_DIR."""
-    root = (root or Path(__file__).resolve().parent.parent).resolve()
+    root = (root or Path(__file__).resolve().parents[2]).resolve()
     settings = get_settings()
     env = {"PYTHONPATH": str(root)}
     if settings.database_url:
@@ -377,6 +448,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
     parser.add_argument("--allow-ingest", nargs="+", metavar="ROOT", default=None,
                         help="add the ingest_file tool, reading only files inside these folders")
+    parser.add_argument("--answer", nargs="?", const="", default=None, metavar="MODEL",
+                        help="add the ask_knowledge_base tool, answering with MODEL (an Ollama model or "
+                             "'local'; default RAG_CHAT_MODEL, else Ollama's first model, else local)")
 
 
 def _check_port(port: int) -> None:
@@ -395,12 +469,13 @@ def serve(
     http: bool = False,
     port: int = DEFAULT_PORT,
     allow_ingest: Sequence[str | Path] = (),
+    answer_model: str | None = None,
 ) -> int:
     """Serve until the client closes stdin (stdio) or the process is interrupted (HTTP)."""
     settings = settings or get_settings()
     if http:
         _check_port(port)
-    server, tools = build_server(settings, allow_ingest=allow_ingest)
+    server, tools = build_server(settings, allow_ingest=allow_ingest, answer_model=answer_model)
     mode = "read-only" if not tools.roots else f"ingest from {_roots_text(tools.roots)}"
     try:
         if http:
@@ -425,7 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or ())
+        return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
+                     answer_model=args.answer)
     except (RagError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

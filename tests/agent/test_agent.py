@@ -1,4 +1,4 @@
-"""rag/agent.py against a pytest-httpserver stand-in for Ollama's /api/chat returning `tool_calls`,
+"""rag/agent/ against a pytest-httpserver stand-in for Ollama's /api/chat returning `tool_calls`,
 with real tools on the other side: the knowledge-base search in-process, and our MCP server over stdio."""
 from __future__ import annotations
 

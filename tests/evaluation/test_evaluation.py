@@ -18,8 +18,6 @@ from rag.chunking import Chunk, ChunkSet, ChunkSettings, split
 from rag.embeddings import LocalEmbedder
 from rag.errors import RagError
 from rag.evaluation import (
-    SAMPLE_QUESTIONS,
-    SAMPLE_TEXT,
     EmbeddingCache,
     NormalisedText,
     Question,
@@ -30,9 +28,13 @@ from rag.evaluation import (
     normalise,
     parse_questions_csv,
     questions_from_rows,
+    sample,
     target_chunks,
 )
 from rag.snippets import python_snippet, spring_snippet
+
+SAMPLE_TEXT = sample().text
+SAMPLE_QUESTIONS = sample().questions
 
 # --- a deterministic embedder ------------------------------------------------------------------
 

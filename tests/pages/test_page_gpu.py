@@ -22,11 +22,12 @@ import pytest
 from pytest_httpserver import HTTPServer
 from streamlit.testing.v1 import AppTest
 
-from rag import gpu
+from rag.generate.telemetry import TIMELINE
+from rag.gpu.nvml import register_nvml, select_nvml, selected_nvml
 from rag.settings import get_settings
 from rag.status import gpu_presence
 from tests.conftest import ROOT
-from tests.gpu.test_gpu import MIB, FakeGpu, ScriptedNvml, chat_stream
+from tests.gpu.fakes import MIB, FakeGpu, ScriptedNvml, chat_stream
 
 PAGE = str(ROOT / "pages" / "gpu.py")
 MODEL = "qwen2.5:7b-instruct"
@@ -43,13 +44,13 @@ def use_nvml() -> Iterator[Callable[[ScriptedNvml], None]]:
 
     def use(nvml: ScriptedNvml) -> None:
         name = f"scripted-{uuid.uuid4().hex[:8]}"
-        gpu.register_nvml(name, lambda: nvml)
-        gpu.select_nvml(name)
+        register_nvml(name, lambda: nvml)
+        select_nvml(name)
 
-    gpu.TIMELINE.clear()
+    TIMELINE.clear()
     yield use
-    gpu.select_nvml("pynvml")
-    gpu.TIMELINE.clear()
+    select_nvml("pynvml")
+    TIMELINE.clear()
 
 
 @pytest.fixture
@@ -205,7 +206,7 @@ def test_without_a_gpu_a_model_on_the_cpu_is_information_not_alarm(
 
 def test_this_machine_with_the_real_nvml() -> None:
     """The default source: on this machine (no GPU) the page repeats NVML's reason."""
-    assert gpu.selected_nvml() == "pynvml"
+    assert selected_nvml() == "pynvml"
     at = open_page()
     presence = gpu_presence()
     if presence.found:
@@ -320,7 +321,7 @@ def test_generations_marked_elsewhere_appear_on_the_timeline(use_nvml: Callable[
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     now = time.time()
-    gpu.TIMELINE.mark_generation("chat: deepseek-r1:1.5b", now - 20, now - 10, None,
+    TIMELINE.mark_generation("chat: deepseek-r1:1.5b", now - 20, now - 10, None,
                                  first_token_at=now - 18, first_content_at=now - 14)
     at = open_page(nvml)
     spec = chart(at)
@@ -332,9 +333,9 @@ def test_generations_that_start_close_together_share_one_label(use_nvml: Callabl
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     now = time.time()
-    gpu.TIMELINE.mark_generation("chat: a", now - 100, now - 90, None, first_token_at=now - 95)
-    gpu.TIMELINE.mark_generation("gpu page: b", now - 92, now - 80, None, first_token_at=now - 85)
-    gpu.TIMELINE.mark_generation("chat: c", now - 30, now - 20, None, first_token_at=now - 25)
+    TIMELINE.mark_generation("chat: a", now - 100, now - 90, None, first_token_at=now - 95)
+    TIMELINE.mark_generation("gpu page: b", now - 92, now - 80, None, first_token_at=now - 85)
+    TIMELINE.mark_generation("chat: c", now - 30, now - 20, None, first_token_at=now - 25)
     at = open_page(nvml)  # a 2-minute window: 12 s apart is close, 62 s is not
     spec = chart(at)
     assert generation_labels(spec) == ["chat: a · gpu page: b", "chat: c"]

@@ -7,8 +7,10 @@ import pytest
 from rag import retrieve
 from rag.chunking import Chunk
 from rag.settings import Settings
+from rag.evaluation import retrieval_set
 from rag.store import Store
-from tests.retrieval_eval import DISTRACTORS, PASSAGES, QUESTIONS
+
+PASSAGES, DISTRACTORS, QUESTIONS = retrieval_set().passages, retrieval_set().distractors, retrieval_set().questions
 
 
 @pytest.fixture

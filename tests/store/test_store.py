@@ -112,7 +112,7 @@ def test_killed_process_mid_write_leaves_nothing(store: Store, pg_uri: str) -> N
     script = textwrap.dedent(
         f"""
         import os, signal, numpy as np
-        import rag.store as s
+        import rag.store.store as s  # the module whose Store writes the rows
         from rag.chunking import Chunk
         real = s.chunk_metadata
         def dying(*args):

@@ -1,4 +1,4 @@
-"""Helpers shared by the modules that talk to Ollama (rag.embeddings, rag.llms, rag.agent).
+"""The words for Ollama's failures, shared by everything that asks Ollama.
 
 The functions that word an error return the message text; each caller wraps it in its own error
 class (EmbedderError, ModelError), so every message reads the same whichever module raised it.
@@ -85,21 +85,3 @@ def log_unanswered(log: logging.Logger, host: str, exc: BaseException, failed: s
         log.info("Ollama is not reachable at %s: %s", display_host(host), one_line(str(exc)))
     else:
         log.info("Ollama at %s did not %s: %s", display_host(host), failed, one_line(str(exc)))
-
-
-def strip_latest(model: str) -> str:
-    """`model` without a ':latest' tag: 'x' and 'x:latest' are the same model to Ollama, and one
-    spelling keeps names stable."""
-    return model.strip().removesuffix(":latest")
-
-
-def with_tag(name: str) -> str:
-    """`name` in lower case with its tag, ':latest' when it has none."""
-    name = name.strip().lower()
-    # The tag follows the last ':' after the last '/', so registry hosts with ports stay intact.
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-
-
-def same_model(a: str, b: str) -> bool:
-    """Whether `a` and `b` name the same Ollama model, with Ollama's rule that no tag means ':latest'."""
-    return with_tag(a) == with_tag(b)

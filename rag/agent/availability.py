@@ -1,0 +1,42 @@
+"""Whether a chat model can run agent mode, in a sentence to show next to a disabled toggle."""
+from __future__ import annotations
+
+from typing import Any
+
+from rag.errors import ModelError
+from rag.llms.local import LocalChatModel
+from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+
+SUGGESTED_TOOL_MODEL = SUGGESTED_OLLAMA_MODEL
+
+
+def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
+    """Whether `model` (a ChatModel, or a name such as 'ollama:qwen2.5:7b-instruct' or 'local') can
+    run agent mode, and why (a sentence to show next to a disabled toggle)."""
+    name = model if isinstance(model, str) else getattr(model, "name", str(model))
+    if name == "local" or name.startswith("local:") or isinstance(model, LocalChatModel):
+        return False, (f"The embedded base model ({LocalChatModel.NAME}) cannot call tools: agent mode "
+                       f"needs an Ollama model with tool calling, e.g. 'ollama pull {SUGGESTED_TOOL_MODEL}'")
+    if isinstance(model, str):
+        from rag.llms.ollama.chat import OllamaChatModel
+        from rag.settings import get_settings
+
+        settings = settings or get_settings()
+        model = OllamaChatModel(settings.ollama_host, name.removeprefix("ollama:"),
+                                       timeout=settings.ollama_timeout)
+    from rag.llms.ollama.admin import model_capabilities
+
+    show = getattr(model, "show", None)
+    if show is None:
+        ok = bool(getattr(model, "supports_tools", False))
+        return ok, f"{name} supports tool calling" if ok else f"{name} cannot call tools"
+    try:
+        shown = show()
+    except ModelError as exc:
+        return False, f"Cannot tell whether {name} can call tools: {exc}"
+    capabilities = model_capabilities(shown)
+    if "tools" in capabilities:
+        return True, f"{name} supports tool calling"
+    listed = ", ".join(capabilities) or "none listed"
+    return False, (f"{name} has no tool calling (its capabilities: {listed}): choose an Ollama model with "
+                   f"tools, e.g. {SUGGESTED_TOOL_MODEL}")

@@ -1,0 +1,35 @@
+"""How a benchmark prints: sections, lines, and ratios against a peer with their goal."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The fastest of `repeat` runs of `fn` (seconds) and the result of the last one."""
+    best = float("inf")
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+class Report:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def section(self, title: str) -> None:
+        print(f"\n## {title}", file=self.out, flush=True)
+
+    def line(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def ratio(self, label: str, ours: float, peer: float, goal: float, unit: str = "s") -> bool:
+        ratio = peer / ours if ours > 0 else float("inf")
+        met = ratio >= goal
+        self.line(f"{label}: ours {ours:.4f} {unit}, peer {peer:.4f} {unit} -> {ratio:.1f}x "
+                  f"(goal >= {goal:g}x: {'met' if met else 'NOT met'})")
+        return met

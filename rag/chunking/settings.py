@@ -1,0 +1,183 @@
+"""Chunk settings: the validated dataclass, its presets, and the one description of its fields.
+
+`FIELDS` describes every setting once (label, help, range, default), so the Streamlit widget,
+the CLI's options and the summaries shown to users are all built from the same table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag.errors import ChunkSettingsError
+
+STRATEGIES = ("spring", "token", "recursive")
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    strategy: str = "spring"
+    chunk_size: int = 800
+    chunk_overlap: int = 0
+    min_chunk_size_chars: int = 350
+    min_chunk_length_to_embed: int = 5
+    max_num_chunks: int = 10000
+    keep_separator: bool = True
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ChunkSettingsError(
+                f"unknown chunking strategy {self.strategy!r} (choose one of: {', '.join(STRATEGIES)})"
+            )
+        if self.chunk_size < 1:
+            raise ChunkSettingsError(f"chunk_size must be at least 1 token, got {self.chunk_size}")
+        if self.chunk_overlap < 0:
+            raise ChunkSettingsError(f"chunk_overlap must not be negative, got {self.chunk_overlap}")
+        if self.strategy != "spring" and self.chunk_overlap >= self.chunk_size:
+            raise ChunkSettingsError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        for name in ("min_chunk_size_chars", "min_chunk_length_to_embed"):
+            if getattr(self, name) < 0:
+                raise ChunkSettingsError(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.max_num_chunks < 1:
+            raise ChunkSettingsError(f"max_num_chunks must be at least 1, got {self.max_num_chunks}")
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "strategy": self.strategy,
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "min_chunk_size_chars": self.min_chunk_size_chars,
+            "min_chunk_length_to_embed": self.min_chunk_length_to_embed,
+            "max_num_chunks": self.max_num_chunks,
+            "keep_separator": self.keep_separator,
+        }
+
+
+SPRING_DEFAULT = ChunkSettings()
+SEED_PROJECT = ChunkSettings(chunk_size=600, min_chunk_size_chars=300, min_chunk_length_to_embed=10)
+
+
+PRESETS: dict[str, ChunkSettings] = {
+    "Spring AI default": SPRING_DEFAULT,
+    "Seed project": SEED_PROJECT,
+    "Token windows 512 / 64": ChunkSettings(strategy="token", chunk_size=512, chunk_overlap=64),
+    "Recursive 400 / 40": ChunkSettings(strategy="recursive", chunk_size=400, chunk_overlap=40),
+}
+
+HELP: dict[str, str] = {
+    "strategy": "spring: Spring AI's TokenTextSplitter, exactly. token: fixed windows of tokens. "
+                "recursive: ends chunks at paragraph, then sentence (. ? ! 。！？；), then word boundaries.",
+    "chunk_size": "Target size of a chunk in cl100k tokens (the tokenizer Spring AI uses). "
+                  "A token is about 4 characters of English or 1-2 Chinese characters.",
+    "chunk_overlap": "Tokens shared by neighbouring chunks, so a sentence cut at a boundary is "
+                     "whole in at least one of them. Spring AI's splitter has no overlap.",
+    "min_chunk_size_chars": "Spring: each window of chunk-size tokens is cut after its last . ? ! or "
+                            "newline, but only if that separator lies beyond this many characters; "
+                            "otherwise the window is kept whole. It never merges small chunks.",
+    "min_chunk_length_to_embed": "Chunks of this many characters or fewer (after trimming) are "
+                                 "dropped and never embedded.",
+    "max_num_chunks": "Spring: after this many chunks, all the remaining text becomes one last "
+                      "chunk (with newlines turned into spaces), however long.",
+    "keep_separator": "Spring: keep newlines inside chunks. Off, newlines become spaces.",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One chunk setting as the widget and the CLI present it."""
+
+    name: str
+    """The ChunkSettings attribute (and the CLI option, with dashes)."""
+    short: str
+    """A short identifier (the Streamlit widgets' keys end with it)."""
+    label: str
+    help: str
+    kind: type
+    minimum: int = 0
+    maximum: int = 0
+    step: int = 1
+    strategies: tuple[str, ...] = STRATEGIES
+    """The strategies that read it (the others ignore it)."""
+    cli_help: str = ""
+
+    @property
+    def default(self) -> object:
+        return getattr(SPRING_DEFAULT, self.name)
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def applies_to(self, strategy: str) -> bool:
+        return strategy in self.strategies
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("strategy", "strategy", "Strategy", HELP["strategy"], str,
+          cli_help="spring = Spring AI's TokenTextSplitter (default); token = fixed token "
+                   "windows; recursive = paragraph, sentence, then word boundaries"),
+    Field("chunk_size", "chunk_size", "Chunk size (tokens)", HELP["chunk_size"], int, 1, 8192, 16,
+          cli_help="target tokens per chunk (cl100k)"),
+    Field("chunk_overlap", "chunk_overlap", "Overlap (tokens)", HELP["chunk_overlap"], int, 0, 4096, 8,
+          strategies=("token", "recursive"),
+          cli_help="tokens shared by neighbouring chunks (token and recursive only)"),
+    Field("min_chunk_size_chars", "min_chars", "Min chunk size (chars)", HELP["min_chunk_size_chars"], int, 0, 10000,
+          strategies=("spring",),
+          cli_help="spring: cut at the last . ? ! or newline only if it lies beyond this many "
+                   "characters (not a merge threshold)"),
+    Field("min_chunk_length_to_embed", "min_embed", "Min length to embed (chars)", HELP["min_chunk_length_to_embed"],
+          int, 0, 1000, cli_help="drop chunks of this many characters or fewer"),
+    Field("max_num_chunks", "max_chunks", "Max chunks", HELP["max_num_chunks"], int, 1, 1_000_000,
+          cli_help="spring: after this many chunks the rest becomes one last chunk"),
+    Field("keep_separator", "keep_sep", "Keep separator", HELP["keep_separator"], bool, strategies=("spring",),
+          cli_help="spring: keep newlines in chunks (--no-keep-separator turns them into spaces)"),
+)
+FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+
+
+def settings_from_dict(values: dict[str, object]) -> ChunkSettings:
+    """ChunkSettings from a stored dict (unknown keys ignored, missing ones defaulted)."""
+    known = {k: v for k, v in values.items() if k in ChunkSettings.__dataclass_fields__}
+    return ChunkSettings(**known)  # type: ignore[arg-type]
+
+
+def preset_name(settings: ChunkSettings) -> str | None:
+    """The name of the preset these settings equal, if any."""
+    return next((name for name, preset in PRESETS.items() if preset == settings), None)
+
+
+def label(settings: ChunkSettings) -> str:
+    """A short name for a setting, e.g. 'spring 800' or 'token 512/64' (Chunk Lab columns)."""
+    if settings.strategy == "spring":
+        return f"spring {settings.chunk_size}"
+    return f"{settings.strategy} {settings.chunk_size}/{settings.chunk_overlap}"
+
+
+def summary(settings: ChunkSettings | dict | None, *, short: bool = False) -> str:
+    """What a setting does in words, after its preset's name when it is one; `short` for tables.
+
+    Accepts a stored `as_dict()` too (a knowledge base's settings); one that no longer parses is
+    shown as stored.
+    """
+    if settings is None:
+        return "unknown settings"
+    if isinstance(settings, dict):
+        try:
+            settings = settings_from_dict(settings)
+        except (ChunkSettingsError, TypeError, ValueError):
+            return str(settings)
+    preset = preset_name(settings)
+    if short:
+        if preset:
+            return preset
+        if settings.strategy == "spring":
+            return f"spring {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
+        return f"{settings.strategy} {settings.chunk_size} / {settings.chunk_overlap} tokens"
+    if settings.strategy == "spring":
+        text = (f"Spring AI splitter, {settings.chunk_size} tokens, cut after a separator beyond "
+                f"{settings.min_chunk_size_chars} chars")
+    elif settings.strategy == "token":
+        text = f"token windows of {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
+    else:
+        text = f"recursive, {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
+    return f"{preset} ({text})" if preset else text

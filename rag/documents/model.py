@@ -1,0 +1,74 @@
+"""A document as pages of text: the one shape every format is loaded into.
+
+`text` joins the pages with `PAGE_SEPARATOR`; chunk offsets point into it and `pages_for_span`
+maps them back to page numbers.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import cached_property
+
+PAGE_SEPARATOR = "\n\n"
+KIND_LABELS = {"pdf": "PDF", "epub": "EPUB", "xps": "XPS", "txt": "TXT", "md": "MD"}
+"""How each `Document.kind` is named in messages."""
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int  # 1-based page number in the source file
+    text: str
+
+
+@dataclass(frozen=True)
+class Document:
+    filename: str  # the name as given (basename), used in every message
+    kind: str  # "pdf" | "epub" | "xps" | "txt" | "md"
+    pages: tuple[Page, ...]  # only pages with text, in order
+    page_count: int  # pages in the source, including dropped empty ones
+    dropped_pages: tuple[int, ...]  # numbers of pages that had no text (scanned?)
+    warnings: tuple[str, ...] = ()  # one-line, user-facing
+
+    # cached_property writes straight into __dict__, so it works on a frozen dataclass and
+    # keeps the (possibly huge) text out of repr/eq.
+    @cached_property
+    def text(self) -> str:
+        return PAGE_SEPARATOR.join(page.text for page in self.pages)
+
+    @cached_property
+    def page_starts(self) -> tuple[int, ...]:
+        starts: list[int] = []
+        offset = 0
+        for page in self.pages:
+            starts.append(offset)
+            offset += len(page.text) + len(PAGE_SEPARATOR)
+        return tuple(starts)
+
+    def pages_for_span(self, start: int, end: int) -> tuple[int, ...]:
+        """Page numbers whose text overlaps [start, end) of `text`.
+
+        A span lying only on a separator maps to the page before it, and an empty span to
+        the page it sits in, so every chunk gets at least one page.
+        """
+        if not 0 <= start <= end <= len(self.text):
+            raise ValueError(f"span [{start}, {end}) is outside the text (length {len(self.text)})")
+        starts = self.page_starts
+        if not starts:
+            return ()
+        first = bisect.bisect_right(starts, start) - 1
+        last = first if end == start else bisect.bisect_right(starts, end - 1) - 1
+        # A span starting on the separator after `first` does not touch that page's text,
+        # unless the separator is all it covers.
+        if first < last and start >= starts[first] + len(self.pages[first].text):
+            first += 1
+        return tuple(page.number for page in self.pages[first : last + 1])
+
+
+def page_label(numbers: tuple[int, ...] | list[int]) -> str:
+    """Page (or chunk) numbers as '4', '2–5' when consecutive, else '1, 3, 7'."""
+    ordered = sorted(numbers)
+    if not ordered:
+        return ""
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return str(ordered[0]) if len(ordered) == 1 else f"{ordered[0]}–{ordered[-1]}"
+    return ", ".join(str(p) for p in ordered)

@@ -1,0 +1,112 @@
+"""OllamaEmbedder: batched POST /api/embed through the one Ollama client, every answer checked."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rag.embeddings.vectors import check_texts, l2_normalise
+from rag.errors import EmbedderError
+from rag.llms.ollama.embed import OllamaEmbedClient
+from rag.llms.ollama.names import strip_latest
+from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL
+
+if TYPE_CHECKING:
+    from rag.embeddings import ProgressCallback
+
+# Context windows of the embedding models we know, as Ollama actually runs them. nomic-embed-text's
+# GGUF was trained with 2048 tokens and Ollama clamps any larger num_ctx back to that, whatever the
+# model card says about 8192. Unknown models get None: no warning is better than a wrong one.
+_KNOWN_CONTEXT_TOKENS = {
+    "nomic-embed-text": 2048,
+    "mxbai-embed-large": 512,
+}
+
+_PROBE_TEXT = "dimension probe"
+
+
+class OllamaEmbedder:
+    """Batched POST /api/embed through the official client; `truncate` is left at Ollama's default."""
+
+    def __init__(
+        self,
+        host: str,
+        model: str = DEFAULT_OLLAMA_EMBED_MODEL,
+        *,
+        batch_size: int = 64,
+        timeout: float = 120.0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        model = model.strip()
+        if not model:
+            raise EmbedderError("No Ollama embedding model given: use RAG_EMBEDDER=ollama:<model>")
+        # One spelling of 'x' and 'x:latest' keeps the stored identity stable.
+        self._model = strip_latest(model)
+        self._host = host
+        self._timeout = timeout
+        self._batch_size = batch_size
+        self._dimension: int | None = None
+        self._client = OllamaEmbedClient(host, self._model, timeout)
+
+    def __repr__(self) -> str:
+        return f"OllamaEmbedder(host={self._host!r}, model={self._model!r})"
+
+    @property
+    def name(self) -> str:
+        return f"ollama:{self._model}"
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        return _KNOWN_CONTEXT_TOKENS.get(self._model.split(":", 1)[0])
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            # Asked before any embedding (e.g. to create a table): one tiny request tells us.
+            self._embed_batch([_PROBE_TEXT])
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
+        items = check_texts(texts)
+        total = len(items)
+        if total == 0:
+            return np.empty((0, self.dimension), dtype=np.float32)
+        parts: list[np.ndarray] = []
+        for start in range(0, total, self._batch_size):
+            parts.append(self._embed_batch(items[start : start + self._batch_size]))
+            if progress is not None:
+                progress(min(start + self._batch_size, total), total)
+        return l2_normalise(np.concatenate(parts))
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        return self._validate(self._client.embed(batch), len(batch))
+
+    def _validate(self, embeddings: Sequence[Sequence[float]], expected: int) -> np.ndarray:
+        if len(embeddings) != expected:
+            raise EmbedderError(
+                f"Ollama returned {len(embeddings)} embeddings for {expected} texts with "
+                f"'{self._model}': is '{self._model}' an embedding model?"
+            )
+        sizes = sorted({len(row) for row in embeddings})
+        if len(sizes) != 1 or sizes[0] == 0:
+            raise EmbedderError(
+                f"Ollama returned embeddings of inconsistent dimensions {sizes} with '{self._model}'"
+            )
+        if self._dimension is not None and sizes[0] != self._dimension:
+            # Happens when the model was re-pulled or replaced while we were running.
+            raise EmbedderError(
+                f"Ollama returned {sizes[0]}-dimensional embeddings with '{self._model}' "
+                f"after {self._dimension}-dimensional ones: was the model replaced?"
+            )
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if not np.isfinite(vectors).all():
+            raise EmbedderError(f"Ollama returned non-finite numbers in embeddings with '{self._model}'")
+        self._dimension = sizes[0]
+        return vectors

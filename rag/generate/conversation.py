@@ -1,0 +1,153 @@
+"""A conversation: its turns, the history a prompt carries, and the conversation as Markdown.
+
+A `Turn` is everything one question led to (what was searched, the sources, the budget, the
+answer and how it ended), so that the page, `rag ask` and the MCP tool render, print or return
+the same record.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rag.errors import RagError
+from rag.generate.budget import Budget
+from rag.generate.citations import CitationCheck, check_citations
+from rag.generate.prompt import Source
+from rag.llms.stream import Runner
+from rag.llms.types import GenerationStats, Message
+from rag.retrieve import DEFAULT_MODE
+
+if TYPE_CHECKING:
+    from rag.agent import Step
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One question and what came of it."""
+
+    id: str
+    question: str
+    query: str
+    """What was searched: the question, or its standalone rewrite."""
+    kbs: tuple[str, ...] = ()
+    mode: str = DEFAULT_MODE
+    sources: tuple[Source, ...] = ()
+    search_ms: float | None = None
+    notes: tuple[str, ...] = ()
+    """Things to know about how the answer was made (history left out, rewrite failed, ...)."""
+    problem: str = ""
+    """Why no answer was generated (search failed, no model): one line with what to do."""
+    model: str = ""
+    budget: Budget | None = None
+    agent: bool = False
+    answer: str = ""
+    thinking: str = ""
+    stopped: bool = False
+    error: str = ""
+    """The generation failed; `answer` keeps what had arrived."""
+    stats: GenerationStats | None = None
+    steps: tuple[Step, ...] = ()
+    agent_summary: str = ""
+    attributed: bool = False
+    """The markers were added by `attribute_citations`, not written by the model."""
+
+    @property
+    def citations(self) -> CitationCheck:
+        return check_citations(self.answer, self.sources)
+
+    @property
+    def rewritten(self) -> bool:
+        return self.query.strip() != self.question.strip()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The answer with its citations, as `rag ask --json` prints it (keys documented in the README)."""
+        by_n = {s.n: s for s in self.sources}
+        check = self.citations
+        return {
+            "answer": self.answer,
+            "citations": [
+                {"n": n, "original_filename": by_n[n].hit.original_filename, "pages": list(by_n[n].hit.pages),
+                 "score": round(by_n[n].hit.score, 6), "chunk_id": str(by_n[n].hit.id)}
+                for n in check.cited
+            ],
+            "unknown_citations": list(check.unknown),
+            "citations_attributed": self.attributed,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class Live:
+    """A turn being answered and the runner answering it (the page keeps it between its runs)."""
+
+    turn: Turn
+    runner: Runner[Any]
+
+
+def history_messages(turns: Sequence[Turn]) -> list[Message]:
+    """The earlier questions and answers, for the prompt (turns without an answer are left out)."""
+    out: list[Message] = []
+    for t in turns:
+        if t.answer.strip():
+            out += [Message("user", t.question), Message("assistant", t.answer)]
+    return out
+
+
+def history_from_json(data: Any, where: str = "the history") -> list[Message]:
+    """Messages from a JSON list of {"role": "user"|"assistant", "content": str} (the chat format
+    of Ollama and OpenAI), refused with the position of the first bad entry."""
+    if not isinstance(data, list):
+        raise RagError(f"{where}: expected a JSON list of {{\"role\", \"content\"}} messages")
+    out: list[Message] = []
+    for i, item in enumerate(data):
+        role = item.get("role") if isinstance(item, dict) else None
+        content = item.get("content") if isinstance(item, dict) else None
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            raise RagError(f"{where}: message {i + 1} needs a role 'user' or 'assistant' and a text content")
+        out.append(Message(role, content))
+    return out
+
+
+def load_history(path: str | Path) -> list[Message]:
+    """The conversation so far from a JSON file (see `history_from_json`)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise RagError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise RagError(f"{path}: not JSON ({exc})") from exc
+    return history_from_json(data, str(path))
+
+
+def conversation_markdown(turns: Sequence[tuple[str, str, Sequence[Source]]], model: str) -> str:
+    """A conversation (question, answer, sources) as Markdown with its sources listed per turn."""
+    parts = [f"# Conversation\n\nModel: {model}\n"]
+    for i, (question, answer, sources) in enumerate(turns, 1):
+        parts.append(f"## {i}. {question}\n\n{answer.strip()}\n")
+        if sources:
+            parts.append("**Sources**\n")
+            for s in sources:
+                parts.append(f"- {s.label} (score {s.hit.score:.3f}, chunk {s.hit.id})")
+            parts.append("")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def export_markdown(turns: Sequence[Turn]) -> str:
+    """The turns as Markdown, each answer with how it ended (stopped, failed) and what was searched."""
+    rows = []
+    for t in turns:
+        answer = t.answer or "*(no answer)*"
+        if t.stopped:
+            answer += "\n\n*(stopped)*"
+        if t.problem:
+            answer += f"\n\n*{t.problem}*"
+        elif t.error:
+            answer += f"\n\n*(failed: {t.error})*"
+        if t.rewritten:
+            answer += f"\n\n*Searched for: {t.query}*"
+        rows.append((t.question, answer, t.sources))
+    used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
+    return conversation_markdown(rows, used)

@@ -1,0 +1,198 @@
+"""The one question -> answer flow: rewrite the follow-up, search, fit the prompt, stream the answer.
+
+The chat page, `rag ask` and the MCP tool `ask_knowledge_base` all run a question through
+`start` (and an agent turn too, on the page): it returns either a finished `Turn` (nothing to
+generate: the search failed, no model) or a `Live` turn whose answer streams on a `Runner`
+thread. `finish` folds what the runner produced into the turn; `ask` does both and waits, for
+callers without a page to redraw.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rag.errors import ModelError, RagError
+from rag.generate.agent_turn import finish_agent, start_agent
+from rag.generate.budget import fit_prompt
+from rag.generate.citations import attribute_if_uncited, cites_by_itself
+from rag.generate.conversation import Live, Turn
+from rag.generate.prompt import number_sources
+from rag.generate.rewrite import rewrite_query
+from rag.llms.stream import Runner, fold
+from rag.llms.types import ChatModel, Message
+from rag.retrieve import DEFAULT_MODE
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
+    from rag.store import Hit, Store
+
+log = logging.getLogger(__name__)
+
+ATTRIBUTED_NOTE = ("Citations were added by matching each sentence to the source it came from "
+                   "(the embedded model does not cite by itself).")
+
+Busy = Callable[[str], AbstractContextManager[Any]]
+"""Shown while a step runs (the page passes `st.spinner`)."""
+
+
+def _quietly(_text: str) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class Request:
+    """How to answer: plain values, as the page's widgets, `rag ask`'s options or a tool's arguments give them."""
+
+    kbs: tuple[str, ...]
+    top_k: int = 8
+    min_score: float | None = None
+    filter: str | None = None
+    mode: str = DEFAULT_MODE
+    rewrite: bool = True
+    """Rewrite a follow-up into a standalone query before searching (only when there is a history)."""
+    template: str | None = None
+    """An edited system prompt; None: the default in the question's language."""
+    temperature: float = 0.2
+    think: bool | None = None
+    num_ctx: int | None = None
+    context: int | None = None
+    """The model's window for the budget; None: num_ctx, else what the model says."""
+    thinks: bool | None = None
+    """Whether the model thinks aloud (its thinking is turned off for the rewrite); None: ask it."""
+    agent: bool = False
+
+
+def window(model: ChatModel, num_ctx: int | None = None) -> int:
+    """Tokens of the model's context window: num_ctx when set, else the model's own (assumed when unknown)."""
+    if num_ctx:
+        return num_ctx
+    try:
+        return model.context_length()
+    except ModelError as exc:
+        from rag.llms import DEFAULT_OLLAMA_NUM_CTX
+
+        log.info("context window assumed (%s)", exc)
+        return DEFAULT_OLLAMA_NUM_CTX
+
+
+def find(store: Store, settings: Settings, query: str, request: Request) -> list[Hit]:
+    """The one search call of a question (the MCP search tool's too); RagError names what is wrong."""
+    from rag import retrieve
+
+    return retrieve.search(store, settings, query, list(request.kbs), top_k=request.top_k,
+                           min_score=request.min_score, filter_expression=request.filter, mode=request.mode)
+
+
+def search(store: Store | None, settings: Settings, turn: Turn, request: Request, *, busy: Busy = _quietly) -> Turn:
+    """The turn with the passages found for its query (or the problem that stopped the search)."""
+    if store is None:
+        return dataclasses.replace(turn, problem="Search failed: the database is not available (see above).")
+    started = time.perf_counter()
+    try:
+        with busy(f"Searching {', '.join(request.kbs) or 'the knowledge bases'}…"):
+            hits = find(store, settings, turn.query, request)
+    except RagError as exc:
+        return dataclasses.replace(turn, problem=f"Search failed: {exc}")
+    return dataclasses.replace(turn, sources=tuple(number_sources(hits)),
+                               search_ms=(time.perf_counter() - started) * 1000)
+
+
+def start(
+    question: str,
+    request: Request,
+    *,
+    model: ChatModel | None,
+    store: Store | None,
+    settings: Settings,
+    history: Sequence[Message] = (),
+    model_problem: str = "",
+    busy: Busy = _quietly,
+    warn: Callable[[str], None] = log.warning,
+) -> Turn | Live:
+    """A new turn for `question`: finished already (a problem, nothing to generate) or live.
+
+    `model_problem` says why there is no model (with what to do); `warn` is told what goes wrong
+    on the side (an MCP server that cannot start) without stopping the turn."""
+    turn = Turn(id=uuid.uuid4().hex[:8], question=question, query=question, kbs=request.kbs, mode=request.mode,
+                model=model.name if model is not None else "", agent=request.agent and model is not None)
+    if turn.agent and store is not None and model is not None:
+        return start_agent(turn, request, model, settings, store, history, warn)
+    notes: list[str] = []
+    if request.rewrite and history and model is not None:
+        thinks = request.thinks if request.thinks is not None else _thinks(model)
+        with busy("Rewriting the follow-up into a standalone query…"):
+            rewritten = rewrite_query(model, history, question, thinks=thinks)
+        turn = dataclasses.replace(turn, query=rewritten.query)
+        notes += [rewritten.note] if rewritten.note else []
+    turn = search(store, settings, turn, request, busy=busy)
+    if model is None and not turn.problem:
+        turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {model_problem}")
+    if turn.problem or model is None:
+        return dataclasses.replace(turn, notes=tuple(notes))
+    limit = request.context or window(model, request.num_ctx)
+    messages, budget, dropped = fit_prompt(question, turn.sources, request.template, history, limit,
+                                           embedded=not cites_by_itself(model.name))
+    if dropped:
+        notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
+                     "conversation so that the prompt fits the model's window.")
+    options = {"temperature": request.temperature, "num_ctx": request.num_ctx, "think": request.think}
+    runner = Runner(lambda stop: model.stream(messages, stop_event=stop, **options), name="chat-answer")
+    return Live(dataclasses.replace(turn, budget=budget, notes=tuple(notes)), runner)
+
+
+def _thinks(model: ChatModel) -> bool:
+    try:
+        return model.supports_thinking
+    except ModelError:
+        return False  # unknown: the rewrite runs with the model's own default
+
+
+def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
+    """The turn with what the runner produced (the partial answer too, if it was stopped or failed)."""
+    from rag.generate.telemetry import TIMELINE
+
+    folded = fold(runner.items(), stop_requested=runner.stop_requested)
+    if runner.finished is not None:
+        # The GPU page draws every generation's phases on its timeline (epoch seconds).
+        to_epoch = time.time() - time.monotonic()
+        TIMELINE.mark_generation(
+            f"chat: {turn.model.removeprefix('ollama:')}", runner.started + to_epoch, runner.finished + to_epoch,
+            folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
+    answer = attribute_if_uncited(folded.text, turn.sources, turn.model)
+    attributed = answer != folded.text
+    notes = (*turn.notes, ATTRIBUTED_NOTE) if attributed else turn.notes
+    return dataclasses.replace(turn, answer=answer, thinking=folded.thinking, stats=folded.stats,
+                               stopped=folded.stopped, error=runner.error, notes=notes, attributed=attributed)
+
+
+def finish(live: Live, lookup: Callable[[str], Hit | None] | None = None) -> Turn:
+    """The finished turn (`lookup` finds an agent's passages by chunk id)."""
+    if live.turn.agent:
+        return finish_agent(live.turn, live.runner, lookup)
+    return finish_chat(live.turn, live.runner)
+
+
+def wait(live: Live, poll: float = 0.1) -> Turn:
+    """Wait for the live turn to end and finish it; an interrupt (Ctrl-C) stops the generation first."""
+    try:
+        while not live.runner.join(poll):
+            pass
+    except KeyboardInterrupt:
+        live.runner.stop()
+        live.runner.join(2.0)
+        raise
+    return finish(live)
+
+
+def ask(question: str, request: Request, *, model: ChatModel, store: Store, settings: Settings,
+        history: Sequence[Message] = ()) -> Turn:
+    """`start` and `wait`: the finished turn, for callers that print or return it whole."""
+    started = start(question, request, model=model, store=store, settings=settings, history=history)
+    return started if isinstance(started, Turn) else wait(started)

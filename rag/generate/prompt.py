@@ -1,0 +1,79 @@
+"""The grounded prompt: numbered sources inside the system prompt, then the history, then the question.
+
+The numbers are what the answer cites (`[1]`), so a source's number and label are fixed here once
+and reused by the citation checks, the page's source cards and the Markdown export.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag.llms.types import Message
+
+if TYPE_CHECKING:
+    from rag.store import Hit
+
+SYSTEM_PROMPT_EN = (
+    "You are a careful assistant. Answer the user's question using only the numbered sources "
+    "below. After every sentence that uses a source, cite it with its number in square brackets, "
+    "like [1] or [2][3]. If the sources do not contain the answer, say that you cannot find it in "
+    "the knowledge base. Answer in the language of the question.\n\nSources:\n{sources}"
+)
+SYSTEM_PROMPT_ZH = (
+    "你是一个严谨的助手。只根据下面编号的资料回答用户的问题。每句用到资料的话后面用方括号标注资料编号，"
+    "例如 [1] 或 [2][3]。如果资料中没有答案，请直接说明在知识库中找不到。用提问的语言回答。\n\n资料：\n{sources}"
+)
+
+
+def default_system_prompt(question: str) -> str:
+    """The English or the Chinese prompt, by the question's language."""
+    from rag.llms import asks_in_chinese  # the model clients: only once a prompt is built
+
+    return SYSTEM_PROMPT_ZH if asks_in_chinese(question) else SYSTEM_PROMPT_EN
+
+
+def is_default_prompt(text: str) -> bool:
+    """Whether `text` is one of the two defaults (then the question's language picks between them)."""
+    return text.strip() in (SYSTEM_PROMPT_EN.strip(), SYSTEM_PROMPT_ZH.strip())
+
+
+@dataclass(frozen=True)
+class Source:
+    """A hit with the number the prompt gives it."""
+
+    n: int
+    hit: Hit
+
+    @property
+    def label(self) -> str:
+        pages = self.hit.pages
+        where = ""
+        if pages:
+            where = f" p. {pages[0]}" if len(pages) == 1 else f" pp. {pages[0]}-{pages[-1]}"
+        return f"[{self.n}] {self.hit.original_filename}{where}"
+
+
+def number_sources(hits: Sequence[Hit]) -> list[Source]:
+    return [Source(i, hit) for i, hit in enumerate(hits, 1)]
+
+
+def format_sources(sources: Sequence[Source]) -> str:
+    if not sources:
+        return "(no sources were found)"
+    return "\n\n".join(f"{s.label}\n{s.hit.content.strip()}" for s in sources)
+
+
+def build_messages(
+    question: str,
+    sources: Sequence[Source],
+    *,
+    system_template: str | None = None,
+    history: Sequence[Message] = (),
+) -> list[Message]:
+    """System prompt (with the numbered sources) first, then the history, then the question."""
+    template = system_template or default_system_prompt(question)
+    rendered = template.replace("{sources}", format_sources(sources))
+    if "{sources}" not in template:
+        rendered = f"{template.rstrip()}\n\nSources:\n{format_sources(sources)}"
+    return [Message("system", rendered), *history, Message("user", question)]

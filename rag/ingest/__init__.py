@@ -1,0 +1,15 @@
+"""Ingest: file -> pages -> chunks -> embeddings -> rows (pipeline.py), and what the Upload page
+can tell about it before anything is embedded (preview.py)."""
+from __future__ import annotations
+
+from rag.ingest.pipeline import (
+    STAGES, IngestResult, Loaded, Prepared, StageCallback, embedder_for_kb, expand_paths, failure_reason,
+    ingest_bytes, ingest_path, load, prepare, unchanged, validate_kb_name,
+)
+from rag.ingest.preview import Blocker, Destiny, destiny, embedder_blocker, ollama_model, warnings
+
+__all__ = [
+    "STAGES", "Blocker", "Destiny", "IngestResult", "Loaded", "Prepared", "StageCallback", "destiny",
+    "embedder_blocker", "embedder_for_kb", "expand_paths", "failure_reason", "ingest_bytes", "ingest_path",
+    "load", "ollama_model", "prepare", "unchanged", "validate_kb_name", "warnings",
+]

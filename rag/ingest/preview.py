@@ -1,0 +1,106 @@
+"""What the Upload page tells before anything is embedded: the warnings about a parsed file,
+what an ingest would do with it, and whether the chosen embedder can ingest at all."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from rag import chunking
+from rag.documents import page_label
+
+if TYPE_CHECKING:
+    from rag.ingest.pipeline import Prepared
+    from rag.status import OllamaStatus
+    from rag.store import KnowledgeBase, StoredDocument
+
+Destiny = Literal["fails", "new", "unchanged", "replaces"]
+OLLAMA_PREFIX = "ollama:"
+
+
+def destiny(prepared: Prepared | None, sha256: str, existing: StoredDocument | None,
+            settings: chunking.ChunkSettings) -> Destiny:
+    """What an ingest would do with this file, as far as can be told before embedding."""
+    from rag.ingest.pipeline import unchanged
+
+    if prepared is None:
+        return "fails"
+    if existing is None:
+        return "new"
+    return "unchanged" if unchanged(existing, sha256, settings) else "replaces"
+
+
+def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
+    """User-facing warnings about a parsed and chunked file, one line each: pages without text
+    (scans), the document's own warnings, no chunks at all, chunks longer than the embedder reads
+    (`max_tokens`, None when unknown), and the rest of the text folded into the last chunk."""
+    doc, chunk_set = prepared.document, prepared.chunk_set
+    out: list[str] = []
+    if doc.dropped_pages:
+        pages = page_label(doc.dropped_pages)
+        many = len(doc.dropped_pages) > 1
+        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text "
+                   f"(scanned image{'s' if many else ''}?): nothing there will be searchable. "
+                   "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
+    out.extend(doc.warnings)
+    if not chunk_set.chunks:
+        out.append("No chunks: every piece is shorter than the minimum length to embed "
+                   f"({chunk_set.settings.min_chunk_length_to_embed} chars); ingesting it will fail. "
+                   "Lower that setting.")
+    if max_tokens is not None:
+        long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
+        if long:
+            out.append(f"{len(long)} chunk{'s are' if len(long) > 1 else ' is'} longer than the "
+                       f"{max_tokens} tokens the embedder reads (largest {max(c.tokens for c in long)}): "
+                       "their ends would be ignored when embedding. Lower the chunk size.")
+    stats = chunking.stats(chunk_set)
+    if stats.over_size:
+        out.append(f"The last chunk holds {stats.max_tokens} tokens: the maximum number of chunks "
+                   f"({chunk_set.settings.max_num_chunks}) was reached and the rest became one chunk.")
+    return out
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """Why ingesting with an embedder cannot work now."""
+
+    short: str
+    """A few words for the list of what is missing ('Ollama is not reachable')."""
+    message: str
+    """The full explanation with what to do (Markdown)."""
+    refused: bool = False
+    """True when ingesting would corrupt the knowledge base, not merely fail."""
+
+
+def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: OllamaStatus | None) -> Blocker | None:
+    """None when `embedder_name` can ingest into `kb` (None: a new knowledge base) now.
+
+    A knowledge base keeps the vector space it was built in, so another embedder is refused; an
+    Ollama embedder needs Ollama running with the model pulled (`ollama` is its status, looked up
+    only for such embedders).
+    """
+    if kb is not None and kb.embedder != embedder_name:
+        return Blocker(
+            "the knowledge base was built with another embedder",
+            f"'{kb.name}' was built with `{kb.embedder}`, but this app would embed with "
+            f"`{embedder_name}`: mixing the two vector spaces would make search meaningless, so "
+            f"ingesting is refused. Set RAG_EMBEDDER=auto (or RAG_EMBEDDER={kb.embedder}) and "
+            "restart, or ingest into another knowledge base.",
+            refused=True,
+        )
+    model = ollama_model(embedder_name)
+    if model is None or ollama is None:
+        return None
+    from rag.embeddings import ollama_has_model
+
+    if not ollama.reachable:
+        return Blocker("Ollama is not reachable",
+                       f"This knowledge base embeds with Ollama (`{model}`), which is not reachable at "
+                       f"{ollama.host}: start it with `ollama serve` before ingesting.")
+    if not ollama_has_model(ollama.models, model):
+        return Blocker(f"Ollama lacks {model}", f"Ollama has no `{model}`: run `ollama pull {model}` before ingesting.")
+    return None
+
+
+def ollama_model(embedder_name: str) -> str | None:
+    """The Ollama model an embedder name such as 'ollama:bge-m3' stands for; None for the others."""
+    return embedder_name.removeprefix(OLLAMA_PREFIX) if embedder_name.startswith(OLLAMA_PREFIX) else None

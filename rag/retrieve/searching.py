@@ -1,0 +1,79 @@
+"""Question -> hits: vector, keyword or hybrid search across knowledge bases.
+
+Knowledge bases built with different embedders are searched in one call: the question is
+embedded once per embedder, each group of knowledge bases searched in its own vector space.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from rag.errors import RagError
+from rag.retrieve import filters
+from rag.retrieve.embedders import embedder_named
+from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
+from rag.retrieve.modes import DEFAULT_MODE, MODES
+from rag.settings import Settings
+from rag.store import Hit, Store
+
+_KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
+
+
+def search(
+    store: Store,
+    settings: Settings,
+    query: str,
+    knowledge_bases: Sequence[str],
+    *,
+    top_k: int = 5,
+    min_score: float | None = None,
+    filter_expression: str | None = None,
+    mode: str = DEFAULT_MODE,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> list[Hit]:
+    """Top hits for a query; vector search uses each knowledge base's own embedder.
+
+    `min_score` is a minimum cosine similarity: it applies to vector hits (also inside
+    hybrid); keyword hits are kept on their own merit.
+    """
+    if mode not in MODES:
+        raise RagError(f"unknown search mode {mode!r} (choose one of: {', '.join(MODES)})")
+    if not query.strip():
+        raise RagError("the query is empty: type a question or some keywords")
+    if not knowledge_bases:
+        raise RagError("no knowledge base chosen: pick at least one")
+    if top_k < 1:
+        raise RagError(f"top-k must be at least 1, got {top_k}")
+    sql_filter = filters.to_sql(filter_expression) if filter_expression and filter_expression.strip() else None
+    known = {kb.name: kb for kb in store.list_knowledge_bases()}
+    missing = [name for name in knowledge_bases if name not in known]
+    if missing:
+        existing = ", ".join(sorted(known)) or "none yet; ingest a file first"
+        raise RagError(f"no knowledge base named {missing[0]!r} (existing: {existing})")
+    names = list(dict.fromkeys(knowledge_bases))
+    depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
+    vector_hits: list[Hit] = []
+    keyword_hits: list[Hit] = []
+    # Hybrid: the keyword search runs on its own connection while the query is embedded and the
+    # vectors are searched, so a turn waits for the slower of the two rather than for both.
+    keyword_future: Future[list[Hit]] | None = None
+    if mode == "hybrid":
+        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=depth, filter=sql_filter)
+    if mode in ("vector", "hybrid"):
+        by_embedder: dict[str, list[str]] = {}
+        for name in names:
+            by_embedder.setdefault(known[name].embedder, []).append(name)
+        for embedder_name, group in by_embedder.items():
+            vector = embedder_named(embedder_name, settings).embed([query])[0]
+            vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, filter=sql_filter))
+        vector_hits.sort(key=lambda h: h.score, reverse=True)
+        vector_hits = vector_hits[:depth]
+    if keyword_future is not None:
+        keyword_hits = keyword_future.result()
+    elif mode == "keyword":
+        keyword_hits = store.keyword_search(query, names, top_k=depth, filter=sql_filter)
+    if mode == "vector":
+        return vector_hits[:top_k]
+    if mode == "keyword":
+        return keyword_hits[:top_k]
+    return fuse(vector_hits, keyword_hits, fusion, top_k)

@@ -1,0 +1,112 @@
+"""What the store returns: frozen records, and the metadata written with every chunk.
+
+No database import here, so that code which only handles hits (fusion, prompts) stays light.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag.chunking import Chunk
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    embedded: bool
+    location: str
+    postgres_version: str
+    pgvector_version: str
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    name: str
+    embedder: str
+    dimension: int
+    chunk_settings: dict[str, Any]
+    created_at: datetime
+    documents: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: uuid.UUID
+    knowledge: str
+    original_filename: str
+    path: str | None
+    sha256: str
+    size_bytes: int
+    page_count: int
+    chunk_count: int
+    chunk_settings: dict[str, Any]
+    ingested_at: datetime
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: uuid.UUID
+    content: str
+    metadata: dict[str, Any]
+    score: float
+    """The ranking score of the search that found it: cosine similarity (vector), cover
+    density 0..1 (keyword) or the fused reciprocal-rank score (hybrid)."""
+    vector_score: float | None = None
+    keyword_score: float | None = None
+
+    @property
+    def knowledge(self) -> str:
+        return str(self.metadata.get("knowledge", ""))
+
+    @property
+    def original_filename(self) -> str:
+        return str(self.metadata.get("original_filename", ""))
+
+    @property
+    def pages(self) -> tuple[int, ...]:
+        return tuple(self.metadata.get("pages") or ())
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": str(self.id), "score": round(self.score, 6), "content": self.content,
+                               "metadata": self.metadata}
+        if self.vector_score is not None:
+            out["vector_score"] = round(self.vector_score, 6)
+        if self.keyword_score is not None:
+            out["keyword_score"] = round(self.keyword_score, 6)
+        return out
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    status: str
+    """`stored`, `replaced` or `unchanged`."""
+    document_id: uuid.UUID
+    chunks: int
+
+
+def chunk_metadata(
+    knowledge: str, filename: str, path: str | None, document_id: uuid.UUID, chunk: Chunk
+) -> dict[str, Any]:
+    """The `metadata` jsonb of a chunk row (Spring AI's keys first: knowledge, original_filename, path)."""
+    return {
+        "knowledge": knowledge,
+        "original_filename": filename,
+        "path": path,
+        "page": chunk.pages[0] if chunk.pages else None,
+        "pages": list(chunk.pages),
+        "chunk_index": chunk.index,
+        "document_id": str(document_id),
+        "tokens": chunk.tokens,
+        "start": chunk.start,
+        "end": chunk.end,
+    }
+
+
+def mismatch_message(knowledge: str, built_with: str, current: str) -> str:
+    return (
+        f"knowledge base '{knowledge}' was built with {built_with}, not {current}: "
+        f"use RAG_EMBEDDER={built_with}, or choose another knowledge base name"
+    )

@@ -1,0 +1,79 @@
+"""The tables and indexes, created on first connection (idempotent DDL).
+
+`vector_store` keeps the Spring AI layout (id, content, metadata, embedding) so the seed
+project's SQL runs unchanged. Knowledge bases may differ in dimension, and HNSW needs a
+fixed one, so there is one partial HNSW index per dimension on `embedding::vector(d)`.
+"""
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from rag.errors import StoreError
+
+MAX_DIMENSION = 16000  # pgvector's limit for the vector type
+
+SCHEMA = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS knowledge_bases (
+    name text PRIMARY KEY,
+    embedder text NOT NULL,
+    dimension integer NOT NULL CHECK (dimension > 0),
+    chunk_settings jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id uuid PRIMARY KEY,
+    knowledge text NOT NULL REFERENCES knowledge_bases(name) ON DELETE CASCADE,
+    original_filename text NOT NULL,
+    path text,
+    sha256 text NOT NULL,
+    content bytea NOT NULL,
+    size_bytes bigint NOT NULL,
+    page_count integer NOT NULL,
+    chunk_count integer NOT NULL,
+    chunk_settings jsonb NOT NULL,
+    ingested_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (knowledge, original_filename)
+);
+CREATE TABLE IF NOT EXISTS vector_store (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    content text,
+    metadata jsonb,
+    embedding vector,
+    document_id uuid REFERENCES documents(id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS vector_store_document_idx ON vector_store (document_id);
+ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS search_text text;
+ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS fts tsvector
+    GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED;
+CREATE INDEX IF NOT EXISTS vector_store_fts_idx ON vector_store USING gin (fts);
+-- How many chunks each knowledge base has, for the planner: without it, a search filtered to
+-- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
+-- expression need PostgreSQL 14; older servers plan without them.)
+DO $$ BEGIN
+    IF current_setting('server_version_num')::int >= 140000 THEN
+        EXECUTE 'CREATE STATISTICS IF NOT EXISTS vector_store_knowledge_stats '
+                'ON ((metadata->>''knowledge'')) FROM vector_store';
+    END IF;
+END $$;
+"""
+
+
+def dimension_sql(dimension: int) -> sql.Composable:
+    """`dimension` as an SQL literal, after checking it is a vector size pgvector accepts."""
+    # The dimension comes from an embedder, never from a user; still, only an int gets here.
+    if not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
+        raise StoreError(f"invalid vector dimension {dimension!r}")
+    return sql.Literal(dimension)
+
+
+def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
+    """The partial HNSW index of one dimension (if missing), inside the caller's transaction."""
+    dim = dimension_sql(dimension)
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON vector_store USING hnsw "
+            "((embedding::vector({})) vector_cosine_ops) WHERE vector_dims(embedding) = {}"
+        ).format(sql.Identifier(f"vector_store_hnsw_{dimension}"), dim, dim)
+    )

@@ -1,0 +1,302 @@
+"""`Store`: one connection pool over the schema; knowledge bases, documents and their chunks.
+
+Every document is written in one transaction (all of it or nothing); searches delegate their
+SQL to `vector_sql` and `keyword_sql`.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from rag.errors import EmbedderMismatchError, StoreError, one_line
+from rag.retrieve import keywords
+from rag.retrieve.filters import SqlFilter
+from rag.settings import Settings
+from rag.store import keyword_sql, vector_sql
+from rag.store.binary_copy import copy_rows
+from rag.store.embedded import embedded_server_uri
+from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
+                               mismatch_message)
+from rag.store.schema import SCHEMA, create_hnsw_index
+
+if TYPE_CHECKING:
+    from rag.chunking import Chunk
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    register_vector(conn)
+    conn.commit()  # leave the pooled connection idle, not inside a transaction
+
+
+class Store:
+    """One connection pool; every public method is safe to call from several threads."""
+
+    def __init__(self, conninfo: str, *, embedded: bool = False, max_size: int = 4) -> None:
+        self.conninfo = conninfo
+        self.embedded = embedded
+        try:
+            with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(SCHEMA)
+        except psycopg.OperationalError as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL ({one_line(exc, None)}): check DATABASE_URL, or unset it "
+                "to use the embedded database"
+            ) from exc
+        except psycopg.errors.FeatureNotSupported as exc:  # pragma: no cover - server-specific
+            raise StoreError(f"PostgreSQL lacks pgvector: {one_line(exc, None)}") from exc
+        self._pool = ConnectionPool(
+            conninfo, min_size=1, max_size=max_size, configure=_configure, open=True,
+            kwargs={"connect_timeout": 10},
+        )
+
+    @classmethod
+    def open(cls, settings: Settings) -> Store:
+        if settings.database_url:
+            return cls(settings.database_url, embedded=False)
+        return cls(embedded_server_uri(settings.pgdata), embedded=True)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection]:
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"database connection failed: {one_line(exc, None)}") from exc
+        except psycopg.Error as exc:
+            # Whatever the statement, the transaction was rolled back: nothing half-written.
+            raise StoreError(f"the database refused the operation: {one_line(exc, None)}") from exc
+
+    def server_info(self) -> ServerInfo:
+        with self._conn() as conn:
+            pg = conn.execute("SHOW server_version").fetchone()[0]
+            vec = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()[0]
+        location = "embedded" if self.embedded else psycopg.conninfo.conninfo_to_dict(
+            self.conninfo).get("host", "local socket")
+        return ServerInfo(self.embedded, str(location), pg, vec)
+
+    # -- knowledge bases -------------------------------------------------------------
+
+    def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                """
+                SELECT k.name, k.embedder, k.dimension, k.chunk_settings, k.created_at,
+                       count(d.id)::int AS documents, coalesce(sum(d.chunk_count), 0)::int AS chunks
+                FROM knowledge_bases k LEFT JOIN documents d ON d.knowledge = k.name
+                GROUP BY k.name ORDER BY k.name
+                """
+            )
+            return [KnowledgeBase(**row) for row in cur.fetchall()]
+
+    def get_knowledge_base(self, name: str) -> KnowledgeBase | None:
+        return next((kb for kb in self.list_knowledge_bases() if kb.name == name), None)
+
+    def delete_knowledge_base(self, name: str) -> bool:
+        with self._conn() as conn, conn.transaction():
+            # Chunks of documents cascade; rows written by other tools (no document) go too.
+            conn.execute("DELETE FROM vector_store WHERE metadata->>'knowledge' = %s", (name,))
+            cur = conn.execute("DELETE FROM knowledge_bases WHERE name = %s", (name,))
+            return cur.rowcount > 0
+
+    def check_embedder(self, knowledge: str, embedder: str) -> None:
+        kb = self.get_knowledge_base(knowledge)
+        if kb is not None and kb.embedder != embedder:
+            raise EmbedderMismatchError(mismatch_message(knowledge, kb.embedder, embedder))
+
+    # -- documents ------------------------------------------------------------------
+
+    def list_documents(self, knowledge: str | None = None) -> list[StoredDocument]:
+        query = sql.SQL(
+            "SELECT id, knowledge, original_filename, path, sha256, size_bytes, page_count, "
+            "chunk_count, chunk_settings, ingested_at FROM documents {} "
+            "ORDER BY knowledge, original_filename"
+        ).format(sql.SQL("WHERE knowledge = %s") if knowledge is not None else sql.SQL(""))
+        with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query, (knowledge,) if knowledge is not None else ())
+            return [StoredDocument(**row) for row in cur.fetchall()]
+
+    def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
+        return next(
+            (d for d in self.list_documents(knowledge) if d.original_filename == filename), None
+        )
+
+    def document_bytes(self, document_id: uuid.UUID) -> bytes | None:
+        with self._conn() as conn:
+            row = conn.execute("SELECT content FROM documents WHERE id = %s", (document_id,)).fetchone()
+            return bytes(row[0]) if row else None
+
+    def delete_document(self, knowledge: str, filename: str) -> bool:
+        with self._conn() as conn, conn.transaction():
+            cur = conn.execute(
+                "DELETE FROM documents WHERE knowledge = %s AND original_filename = %s",
+                (knowledge, filename),
+            )
+            return cur.rowcount > 0
+
+    def write_document(
+        self,
+        *,
+        knowledge: str,
+        embedder: str,
+        dimension: int,
+        chunk_settings: dict[str, Any],
+        filename: str,
+        path: str | None,
+        data: bytes,
+        sha256: str,
+        page_count: int,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+    ) -> WriteResult:
+        """Store one document and its chunks in one transaction: all of it or nothing."""
+        if len(chunks) != len(embeddings):
+            raise StoreError(f"{filename}: {len(chunks)} chunks but {len(embeddings)} embeddings")
+        if len(chunks) and embeddings.shape[1] != dimension:
+            raise StoreError(
+                f"{filename}: embeddings are {embeddings.shape[1]}-d, the knowledge base is {dimension}-d"
+            )
+        with self._conn() as conn, conn.transaction():
+            kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings)
+            if kb["embedder"] != embedder:
+                raise EmbedderMismatchError(mismatch_message(knowledge, kb["embedder"], embedder))
+            old = conn.execute(
+                "SELECT id, sha256, chunk_settings FROM documents "
+                "WHERE knowledge = %s AND original_filename = %s",
+                (knowledge, filename),
+            ).fetchone()
+            if old is not None and old[1] == sha256 and old[2] == chunk_settings:
+                return WriteResult("unchanged", old[0], 0)
+            if old is not None:
+                conn.execute("DELETE FROM documents WHERE id = %s", (old[0],))
+            create_hnsw_index(conn, dimension)
+            document_id = uuid.uuid4()
+            conn.execute(
+                "INSERT INTO documents (id, knowledge, original_filename, path, sha256, content, "
+                "size_bytes, page_count, chunk_count, chunk_settings) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (document_id, knowledge, filename, path, sha256, data, len(data), page_count,
+                 len(chunks), Jsonb(chunk_settings)),
+            )
+            rows = (
+                (
+                    uuid.uuid4(),
+                    chunk.text,
+                    chunk_metadata(knowledge, filename, path, document_id, chunk),
+                    vector,
+                    document_id,
+                )
+                for chunk, vector in zip(chunks, embeddings)
+            )
+            copy_rows(conn, rows)
+        return WriteResult("replaced" if old is not None else "stored", document_id, len(chunks))
+
+    def _lock_knowledge_base(
+        self, conn: psycopg.Connection, name: str, embedder: str, dimension: int,
+        chunk_settings: dict[str, Any],
+    ) -> dict[str, Any]:
+        conn.execute(
+            "INSERT INTO knowledge_bases (name, embedder, dimension, chunk_settings) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
+            (name, embedder, dimension, Jsonb(chunk_settings)),
+        )
+        # The row lock serialises writers of one knowledge base (same file from two tabs).
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "SELECT name, embedder, dimension FROM knowledge_bases WHERE name = %s FOR UPDATE",
+                (name,),
+            )
+            row = cur.fetchone()
+        conn.execute(
+            "UPDATE knowledge_bases SET chunk_settings = %s WHERE name = %s",
+            (Jsonb(chunk_settings), name),
+        )
+        return row
+
+    # -- chunks ---------------------------------------------------------------------
+
+    def search(
+        self,
+        query_embedding: np.ndarray,
+        knowledge_bases: Sequence[str],
+        *,
+        top_k: int = 5,
+        min_score: float | None = None,
+        filter: SqlFilter | None = None,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """Nearest chunks by cosine similarity within the given knowledge bases.
+
+        `exact` scans every row instead of using HNSW: the yardstick for recall.
+        """
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        vector = np.asarray(query_embedding, dtype=np.float32)
+        with self._conn() as conn:
+            hits = vector_sql.vector_search(conn, vector, knowledge_bases, top_k, filter, exact)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        return hits
+
+    def keyword_search(
+        self,
+        query: str,
+        knowledge_bases: Sequence[str],
+        *,
+        top_k: int = 5,
+        filter: SqlFilter | None = None,
+    ) -> list[Hit]:
+        """Full-text hits ranked by cover density, common words left out (see `keyword_sql`)."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        terms = keywords.query_text(query)
+        if not terms:
+            return []
+        with self._conn() as conn:
+            return keyword_sql.keyword_search(conn, query, terms, knowledge_bases, top_k, filter)
+
+    def explain_search(self, dimension: int, knowledge_base: str, top_k: int = 10) -> str:
+        """The plan of a KB-filtered search, to check that the HNSW index is used."""
+        with self._conn() as conn:
+            return vector_sql.explain_vector_search(conn, dimension, knowledge_base, top_k)
+
+    def get_chunk(self, chunk_id: uuid.UUID | str) -> Hit | None:
+        try:
+            key = uuid.UUID(str(chunk_id))
+        except ValueError:
+            return None
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT id, content, metadata FROM vector_store WHERE id = %s", (key,)
+            ).fetchone()
+        return Hit(id=row[0], content=row[1], metadata=row[2], score=1.0) if row else None
+
+    def iter_chunks(self, knowledge: str) -> Iterator[Hit]:
+        with self._conn() as conn, conn.cursor(name="export") as cur:
+            cur.execute(
+                "SELECT id, content, metadata FROM vector_store WHERE metadata->>'knowledge' = %s "
+                "ORDER BY metadata->>'original_filename', (metadata->>'chunk_index')::int",
+                (knowledge,),
+            )
+            for row in cur:
+                yield Hit(id=row[0], content=row[1], metadata=row[2], score=1.0)

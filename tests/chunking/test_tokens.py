@@ -1,0 +1,154 @@
+"""rag.chunking.tokens: tokenising once (offsets against tiktoken), boundaries, and re-chunking
+without encoding again.
+
+Expectations come from tiktoken itself (an independent cl100k instance), never from the
+implementation's own output.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+
+from rag.chunking import (
+    SEED_PROJECT, SPRING_DEFAULT, ChunkSettings, count_tokens, encoding, split, spring_split_reference, tokenize,
+)
+from rag.chunking import tokens as chunk_tokens
+from tests.chunking.texts import ENC, long_text, mixed_text, sentences, token_char_spans
+
+
+def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
+    # Over 200_000 characters: any splitting of the text for speed (e.g. encoding parts on
+    # several threads) must give exactly tiktoken's tokens for the whole text.
+    text = long_text(7, 230_000) + " tail" + "数字123 4567" * 10
+    assert len(text) > 200_000
+    enc = encoding()
+    original = enc.encode_ordinary_batch
+
+    def checked_batch(parts, **kw):
+        assert "".join(parts) == text
+        return original(parts, **kw)
+
+    monkeypatch.setattr(enc, "encode_ordinary_batch", checked_batch)
+    expected = ENC.encode_ordinary(text)
+    assert chunk_tokens._encode(text) == expected
+    tt = tokenize(text)
+    assert tt.tokens.tolist() == expected
+    monkeypatch.undo()
+    assert [c.text for c in split(tt, SPRING_DEFAULT).chunks] == spring_split_reference(text, SPRING_DEFAULT)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1234567 89 " * 30_000,  # digits grouped by three
+        ("it's don't we'll " * 15_000),
+        ("a  b   c\n\n d. e? f! (g) [h] {i} 'j' \"k\" " * 6_000),
+        "中文没有空格。" * 40_000,  # no ASCII at all
+    ],
+)
+def test_encode_on_tricky_long_texts(text: str) -> None:
+    assert len(text) > 200_000
+    assert chunk_tokens._encode(text) == ENC.encode_ordinary(text)
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(text=mixed_text)
+def test_tokenize_offsets_match_tiktoken(text: str) -> None:
+    tt = tokenize(text)
+    ids, byte_starts, cstarts, cends = token_char_spans(text)
+    assert tt.tokens.tolist() == ids
+    assert tt.byte_starts.tolist() == byte_starts
+    assert tt.char_starts.tolist() == cstarts
+    assert tt.char_ends.tolist() == cends
+    assert len(tt) == len(ids)
+    for level in ("paragraph", "sentence", "word"):
+        b = tt.boundaries(level)
+        assert np.all(np.diff(b) > 0) and (len(b) == 0 or (b[0] >= 1 and b[-1] <= len(ids)))
+        if ids and level == "word":
+            assert len(b) and b[-1] == len(ids)  # the end of the text is a word boundary
+
+
+def test_boundaries_by_level() -> None:
+    text = "One two. Three four!\n\nFive 3.14 six? Seven"
+    tt = tokenize(text)
+    _, _, _, cends = token_char_spans(text)
+
+    def ends(level: str) -> list[str]:
+        return [text[: cends[i - 1]] for i in tt.boundaries(level)]
+
+    assert ends("paragraph") == ["One two. Three four!\n\n"] or ends("paragraph") == ["One two. Three four!"]
+    sentence_ends = [e.rstrip() for e in ends("sentence")]
+    assert sentence_ends[:3] == ["One two.", "One two. Three four!", "One two. Three four!\n\nFive 3.14 six?"]
+    assert "One two. Three four!\n\nFive 3." not in sentence_ends  # a decimal point is not a sentence end
+    word_ends = {e.rstrip() for e in ends("word")}
+    assert {"One", "One two.", "One two. Three four!\n\nFive 3.14"} <= word_ends
+    assert text in word_ends  # the end of the text counts
+    with pytest.raises(ValueError, match="chapter"):
+        tt.boundaries("chapter")
+
+
+# --- 3. token strategy ------------------------------------------------------------------------
+
+
+RECHUNK_SETTINGS = [
+    SPRING_DEFAULT,
+    SEED_PROJECT,
+    ChunkSettings(chunk_size=50, min_chunk_size_chars=20, keep_separator=False),
+    ChunkSettings(chunk_size=7, min_chunk_size_chars=0, max_num_chunks=3),
+    ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=16),
+    ChunkSettings(strategy="token", chunk_size=5),
+    ChunkSettings(strategy="recursive", chunk_size=80, chunk_overlap=20),
+    ChunkSettings(strategy="recursive", chunk_size=300),
+]
+
+
+def test_rechunking_a_tokenized_text_never_calls_encode(monkeypatch) -> None:
+    text = long_text(11, 20_000) + "\n\n" + "中文没有空格。" * 50 + sentences(30, 7)
+    expected = {s: split(text, s) for s in RECHUNK_SETTINGS}
+    tt = tokenize(text)
+
+    def boom(_text: str) -> list[int]:
+        raise AssertionError("re-encoded the document")
+
+    monkeypatch.setattr(chunk_tokens, "_encode", boom)
+    with pytest.raises(AssertionError, match="re-encoded"):
+        split(text, SPRING_DEFAULT)  # the patch is effective for raw strings
+    for s in RECHUNK_SETTINGS:
+        got = split(tt, s)
+        assert got == expected[s]
+        assert got.chunks, s
+
+
+def test_count_tokens_is_cl100k() -> None:
+    for text in ["", "hello world", "中文没有空格。", "😀 don't", "<|endoftext|> is plain text here"]:
+        assert count_tokens(text) == len(ENC.encode_ordinary(text))
+
+
+def test_vocab_tables_match_a_per_token_reading() -> None:
+    """The vectorised tables say for every token what reading its bytes one by one says."""
+    enc = chunk_tokens.encoding()
+    vocab = chunk_tokens._vocab()
+    cjk_ends = tuple(ch.encode() for ch in "。！？；")
+    checked = 0
+    for raw, rank in enc._mergeable_ranks.items():
+        core = raw.rstrip(b" \t\r\n")
+        expected = {
+            "nbytes": len(raw),
+            "nchars": sum(1 for b in raw if not 0x80 <= b < 0xC0),
+            "midchar": 1 if 0x80 <= raw[0] < 0xC0 else 0,
+            "ws_start": raw[:1] in (b" ", b"\n", b"\t", b"\r"),
+            "ws_end": raw[-1:] in (b" ", b"\n", b"\t", b"\r"),
+            "sentence_end": core[-1:] in (b".", b"?", b"!"),
+            "cjk_end": core.endswith(cjk_ends),
+            "paragraph": b"\n\n" in raw or b"\n\r\n" in raw,
+            "nl_start": raw[:1] in (b"\n", b"\r"),
+            "nl_end": raw[-1:] == b"\n",
+        }
+        for name, value in expected.items():
+            assert getattr(vocab, name)[rank] == value, (name, raw, rank)
+        checked += 1
+    assert checked == len(enc._mergeable_ranks) > 100_000
+    # Tokens that hold each rule exist, so the comparison above covers both answers of each.
+    assert vocab.paragraph.sum() > 0 and vocab.cjk_end.sum() > 0 and vocab.midchar.sum() > 0

@@ -1,0 +1,46 @@
+"""Turns, the history a prompt carries, follow-up rewriting and the Markdown export."""
+from __future__ import annotations
+
+from rag import generate
+from rag.generate import Turn
+from rag.llms import Message
+from tests.generate.samples import SOURCES
+
+
+def test_rewrite_prompt_and_cleanup() -> None:
+    history = [Message("user", "What is HNSW?"), Message("assistant", "A graph index.")]
+    [msg] = generate.rewrite_messages(history, "And how fast is it?")
+    assert "User: What is HNSW?" in msg.content and "Last question: And how fast is it?" in msg.content
+    assert generate.clean_rewrite('"How fast is HNSW search?"\nextra', "x") == "How fast is HNSW search?"
+    assert generate.clean_rewrite("  \n", "fallback") == "fallback"
+
+
+def test_conversation_markdown_lists_sources() -> None:
+    md = generate.conversation_markdown([("Q1?", "A1 [1].", SOURCES)], "ollama:m")
+    assert "## 1. Q1?" in md and "A1 [1]." in md and "- [1] report.pdf p. 3 (score 0.500" in md
+
+
+def test_history_keeps_only_answered_turns() -> None:
+    turns = [Turn(id="a", question="Q1?", query="Q1?", answer="A1 [1]."),
+             Turn(id="b", question="Q2?", query="Q2?", problem="Search failed: x")]
+    assert generate.history_messages(turns) == [Message("user", "Q1?"), Message("assistant", "A1 [1].")]
+
+
+def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
+    turns = [Turn(id="a", question="And 2023?", query="Revenue in 2023?", sources=SOURCES, answer="Up [1].",
+                  stopped=True, model="ollama:m"),
+             Turn(id="b", question="Q2?", query="Q2?", error="Ollama went away", model="ollama:m")]
+    md = generate.export_markdown(turns)
+    assert md.startswith("# Conversation\n\nModel: ollama:m\n")
+    assert "Up [1].\n\n*(stopped)*\n\n*Searched for: Revenue in 2023?*" in md
+    assert "*(no answer)*\n\n*(failed: Ollama went away)*" in md
+
+
+def test_a_turn_as_json_names_the_cited_chunks() -> None:
+    turn = Turn(id="a", question="q", query="q", sources=tuple(SOURCES), answer="Rose [1]. See [9].",
+                model="ollama:m")
+    out = turn.as_dict()
+    assert list(out) == ["answer", "citations", "unknown_citations", "citations_attributed", "model"]
+    assert out["citations"] == [{"n": 1, "original_filename": "report.pdf", "pages": [3], "score": 0.5,
+                                 "chunk_id": str(SOURCES[0].hit.id)}]
+    assert out["unknown_citations"] == [9] and out["citations_attributed"] is False

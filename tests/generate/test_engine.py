@@ -1,0 +1,148 @@
+"""The one question -> answer flow (rag.generate.engine) against a real database and an Ollama stand-in."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from rag import generate, ingest, retrieve
+from rag.chunking import ChunkSettings
+from rag.generate import Turn, engine
+from rag.llms import GenerationStats, Message, OllamaChatModel, StreamEvent
+from rag.llms.stream import Runner
+from rag.settings import Settings
+from rag.store import Store
+from tests.docgen import make_pdf
+from tests.generate.standin import (  # noqa: F401 - slow_ollama is a fixture
+    FINAL, MODEL, NDJSON, QUESTION, bodies, chunk, live_answer, ndjson, slow_ollama,
+)
+
+REPORT = make_pdf([
+    "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
+    "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
+])
+SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
+
+
+@pytest.fixture
+def kb(store: Store, settings: Settings) -> Store:
+    embedder = retrieve.embedder_named_or_default(settings)
+    result = ingest.ingest_bytes(store, embedder, REPORT, "report.pdf", "fin", SMALL_CHUNKS)
+    assert result.ok, result.reason
+    return store
+
+
+def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
+        kb: Store, settings: Settings, httpserver: HTTPServer) -> None:
+    def answer(request: Request) -> Response:
+        messages = request.get_json()["messages"]
+        if "Standalone query:" in messages[-1]["content"]:
+            text = "What dividend per share did the board approve?\nAnd more"
+        else:
+            text = "A dividend of 42 cents [1]."
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
+    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
+    history = [Message("user", QUESTION), Message("assistant", "Revenue rose eleven percent [1].")]
+
+    turn = engine.ask("And what about dividends?", engine.Request(kbs=("fin",), context=4096, thinks=False),
+                      model=model, store=kb, settings=settings, history=history)
+
+    assert turn.query == "What dividend per share did the board approve?" and turn.rewritten
+    expected = retrieve.search(kb, settings, turn.query, ["fin"], top_k=8)
+    assert [s.hit.id for s in turn.sources] == [h.id for h in expected]
+    assert turn.answer == "A dividend of 42 cents [1]." and turn.citations.cited == (1,)
+    assert turn.budget is not None and turn.budget.limit == 4096 and turn.budget.history > 0
+    assert turn.stats is not None and turn.stats.eval_count == 24 and not turn.stopped and not turn.error
+    rewrite, last = bodies(httpserver, "/api/chat")
+    assert "User: How much did revenue rise?" in rewrite["messages"][0]["content"]
+    assert rewrite["options"] == {"temperature": 0.0}
+    assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "user"]
+    assert last["messages"][-1]["content"] == "And what about dividends?"
+
+
+def test_without_a_store_or_a_model_the_turn_says_why(kb: Store, settings: Settings) -> None:
+    request = engine.Request(kbs=("fin",))
+    no_store = engine.start(QUESTION, request, model=None, store=None, settings=settings)
+    assert isinstance(no_store, Turn)
+    assert no_store.problem == "Search failed: the database is not available (see above)."
+    no_model = engine.start(QUESTION, request, model=None, store=kb, settings=settings, model_problem="Start Ollama.")
+    assert isinstance(no_model, Turn) and no_model.sources
+    assert no_model.problem == "No answer: no chat model is available. Start Ollama."
+    bad = engine.start(QUESTION, engine.Request(kbs=("nope",)), model=None, store=kb, settings=settings)
+    assert isinstance(bad, Turn) and bad.problem.startswith("Search failed: no knowledge base named 'nope'")
+
+
+def test_a_rewrite_that_fails_searches_the_question_as_asked(kb: Store, settings: Settings, dead_host: str) -> None:
+    model = OllamaChatModel(dead_host, MODEL, timeout=2)
+    history = [Message("user", "earlier?"), Message("assistant", "yes")]
+    started = engine.start(QUESTION, engine.Request(kbs=("fin",), context=4096, thinks=False), model=model,
+                           store=kb, settings=settings, history=history)
+    assert isinstance(started, engine.Live)
+    assert started.turn.query == QUESTION and started.turn.notes[0].startswith("Rewriting the follow-up failed (")
+    final = engine.wait(started)
+    assert final.error and final.answer == ""
+
+
+def test_stop_keeps_the_partial_answer_and_ends_the_stream(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
+    """The state machine the Stop button drives: the runner stops at once, the text so far stays."""
+    server, hangup = slow_ollama
+    live = live_answer(server.url_for("/").rstrip("/"))
+    seen: list[Any] = []
+    while len(seen) < 3:
+        items, done = live.runner.wait(len(seen), 2.0)
+        assert not done
+        seen += items
+    live.runner.stop()  # what the Stop button's callback does
+    stopped_at = time.monotonic()
+    assert live.runner.join(1.0), "the runner did not end after Stop"
+    assert time.monotonic() - stopped_at < 0.5
+    assert hangup.wait(3), "Ollama was not told to stop generating"
+
+    turn = engine.finish_chat(live.turn, live.runner)
+
+    assert turn.stopped and not turn.error
+    assert turn.answer.startswith("word0 word1 word2") and len(turn.answer.split()) < 40
+    assert turn.stats is not None and turn.stats.done_reason == "stopped"
+
+
+def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
+    """The GPU monitor draws chat generations too: finishing a turn marks its phases."""
+    from rag.generate.telemetry import TIMELINE
+
+    def produce(stop: threading.Event):  # noqa: ANN202
+        yield StreamEvent("content", "Revenue grew [1].")
+        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", load_duration=0.01,
+                                                        prompt_eval_duration=0.01, eval_count=4,
+                                                        eval_duration=0.02, total_duration=0.05))
+
+    runner = Runner(produce)
+    for _ in range(100):
+        if runner.done:
+            break
+        runner.wait(0, 0.1)
+    before = len(TIMELINE.marks())
+    turn = Turn(id="t-mark", question="q", query="q", sources=(), model="ollama:qwen2.5:7b-instruct")
+    engine.finish_chat(turn, runner)
+    marks = TIMELINE.marks()[before:]
+    assert marks and {m.label for m in marks} == {"chat: qwen2.5:7b-instruct"}
+    assert "output" in {m.phase for m in marks}
+
+
+def test_the_embedded_models_uncited_answer_is_attributed_with_a_note() -> None:
+    from tests.generate.samples import SOURCES
+
+    runner = Runner(lambda stop: iter([StreamEvent("content", "Revenue rose eleven percent."),
+                                       StreamEvent("done", stats=GenerationStats(done_reason="stop"))]))
+    assert runner.join(2.0)
+    turn = engine.finish_chat(Turn(id="t", question="q", query="q", sources=tuple(SOURCES),
+                                   model="local:gemma3-270m"), runner)
+    assert turn.answer == "Revenue rose eleven percent [1]." and turn.attributed
+    assert turn.notes == (engine.ATTRIBUTED_NOTE,)
+    assert turn.as_dict()["citations_attributed"] is True
+    assert generate.check_citations(turn.answer, SOURCES).cited == (1,)

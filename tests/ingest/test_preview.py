@@ -1,0 +1,102 @@
+"""rag.ingest.preview: the Upload page's warnings, what an ingest would do, and which embedders can
+ingest now; with real files (tests/docgen.py) and plain records, no database."""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from datetime import datetime
+
+from rag import ingest
+from rag.chunking import SPRING_DEFAULT, ChunkSettings
+from rag.documents import sha256_hex
+from rag.errors import DocumentError
+from rag.status import OllamaStatus
+from rag.store import KnowledgeBase, StoredDocument
+from tests.docgen import make_pdf
+
+TEXT = " ".join(f"Sentence {i} explains revenue, costs and margins." for i in range(120))
+
+
+def _stored(sha: str, settings: ChunkSettings) -> StoredDocument:
+    return StoredDocument(uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3, settings.as_dict(),
+                          datetime(2024, 1, 1))
+
+
+def _kb(embedder: str) -> KnowledgeBase:
+    return KnowledgeBase("finance", embedder, 384, SPRING_DEFAULT.as_dict(), datetime(2024, 1, 1), 1, 3)
+
+
+def test_destiny_new_unchanged_replaces_fails() -> None:
+    data = TEXT.encode()
+    prepared = ingest.prepare(data, "report.txt", SPRING_DEFAULT)
+    sha = sha256_hex(data)
+    assert ingest.destiny(prepared, sha, None, SPRING_DEFAULT) == "new"
+    assert ingest.destiny(prepared, sha, _stored(sha, SPRING_DEFAULT), SPRING_DEFAULT) == "unchanged"
+    assert ingest.destiny(prepared, sha, _stored("0" * 64, SPRING_DEFAULT), SPRING_DEFAULT) == "replaces"
+    other = dataclasses.replace(SPRING_DEFAULT, chunk_size=100)
+    assert ingest.destiny(prepared, sha, _stored(sha, SPRING_DEFAULT), other) == "replaces"
+    assert ingest.destiny(None, sha, _stored(sha, SPRING_DEFAULT), SPRING_DEFAULT) == "fails"
+    assert ingest.unchanged(_stored(sha, SPRING_DEFAULT), sha, SPRING_DEFAULT)
+    assert not ingest.unchanged(None, sha, SPRING_DEFAULT)
+
+
+def test_a_clean_file_has_no_warnings() -> None:
+    prepared = ingest.prepare(TEXT.encode(), "report.txt", SPRING_DEFAULT)
+    assert ingest.warnings(prepared, max_tokens=8192) == []
+    assert ingest.warnings(prepared, max_tokens=None) == []
+
+
+def test_scanned_pages_and_over_long_chunks_are_warned_about() -> None:
+    pdf = make_pdf(["Revenue grew. " * 40, "", "", "Costs fell. " * 40])
+    prepared = ingest.prepare(pdf, "scan.pdf", ChunkSettings(chunk_size=300, min_chunk_size_chars=0))
+    found = ingest.warnings(prepared, max_tokens=100)
+    assert found[0] == ("Pages 2–3 have no extractable text (scanned images?): nothing there will be searchable. "
+                        "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
+    longest = max(c.tokens for c in prepared.chunk_set.chunks)
+    long = sum(c.tokens > 100 for c in prepared.chunk_set.chunks)
+    assert found[1] == (f"{long} chunk{'s are' if long > 1 else ' is'} longer than the 100 tokens the embedder "
+                        f"reads (largest {longest}): their ends would be ignored when embedding. Lower the chunk size.")
+    single = ingest.warnings(ingest.prepare(make_pdf(["Text. " * 20, ""]), "one.pdf", SPRING_DEFAULT), None)
+    assert single[0].startswith("Page 2 has no extractable text (scanned image?)")
+
+
+def test_no_chunks_and_the_rest_in_one_chunk_are_warned_about() -> None:
+    tiny = ingest.prepare(b"Hi.", "tiny.txt", dataclasses.replace(SPRING_DEFAULT, min_chunk_length_to_embed=10))
+    assert ingest.warnings(tiny, None) == [
+        "No chunks: every piece is shorter than the minimum length to embed (10 chars); ingesting it will fail. "
+        "Lower that setting."]
+    capped = ingest.prepare(TEXT.encode(), "report.txt", ChunkSettings(chunk_size=50, max_num_chunks=2))
+    biggest = max(c.tokens for c in capped.chunk_set.chunks)
+    assert ingest.warnings(capped, None) == [
+        f"The last chunk holds {biggest} tokens: the maximum number of chunks (2) was reached and the rest "
+        "became one chunk."]
+
+
+def test_another_embedder_is_refused_and_ollama_must_be_ready() -> None:
+    refused = ingest.embedder_blocker(_kb("local:e5"), "ollama:bge-m3", None)
+    assert refused is not None and refused.refused
+    assert refused.short == "the knowledge base was built with another embedder"
+    assert "`local:e5`" in refused.message and "RAG_EMBEDDER=local:e5" in refused.message
+    assert ingest.embedder_blocker(_kb("local:e5"), "local:e5", None) is None
+    assert ingest.embedder_blocker(None, "local:e5", None) is None
+
+    down = OllamaStatus(False, "http://127.0.0.1:1", None, ())
+    blocker = ingest.embedder_blocker(None, "ollama:bge-m3", down)
+    assert blocker is not None and not blocker.refused
+    assert (blocker.short, blocker.message) == (
+        "Ollama is not reachable",
+        "This knowledge base embeds with Ollama (`bge-m3`), which is not reachable at http://127.0.0.1:1: "
+        "start it with `ollama serve` before ingesting.")
+    up = OllamaStatus(True, "http://127.0.0.1:1", "0.5", ("nomic-embed-text:latest",))
+    lacking = ingest.embedder_blocker(None, "ollama:bge-m3", up)
+    assert lacking is not None
+    assert (lacking.short, lacking.message) == (
+        "Ollama lacks bge-m3", "Ollama has no `bge-m3`: run `ollama pull bge-m3` before ingesting.")
+    assert ingest.embedder_blocker(None, "ollama:nomic-embed-text", up) is None  # no tag means :latest
+
+
+def test_ollama_model_names_and_failure_reasons() -> None:
+    assert ingest.ollama_model("ollama:bge-m3") == "bge-m3"
+    assert ingest.ollama_model("local:e5") is None
+    assert ingest.failure_reason(DocumentError("a.pdf", "truncated PDF\n (no end-of-file marker)")) == (
+        "truncated PDF (no end-of-file marker)")

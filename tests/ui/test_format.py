@@ -1,0 +1,28 @@
+"""ui/format.py and ui/routing.py outside a running app (no Streamlit session needed)."""
+from __future__ import annotations
+
+from ui import format as fmt
+from ui import routing
+
+
+def test_markdown_is_escaped_so_names_show_as_typed() -> None:
+    assert fmt.md("q3_*final*.pdf") == "q3\\_\\*final\\*.pdf"
+    assert fmt.md("a [b](c) <d> #e |f ~g $h `i \\") == "a \\[b\\](c) \\<d\\> \\#e \\|f \\~g \\$h \\`i \\\\"
+
+
+def test_sizes_counts_words_lines_and_clips() -> None:
+    assert [fmt.size(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
+        "0 bytes", "1,023 bytes", "1.5 KB", "5.0 MB", "3072.0 GB"]
+    assert (fmt.plural(1, "page"), fmt.plural(0, "page"), fmt.plural(2, "chunk")) == ("1 page", "0 pages", "2 chunks")
+    assert fmt.first_words("one two three", words=2) == "one two…"
+    assert fmt.first_words("one two") == "one two"
+    assert fmt.first_words("x" * 200, chars=10) == "x" * 9 + "…"
+    assert fmt.first_line("\n  Search the docs.\nMore.") == "Search the docs."
+    assert fmt.first_line("") == "no description"
+    assert fmt.first_line("y" * 200) == "y" * 139 + "…"
+    assert fmt.clip("abc", 5) == "abc" and fmt.clip("abcdef", 3) == "abc …"
+
+
+def test_outside_a_script_run_nothing_is_rerouted() -> None:
+    assert routing.started_without_router() is False
+    routing.through_router()  # a no-op, not a rerun

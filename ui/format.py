@@ -1,0 +1,46 @@
+"""Plain values as the short strings the pages show (no Streamlit calls, no domain rules)."""
+from __future__ import annotations
+
+_MARKDOWN_SPECIALS = "\\`*_[]<>#|~$"
+
+
+def md(text: str) -> str:
+    """Escape Markdown so user text and file names (`q3_*final*.pdf`) are shown as typed."""
+    out = text
+    for ch in _MARKDOWN_SPECIALS:
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def size(n: float) -> str:
+    """Bytes as '812 bytes', '1.5 KB', '3.2 MB'."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 page', '3 pages'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def first_words(text: str, words: int = 12, chars: int = 90) -> str:
+    """The start of a text for a table cell, with '…' when there is more."""
+    head = " ".join(text.split()[:words])
+    if len(head) > chars:
+        head = head[: chars - 1].rstrip()
+    return head + ("…" if len(head) < len(" ".join(text.split())) else "")
+
+
+def first_line(text: str | None, limit: int = 140, empty: str = "no description") -> str:
+    """The first non-blank line of a description, cut to `limit` characters."""
+    stripped = (text or "").strip()
+    line = stripped.splitlines()[0] if stripped else empty
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def clip(text: str, limit: int = 600) -> str:
+    """A long text cut after `limit` characters, marked with ' …'."""
+    return text if len(text) <= limit else text[:limit] + " …"

@@ -1,0 +1,59 @@
+"""What the app shares across reruns and sessions: settings, the store, the embedder, the GPU
+sampler and the status look-ups, each cached once (st.cache_resource objects are thread-safe)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from rag import gpu, retrieve
+from rag import status as rag_status
+from rag.embeddings import Embedder
+from rag.llms import LocalChatModel
+from rag.settings import Settings, get_settings
+from rag.store import ServerInfo, Store
+
+
+def settings() -> Settings:
+    return get_settings()
+
+
+@st.cache_resource(show_spinner="Starting the database…")
+def store() -> Store:
+    """One connection pool for the whole app (thread-safe)."""
+    return Store.open(get_settings())
+
+
+@st.cache_resource(show_spinner="Loading the embedder…")
+def default_embedder() -> Embedder:
+    return retrieve.embedder_named_or_default(get_settings())
+
+
+@st.cache_resource(show_spinner=False, max_entries=1, on_release=gpu.GpuSampler.stop)
+def gpu_sampler(source: str) -> gpu.GpuSampler:
+    """One sampler for the whole app, started with it so that the GPU page has the history of
+    generations made before it was opened; `source` names the NVML in use."""
+    return gpu.GpuSampler(gpu.nvml_factory(source)).start()
+
+
+LOCAL = "local"
+"""The model choice that names the embedded chat model (as rag.llms.resolve_chat_model reads it)."""
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def local_model_available() -> tuple[bool, str]:
+    """(True, '') when the embedded chat model can run, else (False, what to install)."""
+    return LocalChatModel.available()
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def ollama_status() -> rag_status.OllamaStatus:
+    return rag_status.ollama_status(get_settings())
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def gpu_presence() -> rag_status.GpuPresence:
+    return rag_status.gpu_presence()
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def server_info() -> ServerInfo:
+    return store().server_info()

@@ -1,0 +1,90 @@
+"""Widgets more than one page draws: errors as one line, the chunk settings form, keyed tables."""
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import streamlit as st
+
+from rag import chunking
+from rag.chunking import FIELDS, ChunkSettings
+from rag.errors import RagError
+from rag.store import Store
+from ui import resources
+
+log = logging.getLogger(__name__)
+
+
+def show_error(exc: BaseException, what: str = "") -> None:
+    """A rag error as one readable line; anything else logged, with a short message."""
+    if isinstance(exc, RagError):
+        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+    else:
+        log.exception("unexpected error")
+        st.error(f"{what or 'Something went wrong'}: {type(exc).__name__}: {exc}", icon="⚠️")
+
+
+def try_store() -> Store | None:
+    """The app's store, or None after showing why the database is not available."""
+    try:
+        return resources.store()
+    except RagError as exc:
+        show_error(exc, "Database")
+        return None
+
+
+def table(key: str, frame: pd.DataFrame, **kwargs: object) -> None:
+    """A read-only table in a keyed container (a display dataframe has no key of its own)."""
+    with st.container(key=key):
+        st.dataframe(frame, **kwargs)
+
+
+def set_chunk_settings(key: str, values: ChunkSettings) -> None:
+    """Put settings into the widgets of `chunk_settings_widget(key)` (before they are drawn)."""
+    for field in FIELDS:
+        st.session_state[f"{key}_{field.short}"] = getattr(values, field.name)
+    st.session_state[f"{key}_preset"] = chunking.preset_name(values) or "Custom"
+
+
+def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> ChunkSettings | None:
+    """Preset picker and the settings it fills in (one widget per chunking.FIELDS entry); returns
+    None (after an error) if invalid.
+
+    Widget keys: `{key}_preset`, then `{key}_{field.short}`: `{key}_strategy`, `{key}_chunk_size`,
+    `{key}_chunk_overlap`, `{key}_min_chars`, `{key}_min_embed`, `{key}_max_chunks`, `{key}_keep_sep`.
+    """
+    if f"{key}_strategy" not in st.session_state:
+        set_chunk_settings(key, initial or chunking.SPRING_DEFAULT)
+
+    def apply_preset() -> None:
+        chosen = chunking.PRESETS.get(st.session_state[f"{key}_preset"])
+        if chosen is not None:
+            set_chunk_settings(key, chosen)
+
+    st.selectbox("Preset", [*chunking.PRESETS, "Custom"], key=f"{key}_preset", on_change=apply_preset,
+                 help="Fills in the settings below; change any of them to customise.")
+    strategy_field, *numbers = FIELDS
+    strategy = st.radio(strategy_field.label, chunking.STRATEGIES, horizontal=True,
+                        key=f"{key}_{strategy_field.short}", help=strategy_field.help)
+    values: dict[str, object] = {"strategy": strategy}
+    for pair in (numbers[i:i + 2] for i in range(0, len(numbers), 2)):
+        for field, column in zip(pair, st.columns(2)):
+            widget_key = f"{key}_{field.short}"
+            disabled = not field.applies_to(strategy)
+            if field.kind is bool:
+                values[field.name] = bool(column.checkbox(field.label, key=widget_key, help=field.help,
+                                                          disabled=disabled))
+            else:
+                values[field.name] = int(column.number_input(field.label, field.minimum, field.maximum,
+                                                             step=field.step, key=widget_key,
+                                                             help=field.help, disabled=disabled))
+    if strategy == "spring":
+        values["chunk_overlap"] = 0  # Spring's splitter has none: so the presets compare equal
+    try:
+        chosen = ChunkSettings(**values)  # type: ignore[arg-type]
+    except RagError as exc:
+        show_error(exc, "Chunk settings")
+        return None
+    if chosen not in chunking.PRESETS.values() and st.session_state.get(f"{key}_preset") != "Custom":
+        st.caption("Custom settings (changed from the preset).")
+    return chosen
