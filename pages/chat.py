@@ -47,7 +47,7 @@ from rag.chunking import Chunk
 from rag.errors import ModelError, RagError
 from rag.llms import ChatModel, LocalChatModel
 from rag.llms.stream import Runner, fold
-from rag.llms.choice import model_label, normalise_choice, same_model
+from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
 from rag.settings import Settings
 from rag.store import Store
 
@@ -57,7 +57,6 @@ TURNS = "chat_turns"
 LIVE = "_chat_live"
 LOCAL = resources.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
-SUGGESTED_MODELS = (llms.SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")  # offered with a Pull button
 NEAR_LIMIT = 0.85  # share of the window from which the budget bar warns
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
 DEFAULTS: dict[str, Any] = {
@@ -188,25 +187,11 @@ def _no_model_message(settings: Settings, local_reason: str) -> str:
     return local_reason  # pragma: no cover - something appeared meanwhile
 
 
-def _model_options(settings: Settings, pulled: list[str] | None) -> tuple[list[str], str]:
-    options = [f"ollama:{m}" for m in pulled or []]
-    configured = normalise_choice(settings.chat_model) if settings.chat_model else ""
-    if configured and configured != LOCAL and configured not in options:
-        options.append(configured)
-    if pulled is not None:
-        options += [f"ollama:{m}" for m in SUGGESTED_MODELS
-                    if not any(same_model(m, p) for p in pulled) and f"ollama:{m}" not in options]
-    options += [c for c in st.session_state.get("_chat_extra_models", []) if c not in options]
-    options.append(LOCAL)
-    default = configured or (f"ollama:{pulled[0]}" if pulled else LOCAL)
-    return options, default
-
-
 def _pick_model(settings: Settings) -> ModelChoice:
     host = settings.ollama_host
     pulled = _ollama_chat_models(host)
     local_ok, local_reason = resources.local_model_available()
-    options, default = _model_options(settings, pulled)
+    options, default = model_options(settings.chat_model, pulled, st.session_state.get("_chat_extra_models", []))
     current = st.session_state.get("chat_model")
     if isinstance(current, str) and current.strip():
         # Kept even when not listed now: typed in by the user, or Ollama went away meanwhile.
@@ -219,13 +204,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
         st.session_state["chat_model"] = default
 
     def label(choice: str) -> str:
-        text = model_label(choice)
-        if choice == LOCAL and not local_ok:
-            return text + " · unavailable"
-        if choice.startswith("ollama:") and pulled is not None and not any(
-                same_model(choice.removeprefix("ollama:"), p) for p in pulled):
-            return text + " · not pulled"
-        return text
+        return choice_label(choice, pulled, local_ok)
 
     raw = st.selectbox("Model", options, key="chat_model", format_func=label, accept_new_options=True,
                        help="Ollama's chat models and the embedded one. Type another Ollama model's "
@@ -237,19 +216,14 @@ def _pick_model(settings: Settings) -> ModelChoice:
         model = llms.resolve_chat_model(settings, LOCAL)
         return ModelChoice(choice, model, context=model.context_length(),
                            context_note=f"the embedded model's window ({LocalChatModel.N_CTX} tokens)")
-    name = choice.removeprefix("ollama:")
-    if pulled is None:
-        alternative = " Or choose the embedded model." if local_ok else ""
-        return ModelChoice(choice, None, f"Ollama is not reachable at {host}: start it with 'ollama serve' "
-                                         f"(or set OLLAMA_HOST), then run 'ollama pull {name}'.{alternative}")
-    if not any(same_model(name, p) for p in pulled):
-        return ModelChoice(choice, None, f"Ollama at {host} has no '{name}' yet: press Pull, or run "
-                                         f"'ollama pull {name}'.", pull=name)
+    unavailable = ollama_unavailable(choice, pulled, host, local_ok)
+    if unavailable is not None:
+        return ModelChoice(choice, None, unavailable.problem, pull=unavailable.pull)
     try:
         model = llms.resolve_chat_model(settings, choice)
     except ModelError as exc:
         return ModelChoice(choice, None, str(exc))
-    return ModelChoice(choice, model, thinks=_thinks(host, name))
+    return ModelChoice(choice, model, thinks=_thinks(host, choice.removeprefix("ollama:")))
 
 
 def _pull(settings: Settings, name: str) -> bool:

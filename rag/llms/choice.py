@@ -6,14 +6,18 @@ names costs nothing.
 """
 from __future__ import annotations
 
-from rag.llms.ollama.names import same_model, strip_latest
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_latest
 
 LOCAL = "local"
 """The choice that names the embedded model."""
 LOCAL_MODEL_NAME = "local:gemma3-270m"
 """The embedded model's name (LocalChatModel.NAME)."""
 
-__all__ = ["LOCAL", "LOCAL_MODEL_NAME", "cites_by_itself", "model_label", "normalise_choice", "same_model"]
+__all__ = ["LOCAL", "LOCAL_MODEL_NAME", "SUGGESTED_CHAT_MODELS", "Unavailable", "choice_label", "cites_by_itself",
+           "is_pulled", "model_label", "model_options", "normalise_choice", "ollama_unavailable", "same_model"]
 
 
 def normalise_choice(value: str) -> str:
@@ -36,3 +40,60 @@ def model_label(choice: str) -> str:
 def cites_by_itself(model_name: str) -> bool:
     """Whether a model can be asked to cite: the embedded base model only completes text."""
     return not model_name.startswith("local:")
+
+
+SUGGESTED_CHAT_MODELS = (SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")
+"""Offered in the picker with a Pull button while Ollama does not have them."""
+
+
+def is_pulled(name: str, pulled: Sequence[str] | None) -> bool:
+    """Whether Ollama's list of pulled models holds `name` (':latest' or not)."""
+    return pulled is not None and any(same_model(name, p) for p in pulled)
+
+
+def model_options(configured: str | None, pulled: Sequence[str] | None,
+                  extra: Sequence[str] = ()) -> tuple[list[str], str]:
+    """(choices, default) for a picker: Ollama's pulled models, the configured one, the suggested ones
+    not pulled yet (only while Ollama answers), `extra` (typed in earlier), and the embedded model last.
+    The default is the configured model, else Ollama's first, else the embedded one."""
+    options = [f"ollama:{m}" for m in pulled or []]
+    wanted = normalise_choice(configured) if configured else ""
+    if wanted and wanted != LOCAL and wanted not in options:
+        options.append(wanted)
+    if pulled is not None:
+        options += [f"ollama:{m}" for m in SUGGESTED_CHAT_MODELS
+                    if not is_pulled(m, pulled) and f"ollama:{m}" not in options]
+    options += [c for c in extra if c not in options]
+    options.append(LOCAL)
+    return options, wanted or (f"ollama:{pulled[0]}" if pulled else LOCAL)
+
+
+def choice_label(choice: str, pulled: Sequence[str] | None, local_ok: bool) -> str:
+    """`model_label`, marked 'unavailable' (embedded model that cannot run) or 'not pulled'."""
+    text = model_label(choice)
+    if choice == LOCAL and not local_ok:
+        return text + " · unavailable"
+    if choice.startswith("ollama:") and pulled is not None and not is_pulled(choice.removeprefix("ollama:"), pulled):
+        return text + " · not pulled"
+    return text
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why an Ollama choice cannot answer now, with what to do; `pull` names a model to pull."""
+
+    problem: str
+    pull: str = ""
+
+
+def ollama_unavailable(choice: str, pulled: Sequence[str] | None, host: str, local_ok: bool) -> Unavailable | None:
+    """None when Ollama at `host` has the chosen model; else the reason, one line with the fix."""
+    name = choice.removeprefix("ollama:")
+    if pulled is None:
+        alternative = " Or choose the embedded model." if local_ok else ""
+        return Unavailable(f"Ollama is not reachable at {host}: start it with 'ollama serve' "
+                           f"(or set OLLAMA_HOST), then run 'ollama pull {name}'.{alternative}")
+    if not is_pulled(name, pulled):
+        return Unavailable(f"Ollama at {host} has no '{name}' yet: press Pull, or run 'ollama pull {name}'.",
+                           pull=name)
+    return None
