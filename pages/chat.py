@@ -301,7 +301,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         with st.expander("Retrieval", expanded=True, icon="🔎"):
             mode = st.radio("Search mode", retrieve.MODES, key="chat_mode", horizontal=True,
                             format_func=MODE_LABELS.get, disabled=use_agent,
-                            help="Vector: meaning (embeddings). Keyword: PostgreSQL full text (Chinese "
+                            help="Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
                                  "too). Hybrid: both, fused by reciprocal rank.")
             top_k = st.number_input("Top-k", 1, 50, key="chat_top_k", disabled=use_agent,
                                     help="How many passages go into the prompt.")
@@ -351,7 +351,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
 
     return Controls(
         kbs=tuple(chosen), top_k=int(top_k), min_score=float(min_score) or None,
-        filter=expression.strip() or None, mode=str(mode), temperature=float(temperature),
+        filter=expression if expression.strip() else None, mode=str(mode), temperature=float(temperature),
         think=bool(think) if model.thinks else None, rewrite=bool(rewrite), agent=bool(use_agent and ok),
         template=text if edited and text.strip() else None, num_ctx=int(num_ctx) or None, model=model,
     )
@@ -376,14 +376,10 @@ def _open_source(turn_id: str, n: int) -> None:
 def _source_card(turn: Turn, source: Source) -> None:
     hit = source.hit
     meta = hit.metadata
-    label = f"{source.label} · score {hit.score:.3f}"
+    # Where each search ranked it ("hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)"), not a bare fused 0.03.
+    label = f"{source.label} · {hit.ranking}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
-        scores = [f"knowledge base **{_md(hit.knowledge)}**", f"chunk {meta.get('chunk_index', '?')}"]
-        if hit.vector_score is not None:
-            scores.append(f"similarity {hit.vector_score:.3f}")
-        if hit.keyword_score is not None:
-            scores.append(f"keyword {hit.keyword_score:.3f}")
-        st.caption(" · ".join(scores))
+        st.caption(f"knowledge base **{_md(hit.knowledge)}** · chunk {meta.get('chunk_index', '?')}")
         with st.container(border=True, height="content"):
             st.markdown(_md(hit.content))
         document_id = meta.get("document_id")

@@ -318,11 +318,14 @@ if choices:
 if "gpu_generate_error" in st.session_state:
     st.error(st.session_state["gpu_generate_error"], icon="⚠️")
 
-c1, c2, c3 = st.columns([2, 2, 3])
-window_label = c1.segmented_control("Window", list(WINDOWS), default="2 min", key="gpu_window")
-live = c2.toggle("Live", value=True, key="gpu_live", help=f"Redraw every {REFRESH_SECONDS:g} s")
-c3.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
-                   key="gpu_csv", on_click="ignore")
+# A row sized by its content (wrapping when narrow), not fixed column shares: in 2/7 of the page
+# the four window buttons did not fit at 1400 px, and "10 min" was cut off.
+controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
+window_label = controls.segmented_control("Window", list(WINDOWS), default="2 min", key="gpu_window",
+                                          width="content")
+live = controls.toggle("Live", value=True, key="gpu_live", help=f"Redraw every {REFRESH_SECONDS:g} s")
+controls.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
+                         key="gpu_csv", on_click="ignore")
 
 
 @st.fragment(run_every=REFRESH_SECONDS if live else None)

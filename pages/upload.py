@@ -33,7 +33,6 @@ log = logging.getLogger("pages.upload")
 
 WIDGET = "upload"  # prefix of the chunk settings widget keys (widgets.chunk_settings_widget)
 NEW_KB = "New knowledge base…"
-FILE_TYPES = [ext.lstrip(".") for ext in documents.SUPPORTED_EXTENSIONS]
 # Longer documents get the coloured whole-text view only on request (it is a lot of HTML).
 WHOLE_TEXT_AUTO_CHARS = 60_000
 STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌"}
@@ -50,7 +49,8 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
     try:
         return ingest.load(_data, filename), ""
     except RagError as exc:
-        return None, ingest.failure_reason(exc)
+        advice = ingest.unreadable_advice(filename)
+        return None, advice or ingest.failure_reason(exc)
 
 
 @st.cache_data(max_entries=64, show_spinner="Chunking…")
@@ -143,7 +143,7 @@ def _kb_label(by_name: dict[str, KnowledgeBase]):
         kb = by_name.get(option)
         if kb is None:
             return f"➕ {option}"
-        return f"{option} · {kb.documents} docs · {kb.chunks} chunks"
+        return f"{option} · {fmt.plural(kb.documents, 'doc')} · {fmt.plural(kb.chunks, 'chunk')}"
     return label
 
 
@@ -158,18 +158,36 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         return Target(None, None, None, "the database is not available")
     by_name = {kb.name: kb for kb in kbs}
     options = [*by_name, NEW_KB]
-    pending = st.session_state.pop("_upload_kb_pending", None)
-    if pending in by_name and st.session_state.get("upload_kb_choice") == NEW_KB:
+    state = st.session_state
+    pending = state.pop("_upload_kb_pending", None)
+    if pending in by_name and state.get("upload_kb_choice") == NEW_KB:
         # Just created by an ingest: from now on it is an existing knowledge base.
-        st.session_state["upload_kb_choice"] = pending
-        st.session_state["upload_kb_new"] = ""
-    if st.session_state.get("upload_kb_choice") not in options:
-        st.session_state.pop("upload_kb_choice", None)  # deleted meanwhile: back to the default
+        state["upload_kb_choice"] = pending
+        state["upload_kb_new"] = ""
+    if "upload_kb_choice" not in state:
+        # A new session (or back from another page): never the alphabetically first base, which
+        # once took a German maths PDF into a Chinese novel; the one this session used last, or
+        # a new one when there is none yet.
+        last = state.get("upload_kb_last")
+        state["upload_kb_choice"] = last if last in by_name else None if by_name else NEW_KB
+        state["_upload_kb_restored"] = last in by_name
+    elif state["upload_kb_choice"] not in (*options, None):
+        state["upload_kb_choice"] = None  # deleted meanwhile: nothing chosen (told to the browser too)
     choice = st.selectbox(
-        "Knowledge base", options, key="upload_kb_choice", format_func=_kb_label(by_name),
+        "Knowledge base", options, index=None, key="upload_kb_choice", format_func=_kb_label(by_name),
+        placeholder="Choose a knowledge base…", on_change=lambda: state.update(_upload_kb_restored=False),
         help="The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
              "Searches and chats pick knowledge bases by this name.",
     )
+    if choice is None:
+        st.caption("Choose the knowledge base the files go into: none is preselected, so that no file "
+                   "lands in the wrong one.")
+        return Target(None, None, None, "choose a knowledge base")
+    if choice in by_name:
+        state["upload_kb_last"] = choice
+        if state.get("_upload_kb_restored"):
+            st.info(f"**{fmt.md(choice)}** is preselected: the knowledge base this session used last. "
+                    "Check that the files belong there.", icon="📌")
     if choice == NEW_KB:
         raw = st.text_input(
             "Name of the new knowledge base", key="upload_kb_new", placeholder="e.g. finance",
@@ -185,7 +203,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
             return Target(None, None, None, "fix the knowledge base name")
         kb = by_name.get(name)
         if kb is not None:
-            st.info(f"'{name}' already exists ({kb.documents} documents): the files will be added to it.",
+            st.info(f"'{name}' already exists ({fmt.plural(kb.documents, 'document')}): the files will be added to it.",
                     icon="ℹ️")
     else:
         name, kb = choice, by_name[choice]
@@ -198,7 +216,8 @@ def _knowledge_base_picker(store: Store | None) -> Target:
 
     if kb is not None:
         st.markdown(f"**Embedder:** `{kb.embedder}` · {kb.dimension} dimensions")
-        st.caption(f"Created {kb.created_at:%Y-%m-%d %H:%M} · {kb.documents} documents · {kb.chunks} chunks")
+        st.caption(f"Created {kb.created_at:%Y-%m-%d %H:%M} · {fmt.plural(kb.documents, 'document')} · "
+                   f"{fmt.plural(kb.chunks, 'chunk')}")
     else:
         st.markdown(f"**Embedder:** `{embedder.name}`")
         st.caption("A new knowledge base keeps the embedder it is created with.")
@@ -275,7 +294,7 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
             "pages": doc.page_count if doc else None,
             "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
             "check": ("❌ " + p.error) if p.error else (
-                f"⚠️ {len(issues)} warning{'s' if len(issues) > 1 else ''}" if issues else "✅ ok"),
+                f"⚠️ {fmt.plural(len(issues), 'warning')}" if issues else "✅ ok"),
             "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
         })
     widgets.table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
@@ -336,8 +355,8 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                settings: ChunkSettings) -> None:
     with_text = {page.number: i for i, page in enumerate(doc.pages)}
     numbers = list(range(1, doc.page_count + 1))
-    if st.session_state.get(f"upload_page_{p.name}") not in numbers:
-        st.session_state.pop(f"upload_page_{p.name}", None)  # another file of that name came
+    if st.session_state.get(f"upload_page_{p.name}", 1) not in numbers:
+        st.session_state[f"upload_page_{p.name}"] = 1  # another file of that name came
     page = st.columns([1, 2])[0].selectbox(
         "Page", numbers, key=f"upload_page_{p.name}",
         format_func=lambda n: f"Page {n}" + ("" if n in with_text else " · no text"),
@@ -384,7 +403,7 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
     results: list[IngestResult] = []
     total = len(uploads)
     stages = len(ingest.STAGES)
-    with st.status(f"Ingesting {total} file{'s' if total > 1 else ''} into '{knowledge}'…",
+    with st.status(f"Ingesting {fmt.plural(total, 'file')} into '{knowledge}'…",
                    expanded=True) as status:
         for number, (name, data) in enumerate(uploads.items(), start=1):
             st.markdown(f"**{number}/{total} · {fmt.md(name)}**")
@@ -427,7 +446,7 @@ def _show_results() -> None:
     failed = [r for r in results if r["status"] == "failed"]
     done = len(results) - len(failed)
     message = (f"Last ingest into **{fmt.md(last['kb'])}** at {last['at']:%H:%M:%S}: "
-               f"{done} of {len(results)} file{'s' if len(results) > 1 else ''} in the knowledge base.")
+               f"{done} of {fmt.plural(len(results), 'file')} in the knowledge base.")
     if failed:
         st.warning(message + " See the reasons below; fix them and ingest again.", icon="⚠️")
     else:
@@ -444,10 +463,15 @@ def _show_results() -> None:
 
 
 def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | None,
-                uploads: dict[str, bytes]) -> None:
+                uploads: dict[str, bytes], previews: list[FilePreview]) -> None:
     blockers = []
     if not uploads:
         blockers.append("upload at least one file")
+    elif settings is not None and ingest.all_fail([ingest.destiny(p.prepared, p.sha256, None, settings)
+                                                   for p in previews]):
+        blockers.append(f"{'the file' if len(previews) == 1 else f'each of the {len(previews)} files'} would "
+                        "fail (the reasons are in the preview below): fix or replace "
+                        f"{'it' if len(previews) == 1 else 'them'}")
     if store is None:
         blockers.append("the database must be available")
     if target.problem:
@@ -464,8 +488,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
     if not ready:
         plan.caption("To ingest: " + "; ".join(blockers or ["choose a knowledge base"]) + ".")
         return _show_results()
-    n = len(uploads)
-    plan.markdown(f"{n} file{'s' if n > 1 else ''} → **{fmt.md(target.name)}** · "
+    plan.markdown(f"{fmt.plural(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
                   f"`{target.embedder.name}` · {chunking.summary(settings)}")
     if clicked:
         results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads))
@@ -482,12 +505,16 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
 
 def _files_column() -> dict[str, bytes]:
     limit = st.get_option("server.maxUploadSize")
+    # No `type=` filter: the browser would refuse other files with a reason shown only on hover;
+    # here each gets a row in the preview saying why it is not read and what to do instead.
     files = st.file_uploader(
-        "Documents", type=FILE_TYPES, accept_multiple_files=True, key="upload_files",
+        "Documents", accept_multiple_files=True, key="upload_files",
         on_change=_sync_uploads,
-        help=f"PDF, EPUB, XPS, TXT or Markdown; up to {limit} MB per file (server.maxUploadSize in "
+        help=f"{ingest.READ_TYPES}; up to {limit} MB per file (server.maxUploadSize in "
              ".streamlit/config.toml). Nothing is stored until you press Ingest.",
     ) or []
+    st.caption(f"Read: {ingest.READ_TYPES}. Word and PowerPoint files are not read yet: save them as "
+               "PDF (File › Save As › PDF) and upload the PDF.")
     uploads = _uploads()
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
@@ -504,7 +531,7 @@ def _files_column() -> dict[str, bytes]:
         st.caption(f"Kept from earlier in this session: {', '.join(fmt.md(k) for k in kept)}.")
         st.button("Forget them", key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
     if uploads:
-        st.caption(f"{len(uploads)} file{'s' if len(uploads) > 1 else ''}, "
+        st.caption(f"{fmt.plural(len(uploads), 'file')}, "
                    f"{fmt.size(sum(len(d) for d in uploads.values()))} in this session.")
     return uploads
 
@@ -522,8 +549,9 @@ def _upload_tab(store: Store | None) -> None:
         settings = widgets.chunk_settings_widget(WIDGET)
         _kb_settings_hint(target, settings)
 
+    previews = _previews(uploads, settings) if uploads and settings is not None else []
     st.markdown("##### 4 · Ingest")
-    _ingest_bar(store, target, settings, uploads)
+    _ingest_bar(store, target, settings, uploads, previews)
 
     st.divider()
     st.markdown("#### Preview")
@@ -541,7 +569,6 @@ def _upload_tab(store: Store | None) -> None:
             existing = {d.original_filename: d for d in store.list_documents(target.kb.name)}
         except RagError as exc:
             widgets.show_error(exc, "Documents")
-    previews = _previews(uploads, settings)
     _overview(previews, existing, settings, max_tokens, target.name)
     labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + fmt.md(p.name) for p in previews]
     for tab, p in zip(st.tabs(labels), previews):
@@ -617,10 +644,12 @@ def _library_tab(store: Store | None) -> None:
                            "chunk settings", help="The settings of the latest ingest")},
     )
     by_name = {kb.name: kb for kb in kbs}
+    # A stale choice (deleted meanwhile) is replaced, not dropped: assigning it tells the browser
+    # too, while a dropped one keeps showing there and is sent back on the next click.
     if st.session_state.get("lib_kb") not in by_name:
-        st.session_state.pop("lib_kb", None)
+        st.session_state["lib_kb"] = kbs[0].name
     name = st.selectbox("Knowledge base", list(by_name), key="lib_kb", on_change=_reset_confirmations,
-                        format_func=lambda n: f"{n} · {by_name[n].documents} docs")
+                        format_func=lambda n: f"{n} · {fmt.plural(by_name[n].documents, 'doc')}")
     kb = by_name[name]
     m = st.columns(4)
     m[0].metric("Documents", kb.documents)
@@ -664,18 +693,21 @@ def _library_tab(store: Store | None) -> None:
         if docs:
             filenames = [d.original_filename for d in docs]
             if st.session_state.get("lib_doc") not in filenames:
-                st.session_state.pop("lib_doc", None)
+                # Another knowledge base (or the document was deleted): its first document, told to
+                # the browser. Dropping the key instead left the browser showing the previous base's
+                # file and sending it back on every click, which unticked the confirmation each time.
+                st.session_state["lib_doc"] = filenames[0]
             chosen = st.selectbox("Document", filenames, key="lib_doc", on_change=_reset_confirmations)
             doc = next(d for d in docs if d.original_filename == chosen)
             confirm = st.checkbox(
-                f"I understand that '{chosen}' and its {doc.chunk_count} chunks will be removed from '{name}'",
-                key="lib_doc_confirm")
+                f"I understand that '{chosen}' and its {fmt.plural(doc.chunk_count, 'chunk')} will be removed "
+                f"from '{name}'", key="lib_doc_confirm")
             st.button("Delete the document", key="lib_doc_delete", disabled=not confirm, icon="🗑️",
                       on_click=_delete_document, args=(name, chosen))
             st.divider()
         confirm_kb = st.checkbox(
-            f"I understand that the knowledge base '{name}' with its {kb.documents} documents and "
-            f"{kb.chunks} chunks will be removed for good", key="lib_kb_confirm")
+            f"I understand that the knowledge base '{name}' with its {fmt.plural(kb.documents, 'document')} and "
+            f"{fmt.plural(kb.chunks, 'chunk')} will be removed for good", key="lib_kb_confirm")
         st.button("Delete the knowledge base", key="lib_kb_delete", disabled=not confirm_kb, type="primary",
                   icon="🗑️", on_click=_delete_knowledge_base, args=(name,))
 

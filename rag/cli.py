@@ -1,4 +1,4 @@
-"""`python -m rag`: ingest, search, chunk, kb and bench from the command line."""
+"""`python -m rag`: ingest, search, eval, ask, chunk, kb, mcp and bench from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", metavar="FILE", default=None,
                    help="one query per line; with --json, one line of JSON per query, in order")
     p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE,
-                   help="vector (embeddings), keyword (PostgreSQL full text, CJK bigrams), or hybrid "
+                   help="vector (embeddings), keyword (BM25 in PostgreSQL, CJK bigrams), or hybrid "
                         f"(weighted reciprocal rank fusion); default {retrieve.DEFAULT_MODE}")
     p.add_argument("--kb", required=True, action="append",
                    help="knowledge base to search (repeat for several)")
@@ -96,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", default=None,
                    help="Spring AI filter expression, e.g. \"original_filename == 'a.pdf' && page >= 3\"")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
+
+    p = sub.add_parser("eval", help="measure retrieval: hit@1/3/5 and MRR per search mode over a question file")
+    p.add_argument("--kb", required=True, help="the knowledge base to search")
+    p.add_argument("--questions", required=True, metavar="FILE",
+                   help='JSONL, one {"question", "file"} and/or {"question", "expected"} object a line ("file": '
+                        'the original_filename that answers it; "expected": text the right chunk contains), or '
+                        "a CSV with the same headers (the Chunk Lab's question CSV)")
+    p.add_argument("--mode", choices=(*retrieve.MODES, "all"), default="all", help="search mode(s); default all")
+    p.add_argument("--k", type=int, default=10,
+                   help="hits read per question (default 10): a right chunk ranked below it counts as not found")
+    p.add_argument("--json", action="store_true",
+                   help='print {"MODE": {"hit@1", "hit@3", "hit@5", "mrr", "n"}} (with --details, "ranks" too)')
+    p.add_argument("--details", action="store_true", help="also the rank of the right chunk for each question")
 
     p = sub.add_parser("ask", help="answer a question from a knowledge base, with citations")
     p.add_argument("question")
@@ -198,7 +211,9 @@ def _print_hits(hits: Sequence[Hit], out: TextIO) -> None:
     for rank, hit in enumerate(hits, 1):
         pages = ",".join(str(p) for p in hit.pages) or "-"
         preview = one_line(hit.content, None)[:160]
-        print(f"{rank:2}. {hit.score:.3f}  {hit.original_filename} p.{pages}  [{hit.knowledge}]", file=out)
+        # A hybrid hit shows where each search put it: its fused score alone (0.03) reads as irrelevant.
+        score = hit.ranking if hit.fused_rank is not None else f"{hit.score:.3f}"
+        print(f"{rank:2}. {score}  {hit.original_filename} p.{pages}  [{hit.knowledge}]", file=out)
         print(f"    {preview}", file=out)
 
 
@@ -229,6 +244,46 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
                     print(f"# {query}", file=out)
                 _print_hits(hits, out)
             out.flush()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag.evaluation.questions import parse_questions
+    from rag.store import Store
+
+    if args.k < 1:
+        raise RagError(f"--k must be at least 1, got {args.k}")
+    try:
+        data = Path(args.questions).read_bytes()
+    except OSError as exc:
+        raise RagError(f"{args.questions}: cannot read the file ({exc.strerror or exc})") from exc
+    questions = parse_questions(data, args.questions)
+    modes = retrieve.MODES if args.mode == "all" else (args.mode,)
+    progress = _Progress(err, len(modes))
+    with Store.open(settings) as store:
+        quality = {}
+        for index, mode in enumerate(modes):
+            progress.index = index
+            quality[mode] = retrieve.mode_quality(
+                store, settings, args.kb, questions, mode=mode, depth=args.k,
+                progress=lambda done, total, mode=mode: progress.update(mode, "question", done / total,
+                                                                        f"{done}/{total}"))
+        progress.clear()
+    if args.json:
+        body = {mode: q.as_dict() | ({"ranks": list(q.ranks)} if args.details else {}) for mode, q in quality.items()}
+        out.write(json.dumps(body, ensure_ascii=False) + "\n")
+        return 0
+    print(f"{len(questions)} questions on '{args.kb}', top {args.k} hits each", file=out)
+    print(f"{'mode':8} {'hit@1':>6} {'hit@3':>6} {'hit@5':>6} {'MRR':>6}", file=out)
+    for mode, q in quality.items():
+        print(f"{mode:8} {q.hit_at_1:6.3f} {q.hit_at_3:6.3f} {q.hit_at_5:6.3f} {q.mrr:6.3f}", file=out)
+    if args.details:
+        print("", file=out)
+        print("  ".join(f"{mode:>7}" for mode in quality) + "  question (rank of the right chunk; - not found)",
+              file=out)
+        for i, question in enumerate(questions):
+            ranks = "  ".join(f"{q.ranks[i] if q.ranks[i] is not None else '-':>7}" for q in quality.values())
+            print(f"{ranks}  {one_line(question.text, None)[:100]}", file=out)
     return 0
 
 
@@ -334,8 +389,8 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
                             answer_model=args.answer)
 
 
-COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "ask": cmd_ask, "chunk": cmd_chunk, "kb": cmd_kb,
-            "bench": cmd_bench, "mcp": cmd_mcp}
+COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
+            "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

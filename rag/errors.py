@@ -44,8 +44,8 @@ class FilterSyntaxError(RagError, ValueError):
         self.expression = expression
         self.position = position
         self.reason = reason
-        pointer = f"{expression[:position]}⟪here⟫{expression[position:]}"
-        super().__init__(f"filter error at position {position}: {reason} in: {pointer}")
+        # The text as typed (rag.retrieve.filters.caret draws '^' under the position).
+        super().__init__(f"filter error at position {position}: {reason} in: {expression}")
 
 
 class EmbedderError(RagError):

@@ -18,10 +18,13 @@ class Settings:
     data_dir: Path
     ollama_host: str
     embedder: str
-    """`auto`, `local` or `ollama:<model>`."""
+    """`auto`, `local` (e5, or WordLlama where e5 cannot run), `local:e5`, `local:wordllama` or `ollama:<model>`."""
     chat_model: str | None
     ollama_timeout: float
     embed_batch_size: int
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    """BM25's k1 and b for keyword search (RAG_BM25_K1, RAG_BM25_B)."""
 
     @property
     def embedded_database(self) -> bool:
@@ -35,11 +38,14 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         embedder = env.get("RAG_EMBEDDER", "auto").strip() or "auto"
-        if embedder not in ("auto", "local") and not (
-            embedder.startswith("ollama:") and len(embedder) > len("ollama:")
+        # local:<name> is checked when the embedder is built (rag.embeddings): the names recorded by
+        # knowledge bases (local:wordllama-l2_supercat-256) are accepted as well as local:e5.
+        if embedder not in ("auto", "local") and not any(
+            embedder.startswith(prefix) and len(embedder) > len(prefix) for prefix in ("ollama:", "local:")
         ):
             raise ValueError(
-                f"RAG_EMBEDDER={embedder!r} is not understood: use 'auto', 'local' or 'ollama:<model>'"
+                f"RAG_EMBEDDER={embedder!r} is not understood: use 'auto', 'local', 'local:e5', "
+                "'local:wordllama' or 'ollama:<model>'"
             )
         host = env.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_HOST
         if "://" not in host:
@@ -55,7 +61,20 @@ class Settings:
             chat_model=env.get("RAG_CHAT_MODEL", "").strip() or None,
             ollama_timeout=float(env.get("RAG_OLLAMA_TIMEOUT", "") or 120.0),
             embed_batch_size=int(env.get("RAG_EMBED_BATCH_SIZE", "") or 64),
+            bm25_k1=_bm25_parameter(env, "RAG_BM25_K1", 1.2, 3.0),
+            bm25_b=_bm25_parameter(env, "RAG_BM25_B", 0.75, 1.0),
         )
+
+
+def _bm25_parameter(env: Mapping[str, str], name: str, default: float, highest: float) -> float:
+    raw = env.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= highest:  # also refuses nan
+        raise ValueError(f"{name}={raw!r} is not understood: use a number from 0 to {highest:g}")
+    return value
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """Chunk settings as code to paste elsewhere: the `rag` Python API and Spring AI's TokenTextSplitter."""
 from __future__ import annotations
 
-from rag.chunking import SPRING_DEFAULT, ChunkSettings
+from rag.chunking import SPRING_DEFAULT, ChunkSettings, is_spring
 
 _JAVA_INT_MAX = 2_147_483_647
 
@@ -29,7 +29,7 @@ def spring_snippet(settings: ChunkSettings) -> str:
     """Java for Spring AI's TokenTextSplitter with `settings`, or the closest it can do."""
     lines = ["import org.springframework.ai.transformer.splitter.TokenTextSplitter;", ""]
     min_chars = settings.min_chunk_size_chars
-    if settings.strategy == "spring":
+    if is_spring(settings.strategy):
         if settings == SPRING_DEFAULT:
             lines.append("// These are TokenTextSplitter's defaults: new TokenTextSplitter() does the same.")
     else:
@@ -48,7 +48,7 @@ def spring_snippet(settings: ChunkSettings) -> str:
             lines.append(f"// The {settings.chunk_overlap}-token overlap is lost; "
                          "measure the difference in the Chunk Lab.")
     min_chars_java = "Integer.MAX_VALUE" if min_chars >= _JAVA_INT_MAX else str(min_chars)
-    keep = "true" if settings.keep_separator or settings.strategy != "spring" else "false"
+    keep = "true" if settings.keep_separator or not is_spring(settings.strategy) else "false"
     lines += [
         "TokenTextSplitter splitter = TokenTextSplitter.builder()",
         f"        .withChunkSize({settings.chunk_size})",

@@ -45,15 +45,28 @@ def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
 
 
 def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str) -> Check:
+    """Which embedder new knowledge bases get and why (existing ones keep the one they were built with)."""
+    from rag.embeddings import E5_NAME, local_fallback_reason
+
     if embedder_name.startswith("ollama:"):
         return Check("Embedder", True, embedder_name)
     fix = ""
+    if embedder_name == E5_NAME:
+        summary = f"{embedder_name} (multilingual-e5-small, embedded, offline)"
+    else:
+        reason = local_fallback_reason()
+        if settings.embedder in ("auto", "local") and reason is not None:
+            summary = f"{embedder_name} (embedded, offline): the fallback, as e5 cannot run here: {reason}"
+        else:
+            summary = f"{embedder_name} (embedded, offline): the fast choice, weaker in retrieval"
+            if reason is None:
+                fix = f"for better retrieval (Chinese above all): RAG_EMBEDDER={E5_NAME}, hundreds of times slower to ingest"
     if settings.embedder == "auto":
         if status.reachable and not ollama_has_model(status.models, DEFAULT_OLLAMA_EMBED_MODEL):
-            fix = f"for better retrieval: ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+            fix = fix or f"to embed with Ollama: ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
         elif not status.reachable:
-            fix = f"for better retrieval: start Ollama and ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
-    return Check("Embedder", True, f"{embedder_name} (embedded, offline)", fix)
+            fix = fix or f"to embed with Ollama: start Ollama and ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+    return Check("Embedder", True, summary, fix)
 
 
 @dataclass(frozen=True)

@@ -192,3 +192,90 @@ def test_mcp_help_still_lists_its_options() -> None:
     proc, _ = imported(["mcp", "--help"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--allow-ingest" in proc.stdout and "--port" in proc.stdout
+
+
+# --- rag eval ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def race_kb(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> list[dict[str, str]]:
+    """30 passages of the public en_race set ingested as files into 'race', and 2 questions on each of
+    the first 12 (one by file, one by a sentence the right chunk contains)."""
+    from rag.evaluation.sets import eval_set
+
+    data = eval_set("en_race")
+    folder = tmp_path / "race"
+    folder.mkdir()
+    for p in data.passages[:30]:
+        (folder / f"{p.key}.txt").write_text(p.text, encoding="utf-8")
+    proc = rag(["ingest", str(folder), "--kb", "race", "--chunk-size", "120"], cli_env)
+    assert proc.returncode == 0, proc.stderr
+    pids = {p.key for p in data.passages[:12]}
+    questions: list[dict[str, str]] = []
+    for q in data.questions:
+        if q.file in pids and sum(x.get("file") == f"{q.file}.txt" for x in questions) < 2:
+            questions.append({"question": q.text, "file": f"{q.file}.txt"})
+    return questions
+
+
+def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
+        tmp_path: Path, cli_env: dict[str, str], race_kb: list[dict[str, str]]) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("\n".join(json.dumps(q) for q in race_kb), encoding="utf-8")
+    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--json", "--details"], cli_env)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert sorted(report) == ["hybrid", "keyword", "vector"]
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(q["question"] for q in race_kb), encoding="utf-8")
+    for mode, scores in report.items():
+        found = rag(["search", "--queries", str(queries), "--kb", "race", "--mode", mode, "--top-k", "5", "--json"],
+                    cli_env)
+        assert found.returncode == 0, found.stderr
+        lines = [json.loads(line) for line in found.stdout.splitlines()]
+        assert [line["query"] for line in lines] == [q["question"] for q in race_kb]
+        hits = sum(any(h["metadata"]["original_filename"] == q["file"] for h in line["hits"])
+                   for q, line in zip(race_kb, lines))
+        assert scores["n"] == len(race_kb) >= 20
+        assert scores["hit@5"] == round(hits / len(race_kb), 4), mode
+        assert sum(r is not None and r <= 5 for r in scores["ranks"]) == hits
+        assert scores["hit@1"] <= scores["hit@3"] <= scores["hit@5"]
+    # Not a trivial set: some right chunk is missed or ranked below the top.
+    assert min(s["hit@1"] for s in report.values()) < 1.0
+
+
+def test_eval_by_expected_text_from_a_csv_with_details(
+        tmp_path: Path, cli_env: dict[str, str], race_kb: list[dict[str, str]]) -> None:
+    from rag.evaluation.sets import eval_set
+
+    passage = eval_set("en_race").passages[0]
+    sentence = passage.text.split(". ")[1]
+    questions = tmp_path / "questions.csv"
+    questions.write_text(f'question,expected\n"{race_kb[0]["question"]}","{sentence}"\n'
+                         f'zzzq xxqv,"{sentence}"\n', encoding="utf-8")
+    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--mode", "keyword", "--details"], cli_env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "2 questions on 'race', top 10 hits each"
+    assert lines[1].split() == ["mode", "hit@1", "hit@3", "hit@5", "MRR"]
+    assert lines[2].startswith("keyword ")
+    # The nonsense question finds nothing: its rank is '-', and it counts as a miss.
+    assert lines[-1].split()[0] == "-" and lines[-1].endswith("zzzq xxqv")
+    assert float(lines[2].split()[3]) <= 0.5
+
+
+def test_eval_errors_are_one_line(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "a", "file": "x.pdf"}\n{"question": "b"}\n', encoding="utf-8")
+    proc = rag(["eval", "--kb", "race", "--questions", str(bad)], cli_env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {bad}: line 2: no expected passage for 'b'; paste the sentence of the document that answers it, "
+        "or name the file that does"]
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"question": "a", "file": "x.pdf"}\n', encoding="utf-8")
+    missing = rag(["eval", "--kb", "nowhere", "--questions", str(good)], cli_env)
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+    assert "no knowledge base named 'nowhere'" in missing.stderr
+    absent = rag(["eval", "--kb", "race", "--questions", str(tmp_path / "none.jsonl")], cli_env)
+    assert absent.returncode == 2 and "none.jsonl: cannot read the file" in absent.stderr

@@ -8,16 +8,22 @@ import streamlit as st
 
 from rag import chunking
 from rag.chunking import FIELDS, ChunkSettings
-from rag.errors import RagError
+from rag.errors import FilterSyntaxError, RagError
+from rag.retrieve import filters
 from rag.store import Store
+from ui import format as fmt
 from ui import resources
 
 log = logging.getLogger(__name__)
 
 
 def show_error(exc: BaseException, what: str = "") -> None:
-    """A rag error as one readable line; anything else logged, with a short message."""
-    if isinstance(exc, RagError):
+    """A rag error as one readable line; anything else logged, with a short message. A filter error
+    shows the text as typed with a caret under the problem (as `rag search --filter` prints it)."""
+    if isinstance(exc, FilterSyntaxError):
+        st.error(f"{what + ': ' if what else ''}{fmt.md(exc.reason)} (position {exc.position}):", icon="⚠️")
+        st.code(filters.caret(exc.expression, exc.position), language=None)
+    elif isinstance(exc, RagError):
         st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
     else:
         log.exception("unexpected error")
@@ -43,7 +49,25 @@ def set_chunk_settings(key: str, values: ChunkSettings) -> None:
     """Put settings into the widgets of `chunk_settings_widget(key)` (before they are drawn)."""
     for field in FIELDS:
         st.session_state[f"{key}_{field.short}"] = getattr(values, field.name)
-    st.session_state[f"{key}_preset"] = chunking.preset_name(values) or "Custom"
+    choice = chunking.preset_choice(values)
+    st.session_state[f"{key}_preset"] = choice
+    st.session_state[f"{key}_preset_base"] = None if choice == chunking.CUSTOM else choice
+
+
+def _widget_values(key: str) -> dict[str, object]:
+    return {field.name: st.session_state.get(f"{key}_{field.short}", field.default) for field in FIELDS}
+
+
+def _sync_preset(key: str) -> None:
+    """A setting changed: the preset box shows the preset the settings now equal, or '<preset>, changed'."""
+    try:
+        settings = chunking.from_widget_values(_widget_values(key))
+    except RagError:
+        settings = None
+    choice = chunking.preset_choice(settings)
+    st.session_state[f"{key}_preset"] = choice
+    if choice != chunking.CUSTOM:
+        st.session_state[f"{key}_preset_base"] = choice
 
 
 def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> ChunkSettings | None:
@@ -61,11 +85,17 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
         if chosen is not None:
             set_chunk_settings(key, chosen)
 
-    st.selectbox("Preset", [*chunking.PRESETS, "Custom"], key=f"{key}_preset", on_change=apply_preset,
-                 help="Fills in the settings below; change any of them to customise.")
+    current = st.session_state.get(f"{key}_preset")
+    base = st.session_state.get(f"{key}_preset_base")
+    st.selectbox("Preset", [*chunking.PRESETS, chunking.CUSTOM], key=f"{key}_preset", on_change=apply_preset,
+                 format_func=lambda o: chunking.custom_label(base) if o == chunking.CUSTOM else o,
+                 help=" ".join(filter(None, (chunking.PRESET_HELP.get(current),
+                                             "Fills in the settings below; change any of them to customise."))))
     strategy_field, *numbers = FIELDS
     strategy = st.radio(strategy_field.label, chunking.STRATEGIES, horizontal=True,
-                        key=f"{key}_{strategy_field.short}", help=strategy_field.help)
+                        format_func=lambda s: chunking.STRATEGY_LABELS.get(s, s),
+                        key=f"{key}_{strategy_field.short}", help=strategy_field.help,
+                        on_change=_sync_preset, args=(key,))
     values: dict[str, object] = {"strategy": strategy}
     for pair in (numbers[i:i + 2] for i in range(0, len(numbers), 2)):
         for field, column in zip(pair, st.columns(2)):
@@ -73,18 +103,14 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
             disabled = not field.applies_to(strategy)
             if field.kind is bool:
                 values[field.name] = bool(column.checkbox(field.label, key=widget_key, help=field.help,
-                                                          disabled=disabled))
+                                                          disabled=disabled, on_change=_sync_preset, args=(key,)))
             else:
                 values[field.name] = int(column.number_input(field.label, field.minimum, field.maximum,
                                                              step=field.step, key=widget_key,
-                                                             help=field.help, disabled=disabled))
-    if strategy == "spring":
-        values["chunk_overlap"] = 0  # Spring's splitter has none: so the presets compare equal
+                                                             help=field.help, disabled=disabled,
+                                                             on_change=_sync_preset, args=(key,)))
     try:
-        chosen = ChunkSettings(**values)  # type: ignore[arg-type]
+        return chunking.from_widget_values(values)
     except RagError as exc:
         show_error(exc, "Chunk settings")
         return None
-    if chosen not in chunking.PRESETS.values() and st.session_state.get(f"{key}_preset") != "Custom":
-        st.caption("Custom settings (changed from the preset).")
-    return chosen

@@ -9,7 +9,21 @@ from dataclasses import dataclass
 
 from rag.errors import ChunkSettingsError
 
-STRATEGIES = ("spring", "token", "recursive")
+STRATEGIES = ("spring", "spring-exact", "token", "recursive")
+SPRING_STRATEGIES = ("spring", "spring-exact")
+"""Spring AI's TokenTextSplitter: `spring` snaps every cut to a character boundary (the only
+difference from Spring AI), `spring-exact` cuts where Spring AI does, even inside a character."""
+STRATEGY_LABELS: dict[str, str] = {
+    "spring": "Spring AI",
+    "spring-exact": "Spring AI exact (may split characters)",
+    "token": "Token windows",
+    "recursive": "Recursive",
+}
+
+
+def is_spring(strategy: str) -> bool:
+    """Whether a strategy is one of the two Spring AI splitters (no overlap, Spring's settings)."""
+    return strategy in SPRING_STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -31,7 +45,7 @@ class ChunkSettings:
             raise ChunkSettingsError(f"chunk_size must be at least 1 token, got {self.chunk_size}")
         if self.chunk_overlap < 0:
             raise ChunkSettingsError(f"chunk_overlap must not be negative, got {self.chunk_overlap}")
-        if self.strategy != "spring" and self.chunk_overlap >= self.chunk_size:
+        if not is_spring(self.strategy) and self.chunk_overlap >= self.chunk_size:
             raise ChunkSettingsError(
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
             )
@@ -64,8 +78,24 @@ PRESETS: dict[str, ChunkSettings] = {
     "Recursive 400 / 40": ChunkSettings(strategy="recursive", chunk_size=400, chunk_overlap=40),
 }
 
+_SNAPPED = ("Every cut is snapped to a character boundary, the only difference from Spring AI's "
+            "TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over "
+            "several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.")
+PRESET_HELP: dict[str, str] = {
+    "Spring AI default": "Spring AI's TokenTextSplitter defaults: 800 tokens, cut after a separator beyond "
+                         "350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. "
+                         + _SNAPPED,
+    "Seed project": "The seed project's TokenTextSplitter: 600 tokens, separator beyond 300 characters, "
+                    "pieces of 10 characters or fewer dropped. " + _SNAPPED,
+    "Token windows 512 / 64": "Fixed windows of 512 tokens sharing 64 with their neighbours.",
+    "Recursive 400 / 40": "Up to 400 tokens ending at a paragraph, sentence or word boundary, 40 tokens of overlap.",
+}
+
 HELP: dict[str, str] = {
-    "strategy": "spring: Spring AI's TokenTextSplitter, exactly. token: fixed windows of tokens. "
+    "strategy": "spring: Spring AI's TokenTextSplitter, with one difference: every cut is snapped to a "
+                "character boundary, so a character that cl100k spreads over several tokens (many Chinese "
+                "characters, emoji) is never split into U+FFFD (�) garbage. spring-exact: Spring AI's "
+                "splitter exactly, which may split such characters. token: fixed windows of tokens. "
                 "recursive: ends chunks at paragraph, then sentence (. ? ! 。！？；), then word boundaries.",
     "chunk_size": "Target size of a chunk in cl100k tokens (the tokenizer Spring AI uses). "
                   "A token is about 4 characters of English or 1-2 Chinese characters.",
@@ -114,22 +144,23 @@ class Field:
 
 FIELDS: tuple[Field, ...] = (
     Field("strategy", "strategy", "Strategy", HELP["strategy"], str,
-          cli_help="spring = Spring AI's TokenTextSplitter (default); token = fixed token "
-                   "windows; recursive = paragraph, sentence, then word boundaries"),
+          cli_help="spring = Spring AI's TokenTextSplitter with every cut on a character boundary "
+                   "(default); spring-exact = Spring AI's splitter exactly (may split characters); "
+                   "token = fixed token windows; recursive = paragraph, sentence, then word boundaries"),
     Field("chunk_size", "chunk_size", "Chunk size (tokens)", HELP["chunk_size"], int, 1, 8192, 16,
           cli_help="target tokens per chunk (cl100k)"),
     Field("chunk_overlap", "chunk_overlap", "Overlap (tokens)", HELP["chunk_overlap"], int, 0, 4096, 8,
           strategies=("token", "recursive"),
           cli_help="tokens shared by neighbouring chunks (token and recursive only)"),
     Field("min_chunk_size_chars", "min_chars", "Min chunk size (chars)", HELP["min_chunk_size_chars"], int, 0, 10000,
-          strategies=("spring",),
+          strategies=SPRING_STRATEGIES,
           cli_help="spring: cut at the last . ? ! or newline only if it lies beyond this many "
                    "characters (not a merge threshold)"),
     Field("min_chunk_length_to_embed", "min_embed", "Min length to embed (chars)", HELP["min_chunk_length_to_embed"],
           int, 0, 1000, cli_help="drop chunks of this many characters or fewer"),
     Field("max_num_chunks", "max_chunks", "Max chunks", HELP["max_num_chunks"], int, 1, 1_000_000,
           cli_help="spring: after this many chunks the rest becomes one last chunk"),
-    Field("keep_separator", "keep_sep", "Keep separator", HELP["keep_separator"], bool, strategies=("spring",),
+    Field("keep_separator", "keep_sep", "Keep separator", HELP["keep_separator"], bool, strategies=SPRING_STRATEGIES,
           cli_help="spring: keep newlines in chunks (--no-keep-separator turns them into spaces)"),
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
@@ -146,10 +177,37 @@ def preset_name(settings: ChunkSettings) -> str | None:
     return next((name for name, preset in PRESETS.items() if preset == settings), None)
 
 
+CUSTOM = "Custom"
+"""What the preset box shows when the settings are none of the presets."""
+
+
+def preset_choice(settings: ChunkSettings | None) -> str:
+    """The preset box's value for these settings: the preset they equal, else CUSTOM (also for
+    invalid settings, None)."""
+    if settings is not None and (name := preset_name(settings)) is not None:
+        return name
+    return CUSTOM
+
+
+def custom_label(base: str | None) -> str:
+    """How CUSTOM reads in the preset box: '<preset>, changed' after a preset was changed."""
+    return f"{base}, changed" if base in PRESETS else CUSTOM
+
+
+def from_widget_values(values: dict[str, object]) -> ChunkSettings:
+    """ChunkSettings from one value per FIELDS entry as a form holds them: the Spring splitters
+    have no overlap, so a leftover overlap there is ignored (and such settings equal the presets).
+    Raises ChunkSettingsError when invalid."""
+    values = dict(values)
+    if is_spring(str(values.get("strategy"))):
+        values["chunk_overlap"] = 0
+    return ChunkSettings(**values)  # type: ignore[arg-type]
+
+
 def label(settings: ChunkSettings) -> str:
     """A short name for a setting, e.g. 'spring 800' or 'token 512/64' (Chunk Lab columns)."""
-    if settings.strategy == "spring":
-        return f"spring {settings.chunk_size}"
+    if is_spring(settings.strategy):
+        return f"{settings.strategy} {settings.chunk_size}"
     return f"{settings.strategy} {settings.chunk_size}/{settings.chunk_overlap}"
 
 
@@ -170,11 +228,12 @@ def summary(settings: ChunkSettings | dict | None, *, short: bool = False) -> st
     if short:
         if preset:
             return preset
-        if settings.strategy == "spring":
-            return f"spring {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
+        if is_spring(settings.strategy):
+            return f"{settings.strategy} {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
         return f"{settings.strategy} {settings.chunk_size} / {settings.chunk_overlap} tokens"
-    if settings.strategy == "spring":
-        text = (f"Spring AI splitter, {settings.chunk_size} tokens, cut after a separator beyond "
+    if is_spring(settings.strategy):
+        kind = "Spring AI splitter" if settings.strategy == "spring" else "Spring AI splitter, exact"
+        text = (f"{kind}, {settings.chunk_size} tokens, cut after a separator beyond "
                 f"{settings.min_chunk_size_chars} chars")
     elif settings.strategy == "token":
         text = f"token windows of {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"

@@ -1,18 +1,20 @@
-"""The splitting strategies: Spring AI's TokenTextSplitter, token windows, recursive.
+"""The splitting strategies: Spring AI's TokenTextSplitter (`spring`, with its cuts snapped to
+character boundaries, and `spring-exact`), token windows, recursive.
 
 All of them cut from a `TokenizedText`; `spring_split_reference` is the literal port of Spring's
-algorithm that the fast path is checked against.
+algorithm that `spring-exact` is checked against.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
 import numpy as np
 
 from rag.chunking.chunks import Chunk, ChunkSet
-from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings
-from rag.chunking.tokens import TokenizedText, encoding, tokenize
+from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings, is_spring
+from rag.chunking.tokens import TokenizedText, boundary_at_or_after, boundary_at_or_before, encoding, tokenize
 
 # Java's String.trim() strips every char <= U+0020 and nothing else; Spring AI relies on it.
 _JAVA_WS = "".join(chr(c) for c in range(0x21))
@@ -33,7 +35,7 @@ def split(
 ) -> ChunkSet:
     """Chunk a text (tokenised once; pass the same TokenizedText to re-chunk cheaply)."""
     tokenized = source if isinstance(source, TokenizedText) else tokenize(source)
-    if settings.strategy == "spring":
+    if is_spring(settings.strategy):
         pieces, dropped = _spring(tokenized, settings)
     elif settings.strategy == "token":
         pieces, dropped = _token_windows(tokenized, settings)
@@ -77,20 +79,37 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
 
     Spring advances by the token count of the *re-encoded* cut text; `_reencoded_length`
     computes that count exactly while encoding only a few characters at each end.
+
+    `spring-exact` cuts the windows where Spring does, even inside a character (the decoded
+    window then holds U+FFFD). `spring` snaps such a cut to a character boundary: a window's text
+    starts at the first character that begins in it and ends before a character it holds only
+    part of (or after it, when that character is all the window has), and the next window starts
+    right after that text. Where no cut falls inside a character both are the same.
     """
     if not tt.text.strip(_JAVA_WS):
         return [], 0
+    snap = s.strategy == "spring"
+    data, starts = tt.text_bytes, tt.byte_starts
     n_total = len(tt)
     pieces: list[_Piece] = []
     dropped = 0
     pos = 0
+    begin = 0  # the byte where the window's text begins: token pos's first, or a boundary in it
     made = 0
     while pos < n_total and made < s.max_num_chunks:
         n = min(s.chunk_size, n_total - pos)
-        window = tt.window_bytes(pos, pos + n)
-        chunk_text = window.decode("utf-8", errors="replace")
+        first, stop = int(starts[pos]), int(starts[pos + n])
+        if snap:
+            begin = boundary_at_or_after(data, max(begin, first))
+            end = boundary_at_or_before(data, stop)
+            if end < stop and not data[begin:end].decode("utf-8").strip(_JAVA_WS):
+                end = boundary_at_or_after(data, stop)  # the split character is all it has
+        else:
+            begin, end = first, stop
+        chunk_text = data[begin:end].decode("utf-8", errors="replace")
         if not chunk_text.strip(_JAVA_WS):
             pos += n
+            begin = int(starts[pos])
             continue
         cut = len(chunk_text)
         if n_total - pos > s.chunk_size:
@@ -100,19 +119,29 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
                 if last_java > s.min_chunk_size_chars:
                     cut = last + 1
         cut_text = chunk_text[:cut]
-        advance = _reencoded_length(tt, pos, window, cut_text)
-        piece = _spring_piece(tt, pos, cut_text, advance, s.keep_separator, s.min_chunk_length_to_embed)
+        if begin == first and (end == stop or cut < len(chunk_text)):
+            # Spring's own cut (a separator or the whole window): Spring's advance.
+            advance = _reencoded_length(tt, pos, data[first:stop], cut_text)
+            piece = _spring_piece(tt, int(tt.char_starts[pos]), cut_text, advance, s)
+            pos += advance
+            begin = int(starts[pos]) if pos < n_total else len(data)
+        else:
+            # A snapped cut: the next window starts where this text ends.
+            after = begin + len(cut_text.encode("utf-8"))
+            last_token = tt.token_at_byte(after - 1)
+            piece = _spring_piece(tt, tt.char_at_byte(begin), cut_text, last_token - pos + 1, s)
+            pos, begin = tt.token_at_byte(after), after
         if piece is None:
             dropped += 1
         else:
             pieces.append(piece)
-        pos += advance
         made += 1
     if pos < n_total:
-        rest = tt.window_bytes(pos, n_total).decode("utf-8", errors="replace")
-        piece = _spring_piece(
-            tt, pos, rest.replace("\n", " "), n_total - pos, True, s.min_chunk_length_to_embed
-        )
+        begin = boundary_at_or_after(data, max(begin, int(starts[pos]))) if snap else int(starts[pos])
+        rest = data[begin:].decode("utf-8", errors="replace")
+        first_char = tt.char_at_byte(begin) if snap else int(tt.char_starts[pos])
+        piece = _spring_piece(tt, first_char, rest.replace("\n", " "), n_total - pos,
+                              dataclasses.replace(s, keep_separator=True))
         if piece is None:
             dropped += 1
         else:
@@ -120,17 +149,16 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     return pieces, dropped
 
 
-def _spring_piece(
-    tt: TokenizedText, pos: int, text: str, tokens: int, keep_separator: bool, min_length: int
-) -> _Piece | None:
-    """The trimmed chunk; `tokens` is what Spring advances by (the cut text before trimming)."""
-    if not keep_separator:
+def _spring_piece(tt: TokenizedText, first_char: int, text: str, tokens: int, s: ChunkSettings) -> _Piece | None:
+    """The trimmed chunk of a cut text starting at character `first_char`; `tokens` is what Spring
+    advances by (the cut text before trimming)."""
+    if not s.keep_separator:
         text = text.replace("\n", " ")
     left, right = _java_trim_span(text)
     trimmed = text[left:right]
-    if _utf16_len(trimmed) <= min_length:
+    if _utf16_len(trimmed) <= s.min_chunk_length_to_embed:
         return None
-    start = int(tt.char_starts[pos]) + left if pos < len(tt) else len(tt.text)
+    start = min(first_char + left, len(tt.text))
     end = min(start + len(trimmed), len(tt.text))
     return trimmed, tokens, start, end
 

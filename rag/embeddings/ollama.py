@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.embeddings.vectors import check_texts, l2_normalise
+from rag.embeddings import batches
 from rag.errors import EmbedderError
 from rag.llms.ollama.embed import OllamaEmbedClient
 from rag.llms.ollama.names import strip_latest
@@ -14,6 +14,7 @@ from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL
 
 if TYPE_CHECKING:
     from rag.embeddings import ProgressCallback
+    from rag.embeddings.batches import CancelSignal
 
 # Context windows of the embedding models we know, as Ollama actually runs them. nomic-embed-text's
 # GGUF was trained with 2048 tokens and Ollama clamps any larger num_ctx back to that, whatever the
@@ -49,21 +50,12 @@ class OllamaEmbedder:
         self._batch_size = batch_size
         self._dimension: int | None = None
         self._client = OllamaEmbedClient(host, self._model, timeout)
+        self.model = self._model
+        self.name = f"ollama:{self._model}"
+        self.max_input_tokens = _KNOWN_CONTEXT_TOKENS.get(self._model.split(":", 1)[0])
 
     def __repr__(self) -> str:
         return f"OllamaEmbedder(host={self._host!r}, model={self._model!r})"
-
-    @property
-    def name(self) -> str:
-        return f"ollama:{self._model}"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def max_input_tokens(self) -> int | None:
-        return _KNOWN_CONTEXT_TOKENS.get(self._model.split(":", 1)[0])
 
     @property
     def dimension(self) -> int:
@@ -73,17 +65,15 @@ class OllamaEmbedder:
         assert self._dimension is not None
         return self._dimension
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
-        items = check_texts(texts)
-        total = len(items)
-        if total == 0:
-            return np.empty((0, self.dimension), dtype=np.float32)
-        parts: list[np.ndarray] = []
-        for start in range(0, total, self._batch_size):
-            parts.append(self._embed_batch(items[start : start + self._batch_size]))
-            if progress is not None:
-                progress(min(start + self._batch_size, total), total)
-        return l2_normalise(np.concatenate(parts))
+    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
+              cancel: CancelSignal | None = None) -> np.ndarray:
+        return batches.embed_in_batches(texts, lambda: self.dimension, lambda items: (items, batches.by_count(
+            len(items), self._batch_size)), self._embed_batch, progress, cancel)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The same as passages: /api/embed takes no query/passage distinction (a model that wants
+        a prefix, such as nomic-embed-text's 'search_query: ', is used without one, as before)."""
+        return self.embed(texts)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         return self._validate(self._client.embed(batch), len(batch))

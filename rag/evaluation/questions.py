@@ -1,13 +1,17 @@
-"""The questions of a retrieval check, each with the passage that answers it: from a CSV or a table."""
+"""The questions of a retrieval check, each with the passage (or file) that answers it: from JSONL, a CSV
+or a table."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from rag.errors import RagError
+from rag.evaluation.normalise import normalise
 
 MAX_QUESTIONS = 500
 
@@ -16,58 +20,126 @@ MAX_QUESTIONS = 500
 class Question:
     text: str
     expected: str
-    """A passage of the document that answers the question (copied from it)."""
+    """A passage of the document that answers the question (copied from it); "" when only `file` is given."""
+    file: str | None = None
+    """The file (`original_filename`) that answers it; None when only `expected` is given."""
+
+    def matches(self, filename: str, normalised_content: str) -> bool:
+        """Does a chunk of `filename` whose `normalise`d text is `normalised_content` answer this
+        question? Both `file` and `expected` must agree when both are given."""
+        if self.file is not None and filename != self.file:
+            return False
+        return not self.expected or self.needle in normalised_content
+
+    @cached_property
+    def needle(self) -> str:
+        """`normalise(expected)`: what a chunk's normalised text must contain."""
+        return normalise(self.expected)
+
+
+_COLUMNS = ("question", "file", "expected")
+
+
+def parse_questions(data: bytes, source: str = "questions file", *, limit: int | None = None) -> list[Question]:
+    """Questions from JSONL (one `{"question", "file"}` and/or `{"question", "expected"}` object a
+    line) or from a CSV whose header names `question` and `file` and/or `expected`, in any order.
+
+    The format is told by the first character: `{` is JSONL. `rag eval` reads this; the Chunk
+    Lab reads the same CSV (`parse_questions_csv`). Errors name `source` and the line.
+    """
+    text = _decode(data, source)
+    if text.lstrip().startswith("{"):
+        questions = _parse_jsonl(text, source)
+    else:
+        questions = _parse_csv(text, source, need_expected=False)
+    if limit is not None and len(questions) > limit:
+        raise RagError(f"{source}: {len(questions)} questions; at most {limit} are checked at once")
+    return questions
 
 
 def parse_questions_csv(data: bytes) -> list[Question]:
-    """Questions from a CSV with the header `question,expected` (UTF-8, with or without BOM).
+    """The Chunk Lab's questions: a CSV with the header `question,expected` (UTF-8, with or without
+    BOM; a `file` column may be there too, as in `rag eval`'s files).
 
-    Blank lines are skipped; a row with a missing question or passage, or with more than two
-    columns, is an error naming its line.
+    Blank lines are skipped; a row with a missing question or passage, or with more cells than
+    the header, is an error naming its line.
     """
+    questions = _parse_csv(_decode(data, "questions CSV"), "questions CSV", need_expected=True)
+    if len(questions) > MAX_QUESTIONS:
+        raise RagError(f"questions CSV: {len(questions)} questions; at most {MAX_QUESTIONS} are checked at once")
+    return questions
+
+
+def _decode(data: bytes, source: str) -> str:
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RagError(
-            f"questions CSV: not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            f"{source}: not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "save it as UTF-8"
         ) from None
+
+
+def _parse_jsonl(text: str, source: str) -> list[Question]:
+    questions: list[Question] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{source}: line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RagError(f"{where}: not JSON ({exc.msg}); write one object per line") from None
+        if not isinstance(row, dict):
+            raise RagError(f'{where}: expected an object like {{"question": ..., "file": ...}}, got {line[:60]!r}')
+        cells = {key: row.get(key) for key in _COLUMNS}
+        bad = [key for key, value in cells.items() if value is not None and not isinstance(value, str)]
+        if bad:
+            raise RagError(f"{where}: {bad[0]!r} must be a string, got {cells[bad[0]]!r}")
+        questions.append(_question((cells["question"] or "").strip(), (cells["expected"] or "").strip(), where,
+                                   file=(cells["file"] or "").strip() or None, need_expected=False))
+    if not questions:
+        raise RagError(f'{source}: no questions; write one {{"question", "file"}} object per line')
+    return questions
+
+
+def _parse_csv(text: str, source: str, *, need_expected: bool) -> list[Question]:
+    wanted = "'question,expected'" if need_expected else "'question' and 'file' and/or 'expected'"
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
         while header is not None and not any(cell.strip() for cell in header):
             header = next(reader, None)
         if header is None:
-            raise RagError("questions CSV: the file is empty; the first line must be 'question,expected'")
+            raise RagError(f"{source}: the file is empty; the first line must be 'question,expected'")
         names = [cell.strip().lower() for cell in header]
         while names and not names[-1]:
             names.pop()
-        if names != ["question", "expected"]:
-            raise RagError(
-                f"questions CSV: line {reader.line_num}: the header must be 'question,expected', "
-                f"got {','.join(header)!r}"
-            )
+        known = (set(names) <= set(_COLUMNS) and len(set(names)) == len(names) and "question" in names
+                 and ("expected" in names if need_expected else len(names) > 1))
+        if not known:
+            raise RagError(f"{source}: line {reader.line_num}: the header must be {wanted}, got {','.join(header)!r}")
         questions: list[Question] = []
         line = reader.line_num + 1
         for row in reader:
             first_line, line = line, reader.line_num + 1
             cells = [cell.strip() for cell in row]
-            while cells and not cells[-1] and len(cells) > 2:
+            while cells and not cells[-1] and len(cells) > len(names):
                 cells.pop()
             if not any(cells):
                 continue
-            if len(cells) != 2:
+            if len(cells) != len(names):
                 raise RagError(
-                    f"questions CSV: line {first_line}: expected 2 columns (question,expected), got "
+                    f"{source}: line {first_line}: expected {len(names)} columns ({','.join(names)}), got "
                     f"{len(cells)}; put a cell that contains commas in double quotes"
                 )
-            questions.append(_question(cells[0], cells[1], f"questions CSV: line {first_line}"))
+            value = dict(zip(names, cells))
+            questions.append(_question(value["question"], value.get("expected", ""), f"{source}: line {first_line}",
+                                       file=value.get("file") or None, need_expected=need_expected))
     except csv.Error as exc:
-        raise RagError(f"questions CSV: line {reader.line_num}: {exc}") from None
+        raise RagError(f"{source}: line {reader.line_num}: {exc}") from None
     if not questions:
-        raise RagError("questions CSV: no questions below the header 'question,expected'")
-    if len(questions) > MAX_QUESTIONS:
-        raise RagError(f"questions CSV: {len(questions)} questions; at most {MAX_QUESTIONS} are checked at once")
+        raise RagError(f"{source}: no questions below the header {','.join(names)!r}")
     return questions
 
 
@@ -96,12 +168,13 @@ def _cell(value: object) -> str:
     return "" if text in ("nan", "<NA>", "None") and not isinstance(value, str) else text.strip()
 
 
-def _question(question: str, expected: str, where: str) -> Question:
+def _question(question: str, expected: str, where: str, *, file: str | None = None,
+              need_expected: bool = True) -> Question:
     if not question:
         raise RagError(f"{where}: the question is empty; type it or delete the row")
-    if not expected:
+    if not expected and (need_expected or file is None):
         raise RagError(
             f"{where}: no expected passage for {question[:60]!r}; paste the sentence of the document "
-            "that answers it"
+            "that answers it" + ("" if need_expected else ", or name the file that does")
         )
-    return Question(question, expected)
+    return Question(question, expected, file)

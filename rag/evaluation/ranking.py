@@ -11,6 +11,7 @@ from rag.chunking import ChunkSet, ChunkSettings
 from rag.embeddings import Embedder, ProgressCallback
 from rag.errors import RagError
 from rag.evaluation.cache import EmbeddingCache
+from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
 from rag.evaluation.normalise import NormalisedText, normalise
 from rag.evaluation.questions import Question
 from rag.evaluation.targets import find_targets
@@ -178,9 +179,9 @@ def _rank_setting(
             split=targets.split, coverage=targets.coverage, found=targets.found,
             top_index=top_index, top_score=top_score,
         ))
-    n = len(per_question)
-    hits = tuple((k, sum(1 for r in per_question if r.rank is not None and r.rank <= k) / n) for k in ks)
-    mrr = sum(1.0 / r.rank for r in per_question if r.rank) / n
+    ranks = [r.rank for r in per_question]
+    hits = tuple((k, hit_rate(ranks, k)) for k in ks)
+    mrr = mean_reciprocal_rank(ranks)
     return SettingResult(label, chunk_set.settings, len(chunks), hits, mrr, tuple(per_question))
 
 

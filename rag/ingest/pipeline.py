@@ -14,7 +14,7 @@ from rag.chunking import ChunkSettings, ChunkSet
 from rag.errors import RagError, one_line
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
-    from rag.embeddings import Embedder
+    from rag.embeddings import CancelSignal, Embedder
     from rag.settings import Settings
     from rag.store import Store, StoredDocument
 
@@ -79,12 +79,14 @@ def prepare(data: bytes, filename: str, settings: ChunkSettings, loaded: Loaded 
 
 
 def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedder:
-    """The embedder to ingest into `knowledge` with: in auto mode an existing knowledge base
-    keeps the one it was built with; otherwise the configured one (a mismatch then fails)."""
+    """The embedder to ingest into `knowledge` with: under `auto` an existing knowledge base keeps the
+    one it was built with, under `local` a local one (WordLlama bases stay WordLlama while new ones
+    get e5); otherwise the configured one (a mismatch then fails)."""
     from rag import retrieve
+    from rag.embeddings import keeps_built_embedder
 
     kb = store.get_knowledge_base(knowledge)
-    if kb is not None and settings.embedder == "auto":
+    if kb is not None and keeps_built_embedder(settings.embedder, kb.embedder):
         return retrieve.embedder_named(kb.embedder, settings)
     return retrieve.embedder_named_or_default(settings)
 
@@ -119,8 +121,10 @@ def ingest_bytes(
     *,
     path: str | None = None,
     on_stage: StageCallback | None = None,
+    cancel: CancelSignal | None = None,
 ) -> IngestResult:
-    """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise."""
+    """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise.
+    Setting `cancel` stops the embedding before its next batch: `failed`, nothing stored."""
     notify = on_stage or (lambda stage, fraction, message: None)
     try:
         knowledge = validate_kb_name(knowledge)
@@ -143,6 +147,7 @@ def ingest_bytes(
             texts,
             progress=lambda done, total: notify("embed", 0.2 + 0.7 * done / max(total, 1),
                                                 f"{done}/{total} chunks embedded"),
+            cancel=cancel,
         )
         notify("store", 0.9, "writing")
         result = store.write_document(
@@ -184,10 +189,11 @@ def ingest_path(
     settings: ChunkSettings,
     *,
     on_stage: StageCallback | None = None,
+    cancel: CancelSignal | None = None,
 ) -> IngestResult:
     try:
         data = path.read_bytes()
     except OSError as exc:
         return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
     return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
-                        path=str(path), on_stage=on_stage)
+                        path=str(path), on_stage=on_stage, cancel=cancel)

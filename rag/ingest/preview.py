@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import os
+
 from rag import chunking
-from rag.documents import page_label
+from rag.documents import SUPPORTED_EXTENSIONS, page_label
+from rag.documents.model import KIND_LABELS
 
 if TYPE_CHECKING:
     from rag.ingest.pipeline import Prepared
@@ -15,24 +18,61 @@ if TYPE_CHECKING:
 
 Destiny = Literal["fails", "new", "unchanged", "replaces"]
 OLLAMA_PREFIX = "ollama:"
+REPLACEMENT = "\ufffd"
+"""U+FFFD, what a decoder puts where bytes are not a whole character: stored, searched and
+exported as is, so a chunk holding one is flagged."""
 
 
 def destiny(prepared: Prepared | None, sha256: str, existing: StoredDocument | None,
             settings: chunking.ChunkSettings) -> Destiny:
-    """What an ingest would do with this file, as far as can be told before embedding."""
+    """What an ingest would do with this file, as far as can be told before embedding: a file that
+    cannot be read (`prepared` None) or gives no chunks fails."""
     from rag.ingest.pipeline import unchanged
 
-    if prepared is None:
+    if prepared is None or not prepared.chunk_set.chunks:
         return "fails"
     if existing is None:
         return "new"
     return "unchanged" if unchanged(existing, sha256, settings) else "replaces"
 
 
+def all_fail(destinies: list[Destiny]) -> bool:
+    """True when there are files and an ingest would fail for every one of them: nothing to start."""
+    return bool(destinies) and all(d == "fails" for d in destinies)
+
+
+READ_TYPES = ", ".join(KIND_LABELS[ext.lstrip(".")] for ext in SUPPORTED_EXTENSIONS[:-1]) + (
+    f" and {KIND_LABELS[SUPPORTED_EXTENSIONS[-1].lstrip('.')]} (Markdown)")
+"""The file types that are read, in words ('PDF, EPUB, XPS, TXT and MD (Markdown)')."""
+
+# Formats users bring that are not read yet (Word and PowerPoint come in a later issue), with the
+# program that saves them as PDF.
+_SAVE_AS_PDF = {
+    ".docx": "Word", ".doc": "Word", ".odt": "LibreOffice Writer", ".rtf": "Word",
+    ".pptx": "PowerPoint", ".ppt": "PowerPoint", ".odp": "LibreOffice Impress",
+    ".xlsx": "Excel", ".xls": "Excel", ".ods": "LibreOffice Calc",
+}
+
+
+def unreadable_advice(filename: str) -> str | None:
+    """What to do with a file whose type is not read (None for the types that are)."""
+    extension = os.path.splitext(filename)[1].lower()
+    if extension in SUPPORTED_EXTENSIONS:
+        return None
+    program = _SAVE_AS_PDF.get(extension)
+    if program is not None:
+        return (f"{extension} files are not read yet: open it in {program}, save it as PDF "
+                "(File › Save As › PDF) and upload the PDF.")
+    if extension in (".html", ".htm"):
+        return "web pages are not read yet: print the page to PDF in the browser and upload the PDF."
+    return f"only {READ_TYPES} files are read: convert it to PDF or plain text and upload that."
+
+
 def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
     """User-facing warnings about a parsed and chunked file, one line each: pages without text
-    (scans), the document's own warnings, no chunks at all, chunks longer than the embedder reads
-    (`max_tokens`, None when unknown), and the rest of the text folded into the last chunk."""
+    (scans), the document's own warnings, no chunks at all, chunks holding U+FFFD (a broken
+    character), chunks longer than the embedder reads (`max_tokens`, None when unknown), and the
+    rest of the text folded into the last chunk."""
     doc, chunk_set = prepared.document, prepared.chunk_set
     out: list[str] = []
     if doc.dropped_pages:
@@ -46,6 +86,18 @@ def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
         out.append("No chunks: every piece is shorter than the minimum length to embed "
                    f"({chunk_set.settings.min_chunk_length_to_embed} chars); ingesting it will fail. "
                    "Lower that setting.")
+    broken = [c.index for c in chunk_set.chunks if REPLACEMENT in c.text]
+    if broken:
+        many = len(broken) > 1
+        if REPLACEMENT in doc.text:
+            why = ("the text read from the file already holds it (a broken encoding or extraction): "
+                   "check the file, or convert it to UTF-8 text first")
+        else:
+            why = (f"the `{chunk_set.settings.strategy}` strategy cut inside a character that cl100k "
+                   "spreads over several tokens: choose `spring`, which keeps every character whole")
+        out.append(f"{len(broken)} chunk{'s' if many else ''} (# {page_label(broken)}) hold{'' if many else 's'} the "
+                   f"replacement character � (U+FFFD) instead of a real character, and would be stored, "
+                   f"searched and exported so: {why}.")
     if max_tokens is not None:
         long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
         if long:

@@ -172,11 +172,13 @@ class LocalChatModel:
         base model does not think aloud."""
         checked = check_messages(messages)
         prompt = completion_prompt(checked, citation_example(checked))
-        return self._generate(prompt, temperature, stop_event)
+        return self.complete(prompt, temperature, stop_event)
 
-    def _generate(
-        self, prompt: str, temperature: float, stop_event: threading.Event | None
+    def complete(
+        self, prompt: str, temperature: float, stop_event: threading.Event | None = None
     ) -> Iterator[StreamEvent]:
+        """Continue a raw prompt through the model's own generation path (stop sequences, penalty,
+        token limit): what `stream` does after building the prompt, for benchmarks that compare prompts."""
         started = time.perf_counter()
         try:
             llm, load_seconds = self._load()

@@ -78,8 +78,16 @@ class SearchHit(BaseModel):
     id: str = Field(description="Chunk id, for get_chunk")
     original_filename: str = Field(description="The file the passage comes from")
     pages: list[int] = Field(description="1-based pages of the file the passage spans")
-    score: float = Field(description="Ranking score (higher is better)")
+    score: float = Field(description="Ranking score (higher is better): cosine similarity (vector), the keyword "
+                                     "score (keyword) or the fused score (hybrid)")
     text: str = Field(description="The passage")
+    ranking: str = Field(default="", description="Where each search ranked it, e.g. "
+                                                 "'hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)'")
+    fused_rank: int | None = Field(default=None, description="1-based rank in the hybrid ranking")
+    vector_rank: int | None = Field(default=None, description="1-based rank by vector search; null: not found by it")
+    vector_score: float | None = Field(default=None, description="Cosine similarity to the query")
+    keyword_rank: int | None = Field(default=None, description="1-based rank by keyword search; null: not found by it")
+    keyword_score: float | None = Field(default=None, description="The keyword search's score")
 
 
 class SearchResults(BaseModel):
@@ -141,7 +149,10 @@ class IngestOutcome(BaseModel):
 def hit_out(hit: Hit) -> SearchHit:
     return SearchHit(
         id=str(hit.id), original_filename=hit.original_filename, pages=list(hit.pages),
-        score=round(float(hit.score), 6), text=hit.content,
+        score=round(float(hit.score), 6), text=hit.content, ranking=hit.ranking, fused_rank=hit.fused_rank,
+        vector_rank=hit.vector_rank, keyword_rank=hit.keyword_rank,
+        vector_score=None if hit.vector_score is None else round(hit.vector_score, 6),
+        keyword_score=None if hit.keyword_score is None else round(hit.keyword_score, 6),
     )
 
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, TypeAlias
@@ -73,6 +74,7 @@ __all__ = [
     "Or",
     "Scalar",
     "SqlFilter",
+    "caret",
     "parse",
     "to_sql",
 ]
@@ -188,7 +190,9 @@ class _Lexer:
             self.i += 1
         start = self.i
         if start >= n:
-            return _Token("eof", "", n)
+            # The end of what was typed, trailing blanks aside: "page >= " and "page >=" (as a
+            # page that strips the text hands it on) report the same position.
+            return _Token("eof", "", len(src.rstrip()))
         ch = src[start]
         two = src[start : start + 2]
         if two in ("==", "!=", "<=", ">="):
@@ -420,6 +424,17 @@ class _Parser:
             raise self.error(self.tok.pos, "expected ']'")
         self.advance()
         return tuple(values)
+
+
+def caret(expression: str, position: int) -> str:
+    """The expression as typed and, under it, '^' at `position` (two lines for a monospaced font).
+
+    Line breaks and tabs become spaces so that the caret stays under its character, and a wide
+    (CJK) character takes two columns, as terminals and code blocks draw it.
+    """
+    line = "".join(" " if ch.isspace() else ch for ch in expression)
+    column = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line[:position])
+    return f"{line}\n{' ' * column}^"
 
 
 def parse(expression: str) -> Node:

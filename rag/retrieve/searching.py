@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 
+import numpy as np
+
+from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.retrieve import filters
 from rag.retrieve.embedders import embedder_named
@@ -17,6 +21,13 @@ from rag.settings import Settings
 from rag.store import Hit, Store
 
 _KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
+
+
+def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
+    """The vectors search compares chunks with: `embed_queries` where the embedder encodes a question
+    differently from a passage (e5's "query: " prefix), else `embed`."""
+    embed = getattr(embedder, "embed_queries", None) or embedder.embed
+    return embed(list(queries))
 
 
 def search(
@@ -64,7 +75,7 @@ def search(
         for name in names:
             by_embedder.setdefault(known[name].embedder, []).append(name)
         for embedder_name, group in by_embedder.items():
-            vector = embedder_named(embedder_name, settings).embed([query])[0]
+            vector = query_vectors(embedder_named(embedder_name, settings), [query])[0]
             vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, filter=sql_filter))
         vector_hits.sort(key=lambda h: h.score, reverse=True)
         vector_hits = vector_hits[:depth]
@@ -72,6 +83,8 @@ def search(
         keyword_hits = keyword_future.result()
     elif mode == "keyword":
         keyword_hits = store.keyword_search(query, names, top_k=depth, filter=sql_filter)
+    vector_hits = [replace(h, vector_rank=rank) for rank, h in enumerate(vector_hits, 1)]
+    keyword_hits = [replace(h, keyword_rank=rank) for rank, h in enumerate(keyword_hits, 1)]
     if mode == "vector":
         return vector_hits[:top_k]
     if mode == "keyword":

@@ -10,10 +10,16 @@ import psycopg
 from psycopg import sql
 
 from rag.errors import StoreError
+from rag.store.bm25_stats import BM25_SCHEMA
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 
-SCHEMA = """
+SCHEMA_LOCK = 7_283_105_514
+"""The advisory lock held while the schema is created: processes starting at once take turns (the
+whole script is one implicit transaction), so CREATE OR REPLACE never races itself."""
+
+SCHEMA = f"""
+SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS knowledge_bases (
     name text PRIMARY KEY,
@@ -57,7 +63,7 @@ DO $$ BEGIN
                 'ON ((metadata->>''knowledge'')) FROM vector_store';
     END IF;
 END $$;
-"""
+""" + BM25_SCHEMA
 
 
 def dimension_sql(dimension: int) -> sql.Composable:
@@ -69,11 +75,21 @@ def dimension_sql(dimension: int) -> sql.Composable:
 
 
 def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
-    """The partial HNSW index of one dimension (if missing), inside the caller's transaction."""
+    """The partial HNSW index of one dimension (if missing), inside the caller's transaction.
+
+    Call it before the transaction writes any chunk: CREATE INDEX takes a share lock on
+    `vector_store`, which, taken after a write, deadlocked two concurrent ingests (each holding
+    its row-exclusive lock while waiting for the other's). It is only taken when the index is
+    missing, and the first two ingests of a new dimension take turns on an advisory lock.
+    """
+    name = f"vector_store_hnsw_{dimension}"
     dim = dimension_sql(dimension)
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]:
+        return
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
     conn.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON vector_store USING hnsw "
             "((embedding::vector({})) vector_cosine_ops) WHERE vector_dims(embedding) = {}"
-        ).format(sql.Identifier(f"vector_store_hnsw_{dimension}"), dim, dim)
+        ).format(sql.Identifier(name), dim, dim)
     )

@@ -1,7 +1,9 @@
 """`Store`: one connection pool over the schema; knowledge bases, documents and their chunks.
 
-Every document is written in one transaction (all of it or nothing); searches delegate their
-SQL to `vector_sql` and `keyword_sql`.
+Every document is written in one transaction (all of it or nothing), with the BM25 statistics
+its chunks change (triggers, see `bm25_stats`); searches delegate their SQL to `vector_sql`
+and `keyword_sql`. Writers lock a knowledge base's row before they change any chunk, so that
+they queue there rather than deadlock on the statistics.
 """
 from __future__ import annotations
 
@@ -19,12 +21,12 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from rag.errors import EmbedderMismatchError, StoreError, one_line
-from rag.retrieve import keywords
 from rag.retrieve.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows
 from rag.store.embedded import embedded_server_uri
+from rag.store.keyword_sql import DEFAULT_BM25, Bm25
 from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
                                mismatch_message)
 from rag.store.schema import SCHEMA, create_hnsw_index
@@ -41,9 +43,11 @@ def _configure(conn: psycopg.Connection) -> None:
 class Store:
     """One connection pool; every public method is safe to call from several threads."""
 
-    def __init__(self, conninfo: str, *, embedded: bool = False, max_size: int = 4) -> None:
+    def __init__(self, conninfo: str, *, embedded: bool = False, max_size: int = 4,
+                 bm25: Bm25 = DEFAULT_BM25) -> None:
         self.conninfo = conninfo
         self.embedded = embedded
+        self.bm25 = bm25
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 conn.execute(SCHEMA)
@@ -61,9 +65,10 @@ class Store:
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
+        bm25 = Bm25(settings.bm25_k1, settings.bm25_b)
         if settings.database_url:
-            return cls(settings.database_url, embedded=False)
-        return cls(embedded_server_uri(settings.pgdata), embedded=True)
+            return cls(settings.database_url, embedded=False, bm25=bm25)
+        return cls(embedded_server_uri(settings.pgdata), embedded=True, bm25=bm25)
 
     def close(self) -> None:
         self._pool.close()
@@ -114,7 +119,9 @@ class Store:
 
     def delete_knowledge_base(self, name: str) -> bool:
         with self._conn() as conn, conn.transaction():
-            # Chunks of documents cascade; rows written by other tools (no document) go too.
+            conn.execute("SELECT 1 FROM knowledge_bases WHERE name = %s FOR UPDATE", (name,))
+            # Chunks of documents cascade; rows written by other tools (no document) go too. Their
+            # BM25 statistics go with them (the triggers delete what falls to zero).
             conn.execute("DELETE FROM vector_store WHERE metadata->>'knowledge' = %s", (name,))
             cur = conn.execute("DELETE FROM knowledge_bases WHERE name = %s", (name,))
             return cur.rowcount > 0
@@ -148,6 +155,7 @@ class Store:
 
     def delete_document(self, knowledge: str, filename: str) -> bool:
         with self._conn() as conn, conn.transaction():
+            conn.execute("SELECT 1 FROM knowledge_bases WHERE name = %s FOR UPDATE", (knowledge,))
             cur = conn.execute(
                 "DELETE FROM documents WHERE knowledge = %s AND original_filename = %s",
                 (knowledge, filename),
@@ -177,6 +185,7 @@ class Store:
                 f"{filename}: embeddings are {embeddings.shape[1]}-d, the knowledge base is {dimension}-d"
             )
         with self._conn() as conn, conn.transaction():
+            create_hnsw_index(conn, dimension)  # first: its lock must come before any write
             kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings)
             if kb["embedder"] != embedder:
                 raise EmbedderMismatchError(mismatch_message(knowledge, kb["embedder"], embedder))
@@ -189,7 +198,6 @@ class Store:
                 return WriteResult("unchanged", old[0], 0)
             if old is not None:
                 conn.execute("DELETE FROM documents WHERE id = %s", (old[0],))
-            create_hnsw_index(conn, dimension)
             document_id = uuid.uuid4()
             conn.execute(
                 "INSERT INTO documents (id, knowledge, original_filename, path, sha256, content, "
@@ -265,15 +273,22 @@ class Store:
         *,
         top_k: int = 5,
         filter: SqlFilter | None = None,
+        bm25: Bm25 | None = None,
+        exact: bool = False,
     ) -> list[Hit]:
-        """Full-text hits ranked by cover density, common words left out (see `keyword_sql`)."""
+        """Chunks sharing words (or CJK bigrams) with the query, ranked by BM25 (see `keyword_sql`);
+        `Hit.score` is the BM25 score: 0 and up, higher is better, not bounded by 1.
+
+        `bm25` overrides the store's k1 and b; `exact` scores every matching chunk, the yardstick
+        of the bounded candidate set.
+        """
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        terms = keywords.query_text(query)
-        if not terms:
+        if not query.strip() or not knowledge_bases:
             return []
         with self._conn() as conn:
-            return keyword_sql.keyword_search(conn, query, terms, knowledge_bases, top_k, filter)
+            return keyword_sql.keyword_search(conn, query, knowledge_bases, top_k, filter,
+                                              bm25 or self.bm25, exact)
 
     def explain_search(self, dimension: int, knowledge_base: str, top_k: int = 10) -> str:
         """The plan of a KB-filtered search, to check that the HNSW index is used."""

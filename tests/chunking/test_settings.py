@@ -85,3 +85,30 @@ def test_chunks_in_span_are_clipped_and_relative() -> None:
         original = chunks[c.index]
         assert c.start == max(original.start, start) - start and c.end == min(original.end, end) - start
         assert 0 <= c.start <= c.end <= end - start
+
+
+def test_spring_exact_is_a_strategy_of_its_own_in_the_widget_and_the_cli(tmp_path, capsys) -> None:
+    import json
+
+    from rag import cli
+
+    assert chunking.STRATEGIES[:2] == ("spring", "spring-exact")
+    assert chunking.STRATEGY_LABELS["spring-exact"] == "Spring AI exact (may split characters)"
+    assert chunking.FIELD_BY_NAME["min_chunk_size_chars"].applies_to("spring-exact")
+    assert chunking.FIELD_BY_NAME["keep_separator"].applies_to("spring-exact")
+    assert not chunking.FIELD_BY_NAME["chunk_overlap"].applies_to("spring-exact")
+    for help_text in (chunking.HELP["strategy"], chunking.PRESET_HELP["Spring AI default"]):
+        assert "character boundary" in help_text and "spring-exact" in help_text
+    assert chunking.summary(ChunkSettings(strategy="spring-exact")) == (
+        "Spring AI splitter, exact, 800 tokens, cut after a separator beyond 350 chars")
+    text = "贾宝玉林黛玉薛宝钗王熙凤饭供酒袭人晴雯鸳鸯刘姥姥" * 40
+    path = tmp_path / "novel.txt"
+    path.write_text(text, encoding="utf-8")
+    got = {}
+    for strategy in ("spring", "spring-exact"):
+        assert cli.main(["chunk", str(path), "--strategy", strategy, "--chunk-size", "50", "--json"]) in (0, None)
+        got[strategy] = [c["text"] for c in json.loads(capsys.readouterr().out)]
+    exact = ChunkSettings(strategy="spring-exact", chunk_size=50)
+    assert got["spring-exact"] == chunking.spring_split_reference(text, exact)
+    assert any("\ufffd" in t for t in got["spring-exact"])
+    assert got["spring"] and not any("\ufffd" in t for t in got["spring"])

@@ -2,6 +2,7 @@
 scripts, whitespace-heavy and seeded long texts."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -101,9 +102,16 @@ mixed_text = st.one_of(
 )
 
 
+def exact(settings: ChunkSettings) -> ChunkSettings:
+    """The same settings with `spring-exact`, the strategy the literal port is the yardstick of."""
+    return dataclasses.replace(settings, strategy="spring-exact")
+
+
+# Settings of the byte-exact Spring splitter (compared with the literal port); `spring` is the same
+# with its cuts snapped to character boundaries (tests/chunking/test_characters.py).
 spring_settings = st.builds(
     ChunkSettings,
-    strategy=st.just("spring"),
+    strategy=st.just("spring-exact"),
     chunk_size=st.one_of(st.integers(1, 40), st.integers(1, 900)),
     min_chunk_size_chars=st.one_of(st.integers(0, 40), st.integers(0, 400)),
     min_chunk_length_to_embed=st.integers(0, 20),

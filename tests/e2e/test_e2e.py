@@ -44,11 +44,12 @@ def chromium() -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def app_env(data_dir: Path, pg_uri: str) -> dict[str, str]:
-    """The environment of `streamlit run app.py`: the tests' database, the local embedder, no Ollama."""
+    """The environment of `streamlit run app.py`: the tests' database, no Ollama, and the default local
+    embedder, e5, named explicitly so that a fallback to WordLlama fails the test instead of hiding."""
     from tests.conftest import dead_port
 
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
-    env.update(RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER="local", OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
+    env.update(RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER="local:e5", OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
                PYTHONPATH=str(ROOT))
     if os.environ.get("TEST_DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]

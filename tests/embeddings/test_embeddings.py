@@ -19,6 +19,7 @@ from rag.embeddings import (
     LocalEmbedder,
     OllamaEmbedder,
     embedder_for_name,
+    local_fallback_reason,
     ollama_has_model,
     ollama_models,
     resolve_embedder,
@@ -70,6 +71,11 @@ def fake_embed(request: Request) -> Response:
         json.dumps({"model": body["model"], "embeddings": embeddings}),
         content_type="application/json",
     )
+
+
+def default_local_name() -> str:
+    """What `local` means on this machine: e5, or WordLlama where e5 cannot run."""
+    return "local:e5" if local_fallback_reason() is None else "local:wordllama-l2_supercat-256"
 
 
 def make_settings(host: str, embedder: str = "auto", batch_size: int = 2) -> Settings:
@@ -313,7 +319,7 @@ def test_auto_falls_back_when_model_missing(
     with caplog.at_level(logging.INFO, logger="rag.embeddings"):
         embedder = resolve_embedder(make_settings(host_of(httpserver)))
 
-    assert isinstance(embedder, LocalEmbedder)
+    assert embedder.name == default_local_name()
     assert "ollama pull nomic-embed-text" in caplog.text
 
 
@@ -321,7 +327,7 @@ def test_auto_falls_back_when_ollama_down(dead_host: str, caplog: pytest.LogCapt
     with caplog.at_level(logging.INFO, logger="rag.embeddings"):
         embedder = resolve_embedder(make_settings(dead_host))
 
-    assert isinstance(embedder, LocalEmbedder)
+    assert embedder.name == default_local_name()
     assert "not reachable" in caplog.text
 
 
@@ -330,7 +336,8 @@ def test_explicit_choices_do_not_probe(dead_host: str) -> None:
     ollama_choice = resolve_embedder(make_settings(dead_host, "ollama:mxbai-embed-large", batch_size=7))
     assert isinstance(ollama_choice, OllamaEmbedder)
     assert ollama_choice.name == "ollama:mxbai-embed-large"
-    assert isinstance(resolve_embedder(make_settings(dead_host, "local")), LocalEmbedder)
+    assert isinstance(resolve_embedder(make_settings(dead_host, "local:wordllama")), LocalEmbedder)
+    assert resolve_embedder(make_settings(dead_host, "local")).name == default_local_name()
     with pytest.raises(EmbedderError, match="not understood"):
         resolve_embedder(make_settings(dead_host, "openai"))
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from rag import ingest
 from rag.chunking import SPRING_DEFAULT, ChunkSettings
-from rag.documents import sha256_hex
+from rag.documents import page_label, sha256_hex
 from rag.errors import DocumentError
 from rag.status import OllamaStatus
 from rag.store import KnowledgeBase, StoredDocument
@@ -100,3 +100,55 @@ def test_ollama_model_names_and_failure_reasons() -> None:
     assert ingest.ollama_model("local:e5") is None
     assert ingest.failure_reason(DocumentError("a.pdf", "truncated PDF\n (no end-of-file marker)")) == (
         "truncated PDF (no end-of-file marker)")
+
+
+CHINESE = "贾宝玉林黛玉薛宝钗王熙凤饭供酒袭人晴雯鸳鸯刘姥姥荣国府宁国府大观园怡红院潇湘馆" * 12
+
+
+def test_chunks_holding_a_split_character_are_flagged() -> None:
+    exact = dataclasses.replace(SPRING_DEFAULT, strategy="spring-exact", chunk_size=50)
+    prepared = ingest.prepare(CHINESE.encode(), "novel.txt", exact)
+    broken = [c.index for c in prepared.chunk_set.chunks if "\ufffd" in c.text]
+    assert broken  # Spring AI's own cuts split characters
+    [warning] = ingest.warnings(prepared, None)
+    assert warning.startswith(f"{len(broken)} chunk{'s' if len(broken) > 1 else ''} (# {page_label(broken)}) ")
+    assert "replacement character � (U+FFFD)" in warning
+    assert "the `spring-exact` strategy cut inside a character" in warning and "choose `spring`" in warning
+    # The default keeps every character whole: nothing to flag.
+    assert ingest.warnings(ingest.prepare(CHINESE.encode(), "novel.txt",
+                                          dataclasses.replace(exact, strategy="spring")), None) == []
+
+
+def test_a_replacement_character_in_the_file_itself_is_blamed_on_the_file() -> None:
+    text = "Revenue grew \ufffd per cent. " * 30
+    [warning] = ingest.warnings(ingest.prepare(text.encode(), "broken.txt", SPRING_DEFAULT), None)
+    assert warning.startswith("1 chunk (# 0) holds the replacement character")
+    assert "the text read from the file already holds it" in warning
+
+
+def test_a_file_without_chunks_fails_and_all_failing_files_block_the_ingest() -> None:
+    tiny = ingest.prepare(b"Hi.", "tiny.txt", dataclasses.replace(SPRING_DEFAULT, min_chunk_length_to_embed=10))
+    assert ingest.destiny(tiny, sha256_hex(b"Hi."), None, tiny.chunk_set.settings) == "fails"
+    assert ingest.all_fail(["fails", "fails"])
+    assert not ingest.all_fail(["fails", "new"])
+    assert not ingest.all_fail(["unchanged"])
+    assert not ingest.all_fail([])  # no files: nothing fails (the page asks for a file instead)
+
+
+def test_files_of_types_not_read_say_what_to_do() -> None:
+    assert ingest.READ_TYPES == "PDF, EPUB, XPS, TXT and MD (Markdown)"
+    for name in ("report.pdf", "Book.EPUB", "notes.md", "a.txt", "scan.xps"):
+        assert ingest.unreadable_advice(name) is None, name
+    assert ingest.unreadable_advice("Thesis.DOCX") == (
+        ".docx files are not read yet: open it in Word, save it as PDF (File › Save As › PDF) and upload the PDF.")
+    assert "PowerPoint" in ingest.unreadable_advice("talk.pptx")
+    assert ingest.unreadable_advice("page.html").startswith("web pages are not read yet")
+    assert ingest.unreadable_advice("archive.zip") == (
+        "only PDF, EPUB, XPS, TXT and MD (Markdown) files are read: convert it to PDF or plain text and upload that.")
+    # Every type the loader refuses gets advice, every one it reads none.
+    try:
+        ingest.prepare(b"PK\x03\x04", "Thesis.docx", SPRING_DEFAULT)
+    except DocumentError as exc:
+        assert "unsupported file type '.docx'" in str(exc)
+    else:  # pragma: no cover - a .docx reader came: the advice must go
+        raise AssertionError(".docx is read now: drop it from the advice")

@@ -122,11 +122,12 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     (turn,) = turns(at)
     expected = retrieve.search(kb, get_settings(), QUESTION, ["fin"], top_k=8, mode=retrieve.DEFAULT_MODE)
     assert [s.hit.id for s in turn.sources] == [h.id for h in expected] and len(expected) >= 2
-    # The sources panel lists every hit (file, pages, score) with its chunk text.
+    # The sources panel lists every hit (file, pages, where each search ranked it) with its chunk text.
     panel = [label for label in labels(at) if label.startswith("📚")]
     assert panel == [f"📚 {len(expected)} sources · hybrid search in fin · {turn.search_ms:.0f} ms"]
     cards = [label for label in labels(at) if "report.pdf" in label]
-    assert cards == [page._md(f"{s.label} · score {s.hit.score:.3f}") for s in turn.sources]
+    assert cards == [page._md(f"{s.label} · {s.hit.ranking}") for s in turn.sources]
+    assert cards[0].endswith(page._md(f"hybrid #1 · {expected[0].ranking.split(' · ', 1)[1]}"))
     assert cards[0].startswith("\\[1\\] report.pdf p")
     assert page._md(expected[0].content) in markdown(at)
     # The answer, with its markers as badges; [7] points at no source and is flagged.

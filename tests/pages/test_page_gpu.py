@@ -431,3 +431,17 @@ def test_the_app_samples_from_its_start_not_from_the_gpu_page(use_nvml: Callable
     at.run()  # the Upload page
     assert not at.exception
     wait_for(lambda: nvml.count("nvmlDeviceGetMemoryInfo") >= 2)
+
+
+def test_the_window_buttons_sit_in_a_row_sized_by_their_content() -> None:
+    # In a fixed 2/7 column the four buttons did not fit at 1400 px and "10 min" was cut off; a
+    # horizontal row that wraps gives each control the width it needs.
+    at = open_page()
+    row = at.container(key="gpu_controls")
+    flex = row.proto.flex_container
+    assert flex.direction == flex.Direction.HORIZONTAL and flex.wrap
+    kinds = [child.type for child in row.children.values()]
+    assert kinds == ["button_group", "toggle", "download_button"]
+    (window,) = [child for child in row.children.values() if child.type == "button_group"]
+    assert list(window.proto.options[i].content for i in range(len(window.proto.options))) == [
+        "1 min", "2 min", "5 min", "10 min"]

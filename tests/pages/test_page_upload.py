@@ -232,3 +232,169 @@ def test_a_knowledge_base_built_with_another_embedder_is_refused_before_ingest(a
     [message] = errors(app)
     assert "'legacy' was built with `ollama:nomic-embed-text`" in message
     assert app.button(key="upload_ingest").disabled
+
+
+# --- issue 13: what a new user hit in the browser ---------------------------------------------
+
+_HANZI = "贾宝玉林黛玉薛宝钗王熙凤饭供酒袭人晴雯鸳鸯刘姥姥荣国府宁国府大观园怡红院潇湘馆"
+CHINESE = "".join(_HANZI[(i * 7919) % len(_HANZI)] + ("。" if i % 97 == 96 else "") for i in range(4000)).encode()
+
+
+def _base_with(store: Store, name: str, filename: str) -> None:
+    store.write_document(
+        knowledge=name, embedder=LocalEmbedder.NAME, dimension=LocalEmbedder.DIMENSION,
+        chunk_settings=SPRING_DEFAULT.as_dict(), filename=filename, path=None, data=filename.encode(),
+        sha256=documents.sha256_hex(filename.encode()), page_count=1, chunks=(),
+        embeddings=np.zeros((0, LocalEmbedder.DIMENSION)),
+    )
+
+
+def captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def new_session() -> AppTest:
+    """A new browser session (the `app` fixture's began before the test's knowledge bases existed)."""
+    return run(AppTest.from_file(APP, default_timeout=120))
+
+
+def test_a_new_session_preselects_no_knowledge_base(store: Store) -> None:
+    _base_with(store, "a-maths", "analysis.pdf")
+    _base_with(store, "b-novel", "hongloumeng.txt")
+    app = new_session()
+    upload(app, ("report.pdf", REPORT))
+
+    # Not the alphabetically first base: nothing, and Ingest waits for a choice.
+    picker = app.selectbox(key="upload_kb_choice")
+    assert picker.value is None
+    assert app.button(key="upload_ingest").disabled
+    assert any(c.startswith("To ingest: choose a knowledge base") for c in captions(app))
+
+    picker.set_value("b-novel")
+    run(app)
+    assert not app.button(key="upload_ingest").disabled
+    assert not any("preselected" in i.value for i in app.info)
+
+    # Back from another page: the base this session used, said so.
+    app.switch_page("pages/chunk-lab.py")
+    run(app)
+    app.switch_page("pages/upload.py")
+    run(app)
+    assert app.selectbox(key="upload_kb_choice").value == "b-novel"
+    assert any(i.value.startswith("**b-novel** is preselected: the knowledge base this session used last")
+               for i in app.info)
+    assert not app.button(key="upload_ingest").disabled
+
+
+def test_a_knowledge_base_deleted_elsewhere_is_no_longer_chosen(store: Store) -> None:
+    _base_with(store, "a-maths", "analysis.pdf")
+    _base_with(store, "b-novel", "hongloumeng.txt")
+    app = new_session()
+    upload(app, ("report.pdf", REPORT))
+    app.selectbox(key="upload_kb_choice").set_value("b-novel")
+    run(app)
+    store.delete_knowledge_base("b-novel")
+    run(app)
+    picker = app.selectbox(key="upload_kb_choice")
+    assert picker.value is None and picker.proto.set_value  # the browser is told too
+    assert app.button(key="upload_ingest").disabled
+
+
+def test_the_library_follows_the_chosen_base_and_deletes_after_switching(store: Store) -> None:
+    _base_with(store, "a-maths", "analysis.pdf")
+    _base_with(store, "b-novel", "hongloumeng.txt")
+    app = new_session()
+    assert app.selectbox(key="lib_kb").options == ["a-maths · 1 doc", "b-novel · 1 doc"]
+    assert app.selectbox(key="lib_doc").value == "analysis.pdf"
+
+    app.selectbox(key="lib_kb").set_value("b-novel")
+    run(app)
+    picker = app.selectbox(key="lib_doc")
+    assert picker.options == ["hongloumeng.txt"] and picker.value == "hongloumeng.txt"
+    # The browser must be sent the new document: a picker left showing analysis.pdf sends it back
+    # on the next click, which fired its on_change and unticked the confirmation every time.
+    assert picker.proto.set_value and picker.proto.raw_value == "hongloumeng.txt"
+    assert not app.checkbox(key="lib_doc_confirm").value
+
+    app.checkbox(key="lib_doc_confirm").check()
+    run(app)
+    assert app.checkbox(key="lib_doc_confirm").value
+    assert "0 chunks will be removed from 'b-novel'" in app.checkbox(key="lib_doc_confirm").label
+    app.checkbox(key="lib_kb_confirm").check()  # another click: the first tick stays
+    run(app)
+    assert app.checkbox(key="lib_doc_confirm").value
+    assert not app.selectbox(key="lib_doc").proto.set_value  # nothing to correct any more
+    app.button(key="lib_doc_delete").click()
+    run(app)
+    assert store.list_documents("b-novel") == []
+    assert [d.original_filename for d in store.list_documents("a-maths")] == ["analysis.pdf"]
+
+
+def test_a_file_type_not_read_says_what_to_do_and_blocks_a_doomed_ingest(app: AppTest) -> None:
+    assert any(c.startswith("Read: PDF, EPUB, XPS, TXT and MD (Markdown). Word and PowerPoint files are not "
+                            "read yet") for c in captions(app))
+    upload(app, ("thesis.docx", b"PK\x03\x04 not really a Word file"))
+    app.text_input(key="upload_kb_new").set_value("finance")
+    run(app)
+
+    assert errors(app) == ["**thesis.docx** cannot be read: .docx files are not read yet: open it in Word, "
+                           "save it as PDF (File › Save As › PDF) and upload the PDF."]
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["fails"]
+    assert app.button(key="upload_ingest").disabled
+    assert "To ingest: the file would fail (the reasons are in the preview below): fix or replace it." in captions(app)
+
+    # One good file among them: the others go on, so Ingest is offered.
+    upload(app, ("thesis.docx", b"PK\x03\x04 not really a Word file"), ("report.pdf", REPORT))
+    assert not app.button(key="upload_ingest").disabled
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["fails", "new"]
+
+
+def test_chinese_text_keeps_whole_characters_with_the_default_preset(app: AppTest) -> None:
+    upload(app, ("novel.txt", CHINESE))
+    assert app.selectbox(key="upload_preset").value == "Spring AI default"
+    chunks = table(app, "upload_chunks_novel.txt")
+    assert len(chunks) > 1
+    assert not any("\ufffd" in t for t in chunks["first words"])
+    assert not any("U+FFFD" in w.value for w in app.warning)
+
+    app.radio(key="upload_strategy").set_value("spring-exact")
+    run(app)
+    assert app.radio(key="upload_strategy").options[1] == "Spring AI exact (may split characters)"
+    [flag] = [w.value for w in app.warning if "U+FFFD" in w.value]
+    assert "the `spring-exact` strategy cut inside a character" in flag
+    assert table(app, "upload_overview")["check"].tolist() == ["⚠️ 1 warning"]
+
+
+def test_the_preset_box_says_when_the_settings_were_changed(app: AppTest) -> None:
+    preset = app.selectbox(key="upload_preset")
+    assert preset.value == "Spring AI default"
+    assert "character boundary" in preset.help
+
+    app.number_input(key="upload_chunk_size").set_value(500)
+    run(app)
+    preset = app.selectbox(key="upload_preset")
+    assert preset.value == "Custom"
+    assert preset.options[-1] == "Spring AI default, changed"
+
+    app.number_input(key="upload_chunk_size").set_value(800)
+    run(app)
+    assert app.selectbox(key="upload_preset").value == "Spring AI default"
+
+    app.selectbox(key="upload_preset").set_value("Recursive 400 / 40")
+    run(app)
+    assert app.radio(key="upload_strategy").value == "recursive"
+    app.number_input(key="upload_chunk_overlap").set_value(48)
+    run(app)
+    preset = app.selectbox(key="upload_preset")
+    assert preset.value == "Custom" and preset.options[-1] == "Recursive 400 / 40, changed"
+    assert preset.options[:-1] == list(chunking.PRESETS)
+
+
+def test_counts_of_one_are_singular(store: Store) -> None:
+    _base_with(store, "solo", "only.txt")
+    app = new_session()
+    app.selectbox(key="upload_kb_choice").set_value("solo")
+    run(app)
+    assert app.selectbox(key="upload_kb_choice").options[0] == "solo · 1 doc · 0 chunks"
+    assert any(c.value.endswith("· 1 document · 0 chunks") for c in app.caption)
+    assert "with its 1 document and 0 chunks" in app.checkbox(key="lib_kb_confirm").label

@@ -25,6 +25,7 @@ from rag.retrieve.filters import (
     Or,
     Scalar,
     SqlFilter,
+    caret,
     parse,
     to_sql,
 )
@@ -181,6 +182,48 @@ def test_parse_errors(text: str, position: int, reason: str) -> None:
     assert (info.value.position, info.value.reason) == (position, reason)
     assert info.value.expression == text
     assert f"position {position}" in str(info.value)
+
+
+@pytest.mark.parametrize("typed", ["page >= ", "page >=", "page >=   \n", "page >=\t"])
+def test_an_error_at_the_end_has_one_position_whatever_blanks_follow(typed: str) -> None:
+    # The chat sidebar checked "page >= " (position 8) while the question searched it stripped (7).
+    with pytest.raises(FilterSyntaxError) as info:
+        parse(typed)
+    assert (info.value.position, info.value.reason) == (7, "expected a value after '>='")
+    # The user's own text, nothing inserted into it.
+    assert str(info.value) == f"filter error at position 7: expected a value after '>=' in: {typed}"
+    assert "⟪" not in str(info.value) and "≥" not in str(info.value)
+    assert caret(typed, info.value.position).splitlines()[1] == " " * 7 + "^"
+
+
+def test_the_caret_stands_under_the_problem() -> None:
+    assert caret("a == 'x", 5) == "a == 'x\n     ^"
+    assert caret("a ==\n\tb", 6) == "a ==  b\n      ^"  # line breaks and tabs drawn as spaces
+    # Wide characters take two columns in a monospaced font.
+    with pytest.raises(FilterSyntaxError) as info:
+        parse("标题 == ")
+    assert info.value.position == 5
+    assert caret(info.value.expression, info.value.position) == "标题 == \n       ^"
+
+
+def test_a_filter_error_is_shown_with_the_typed_text_and_a_caret() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    def page() -> None:
+        from rag.errors import FilterSyntaxError
+        from rag.retrieve import filters
+        from ui import widgets
+
+        try:
+            filters.to_sql("page >= ")
+        except FilterSyntaxError as exc:
+            widgets.show_error(exc, "Filter")
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception
+    # (Markdown: the '>' escaped, so that it shows as typed.)
+    assert [e.value for e in at.error] == ["Filter: expected a value after '\\>=' (position 7):"]
+    assert [c.value for c in at.code] == ["page >= \n       ^"]
 
 
 def test_syntax_error_is_a_value_error() -> None:

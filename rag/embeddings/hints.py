@@ -1,0 +1,42 @@
+"""The hint for a knowledge base whose text is mostly Chinese but whose embedder is weak at it.
+
+nomic-embed-text (Ollama's default here) was trained on English; bge-m3 is multilingual and suits
+Chinese better. WordLlama is weak in Chinese too (hit@5 0.72 on zh_c3 against e5's 0.95).
+"""
+from __future__ import annotations
+
+import re
+
+MOSTLY = 0.5
+"""The share of Chinese above which a text is 'mostly Chinese'."""
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_OTHER_WORD = re.compile(r"(?:(?![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[^\W\d_])+")
+
+_CHINESE_OLLAMA_MODEL = "bge-m3"
+
+
+def chinese_share(text: str) -> float:
+    """The share of Chinese in `text`: Han characters among Han characters plus other words (a Han
+    character carries about what a word does, so 'pgvector 的扩展' is 3 of 4); 0.0 without letters."""
+    han = len(_HAN.findall(text))
+    units = han + len(_OTHER_WORD.findall(text))
+    return han / units if units else 0.0
+
+
+def chinese_hint(embedder_name: str, text: str) -> str | None:
+    """What to use instead when `text` (a knowledge base's, or a sample of it) is mostly Chinese and
+    `embedder_name` is not made for Chinese; None otherwise."""
+    if chinese_share(text) <= MOSTLY:
+        return None
+    if embedder_name.startswith("ollama:"):
+        model = embedder_name.removeprefix("ollama:").split(":", 1)[0]
+        if model == _CHINESE_OLLAMA_MODEL:
+            return None
+        return (f"This text is mostly Chinese: `{_CHINESE_OLLAMA_MODEL}` suits Chinese better than `{model}`. "
+                f"Run `ollama pull {_CHINESE_OLLAMA_MODEL}` and set RAG_EMBEDDER=ollama:{_CHINESE_OLLAMA_MODEL} "
+                "for a new knowledge base (an existing one keeps its embedder).")
+    if embedder_name.startswith("local:wordllama"):
+        return ("This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
+                f"(embedded) or ollama:{_CHINESE_OLLAMA_MODEL} for a new knowledge base.")
+    return None

@@ -1,0 +1,38 @@
+"""The plain BM25 peer the retrieval benchmark compares with: `rank-bm25` over the same passages.
+
+Tokens are lower-cased words plus Chinese character bigrams: the text our keyword index stores
+(`rag.retrieve.keywords.search_text`), split into its words, so the peer differs from our
+keyword search in ranking only, not in what it can match.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag.errors import RagError
+from rag.retrieve.keywords import search_text
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens, each run of CJK characters as its overlapping bigrams."""
+    return [w.lower() for w in _WORD.findall(search_text(text))]
+
+
+class BM25Peer:
+    """Okapi BM25 (rank-bm25's defaults: k1 1.5, b 0.75) over `texts`; `rank` gives indices, best first."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        try:
+            from rank_bm25 import BM25Okapi
+        except ImportError as exc:
+            raise RagError("the BM25 peer needs rank-bm25: pip install -r requirements-dev.txt") from exc
+        self._bm25 = BM25Okapi([tokens(t) for t in texts])
+
+    def rank(self, query: str, top_k: int) -> list[int]:
+        scores = self._bm25.get_scores(tokens(query))
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [int(i) for i in order if scores[i] > 0]
