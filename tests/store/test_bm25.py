@@ -3,8 +3,6 @@ a reference computed in Python from the same tokens, and the migration of an exi
 from __future__ import annotations
 
 import math
-import subprocess
-import textwrap
 import threading
 import uuid
 
@@ -19,7 +17,7 @@ from rag.retrieve.keywords import search_text
 from rag.settings import Settings
 from rag.store import Bm25, Store
 from rag.store.keyword_sql import candidate_query
-from tests.conftest import PYTHON, ROOT
+from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
 ENGLISH = [
     "The lighthouse keeper logged every storm in the harbour ledger.",
@@ -120,32 +118,15 @@ def test_a_killed_ingest_leaves_the_statistics_exact(store: Store, pg_uri: str, 
     """SIGKILL while a new version of a document is being written: the old one and its statistics stay."""
     write(store, "killed", "k.txt", ENGLISH)
     before = assert_exact(pg_uri)
-    patch = ("""
-        real = s.chunk_metadata
-        def dying(*args):
-            if args[-1].index == 50:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*args)
-        s.chunk_metadata = dying
-        """ if when == "during the copy" else """
+    patch = DIE_AT_CHUNK_50 if when == "during the copy" else """
         real = s.copy_rows
         def dying(*args, **kwargs):
             real(*args, **kwargs)  # the triggers have run: the statistics include the new rows
             os.kill(os.getpid(), signal.SIGKILL)
         s.copy_rows = dying
-        """)
-    script = textwrap.dedent("""
-        import os, signal, numpy as np
-        import rag.store.store as s
-        from rag.chunking import Chunk
-        """) + textwrap.dedent(patch) + textwrap.dedent(f"""
-        store = s.Store({pg_uri!r})
-        chunks = [Chunk(i, f"killed storm number{{i}} 中文{{i}}", 1, 0, 1, (1,)) for i in range(100)]
-        store.write_document(knowledge="killed", embedder="local:test", dimension=4,
-            chunk_settings={{}}, filename="k.txt", path=None, data=b"v2", sha256="v2", page_count=1,
-            chunks=chunks, embeddings=np.ones((100, 4), dtype=np.float32))
-        """)
-    proc = subprocess.run([PYTHON, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+        """
+    proc = killed_write(pg_uri, patch, text="killed storm number{0} 中文{0}", dimension=4, filename="k.txt",
+                        data=b"v2")
     assert proc.returncode == -9, proc.stderr.decode()
     assert assert_exact(pg_uri) == before
     assert [h.original_filename for h in store.keyword_search("storm", ["killed"], top_k=3)] == ["k.txt"] * 2

@@ -1,8 +1,6 @@
 """The store against a real PostgreSQL + pgvector: schema, atomic writes, search, injection."""
 from __future__ import annotations
 
-import subprocess
-import textwrap
 import uuid
 
 import numpy as np
@@ -14,7 +12,7 @@ from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
 from rag.retrieve.filters import to_sql
 from rag.store import Store
-from tests.conftest import PYTHON, ROOT
+from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
 RNG = np.random.default_rng(7)
 
@@ -109,25 +107,7 @@ def test_failed_write_leaves_previous_version_intact(store: Store, pg_uri: str) 
 
 def test_killed_process_mid_write_leaves_nothing(store: Store, pg_uri: str) -> None:
     """SIGKILL in the middle of writing the chunks: the document must not exist at all."""
-    script = textwrap.dedent(
-        f"""
-        import os, signal, numpy as np
-        import rag.store.store as s  # the module whose Store writes the rows
-        from rag.chunking import Chunk
-        real = s.chunk_metadata
-        def dying(*args):
-            if args[-1].index == 50:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return real(*args)
-        s.chunk_metadata = dying
-        store = s.Store({pg_uri!r})
-        chunks = [Chunk(i, f"t{{i}}", 1, 0, 1, (1,)) for i in range(100)]
-        store.write_document(knowledge="killed", embedder="local:test", dimension=8,
-            chunk_settings={{}}, filename="k.pdf", path=None, data=b"x", sha256="x", page_count=1,
-            chunks=chunks, embeddings=np.ones((100, 8), dtype=np.float32))
-        """
-    )
-    proc = subprocess.run([PYTHON, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
+    proc = killed_write(pg_uri, DIE_AT_CHUNK_50, text="t{}", dimension=8, filename="k.pdf", data=b"x")
     assert proc.returncode == -9, proc.stderr.decode()
     assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'killed'") == 0
     assert count(pg_uri, "SELECT count(*) FROM documents WHERE knowledge = 'killed'") == 0
