@@ -39,13 +39,14 @@ import streamlit as st
 
 from ui import resources, widgets
 from ui.format import md as _md
+from ui.format import plural
 from rag import agent, generate, documents, llms, retrieve
 from rag.retrieve import filters
 from rag.documents import render
 from rag.generate import Budget, Live, Source, Turn, engine
 from rag.chunking import Chunk
 from rag.errors import ModelError, RagError
-from rag.llms import ChatModel, LocalChatModel
+from rag.llms import ChatModel
 from rag.llms.stream import Runner, fold
 from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
 from rag.settings import Settings
@@ -215,7 +216,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
             return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
         model = llms.resolve_chat_model(settings, LOCAL)
         return ModelChoice(choice, model, context=model.context_length(),
-                           context_note=f"the embedded model's window ({LocalChatModel.N_CTX} tokens)")
+                           context_note="fixed when the embedded model is loaded")
     unavailable = ollama_unavailable(choice, pulled, host, local_ok)
     if unavailable is not None:
         return ModelChoice(choice, None, unavailable.problem, pull=unavailable.pull)
@@ -284,7 +285,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
         chosen = st.multiselect(
             "Knowledge bases", list(by_name), key="chat_kbs", placeholder="Choose knowledge bases",
-            format_func=lambda n: f"{n} · {by_name[n].documents} docs" if n in by_name else n,
+            format_func=lambda n: f"{n} · {plural(by_name[n].documents, 'doc')}" if n in by_name else n,
             help="The `knowledge` tags to search; each is searched with the embedder it was built with.")
         if not by_name:
             st.caption("No knowledge bases yet: ingest documents on the Upload page first.")
