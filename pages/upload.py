@@ -19,12 +19,13 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from rag import chunking, documents, export, ingest
+from rag import chunking, documents, embeddings, export, ingest
 from rag.chunking import Chunk, ChunkSettings
 from rag.documents import page_label, render
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
+from rag.ingest.preview import SAMPLE_CHARS
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
 from ui import resources, widgets
@@ -490,6 +491,14 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
         return _show_results()
     plan.markdown(f"{fmt.plural(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
                   f"`{target.embedder.name}` · {chunking.summary(settings)}")
+    texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
+    sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
+    notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
+                              len(texts), sample)
+    if notes.duration:
+        plan.caption(f"⏱️ {notes.duration}")
+    if notes.language:
+        plan.caption(f"🈶 {notes.language}")
     if clicked:
         results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads))
         st.session_state["upload_results"] = {

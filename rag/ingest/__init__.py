@@ -7,11 +7,12 @@ from rag.ingest.pipeline import (
     ingest_bytes, ingest_path, load, prepare, unchanged, validate_kb_name,
 )
 from rag.ingest.preview import (
-    READ_TYPES, Blocker, Destiny, all_fail, destiny, embedder_blocker, ollama_model, unreadable_advice, warnings,
+    READ_TYPES, Blocker, Destiny, PlanNotes, all_fail, destiny, embedder_blocker, ollama_model, plan_notes, unreadable_advice,
+    warnings,
 )
 
 __all__ = [
-    "READ_TYPES", "STAGES", "Blocker", "Destiny", "all_fail", "unreadable_advice", "IngestResult", "Loaded", "Prepared", "StageCallback", "destiny",
+    "READ_TYPES", "STAGES", "Blocker", "Destiny", "PlanNotes", "all_fail", "unreadable_advice", "IngestResult", "Loaded", "Prepared", "StageCallback", "destiny",
     "embedder_blocker", "embedder_for_kb", "expand_paths", "failure_reason", "ingest_bytes", "ingest_path",
-    "load", "ollama_model", "prepare", "unchanged", "validate_kb_name", "warnings",
+    "load", "ollama_model", "plan_notes", "prepare", "unchanged", "validate_kb_name", "warnings",
 ]

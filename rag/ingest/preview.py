@@ -156,3 +156,40 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
 def ollama_model(embedder_name: str) -> str | None:
     """The Ollama model an embedder name such as 'ollama:bge-m3' stands for; None for the others."""
     return embedder_name.removeprefix(OLLAMA_PREFIX) if embedder_name.startswith(OLLAMA_PREFIX) else None
+
+
+WORTH_SAYING_SECONDS = 10.0
+"""An ingest expected to embed for at least this long says so before it starts (e5 reads 160-700
+tokens/s here: a 14-page paper is ~30 s, a 300-page book 7-30 minutes)."""
+SAMPLE_CHARS = 20_000
+"""How much of the files' text the language hint reads."""
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(round(seconds), 1)} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class PlanNotes:
+    """What to say before an ingest starts; None where there is nothing to say."""
+
+    duration: str | None
+    """How long embedding should take, when that is long enough to matter."""
+    language: str | None
+    """Which embedder suits the text better (mostly Chinese text and an embedder weak in it)."""
+
+
+def plan_notes(embedder_name: str, expected: float | None, chunks: int, sample_text: str) -> PlanNotes:
+    """The notes for embedding `chunks` chunks with `embedder_name`: `expected` is the seconds that
+    `rag.embeddings.expected_seconds` gives (None: no estimate), `sample_text` some of the files' text."""
+    from rag.embeddings.hints import chinese_hint
+
+    duration = None
+    if expected is not None and expected >= WORTH_SAYING_SECONDS:
+        duration = (f"Embedding {chunks} chunk{'' if chunks == 1 else 's'} with {embedder_name} should take "
+                    f"about {_duration(expected)} on this machine; the page stays busy until it is done.")
+    return PlanNotes(duration, chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS]))

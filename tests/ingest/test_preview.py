@@ -152,3 +152,18 @@ def test_files_of_types_not_read_say_what_to_do() -> None:
         assert "unsupported file type '.docx'" in str(exc)
     else:  # pragma: no cover - a .docx reader came: the advice must go
         raise AssertionError(".docx is read now: drop it from the advice")
+
+
+def test_plan_notes_say_how_long_embedding_takes_and_which_embedder_suits_chinese() -> None:
+    from rag.ingest import plan_notes
+
+    quick = plan_notes("local:e5", 4.0, 12, "Revenue grew by twelve percent.")
+    assert quick.duration is None and quick.language is None
+    slow = plan_notes("local:e5", 7 * 60.0, 600, "Revenue grew by twelve percent.")
+    assert slow.duration is not None and "600 chunks with local:e5" in slow.duration and "about 7 min" in slow.duration
+    assert "about 45 s" in plan_notes("local:e5", 45.0, 1, "").duration
+    assert "1 chunk with" in plan_notes("local:e5", 45.0, 1, "").duration
+    assert plan_notes("local:wordllama-l2_supercat-256", None, 600, "").duration is None  # no estimate
+    chinese = "甄士隐梦幻识通灵，贾雨村风尘怀闺秀。" * 50
+    assert "bge-m3" in plan_notes("ollama:nomic-embed-text", None, 3, chinese).language
+    assert plan_notes("local:e5", None, 3, chinese).language is None  # e5 reads Chinese well
