@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from rag import chunking, evaluation, snippets
+from rag import chunking, evaluation, retrieve, snippets
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
 from rag.documents import Document, load_bytes, page_label, render, sha256_hex
 from rag.errors import RagError
@@ -301,7 +301,7 @@ def _signature(source: Source, settings: dict[str, ChunkSettings], questions: li
 
 
 def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[Question],
-               signature: tuple) -> None:
+               signature: tuple, mode: str) -> None:
     embedder = resources.default_embedder()
     bar = st.progress(0.0, text=f"Embedding with {embedder.name}…")
 
@@ -310,7 +310,7 @@ def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[
 
     try:
         report = evaluation.evaluate(chunk_sets, source.doc.text, questions, embedder, _embedding_cache(),
-                                     progress=progress)
+                                     progress=progress, mode=mode)
     finally:
         bar.empty()
     st.session_state[REPORT_KEY] = (signature, report)
@@ -328,10 +328,14 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
     st.subheader("Retrieval check")
     st.caption(
         "Which setting puts the right passage on top? Give a few questions, each with the passage of the "
-        "document that answers it. Every setting's chunks are ranked by cosine similarity to each question "
-        "(in memory, nothing is stored); **hit@k** is the share of questions whose passage is in the top k "
-        "chunks, **MRR** the mean of 1/rank (1.0 = always first)."
+        "document that answers it. Every setting's chunks are ranked for each question as the chat's "
+        "search would rank them (in memory, nothing is stored); **hit@k** is the share of questions whose "
+        "passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first)."
     )
+    mode = st.radio("Rank with", retrieve.MODES, index=retrieve.MODES.index(retrieve.DEFAULT_MODE),
+                    key="lab_mode", horizontal=True, format_func=str.capitalize,
+                    help="Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. "
+                         "Hybrid (the chat's default): both, fused as the chat fuses them.")
     editor_slot = st.container()  # drawn above the CSV uploader, but filled after reading it
     initial = _questions_table(source)
     edited = editor_slot.data_editor(
@@ -349,7 +353,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
             zip(edited["question"].tolist(), edited["expected"].tolist()))
     except RagError as exc:
         widgets.show_error(exc, "Questions")
-    signature = _signature(source, settings, questions)
+    signature = (*_signature(source, settings, questions), mode)
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
     run = c1.button("Run retrieval check", key="lab_run_check", type="primary",
                     disabled=not questions or not chunk_sets,
@@ -360,7 +364,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
     stale = previous is not None and previous[0] != signature
     if questions and chunk_sets and (run or (auto and (previous is None or stale))):
         try:
-            _run_check(source, chunk_sets, questions, signature)
+            _run_check(source, chunk_sets, questions, signature, mode)
         except RagError as exc:
             widgets.show_error(exc, "Retrieval check")
             return
@@ -425,7 +429,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     per_question = pd.DataFrame(rows)
     for r in report.results:
         per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
-    st.markdown("**Per question**: rank and cosine score of the best chunk holding the expected passage.")
+    st.markdown("**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage.")
     st.dataframe(per_question, hide_index=True, key="lab_check_questions",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in per_question.columns if c.endswith(" score")})

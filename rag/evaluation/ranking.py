@@ -1,6 +1,7 @@
 """Rank every setting's chunks for every question in memory: hit@k, MRR and the best setting."""
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
 from rag.evaluation.normalise import NormalisedText, normalise
 from rag.evaluation.questions import Question
 from rag.evaluation.targets import find_targets
+from rag.retrieve.modes import MODES
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5)
 
@@ -93,8 +95,11 @@ def evaluate(
     *,
     progress: ProgressCallback | None = None,
     top_n: int | None = None,
+    mode: str = "vector",
 ) -> EvaluationReport:
-    """Rank every setting's chunks for every question by cosine similarity, in memory.
+    """Rank every setting's chunks for every question, in memory, as the chat's search `mode` would:
+    by cosine similarity (vector), BM25 over the setting's chunks (keyword), or both fused by
+    rag.retrieve.fusion (hybrid).
 
     The rank of a question is that of its best-ranked target chunk (ties in score keep chunk
     order). hit@k is the share of questions ranked within k; MRR the mean of 1/rank, 0 when
@@ -111,6 +116,8 @@ def evaluate(
         raise RagError(f"k must be at least 1, got {', '.join(str(k) for k in ks) or 'none'}")
     if top_n is not None and top_n < 1:
         raise RagError(f"top_n must be at least 1, got {top_n}")
+    if mode not in MODES:
+        raise RagError(f"unknown search mode {mode!r} (choose one of: {', '.join(MODES)})")
     doc = NormalisedText.of(document_text) if document_text is not None else None
 
     before = cache.stats()
@@ -130,7 +137,8 @@ def evaluate(
         chunks = chunk_set.chunks
         chunk_vectors = vectors[offset: offset + len(chunks)]
         offset += len(chunks)
-        results.append(_rank_setting(label, chunk_set, chunk_vectors, q_vectors, questions, doc, ks, top_n))
+        scores = _scores(mode, q_vectors, chunk_vectors, questions, chunk_set)
+        results.append(_rank_setting(label, chunk_set, scores, questions, doc, ks, top_n))
     return EvaluationReport(
         ks=ks,
         embedder=embedder.name,
@@ -144,8 +152,7 @@ def evaluate(
 def _rank_setting(
     label: str,
     chunk_set: ChunkSet,
-    chunk_vectors: np.ndarray,
-    q_vectors: np.ndarray,
+    scores: np.ndarray,
     questions: Sequence[Question],
     doc: NormalisedText | None,
     ks: tuple[int, ...],
@@ -153,7 +160,6 @@ def _rank_setting(
 ) -> SettingResult:
     chunks = chunk_set.chunks
     position_of = {c.index: i for i, c in enumerate(chunks)}
-    scores = (q_vectors @ chunk_vectors.T) if len(chunks) else np.zeros((len(questions), 0), np.float32)
     per_question: list[QuestionResult] = []
     normalised: list[str] | None = None
     for qi, question in enumerate(questions):
@@ -183,6 +189,37 @@ def _rank_setting(
     hits = tuple((k, hit_rate(ranks, k)) for k in ks)
     mrr = mean_reciprocal_rank(ranks)
     return SettingResult(label, chunk_set.settings, len(chunks), hits, mrr, tuple(per_question))
+
+
+def _scores(mode: str, q_vectors: np.ndarray, chunk_vectors: np.ndarray, questions: Sequence[Question],
+            chunk_set: ChunkSet) -> np.ndarray:
+    """(questions x chunks) ranking scores of `mode`; in hybrid, chunks neither list found score -1."""
+    chunks = chunk_set.chunks
+    if not len(chunks):
+        return np.zeros((len(questions), 0), np.float32)
+    vector = q_vectors @ chunk_vectors.T
+    if mode == "vector":
+        return vector
+    from rag.evaluation.keyword import ChunkBM25
+
+    bm25 = ChunkBM25([c.text for c in chunks])
+    keyword = np.vstack([bm25.scores(q.text) for q in questions])
+    if mode == "keyword":
+        return keyword
+    from rag.retrieve.fusion import DEFAULT_FUSION, fuse
+    from rag.store.records import Hit
+
+    fused = np.full((len(questions), len(chunks)), -1.0)
+    ids = [uuid.UUID(int=i) for i in range(len(chunks))]
+    for qi in range(len(questions)):
+        by_vector = np.argsort(-vector[qi], kind="stable")[:DEFAULT_FUSION.depth]
+        by_keyword = [i for i in np.argsort(-keyword[qi], kind="stable")[:DEFAULT_FUSION.depth] if keyword[qi, i] > 0]
+        vector_hits = [Hit(ids[i], "", {}, float(vector[qi, i]), vector_score=float(vector[qi, i])) for i in by_vector]
+        keyword_hits = [Hit(ids[i], "", {}, float(keyword[qi, i]), keyword_score=float(keyword[qi, i]))
+                        for i in by_keyword]
+        for hit in fuse(vector_hits, keyword_hits, DEFAULT_FUSION, len(chunks)):
+            fused[qi, hit.id.int] = hit.score
+    return fused
 
 
 def best_label(report: EvaluationReport) -> str | None:

@@ -125,7 +125,7 @@ def test_retrieval_check_equals_evaluate_and_applies_the_best() -> None:
 
     chosen = {label_of(i, s): s for i, s in ((i, settings_of(at, i)) for i in range(2))}
     direct = evaluate({label: split(DOC.text, s, DOC.pages_for_span) for label, s in chosen.items()},
-                      DOC.text, QUESTIONS, LocalEmbedder(), EmbeddingCache())
+                      DOC.text, QUESTIONS, LocalEmbedder(), EmbeddingCache(), mode="hybrid")
     summary = table(at, "MRR").set_index("Setting")
     assert list(summary.index) == list(chosen)
     for result in direct.results:
