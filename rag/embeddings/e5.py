@@ -161,8 +161,11 @@ class E5Embedder:
         return self._embed(texts, True, None, None)
 
     def count_tokens(self, texts: Sequence[str]) -> int:
-        """Tokens the model will read for `texts` as passages (each at most MAX_TOKENS)."""
-        return sum(tokens for _, tokens in self._fit_all(check_texts(texts), False))
+        """Tokens the model reads for `texts` as passages, each text counted up to MAX_TOKENS: one
+        tokenisation a text, not the search for the cut (~13), as the Upload page asks for its
+        estimate on every rerun."""
+        model = _shared_model()
+        return sum(min(_counted(model, text, False)[1], MAX_TOKENS) for text in check_texts(texts))
 
     def _embed(self, texts: Sequence[str], query: bool, progress: ProgressCallback | None,
                cancel: CancelSignal | None) -> np.ndarray:
@@ -201,13 +204,18 @@ _SCAN_CHARS = 16 * MAX_TOKENS
 Chinese ~700, so 8,192 characters always hold more than the model reads."""
 
 
-def _fit(model: E5, text: str, query: bool) -> tuple[str, int]:
-    """`text` cut to the longest prefix the model reads whole, with its token count."""
+def _counted(model: E5, text: str, query: bool) -> tuple[str, int]:
+    """`text` (repaired if the engine cannot take it) and its whole token count."""
     try:
-        tokens = model.token_count(text, query)
+        return text, model.token_count(text, query)
     except UnicodeEncodeError:  # a lone surrogate (seen in broken PDF text) cannot reach the C engine
         text = text.encode("utf-8", "replace").decode("utf-8")
-        tokens = model.token_count(text, query)
+        return text, model.token_count(text, query)
+
+
+def _fit(model: E5, text: str, query: bool) -> tuple[str, int]:
+    """`text` cut to the longest prefix the model reads whole, with its token count."""
+    text, tokens = _counted(model, text, query)
     if tokens <= MAX_TOKENS:
         return text, tokens
     # Binary search on characters; every accepted length was counted, so the cut always fits. The
