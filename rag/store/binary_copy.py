@@ -22,7 +22,8 @@ _TABLES = ("vector_store", "bench_copy")
 def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
               table: str = "vector_store", flush_bytes: int = 8 << 20) -> int:
     """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip;
-    `search_text` (CJK bigrams for full-text search) is derived from the content here.
+    `search_text` (CJK bigrams for full-text search) is derived from the content here, and left
+    NULL where it would equal the content.
 
     The binary tuples are packed here rather than through per-value dumpers: for 768-d vectors
     that halves the client's share of an ingest.
@@ -42,14 +43,17 @@ def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
             meta = b"\x01" + json.dumps(metadata, ensure_ascii=False).encode("utf-8")
             vec = np.asarray(vector, dtype=">f4")
             vec_bytes = struct.pack("!hh", vec.shape[0], 0) + vec.tobytes()
-            searchable = keywords.search_text(content).encode("utf-8")
+            # Stored only where it differs (CJK bigrams): `fts` falls back to the content, and a
+            # second copy of an English chunk would push its tsvector out of the row (see schema).
+            indexed = keywords.search_text(content)
+            searchable = None if indexed == content else indexed.encode("utf-8")
             buffer += b"\x00\x06"
             buffer += pack_field(16) + row_id.bytes
             buffer += pack_field(len(text)) + text
             buffer += pack_field(len(meta)) + meta
             buffer += pack_field(len(vec_bytes)) + vec_bytes
             buffer += pack_field(-1) if document_id is None else pack_field(16) + document_id.bytes
-            buffer += pack_field(len(searchable)) + searchable
+            buffer += pack_field(-1) if searchable is None else pack_field(len(searchable)) + searchable
             written += 1
             if len(buffer) >= flush_bytes:
                 copy.write(bytes(buffer))

@@ -285,3 +285,25 @@ def test_k1_and_b_come_from_the_environment() -> None:
         Settings.from_env({"RAG_BM25_K1": "fast"})
     with pytest.raises(ValueError, match="BM25 b must be between 0 and 1"):
         Bm25(b=-0.1)
+
+
+def test_the_tsvector_stays_in_the_row_and_english_text_is_not_stored_twice(store: Store, pg_uri: str) -> None:
+    # ~200 distinct words: a tsvector of a few kilobytes, as an 800-token chunk has.
+    long_english = ENGLISH[0] + " " + " ".join(f"keeper{chr(97 + i % 26)}{chr(97 + i // 26)}x" for i in range(200))
+    write(store, "mixed", "a.txt", [long_english, CHINESE[0]])
+    with psycopg.connect(pg_uri) as conn:
+        rows = conn.execute(
+            "SELECT search_text, fts = to_tsvector('english', content), pg_column_size(fts) "
+            "FROM vector_store WHERE metadata->>'knowledge' = 'mixed' ORDER BY metadata->'chunk_index'").fetchall()
+        storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'vector_store'::regclass "
+                               "AND attname = 'fts'").fetchone()[0]
+        # PostgreSQL 17 tells whether a value was moved out of the row (to the TOAST table).
+        moved = conn.execute(
+            "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 "
+            "THEN (SELECT count(pg_column_toast_chunk_id(fts)) FROM vector_store) END").fetchone()[0]
+    (english_text, english_indexed_from_content, english_size), (chinese_text, _, _) = rows
+    assert english_text is None and english_indexed_from_content
+    assert chinese_text == search_text(CHINESE[0]) and chinese_text != CHINESE[0]
+    assert storage == "m" and english_size > 2000 and moved in (0, None)
+    assert [h.metadata["chunk_index"] for h in store.keyword_search("节假日加班", ["mixed"], top_k=2)] == [1]
+    assert store.keyword_search("harbour ledger", ["mixed"], top_k=2)[0].metadata["chunk_index"] == 0
