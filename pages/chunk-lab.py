@@ -30,6 +30,9 @@ INITIAL: tuple[ChunkSettings, ...] = (
 UPLOAD_PAGE = "pages/upload.py"
 SAMPLE_ID = "sample"
 REPORT_KEY = "lab_check_result"
+# Set while a check embeds: still set at the start of a run, the check before was stopped.
+RUNNING_KEY = "_lab_check_running"
+STOPPED_KEY = "_lab_check_stopped"
 VIEWS = ("Text", "On the page", "Chunk sizes")
 COLOURS = ("#2f6fdf", "#ec8c1c", "#38a14a")
 
@@ -303,7 +306,13 @@ def _signature(source: Source, settings: dict[str, ChunkSettings], questions: li
 def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[Question],
                signature: tuple, mode: str) -> None:
     embedder = resources.default_embedder()
-    bar = st.progress(0.0, text=f"Embedding with {embedder.name}…")
+    bar_slot, stop_slot = st.columns([5, 1], vertical_alignment="center")
+    bar = bar_slot.progress(0.0, text=f"Embedding with {embedder.name}…")
+    # A click ends this script run at the bar's next update, after a slice of texts is embedded and
+    # kept in the cache; the next run sees the mark below and says it was stopped.
+    stop_slot.button("Stop", key="lab_stop_check", icon="⏹️", width="stretch",
+                     help="Stop embedding. What is embedded so far is kept: running the check again goes on from there.")
+    st.session_state[RUNNING_KEY] = signature
 
     def progress(done: int, total: int) -> None:
         bar.progress(done / total if total else 1.0, text=f"Embedding new chunks and questions: {done}/{total}")
@@ -313,6 +322,8 @@ def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[
                                      progress=progress, mode=mode)
     finally:
         bar.empty()
+    st.session_state.pop(RUNNING_KEY, None)
+    stop_slot.empty()
     st.session_state[REPORT_KEY] = (signature, report)
 
 
@@ -362,7 +373,15 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
                      help="Chunks already embedded are reused, so only changed chunks cost time.")
     previous = st.session_state.get(REPORT_KEY)
     stale = previous is not None and previous[0] != signature
-    if questions and chunk_sets and (run or (auto and (previous is None or stale))):
+    interrupted = st.session_state.pop(RUNNING_KEY, None)
+    if interrupted is not None:
+        st.session_state[STOPPED_KEY] = interrupted
+    stopped = st.session_state.get(STOPPED_KEY) == signature and not run
+    if stopped:
+        st.info("The retrieval check was stopped. The chunks and questions embedded so far are kept: "
+                "**Run retrieval check** goes on from there.", icon="⏹️")
+    elif questions and chunk_sets and (run or (auto and (previous is None or stale))):
+        st.session_state.pop(STOPPED_KEY, None)
         try:
             _run_check(source, chunk_sets, questions, signature, mode)
         except RagError as exc:

@@ -36,7 +36,10 @@ WIDGET = "upload"  # prefix of the chunk settings widget keys (widgets.chunk_set
 NEW_KB = "New knowledge base…"
 # Longer documents get the coloured whole-text view only on request (it is a lot of HTML).
 WHOLE_TEXT_AUTO_CHARS = 60_000
-STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌"}
+STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌", "stopped": "⏹️"}
+# What an ingest has done so far, set while it runs: still set at the start of a script run, the
+# ingest before was stopped (by the Stop button or any other click, which end the run).
+RUNNING_KEY = "_upload_running"
 LEGEND = ("Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
           "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.")
 
@@ -400,13 +403,21 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
 # -- ingest ----------------------------------------------------------------------------------
 
 def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: ChunkSettings,
-                uploads: dict[str, bytes]) -> list[IngestResult]:
+                uploads: dict[str, bytes], new_kb: bool) -> list[IngestResult]:
     results: list[IngestResult] = []
     total = len(uploads)
     stages = len(ingest.STAGES)
+    running = {"kb": knowledge, "settings": settings, "uploads": uploads, "done": [], "current": None,
+               "stage": None, "new_kb": new_kb}
+    st.session_state[RUNNING_KEY] = running
+    stop_slot = st.empty()
+    stop_slot.button("Stop ingesting", key="upload_stop", icon="⏹️",
+                     help="Stops at the next step of the file being ingested: that file is stored whole or "
+                          "not at all, the files done before stay, the rest are not started.")
     with st.status(f"Ingesting {fmt.plural(total, 'file')} into '{knowledge}'…",
                    expanded=True) as status:
         for number, (name, data) in enumerate(uploads.items(), start=1):
+            running.update(current=name, stage="parse")
             st.markdown(f"**{number}/{total} · {fmt.md(name)}**")
             bar = st.progress(0.0, text="waiting")
             reached = {"stage": "parse", "fraction": 0.0}
@@ -414,9 +425,11 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
             def on_stage(stage: str, fraction: float, message: str, bar=bar, reached=reached) -> None:
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
                 reached.update(stage=stage, fraction=min(max(float(fraction), 0.0), 1.0))
+                running["stage"] = stage
                 bar.progress(reached["fraction"], text=f"{stage} ({step}/{stages}) · {message}")
 
-            status.update(label=f"Ingesting {number}/{total}: {name}…")
+            # Said again each time: the browser keeps an expander at this place closed if one was before.
+            status.update(label=f"Ingesting {number}/{total}: {name}…", expanded=True)
             try:
                 result = ingest.ingest_bytes(store, embedder, data, name, knowledge, settings,
                                              on_stage=on_stage)
@@ -430,13 +443,41 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 bar.progress(reached["fraction"], text=f"❌ failed during {reached['stage']}")
                 st.error(f"**{fmt.md(name)}** failed: {result.reason}", icon="🚫")
             results.append(result)
+            running.update(current=None, stage=None)
+            running["done"].append(result)
         failed = sum(not r.ok for r in results)
         counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
                            for s in ("stored", "replaced", "unchanged", "failed")
                            if any(r.status == s for r in results))
         status.update(label=f"Ingested into '{knowledge}': {counts}",
                       state="error" if failed == total else "complete", expanded=bool(failed))
+    st.session_state.pop(RUNNING_KEY, None)
+    stop_slot.empty()
     return results
+
+
+def _record(knowledge: str, results: list[IngestResult], new_kb: bool, stopped: bool = False) -> None:
+    st.session_state["upload_results"] = {
+        "kb": knowledge, "at": datetime.now(), "stopped": stopped,
+        "results": [dataclasses.asdict(r) for r in results],
+    }
+    if new_kb and any(r.ok for r in results):
+        st.session_state["_upload_kb_pending"] = knowledge
+
+
+def _after_stop(store: Store | None) -> None:
+    """An ingest whose run ended early: record what it did, as the store holds it."""
+    running = st.session_state.pop(RUNNING_KEY, None)
+    if running is None or store is None:
+        return
+    results = list(running["done"])
+    started = {r.filename for r in results}
+    for name, data in running["uploads"].items():
+        if name in started:
+            continue
+        stage = running["stage"] if name == running["current"] else None
+        results.append(ingest.after_stop(store, running["kb"], name, data, running["settings"], stage))
+    _record(running["kb"], results, running["new_kb"], stopped=True)
 
 
 def _show_results() -> None:
@@ -445,10 +486,13 @@ def _show_results() -> None:
         return
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
-    done = len(results) - len(failed)
+    done = sum(r["status"] in ("stored", "replaced", "unchanged") for r in results)
     message = (f"Last ingest into **{fmt.md(last['kb'])}** at {last['at']:%H:%M:%S}: "
                f"{done} of {fmt.plural(len(results), 'file')} in the knowledge base.")
-    if failed:
+    if last.get("stopped"):
+        st.info(message + " It was stopped: press **Ingest** to go on (files already stored are skipped).",
+                icon="⏹️")
+    elif failed:
         st.warning(message + " See the reasons below; fix them and ingest again.", icon="⚠️")
     else:
         st.success(message + " See it in the **Library** tab.", icon="✅")
@@ -465,6 +509,7 @@ def _show_results() -> None:
 
 def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | None,
                 uploads: dict[str, bytes], previews: list[FilePreview]) -> None:
+    _after_stop(store)
     blockers = []
     if not uploads:
         blockers.append("upload at least one file")
@@ -496,17 +541,12 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
     notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
                               len(texts), sample)
     if notes.duration:
-        plan.caption(f"⏱️ {notes.duration}")
+        plan.caption(f"⏱️ {notes.duration} **Stop ingesting** ends it early; the files done by then stay.")
     if notes.language:
         plan.caption(f"🈶 {notes.language}")
     if clicked:
-        results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads))
-        st.session_state["upload_results"] = {
-            "kb": target.name, "at": datetime.now(),
-            "results": [dataclasses.asdict(r) for r in results],
-        }
-        if target.kb is None and any(r.ok for r in results):
-            st.session_state["_upload_kb_pending"] = target.name
+        results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads), target.kb is None)
+        _record(target.name, results, target.kb is None)
     _show_results()
 
 

@@ -177,6 +177,16 @@ class _Progress:
             self.stream.flush()
 
 
+def _say_duration(err: TextIO, progress: _Progress, filename: str, embedder: str, chunks: int,
+                  expected: float | None) -> None:
+    from rag.ingest import duration_note
+
+    note = duration_note(embedder, expected, chunks)
+    if note:
+        progress.clear()
+        print(f"{filename}: {note} Ctrl+C stops it; the files done by then stay.", file=err, flush=True)
+
+
 def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag import ingest
     from rag.store import Store
@@ -196,6 +206,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
                 store, embedder, path, knowledge, chunk_settings,
                 on_stage=lambda stage, fraction, message, name=path.name: progress.update(
                     name, stage, fraction, message),
+                on_plan=lambda chunks, expected, name=path.name: _say_duration(
+                    err, progress, name, embedder.name, chunks, expected),
             )
             progress.clear()
             failed += not result.ok

@@ -28,6 +28,9 @@ class EmbeddingCache:
     the lock, so two sessions asking for the same new text at the same time may both embed it.
     """
 
+    SLICE = 16
+    """Texts embedded and stored at a time (see `embed`)."""
+
     def __init__(self, max_entries: int = 50_000) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
@@ -55,8 +58,9 @@ class EmbeddingCache:
     ) -> np.ndarray:
         """Vectors for `texts` (rows in order), embedding only texts not seen before.
 
-        `progress(done, total)` counts the texts actually sent to the embedder; it is not
-        called when every text was cached. A text repeated within `texts` is embedded once.
+        `progress(done, total)` counts the texts actually sent to the embedder, after each slice; it is not
+        called when every text was cached. A text repeated within `texts` is embedded once. If the
+        embedder or `progress` raises, the slices embedded before are kept.
         """
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
@@ -76,22 +80,30 @@ class EmbeddingCache:
                     found[key] = vector
             self._hits += len(found)
             self._misses += len(missing)
-        if missing:
-            fresh = np.asarray(embedder.embed(list(missing.values()), progress), dtype=np.float32)
-            if fresh.ndim != 2 or fresh.shape[0] != len(missing):
+        # Embedded and kept a slice at a time: a check stopped halfway (the Chunk Lab's Stop, or any
+        # click, ends the script run inside `progress`) keeps what it embedded, and the next run
+        # embeds only the rest. 16 texts are 2-5 s with the e5 embedder on 2 cores.
+        pending = list(missing.items())
+        total = len(pending)
+        for start in range(0, total, self.SLICE):
+            part = pending[start:start + self.SLICE]
+            fresh = np.asarray(embedder.embed([text for _, text in part]), dtype=np.float32)
+            if fresh.ndim != 2 or fresh.shape[0] != len(part):
                 raise RagError(
                     f"the embedder {name} returned {fresh.shape[0] if fresh.ndim else 0} vectors for "
-                    f"{len(missing)} texts"
+                    f"{len(part)} texts"
                 )
             fresh.flags.writeable = False
             with self._lock:
-                for key, vector in zip(missing, fresh):
+                for (key, _), vector in zip(part, fresh):
                     found[key] = vector
                     self._vectors[key] = vector
                     self._vectors.move_to_end(key)
                 while len(self._vectors) > self.max_entries:
                     self._vectors.popitem(last=False)
                     self._evictions += 1
+            if progress is not None:  # after the slice is kept: this is where a stop lands
+                progress(start + len(part), total)
         if not keys:
             dimension = _dimension_of(embedder)
             return np.empty((0, dimension), dtype=np.float32)

@@ -24,24 +24,27 @@ STAGES = ("parse", "chunk", "embed", "store")
 
 # (stage, fraction of the file done in [0, 1], a short message)
 StageCallback = Callable[[str, float, str], None]
+# (chunks about to be embedded, the seconds that should take: None when not worth estimating)
+PlanCallback = Callable[[int, "float | None"], None]
 
 
 @dataclass(frozen=True)
 class IngestResult:
     filename: str
     status: str
-    """`stored`, `replaced`, `unchanged` or `failed`."""
+    """`stored`, `replaced`, `unchanged`, `failed`, or `stopped` (by the user, nothing of it stored)."""
     chunks: int = 0
     pages: int = 0
     reason: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.status != "failed"
+        """Whether the file is in the knowledge base as uploaded."""
+        return self.status in ("stored", "replaced", "unchanged")
 
     def line(self) -> str:
-        if self.status == "failed":
-            return f"{self.filename}: failed: {self.reason}"
+        if self.status in ("failed", "stopped"):
+            return f"{self.filename}: {self.status}: {self.reason}"
         if self.status == "unchanged":
             return f"{self.filename}: unchanged"
         return f"{self.filename}: {self.status} ({self.pages} pages, {self.chunks} chunks)"
@@ -121,9 +124,11 @@ def ingest_bytes(
     *,
     path: str | None = None,
     on_stage: StageCallback | None = None,
+    on_plan: PlanCallback | None = None,
     cancel: CancelSignal | None = None,
 ) -> IngestResult:
     """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise.
+    `on_plan` hears how many chunks are about to be embedded and how long that should take.
     Setting `cancel` stops the embedding before its next batch: `failed`, nothing stored."""
     notify = on_stage or (lambda stage, fraction, message: None)
     try:
@@ -142,6 +147,10 @@ def ingest_bytes(
             raise documents.DocumentError(filename, "no chunks: every piece was shorter than the "
                                           "minimum chunk length to embed")
         texts = [c.text for c in chunk_set.chunks]
+        if on_plan is not None:
+            from rag.embeddings import expected_seconds
+
+            on_plan(len(texts), expected_seconds(embedder, texts))
         notify("embed", 0.2, f"{len(texts)} chunks")
         vectors = embedder.embed(
             texts,
@@ -169,6 +178,19 @@ def ingest_bytes(
         return IngestResult(filename, "failed", reason=failure_reason(exc))
 
 
+def after_stop(store: Store, knowledge: str, filename: str, data: bytes | None, settings: ChunkSettings,
+               stage: str | None) -> IngestResult:
+    """What an ingest stopped during `stage` left: the file's transaction either committed before the
+    stop (then it is stored, as a result says) or not (then the knowledge base holds what it held).
+    `stage` None: the file was not started."""
+    existing = store.find_document(knowledge, filename)
+    if data is not None and stage is not None and unchanged(existing, documents.sha256_hex(data), settings):
+        return IngestResult(filename, "stored", existing.chunk_count, existing.page_count)
+    kept = "; the version stored before is kept" if existing is not None else ""
+    when = "not started" if stage is None else f"stopped during {stage}: nothing of it was stored"
+    return IngestResult(filename, "stopped", reason=when + kept)
+
+
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     """Files as given, and the supported files inside given folders (sorted, recursive)."""
     for raw in paths:
@@ -189,6 +211,7 @@ def ingest_path(
     settings: ChunkSettings,
     *,
     on_stage: StageCallback | None = None,
+    on_plan: PlanCallback | None = None,
     cancel: CancelSignal | None = None,
 ) -> IngestResult:
     try:
@@ -196,4 +219,4 @@ def ingest_path(
     except OSError as exc:
         return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
     return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
-                        path=str(path), on_stage=on_stage, cancel=cancel)
+                        path=str(path), on_stage=on_stage, on_plan=on_plan, cancel=cancel)

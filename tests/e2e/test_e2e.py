@@ -192,6 +192,74 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
     assert count >= 1
 
 
+def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str, pg_uri: str,  # noqa: ANN001
+                                                          tmp_path: Path) -> None:
+    """With the real default embedder (e5, a few chunks a second here) an ingest and a Chunk Lab check
+    take long enough to stop: what was done stays, the rest is absent, and the page says so."""
+    wipe(pg_uri)
+    short, long = tmp_path / "a-short.txt", tmp_path / "b-long.txt"
+    short.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
+    long.write_text("\n\n".join(f"Entry {i}. Storm from the north-west, force {i % 9 + 3}; the keeper trimmed "
+                                  f"the wick {i} times and logged ship number {i * 7} passing the point. " * 6
+                                  for i in range(400)))
+    context = chromium.new_context(viewport={"width": 1440, "height": 2000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{app_url}/upload", wait_until="networkidle")
+    page.get_by_text("Status").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    page.locator('input[type="file"]').first.set_input_files([str(short), str(long)])
+    page.get_by_text("b-long.txt").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
+    name_box.fill("e2e-stop")
+    name_box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
+        timeout=60_000)
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text(re.compile(r"embed \(3/4\) · \d+/\d+ chunks embedded")).first.wait_for(
+        state="attached", timeout=180_000)
+    shot(page, "upload-running")
+    page.get_by_role("button", name="Stop ingesting").click()
+    page.get_by_text("It was stopped").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    expect(page.get_by_text("1 of 2 files in the knowledge base", exact=False).first).to_be_visible()
+    shot(page, "upload-stopped")
+    import psycopg
+
+    with psycopg.connect(pg_uri) as conn:
+        stored = conn.execute("SELECT original_filename FROM documents WHERE knowledge = 'e2e-stop'").fetchall()
+        orphans = conn.execute("SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'e2e-stop' "
+                               "AND metadata->>'original_filename' <> 'a-short.txt'").fetchone()[0]
+    assert (stored, orphans) == ([("a-short.txt",)], 0)
+
+    # The Chunk Lab's check on its sample: stop it while it embeds, then run it again to the end.
+    page.goto(f"{app_url}/chunk-lab", wait_until="networkidle")
+    run = page.get_by_role("button", name="Run retrieval check")
+    run.wait_for(timeout=120_000)
+    wait_idle(page)
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Document").first.click()
+    page.get_by_role("option", name=re.compile("Sample: Northwind field guide")).click()
+    wait_idle(page)
+    expect(run).to_be_enabled(timeout=60_000)
+    run.click()
+    page.get_by_text(re.compile(r"Embedding new chunks and questions: \d+/\d+")).first.wait_for(timeout=120_000)
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text("The retrieval check was stopped").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    page.get_by_role("button", name="Run retrieval check").click()
+    page.get_by_text(re.compile(r"reused from the cache")).first.wait_for(timeout=300_000)
+    wait_idle(page)
+    caption = page.get_by_text(re.compile(r"\d+ texts embedded, \d+ reused from the cache")).first.inner_text()
+    assert int(re.search(r"(\d+) reused", caption).group(1)) > 0, caption  # the stopped run's work was kept
+    assert page.get_by_text("The retrieval check was stopped").count() == 0
+    context.close()
+    assert not errors, errors
+
+
 NAVIGATION = ["Upload & preview", "Chunk Lab", "Chat", "GPU monitor", "Tools"]
 """The router's pages (app.py), in order; Streamlit's discovery of pages/ would list file names."""
 

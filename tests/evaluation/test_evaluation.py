@@ -228,6 +228,30 @@ def test_cache_vectors_match_the_embedder_and_keep_order() -> None:
         cache.embed(embedder, "red sky")
 
 
+def test_a_stopped_embedding_keeps_the_slices_done_and_the_next_run_embeds_only_the_rest() -> None:
+    embedder, cache = BagOfWords(), EmbeddingCache()
+    texts = [f"red apple {i}" for i in range(EmbeddingCache.SLICE * 2 + 5)]
+    seen: list[tuple[int, int]] = []
+
+    class Stopped(BaseException):  # as Streamlit ends a script run: not an Exception
+        pass
+
+    def stop_after_the_first_slice(done: int, total: int) -> None:
+        seen.append((done, total))
+        if done >= EmbeddingCache.SLICE:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        cache.embed(embedder, texts, stop_after_the_first_slice)
+    assert seen == [(EmbeddingCache.SLICE, len(texts))]  # counted over all the texts, not the slice
+    assert cache.stats().entries == EmbeddingCache.SLICE
+    progress: list[tuple[int, int]] = []
+    vectors = cache.embed(embedder, texts, lambda done, total: progress.append((done, total)))
+    assert embedder.embedded[EmbeddingCache.SLICE:] == texts[EmbeddingCache.SLICE:]
+    assert progress == [(EmbeddingCache.SLICE, EmbeddingCache.SLICE + 5), (EmbeddingCache.SLICE + 5,) * 2]
+    np.testing.assert_array_equal(vectors, BagOfWords().embed(texts))
+
+
 def test_cache_keys_include_the_embedder_name() -> None:
     cache, one, other = EmbeddingCache(), BagOfWords(), BagOfWords()
     other.name = "test:other"
