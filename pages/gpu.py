@@ -19,7 +19,8 @@ from rag.errors import RagError
 from rag.generate.telemetry import PHASE_TITLES, Mark
 from rag.generate.watch import GenerationView, WatchedGeneration, watch_choices
 from rag.gpu.placement import unloads_in
-from rag.llms import LocalChatModel, resolve_chat_model
+from rag.llms import resolve_chat_model
+from rag.llms.choice import default_local_name
 from rag.llms.ollama.admin import unload_model
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
@@ -55,7 +56,7 @@ def unload(host: str, name: str) -> None:
 
 def model_label(choice: str) -> str:
     if choice == resources.LOCAL:
-        return f"{LocalChatModel.NAME.removeprefix('local:')} · embedded, on the CPU"
+        return f"{default_local_name().removeprefix('local:')} · embedded, on the CPU"
     return f"{choice.removeprefix('ollama:')} · Ollama"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag.errors import ModelError
+from rag.llms.choice import default_local_name
 from rag.llms.local import LocalChatModel
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 
@@ -15,7 +16,8 @@ def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
     run agent mode, and why (a sentence to show next to a disabled toggle)."""
     name = model if isinstance(model, str) else getattr(model, "name", str(model))
     if name == "local" or name.startswith("local:") or isinstance(model, LocalChatModel):
-        return False, (f"The embedded base model ({LocalChatModel.NAME}) cannot call tools: agent mode "
+        shown = name if name.startswith("local:") else default_local_name()
+        return False, (f"The embedded model ({shown}) cannot call tools: agent mode "
                        f"needs an Ollama model with tool calling, e.g. 'ollama pull {SUGGESTED_TOOL_MODEL}'")
     if isinstance(model, str):
         from rag.llms.ollama.chat import OllamaChatModel

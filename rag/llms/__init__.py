@@ -24,6 +24,8 @@ from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 
 _LAZY = {
     "LocalChatModel": "rag.llms.local",
+    "QwenChatModel": "rag.llms.local",
+    "embedded_chat_model": "rag.llms.local",
     "LOCAL_PACKAGES": "rag.llms.local",
     "GGUF_PACKAGE": "rag.llms.gguf",
     "local_gguf_path": "rag.llms.gguf",

@@ -14,9 +14,19 @@ from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_late
 LOCAL = "local"
 """The choice that names the embedded model."""
 LOCAL_MODEL_NAME = "local:gemma3-270m"
-"""The embedded model's name (LocalChatModel.NAME)."""
+"""The small embedded base model's name (LocalChatModel.NAME): the fallback."""
+QWEN_MODEL_NAME = "local:qwen2.5-coder-1.5b"
+"""The embedded instruct model's name (QwenChatModel.NAME): the default where installed."""
+EMBEDDED_NAMES = (QWEN_MODEL_NAME, LOCAL_MODEL_NAME)
 
-__all__ = ["LOCAL", "LOCAL_MODEL_NAME", "SUGGESTED_CHAT_MODELS", "Unavailable", "choice_label", "cites_by_itself",
+
+def default_local_name() -> str:
+    """The model `local` means here: Qwen when its weight parts are installed (a cheap check)."""
+    from rag.llms import qwen_weights
+
+    return QWEN_MODEL_NAME if qwen_weights.installed()[0] else LOCAL_MODEL_NAME
+
+__all__ = ["EMBEDDED_NAMES", "LOCAL", "LOCAL_MODEL_NAME", "QWEN_MODEL_NAME", "default_local_name", "SUGGESTED_CHAT_MODELS", "Unavailable", "choice_label", "cites_by_itself",
            "is_pulled", "model_label", "model_options", "normalise_choice", "ollama_unavailable", "same_model"]
 
 
@@ -24,8 +34,10 @@ def normalise_choice(value: str) -> str:
     """One spelling of a choice: 'local' for the embedded model, else 'ollama:<model>' without ':latest'
     (a bare name is an Ollama model; an empty one falls back to the embedded model)."""
     value = value.strip()
-    if value in (LOCAL, LOCAL_MODEL_NAME):
+    if value == LOCAL or value == default_local_name():
         return LOCAL
+    if value in EMBEDDED_NAMES:
+        return value
     name = strip_latest(value.removeprefix("ollama:").strip())
     return f"ollama:{name}" if name else LOCAL
 
@@ -33,13 +45,15 @@ def normalise_choice(value: str) -> str:
 def model_label(choice: str) -> str:
     """How a normalised choice reads in a picker: 'gemma3-270m · embedded', 'qwen2.5:7b · Ollama'."""
     if choice == LOCAL:
-        return f"{LOCAL_MODEL_NAME.removeprefix('local:')} · embedded"
+        return f"{default_local_name().removeprefix('local:')} · embedded"
+    if choice in EMBEDDED_NAMES:
+        return f"{choice.removeprefix('local:')} · embedded"
     return f"{choice.removeprefix('ollama:')} · Ollama"
 
 
 def cites_by_itself(model_name: str) -> bool:
     """Whether a model can be asked to cite: the embedded base model only completes text."""
-    return not model_name.startswith("local:")
+    return model_name != LOCAL_MODEL_NAME
 
 
 SUGGESTED_CHAT_MODELS = (SUGGESTED_OLLAMA_MODEL, "deepseek-r1:1.5b")

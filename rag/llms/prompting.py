@@ -77,3 +77,24 @@ def completion_prompt(messages: Sequence[Message], example: str | None = None) -
     if not blocks or not blocks[-1].endswith("Answer:"):
         blocks.append("Answer:")
     return "\n\n".join(blocks)
+
+
+# The embedded instruct model (Qwen2.5-Coder-1.5B) follows the system prompt's citation rule in
+# English but rarely in Chinese; said again right after the question, where a small model weighs it
+# most, it cites (`python -m rag bench --only answers` measures both).
+CITE_REMINDER_EN = "(Answer from the sources above and put the source number in brackets, like [1], after each sentence that uses it.)"
+CITE_REMINDER_ZH = "（只根据上面的资料回答。每句话末尾标注所用资料的编号，格式如：答案内容 [1]。）"
+
+
+def with_cite_reminder(messages: Sequence[Message]) -> list[Message]:
+    """`messages` with the citation reminder after the last question, in its language, when the
+    system prompt holds numbered sources; unchanged otherwise."""
+    out = list(messages)
+    if not any(m.role == "system" and _NUMBERED_SOURCE.search(m.content) for m in out):
+        return out
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].role == "user":
+            reminder = CITE_REMINDER_ZH if asks_in_chinese(out[i].content) else CITE_REMINDER_EN
+            out[i] = Message("user", f"{out[i].content}\n\n{reminder}")
+            break
+    return out

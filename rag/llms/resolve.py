@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from rag.errors import ModelError
-from rag.llms.choice import LOCAL
-from rag.llms.local import LOCAL_PACKAGES, LocalChatModel
+from rag.llms.choice import EMBEDDED_NAMES, LOCAL
+from rag.llms.local import LOCAL_PACKAGES, LocalChatModel, QwenChatModel, embedded_chat_model
 from rag.llms.ollama.admin import list_ollama_chat_models
 from rag.llms.ollama.chat import OllamaChatModel
 from rag.llms.ollama.errors import display_host
@@ -32,7 +32,7 @@ def resolve_chat_model(settings: Settings, choice: str | None = None) -> ChatMod
     if ok:
         log.info("Chatting with the local model: %s", "Ollama is not reachable at " + where
                  if models is None else f"Ollama at {where} has no chat model")
-        return LocalChatModel()
+        return embedded_chat_model()
     ollama_part = (
         f"Ollama is not reachable at {where}: start it with 'ollama serve' and run "
         f"'ollama pull {SUGGESTED_OLLAMA_MODEL}'"
@@ -46,15 +46,21 @@ def resolve_chat_model(settings: Settings, choice: str | None = None) -> ChatMod
 
 
 def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
-    if choice in (LOCAL, LocalChatModel.NAME):
+    if choice == LOCAL:
         ok, reason = LocalChatModel.available()
         if not ok:
             raise ModelError(reason)
-        return LocalChatModel()
+        return embedded_chat_model()
+    if choice in EMBEDDED_NAMES:
+        cls = QwenChatModel if choice == QwenChatModel.NAME else LocalChatModel
+        ok, reason = cls.available()
+        if not ok:
+            raise ModelError(reason)
+        return cls()
     if choice.startswith("local:"):
         raise ModelError(
-            f"Unknown local chat model '{choice}': the local model is '{LocalChatModel.NAME}' "
-            f"(choose 'local')"
+            f"Unknown local chat model '{choice}': the embedded models are {', '.join(EMBEDDED_NAMES)} "
+            f"('local' picks the first one installed)"
         )
     model = choice.removeprefix("ollama:").strip()
     if not model:

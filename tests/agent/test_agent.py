@@ -411,10 +411,10 @@ def test_agent_available(httpserver: HTTPServer, settings: Settings):
     assert agent.agent_available(OllamaChatModel(host, "gemma3")) == (
         False, "ollama:gemma3 has no tool calling (its capabilities: completion, vision): choose an Ollama model "
                "with tools, e.g. qwen2.5:7b-instruct")
-    local = (False, "The embedded base model (local:gemma3-270m) cannot call tools: agent mode needs an Ollama "
-                    "model with tool calling, e.g. 'ollama pull qwen2.5:7b-instruct'")
-    assert agent.agent_available(LocalChatModel()) == local
-    assert agent.agent_available("local") == local
+    local = ("cannot call tools: agent mode needs an Ollama model with tool calling, e.g. "
+             "'ollama pull qwen2.5:7b-instruct'")
+    assert agent.agent_available(LocalChatModel()) == (False, f"The embedded model (local:gemma3-270m) {local}")
+    assert agent.agent_available("local") == (False, f"The embedded model (local:qwen2.5-coder-1.5b) {local}")
     ok, reason = agent.agent_available(OllamaChatModel(settings.ollama_host, MODEL))
     assert not ok and reason.startswith("Cannot tell whether ollama:qwen-test can call tools: Ollama is not "
                                         "reachable at")

@@ -169,7 +169,7 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
         wait_idle(page)
         page.get_by_role("button", name="Generate").click()
         stop = page.get_by_role("button", name="Stop")
-        page.get_by_text(re.compile(r"Generating with gemma3-270m")).first.wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"Generating with qwen2.5-coder-1.5b")).first.wait_for(timeout=60_000)
         page.wait_for_timeout(1_500)
         # A warm model on a quiet machine may finish its short answer between the check and the click,
         # so the click gets a short timeout and a missed one is fine: the timeline below must show up.

@@ -79,7 +79,8 @@ def test_ask_cli_against_ollama_stand_in(tmp_path: Path, cli_env: dict[str, str]
 @pytest.mark.skipif(not __import__("rag.llms", fromlist=["LocalChatModel"]).LocalChatModel.available()[0],
                     reason="the embedded model (llama-cpp-python + gemma3 GGUF) is not installed")
 def test_embedded_model_answers_over_an_ingested_pdf(tmp_path: Path, cli_env: dict[str, str], pg_uri: str) -> None:
-    """`ask --json` with the embedded base model; its (attributed) citations name real chunks."""
+    """`ask --json` with the default embedded model (Qwen2.5-Coder-1.5B): it cites by itself, and
+    its citations name real chunks."""
     wipe(pg_uri)
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(make_pdf(["Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions.",
@@ -93,7 +94,7 @@ def test_embedded_model_answers_over_an_ingested_pdf(tmp_path: Path, cli_env: di
     # llama.cpp's own log lines go to logging, not straight onto the terminal.
     assert not re.search(r"^(llama|ggml)\w*:", proc.stderr, re.MULTILINE), proc.stderr
     result = json.loads(proc.stdout)
-    assert result["model"] == "local:gemma3-270m"
+    assert result["model"] == "local:qwen2.5-coder-1.5b"
     assert "twelve" in result["answer"].lower() or "12" in result["answer"]
     assert result["citations"], result
     import psycopg

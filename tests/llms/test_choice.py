@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from rag.llms.choice import (
-    LOCAL, SUGGESTED_CHAT_MODELS, choice_label, cites_by_itself, is_pulled, model_label, model_options,
+    LOCAL, QWEN_MODEL_NAME, SUGGESTED_CHAT_MODELS, choice_label, default_local_name, cites_by_itself, is_pulled, model_label, model_options,
     normalise_choice, ollama_unavailable,
 )
 
@@ -10,7 +10,13 @@ HOST = "http://127.0.0.1:11434"
 
 
 def test_normalise_choice_spells_each_model_one_way() -> None:
-    assert normalise_choice("local") == normalise_choice("local:gemma3-270m") == LOCAL
+    # 'local' is the embedded model installed first in EMBEDDED_NAMES (the test install has both).
+    assert default_local_name() == QWEN_MODEL_NAME
+    assert normalise_choice("local") == normalise_choice(QWEN_MODEL_NAME) == LOCAL
+    assert normalise_choice(" local:gemma3-270m") == "local:gemma3-270m"
+    assert model_label("local:gemma3-270m") == "gemma3-270m · embedded"
+    assert model_label(LOCAL) == "qwen2.5-coder-1.5b · embedded"
+    assert cites_by_itself(QWEN_MODEL_NAME)
     assert normalise_choice(" qwen2.5:latest ") == normalise_choice("ollama:qwen2.5") == "ollama:qwen2.5"
     assert normalise_choice("ollama:") == LOCAL
     assert model_label("ollama:qwen2.5") == "qwen2.5 · Ollama" and model_label(LOCAL).endswith("· embedded")
@@ -33,6 +39,7 @@ def test_options_without_ollama_suggest_nothing_to_pull() -> None:
     options, default = model_options(None, None)
     assert options == [LOCAL] and default == LOCAL
     assert model_options("local", [])[1] == LOCAL
+    assert model_options("local:gemma3-270m", None) == ([ "local:gemma3-270m", LOCAL], "local:gemma3-270m")
 
 
 def test_labels_say_what_cannot_answer() -> None:

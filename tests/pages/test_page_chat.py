@@ -23,7 +23,7 @@ from werkzeug import Request, Response
 from pages import chat as page
 from rag import generate, ingest, retrieve
 from rag.chunking import ChunkSettings
-from rag.llms import LocalChatModel
+from rag.llms import LocalChatModel, QwenChatModel
 from rag.settings import get_settings
 from rag.store import Store
 from tests.conftest import ROOT
@@ -212,13 +212,13 @@ def test_the_embedded_model_answers_over_the_pdf(kb: Store) -> None:
         pytest.skip(f"the embedded model is not installed: {reason}")
     at = new_app()
     assert at.selectbox(key="chat_model").value == "local"  # Ollama is dead in the tests
-    assert at.toggle(key="chat_agent").disabled  # a base model cannot call tools
+    assert at.toggle(key="chat_agent").disabled  # the embedded models are not given tools
     at.number_input(key="chat_top_k").set_value(2)
 
     ask(at, "What dividend did the board approve?")
 
     (turn,) = turns(at)
-    assert turn.model == LocalChatModel.NAME and len(turn.sources) == 2
+    assert turn.model == QwenChatModel.NAME and len(turn.sources) == 2  # the default embedded model
     assert turn.answer and not turn.error and not turn.stopped
     assert turn.stats is not None and turn.stats.eval_count
     assert any(turn.answer.split()[0] in m.value for m in at.markdown)

@@ -156,7 +156,7 @@ def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable
     assert f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST." in info
     assert (f"Ollama is not reachable at {host}. The embedded model generates on the CPU instead: "
             "watch the CPU chart.") in texts(at.caption)
-    assert at.selectbox(key="gpu_model").options == ["gemma3-270m · embedded, on the CPU"]
+    assert at.selectbox(key="gpu_model").options == ["qwen2.5-coder-1.5b · embedded, on the CPU"]
     assert set(metrics(at)) == {"CPU", "RAM (GiB)"}
     assert traces(at) == ["CPU", "RAM used", "RAM total"]
     assert [b.key for b in at.button] == ["gpu_generate", "gpu_stop"]  # nothing to unload
@@ -180,13 +180,13 @@ def test_without_ollama_the_embedded_model_generates_on_the_cpu_chart(
     at.run()
     assert not at.exception and not at.error
     view = generation.view()
-    assert view.error is None and view.model == "local:gemma3-270m"
+    assert view.error is None and view.model == "local:qwen2.5-coder-1.5b"
     assert view.text.strip() and view.text in texts(at.markdown)
     assert view.stats is not None and view.stats.eval_count
     assert view.stats.done_reason in ("stopped", "stop", "length")
     assert [m.phase for m in view.marks][-1] == "output"
     spec = chart(at)
-    assert generation_labels(spec) == ["gpu page: local:gemma3-270m"]
+    assert generation_labels(spec) == ["gpu page: local:qwen2.5-coder-1.5b"]
     rects = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
     assert len(rects) == len(view.marks) * 2  # each phase on the CPU and the RAM chart
     assert not any(t.startswith("Stopped: Ollama") for t in texts(at.caption))
