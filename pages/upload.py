@@ -407,7 +407,7 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
     results: list[IngestResult] = []
     total = len(uploads)
     stages = len(ingest.STAGES)
-    running = {"kb": knowledge, "settings": settings, "uploads": uploads, "done": [], "current": None,
+    running = {"kb": knowledge, "settings": settings, "uploads": uploads, "done": results, "current": None,
                "stage": None, "new_kb": new_kb}
     st.session_state[RUNNING_KEY] = running
     stop_slot = st.empty()
@@ -444,7 +444,6 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 st.error(f"**{fmt.md(name)}** failed: {result.reason}", icon="🚫")
             results.append(result)
             running.update(current=None, stage=None)
-            running["done"].append(result)
         failed = sum(not r.ok for r in results)
         counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
                            for s in ("stored", "replaced", "unchanged", "failed")
@@ -486,7 +485,7 @@ def _show_results() -> None:
         return
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
-    done = sum(r["status"] in ("stored", "replaced", "unchanged") for r in results)
+    done = sum(IngestResult(**r).ok for r in results)
     message = (f"Last ingest into **{fmt.md(last['kb'])}** at {last['at']:%H:%M:%S}: "
                f"{done} of {fmt.plural(len(results), 'file')} in the knowledge base.")
     if last.get("stopped"):

@@ -44,23 +44,17 @@ class Outcome:
 
 
 def chinese_cases(n: int, seed: int = 5) -> list[Case]:
-    import json
-
-    from rag.evaluation.sets import EVAL_DIR
-
-    rows = [json.loads(line) for line in (EVAL_DIR / "zh_cmrc_trial.questions.jsonl").read_text("utf-8").splitlines()
-            if line.strip()]
     from rag.evaluation.sets import eval_set
 
-    texts = {p.key: p.text for p in eval_set("zh_cmrc_trial").passages}
+    data = eval_set("zh_cmrc_trial")
+    texts = {p.key: p.text for p in data.passages}
     rng = random.Random(seed)
-    step = len(rows) / n
     cases = []
-    for row in (rows[int(i * step)] for i in range(n)):
-        others = rng.sample([k for k in texts if k != row["pid"]], 2)
-        keys = [row["pid"], *others]
+    for i in data.sample_indices(n):
+        question, answers = data.questions[i], data.answers[i]
+        keys = [question.file, *rng.sample([k for k in texts if k != question.file], 2)]
         rng.shuffle(keys)
-        cases.append(Case(row["question"], tuple((k, texts[k]) for k in keys), row["pid"], tuple(row["answers"])))
+        cases.append(Case(question.text, tuple((k, texts[k]) for k in keys), question.file, answers))
     return cases
 
 

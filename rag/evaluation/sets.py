@@ -28,6 +28,8 @@ class EvalSet:
     """Each keyed by its pid."""
     questions: tuple[Question, ...]
     """Each with `file` = the pid of the passage that answers it (no `expected` text)."""
+    answers: tuple[tuple[str, ...], ...] = ()
+    """The gold answer texts of each question, in the same order."""
 
     @property
     def language(self) -> str:
@@ -35,10 +37,14 @@ class EvalSet:
 
     def sample(self, n: int | None) -> tuple[Question, ...]:
         """At most `n` questions, evenly spaced through the set (the same ones every run)."""
+        return tuple(self.questions[i] for i in self.sample_indices(n))
+
+    def sample_indices(self, n: int | None) -> range | tuple[int, ...]:
+        """The positions of the questions `sample(n)` picks."""
         if n is None or n >= len(self.questions):
-            return self.questions
+            return range(len(self.questions))
         step = len(self.questions) / n
-        return tuple(self.questions[int(i * step)] for i in range(n))
+        return tuple(int(i * step) for i in range(n))
 
 
 def _rows(path: Path) -> list[dict]:
@@ -56,6 +62,6 @@ def eval_set(name: str) -> EvalSet:
     if name not in SETS:
         raise RagError(f"unknown evaluation set {name!r} (choose from: {', '.join(SETS)})")
     passages = tuple(Passage(str(p["pid"]), p["text"]) for p in _rows(EVAL_DIR / f"{name}.passages.jsonl"))
-    questions = tuple(Question(q["question"], "", str(q["pid"]))
-                      for q in _rows(EVAL_DIR / f"{name}.questions.jsonl"))
-    return EvalSet(name, passages, questions)
+    rows = _rows(EVAL_DIR / f"{name}.questions.jsonl")
+    questions = tuple(Question(q["question"], "", str(q["pid"])) for q in rows)
+    return EvalSet(name, passages, questions, tuple(tuple(q.get("answers", ())) for q in rows))
