@@ -47,6 +47,8 @@ def sidebar() -> None:
         checks.append(rag_status.Check("Database", False, str(exc),
                                        "check DATABASE_URL, or unset it to use the embedded database"))
     ollama = resources.ollama_status()
+    if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
+        resources.preload_embedded_model()  # the first question then need not wait for the load
     checks.append(rag_status.ollama_check(settings, ollama))
     try:
         checks.append(rag_status.embedder_check(settings, ollama, resources.default_embedder().name))

@@ -58,7 +58,6 @@ TURNS = "chat_turns"
 LIVE = "_chat_live"
 LOCAL = resources.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
-NEAR_LIMIT = 0.85  # share of the window from which the budget bar warns
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
 DEFAULTS: dict[str, Any] = {
     "chat_mode": retrieve.DEFAULT_MODE,
@@ -77,12 +76,24 @@ MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
 
 # -- small formatting helpers --------------------------------------------------------------------
 
-def answer_markdown(answer: str, sources: Sequence[Source]) -> str:
-    """The answer with each `[n]` marker as a badge: blue for a source, red for a marker pointing at none."""
-    def badge(n: int, known: bool) -> str:
-        return f":blue-badge[{n}]" if known else f":red-badge[⚠ {n}]"
+BADGES = {
+    generate.Status.CITED: ":blue-badge[{n}]",
+    generate.Status.MATCHED: ":gray-badge[≈ {n}]",
+    "unknown": ":red-badge[⚠ {n}]",
+}
+NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"
+UNSUPPORTED_FLAG = ":orange-badge[⚠ no source]"
+BADGE_LEGEND = ("Blue [n]: the cited source supports the sentence · orange [n ?]: the cited source does not "
+                "support it · grey ≈ n: matched to a source afterwards, not cited by the model · ⚠ no source: "
+                "no passage supports the sentence · red ⚠ n: no such source.")
 
-    return generate.replace_markers(answer, sources, badge).replace("$", "\\$")  # a price is not LaTeX
+
+def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
+    """The answer with each `[n]` marker as a badge coloured by what the check found (see BADGE_LEGEND)."""
+    def badge(n: int, kind: str) -> str:
+        return BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
+
+    return generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG).replace("$", "\\$")  # a price is not LaTeX
 
 
 # -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
@@ -305,7 +316,9 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                             help="Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
                                  "too). Hybrid: both, fused by reciprocal rank.")
             top_k = st.number_input("Top-k", 1, 50, key="chat_top_k", disabled=use_agent,
-                                    help="How many passages go into the prompt.")
+                                    help="How many passages are searched for. As many as fit the model's window go into "
+                                         "the prompt, best first (the last one in part); the rest are "
+                                         "listed as left out.")
             min_score = st.slider("Minimum similarity", 0.0, 1.0, step=0.05, key="chat_min_score",
                                   disabled=use_agent,
                                   help="Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
@@ -381,8 +394,12 @@ def _source_card(turn: Turn, source: Source) -> None:
     label = f"{source.label} · {hit.ranking}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
         st.caption(f"knowledge base **{_md(hit.knowledge)}** · chunk {meta.get('chunk_index', '?')}")
+        whole = source.text is None or st.toggle("Show the whole chunk", key=f"chat_whole_{turn.id}_{source.n}",
+                                                 help="The model was given the part shown (it fits its window)")
+        if not whole:
+            st.caption("Given to the model in part: the sentences that best match the question.")
         with st.container(border=True, height="content"):
-            st.markdown(_md(hit.content))
+            st.markdown(_md(hit.content if whole else source.passage))
         document_id = meta.get("document_id")
         if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)):
             return
@@ -425,6 +442,9 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
                    f"chat_sources_{turn.id}", expanded):
         for source in turn.sources:
             _source_card(turn, source)
+        if turn.left_out:
+            st.caption("Found but not given to the model (its window is full): " +
+                       "; ".join(_md(s.label) for s in turn.left_out))
 
 
 def _budget_bar(budget: Budget | None, model: str) -> None:
@@ -435,15 +455,12 @@ def _budget_bar(budget: Budget | None, model: str) -> None:
                 text=f"Context: {total:,} of {budget.limit:,} tokens ({budget.share:.0%}) · {model}")
     st.caption(f"system {budget.system:,} · sources {budget.sources:,} · history {budget.history:,} · "
                f"question {budget.question:,} · kept for the answer {budget.reserve:,} "
-               "(cl100k estimate)")
+               f"({_md(budget.counted_with)})")
     if not budget.fits:
         st.warning(f"The prompt ({budget.used:,} tokens, plus {budget.reserve:,} for the answer) is larger "
                    f"than the model's {budget.limit:,}-token window: the model would lose the start of it "
                    "(the instructions and the first sources). Lower top-k, clear the conversation, or "
                    "raise num_ctx.", icon="✂️")
-    elif budget.share >= NEAR_LIMIT:
-        st.warning(f"The prompt fills {budget.share:.0%} of the model's window: a longer answer or one more "
-                   "question may be cut. Lower top-k or clear the conversation soon.", icon="⚠️")
 
 
 def _stats_line(turn: Turn) -> str:
@@ -480,7 +497,7 @@ def _answer(turn: Turn) -> None:
         with st.expander("💭 Thinking", type="compact"):
             st.markdown(_md(turn.thinking))
     if turn.answer:
-        st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.sources))
+        st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.grounding))
     elif not turn.problem and not turn.error:
         st.caption("(the model wrote nothing)" if not turn.stopped else "(stopped before the first word)")
     if turn.error:
@@ -488,15 +505,22 @@ def _answer(turn: Turn) -> None:
         st.error(f"{turn.error}{kept}", icon="⚠️")
     if turn.problem or (not turn.answer and not turn.stopped):
         return
-    check = turn.citations
+    check, grounding = turn.citations, turn.grounding
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         if turn.stopped:
             st.badge("stopped", icon="⏹️", color="gray")
+        if turn.looped:
+            st.badge("repetition cut", icon="🔁", color="gray")
         if not turn.agent:
-            if check.uncited and turn.answer:
+            if grounding.grounded:
+                st.badge(f"cites {len(grounding.cited)} of {len(turn.sources)} sources", icon="✅", color="green")
+            elif turn.attributed:
+                st.badge("matched to sources, not cited by the model", icon="≈", color="gray")
+            elif check.uncited and turn.answer:
                 st.badge("uncited", icon="⚠️", color="orange")
-            elif check.cited:
-                st.badge(f"cites {len(check.cited)} of {len(turn.sources)} sources", icon="✅", color="green")
+            if grounding.flagged:
+                st.badge(f"{len(grounding.flagged)} of {grounding.judged} sentence{'s' if grounding.judged > 1 else ''} "
+                         "not supported by the sources", icon="⚠️", color="orange")
             if check.unknown:
                 st.badge(f"{len(check.unknown)} marker{'s' if len(check.unknown) > 1 else ''} pointing at no "
                          "source", icon="🚩", color="red")
@@ -509,13 +533,17 @@ def _answer(turn: Turn) -> None:
                    f"{len(turn.sources)}): the claim there is not backed by a passage shown here.")
     if not turn.agent and check.uncited and turn.answer:
         st.caption("The answer cites no source: check it against the sources before trusting it.")
+    if not turn.agent and (grounding.flagged or turn.attributed):
+        st.caption(BADGE_LEGEND)
     if not turn.agent and check.cited:
         by_n = {s.n: s for s in turn.sources}
         with st.container(horizontal=True, gap="small"):
             for n in check.cited:
                 st.button(by_n[n].label, key=f"chat_cite_{turn.id}_{n}",
-                          on_click=_open_source, args=(turn.id, n), icon="📄", type="tertiary",
-                          help="Open this source and its page")
+                          on_click=_open_source, args=(turn.id, n), icon="📄" if n in grounding.cited else "❔",
+                          type="tertiary",
+                          help="Open this source and its page" + ("" if n in grounding.cited else
+                                                                  " (it does not support the sentence citing it)"))
 
 
 def _render_turn(turn: Turn, latest: bool) -> None:

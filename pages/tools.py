@@ -7,6 +7,8 @@ restarted when mcp-servers.json changes, servers stopped when the app exits).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -15,10 +17,10 @@ from rag.agent.arguments import parse_arguments
 from rag.errors import RagError
 from rag.mcp import client as mcp_client
 from rag.mcp import server as mcp_server
+from ui import resources
 from ui.format import first_line
 
 STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}
-RESULT_KEY = "tools_call_result"
 
 
 def load_manager() -> mcp_client.McpManager | None:
@@ -77,29 +79,35 @@ def call_form(manager: mcp_client.McpManager) -> None:
     status = next(s for s in running if s.name == server_name)
     tool_name = right.selectbox("Tool", [t.name for t in status.tools], key="call_tool")
     tool = next(t for t in status.tools if t.name == tool_name)
-    if st.session_state.get("call_args_for") != [server_name, tool_name]:
-        st.session_state["call_args_for"] = [server_name, tool_name]
-        st.session_state["call_args"] = json.dumps(mcp_client.example_arguments(tool.input_schema), indent=2)
-        st.session_state.pop(RESULT_KEY, None)
     st.caption(first_line(tool.description))
-    st.text_area("Arguments (JSON object)", key="call_args", height=160)
-    if st.button("Call", key="call_submit", type="primary"):
-        text = st.session_state["call_args"]
-        problem = agent.validate_arguments(tool.input_schema, text or "{}")
+    call_by_hand("call", f"{server_name}/{tool_name}", tool.input_schema,
+                 lambda arguments: manager.call_tool(server_name, tool_name, arguments))
+
+
+def call_by_hand(key: str, which: str, schema: Any, call: Callable[[dict[str, Any]], mcp_client.ToolCallResult]) -> None:
+    """The arguments box (an example filled in for each tool), the Call button and the result."""
+    result_key = f"{key}_result"
+    if st.session_state.get(f"{key}_args_for") != which:
+        st.session_state[f"{key}_args_for"] = which
+        st.session_state[f"{key}_args"] = json.dumps(mcp_client.example_arguments(schema), indent=2)
+        st.session_state.pop(result_key, None)
+    st.text_area("Arguments (JSON object)", key=f"{key}_args", height=160)
+    if st.button("Call", key=f"{key}_submit", type="primary"):
+        text = st.session_state[f"{key}_args"]
+        problem = agent.validate_arguments(schema, text or "{}")
         if problem:
-            st.session_state[RESULT_KEY] = {"error": f"Not sent: {problem}"}
+            st.session_state[result_key] = {"error": f"Not sent: {problem}"}
         else:
             arguments, _ = parse_arguments(text)  # valid: just checked
             try:
-                with st.spinner(f"Calling {tool_name}…"):
-                    result = manager.call_tool(server_name, tool_name, arguments)
-                st.session_state[RESULT_KEY] = {"result": result}
+                with st.spinner(f"Calling {which}…"):
+                    st.session_state[result_key] = {"result": call(arguments)}
             except RagError as exc:
-                st.session_state[RESULT_KEY] = {"error": str(exc)}
-    shown = st.session_state.get(RESULT_KEY)
+                st.session_state[result_key] = {"error": str(exc)}
+    shown = st.session_state.get(result_key)
     if not shown:
         return
-    with st.container(key="call_result"):
+    with st.container(key=result_key):
         if "error" in shown:
             st.error(shown["error"], icon="⚠️")
             return
@@ -111,6 +119,25 @@ def call_form(manager: mcp_client.McpManager) -> None:
         if result.structured is not None:
             st.json(dict(result.structured))
         st.code(result.text or "(no text content)", language=None, wrap_lines=True)
+
+
+def own_tools_section() -> None:
+    """This app's knowledge-base tools, tried in-process with no config: what `python -m rag mcp` serves."""
+    st.subheader("This app's knowledge-base tools")
+    st.caption("What `python -m rag mcp` serves to other agents (and what agent mode gives the model), "
+               "called here on this app's database.")
+    try:
+        tools = resources.kb_tools()
+        names = tools.tool_names()
+    except RagError as exc:
+        st.error(str(exc), icon="⚠️")
+        return
+    name = st.selectbox("Tool", names, key="own_tool")
+    with st.expander(f"`{name}` — {first_line(tools.description(name))}"):
+        st.markdown(tools.description(name))
+        st.caption("Input schema")
+        st.json(tools.input_schema(name), expanded=True)
+    call_by_hand("own", name, tools.input_schema(name), lambda arguments: tools.call(name, arguments))
 
 
 def serve_section() -> None:
@@ -140,6 +167,7 @@ def main() -> None:
         for status in statuses:
             server_panel(manager, status)
         call_form(manager)
+    own_tools_section()
     serve_section()
 
 

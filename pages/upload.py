@@ -237,13 +237,18 @@ def _knowledge_base_picker(store: Store | None) -> Target:
 
 def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     kb = target.kb
-    if kb is None or settings is None or settings.as_dict() == kb.chunk_settings:
+    if kb is None or settings is None or settings.stored() == kb.chunk_settings:
         return
-    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
+        st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
         return
+    if theirs == settings:
+        st.caption(f"'{kb.name}' was last ingested with these settings but an older version of the splitter "
+                   "(Spring AI's could split a Chinese character): its documents are cut again when ingested.")
+        return
+    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     st.button("Use the knowledge base's settings", key="upload_use_kb_settings",
               on_click=widgets.set_chunk_settings, args=(WIDGET, theirs),
               help="Documents of one knowledge base chunked alike compare fairly in search.")
@@ -696,8 +701,9 @@ def _library_tab(store: Store | None) -> None:
     # too, while a dropped one keeps showing there and is sent back on the next click.
     if st.session_state.get("lib_kb") not in by_name:
         st.session_state["lib_kb"] = kbs[0].name
-    name = st.selectbox("Knowledge base", list(by_name), key="lib_kb", on_change=_reset_confirmations,
-                        format_func=lambda n: f"{n} · {fmt.plural(by_name[n].documents, 'doc')}")
+    # Plain names: a label with the document count went stale in the browser after a delete
+    # ("2 docs" beside a table saying 1), like any option label that changes under a kept key.
+    name = st.selectbox("Knowledge base", list(by_name), key="lib_kb", on_change=_reset_confirmations)
     kb = by_name[name]
     m = st.columns(4)
     m[0].metric("Documents", kb.documents)
@@ -740,12 +746,13 @@ def _library_tab(store: Store | None) -> None:
     with st.expander("🗑️ Delete a document or the whole knowledge base"):
         if docs:
             filenames = [d.original_filename for d in docs]
-            if st.session_state.get("lib_doc") not in filenames:
-                # Another knowledge base (or the document was deleted): its first document, told to
-                # the browser. Dropping the key instead left the browser showing the previous base's
-                # file and sending it back on every click, which unticked the confirmation each time.
-                st.session_state["lib_doc"] = filenames[0]
-            chosen = st.selectbox("Document", filenames, key="lib_doc", on_change=_reset_confirmations)
+            # One picker per knowledge base: the browser kept showing (and sending back) the previous
+            # base's file when one picker's options changed under it, which unticked the confirmation
+            # on every click (seen in Chromium; AppTest did not show it).
+            picker = f"lib_doc::{name}"
+            if st.session_state.get(picker) not in filenames:
+                st.session_state[picker] = filenames[0]  # the document was deleted: the first one
+            chosen = st.selectbox("Document", filenames, key=picker, on_change=_reset_confirmations)
             doc = next(d for d in docs if d.original_filename == chosen)
             confirm = st.checkbox(
                 f"I understand that '{chosen}' and its {fmt.plural(doc.chunk_count, 'chunk')} will be removed "

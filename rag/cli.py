@@ -122,11 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--history", metavar="FILE", default=None,
                    help='the conversation so far, a JSON list of {"role": "user"|"assistant", "content"}: '
                         "the prompt carries it (oldest left out first if it would not fit)")
+    p.add_argument("--temperature", type=float, default=0.2,
+                   help="sampling temperature (default 0.2; 0: the same answer every run)")
     p.add_argument("--rewrite", action=argparse.BooleanOptionalAction, default=True,
                    help="with --history, rewrite a follow-up into a standalone query before searching")
     p.add_argument("--json", action="store_true",
                    help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
-                        '"chunk_id"}], "model"}')
+                        '"chunk_id", "supported"}], "grounded", "sentences", "model", ...}; on failure '
+                        '{"error": "..."} and exit code 2')
 
     p = sub.add_parser("chunk", help="show how files would be chunked (nothing is stored)")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -309,8 +312,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         choice = f"ollama:{choice}"
     model = llms.resolve_chat_model(settings, choice)
     history = load_history(args.history) if args.history else []
+    if not 0.0 <= args.temperature <= 2.0:
+        raise RagError(f"--temperature must be between 0 and 2, got {args.temperature}")
     request = engine.Request(kbs=tuple(args.kb), top_k=args.top_k, filter=args.filter, mode=args.mode,
-                             rewrite=args.rewrite)
+                             rewrite=args.rewrite, temperature=args.temperature)
     with Store.open(settings) as store:
         turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history)
     if turn.problem or turn.error:
@@ -319,22 +324,24 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         print(f"searched for: {turn.query}", file=err)
     for note in turn.notes:
         print(f"note: {note}", file=err)
-    if turn.budget is not None and not turn.budget.fits:
-        print(f"warning: the prompt ({turn.budget.used:,} tokens, plus {turn.budget.reserve:,} for the answer) "
-              f"is larger than the model's {turn.budget.limit:,}-token window: lower --top-k", file=err)
     if args.json:
         out.write(json.dumps(turn.as_dict(), ensure_ascii=False, indent=2) + "\n")
         return 0
-    check = turn.citations
+    check, grounding = turn.citations, turn.grounding
     print(turn.answer, file=out)
     print("", file=out)
     for s in turn.sources:
-        mark = "*" if s.n in check.cited else " "
-        print(f"{mark} {s.label}  (score {s.hit.score:.3f})", file=out)
+        mark = "*" if s.n in grounding.cited else "~" if s.n in check.cited else " "
+        print(f"{mark} {s.label}  (score {s.hit.score:.3f}){'  [given in part]' if s.text is not None else ''}",
+              file=out)
     if check.unknown:
         print(f"warning: the answer cites sources that do not exist: {list(check.unknown)}", file=err)
     if check.uncited:
         print("warning: the answer cites no source", file=err)
+    for sentence in grounding.flagged:
+        text = one_line(turn.answer[sentence.start:sentence.end], 120)
+        why = "its cited source does not support it" if sentence.numbers else "no source supports it"
+        print(f"warning: {why}: {text}", file=err)
     return 0
 
 
@@ -415,6 +422,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return COMMANDS[args.command](args, get_settings(), out, err)
     except (RagError, ValueError) as exc:
         print(f"error: {exc}", file=err)
+        if args.command == "ask" and args.json:
+            # A script reading stdout gets JSON whatever happened.
+            out.write(json.dumps({"error": str(exc)}, ensure_ascii=False) + "\n")
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=err)

@@ -25,6 +25,9 @@ class Settings:
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     """BM25's k1 and b for keyword search (RAG_BM25_K1, RAG_BM25_B)."""
+    preload_chat_model: bool = True
+    """RAG_PRELOAD_MODEL (default 1): the app loads the embedded chat model in the background at start
+    when it is the one the chat will use, so the first question does not wait for it."""
 
     @property
     def embedded_database(self) -> bool:
@@ -59,6 +62,7 @@ class Settings:
             ollama_host=host.rstrip("/"),
             embedder=embedder,
             chat_model=env.get("RAG_CHAT_MODEL", "").strip() or None,
+            preload_chat_model=env.get("RAG_PRELOAD_MODEL", "1").strip().lower() not in ("0", "false", "no", "off"),
             ollama_timeout=float(env.get("RAG_OLLAMA_TIMEOUT", "") or 120.0),
             embed_batch_size=int(env.get("RAG_EMBED_BATCH_SIZE", "") or 64),
             bm25_k1=_bm25_parameter(env, "RAG_BM25_K1", 1.2, 3.0),

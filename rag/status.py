@@ -34,6 +34,14 @@ def ollama_status(settings: Settings, timeout: float = 2.0) -> OllamaStatus:
     return OllamaStatus(True, settings.ollama_host, version, tuple(models))
 
 
+def embedded_chat_is_default(settings: Settings, status: OllamaStatus) -> bool:
+    """Whether the chat's default model is the embedded one: RAG_CHAT_MODEL says local, or it is
+    unset and Ollama (as `status` saw it) has no model to chat with."""
+    if settings.chat_model:
+        return settings.chat_model.startswith("local")
+    return not status.reachable or not status.models
+
+
 def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
     if not status.reachable:
         return Check("Model server", False, "Ollama not reachable: using the embedded local models",

@@ -32,6 +32,9 @@ os.environ["RAG_DATA_DIR"] = str(SESSION_DATA_DIR)
 # WordLlama, explicitly: ~200 passages/s against e5's 0.5-0.7 on 2 loaded cores keeps the suite fast. The
 # e5 embedder has its own tests (tests/embeddings/test_e5.py) and the browser test runs it as the app does.
 os.environ["RAG_EMBEDDER"] = "local:wordllama"
+# AppTest runs of app.py would load the 1.1 GB embedded model in the background; the browser test
+# of the running app turns it back on (the real default).
+os.environ["RAG_PRELOAD_MODEL"] = "0"
 os.environ["OLLAMA_HOST"] = f"http://127.0.0.1:{dead_port()}"
 os.environ.pop("DATABASE_URL", None)
 if os.environ.get("TEST_DATABASE_URL"):

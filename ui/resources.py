@@ -2,6 +2,8 @@
 sampler and the status look-ups, each cached once (st.cache_resource objects are thread-safe)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from rag import gpu, retrieve
@@ -10,6 +12,9 @@ from rag.embeddings import Embedder
 from rag.llms import LocalChatModel
 from rag.settings import Settings, get_settings
 from rag.store import ServerInfo, Store
+
+if TYPE_CHECKING:
+    from rag.mcp.server import KnowledgeBaseTools
 
 
 def settings() -> Settings:
@@ -44,9 +49,25 @@ def local_model_available() -> tuple[bool, str]:
     return LocalChatModel.available()
 
 
+@st.cache_resource(show_spinner=False)
+def preload_embedded_model() -> bool:
+    """Start loading the embedded chat model once per process, on a background thread (True when started)."""
+    from rag import llms
+
+    return llms.preload_embedded_model() is not None
+
+
 @st.cache_data(ttl=15, show_spinner=False)
 def ollama_status() -> rag_status.OllamaStatus:
     return rag_status.ollama_status(get_settings())
+
+
+@st.cache_resource(show_spinner=False)
+def kb_tools() -> KnowledgeBaseTools:
+    """This app's own MCP tools, called in-process on the shared store (the Tools page tries them)."""
+    from rag.mcp.server import KnowledgeBaseTools
+
+    return KnowledgeBaseTools(settings(), store=store())
 
 
 @st.cache_data(ttl=60, show_spinner=False)

@@ -13,6 +13,7 @@ from pgvector.psycopg import register_vector
 
 from rag.bench.corpus import clustered, question_about, sentences
 from rag.bench.report import Report
+from rag.llms.counting import CL100K
 from rag.store import Store, copy_rows
 
 
@@ -119,9 +120,7 @@ def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: i
             t = time.perf_counter()
             fused = retrieve.search(store, settings, question, names, top_k=8, mode="hybrid")
             timings["hybrid"].append(time.perf_counter() - t)
-            sources = generate.number_sources(fused)
-            messages = generate.build_messages(question, sources)
-            generate.context_budget(messages, sources, 8192)
+            generate.pack_prompt(question, generate.number_sources(fused), counter=CL100K, limit=8192)
             timings["hybrid + prompt"].append(time.perf_counter() - t)
     report.line(f"chat turn before the model, {len(queries)} questions (query embedding excluded: it is the "
                 "embedder's time):")

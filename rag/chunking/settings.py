@@ -21,6 +21,11 @@ STRATEGY_LABELS: dict[str, str] = {
 }
 
 
+SPLITTER_VERSIONS: dict[str, int] = {"spring": 2, "spring-exact": 1, "token": 1, "recursive": 1}
+"""Raised when a strategy starts cutting differently, so that a document stored with the old cuts is
+not taken for "unchanged" (spring 2: every cut snapped to a character boundary, no U+FFFD)."""
+
+
 def is_spring(strategy: str) -> bool:
     """Whether a strategy is one of the two Spring AI splitters (no overlap, Spring's settings)."""
     return strategy in SPRING_STRATEGIES
@@ -65,6 +70,10 @@ class ChunkSettings:
             "max_num_chunks": self.max_num_chunks,
             "keep_separator": self.keep_separator,
         }
+
+    def stored(self) -> dict[str, object]:
+        """`as_dict()` with the splitter's version, as documents and knowledge bases record it."""
+        return {**self.as_dict(), "splitter": SPLITTER_VERSIONS[self.strategy]}
 
 
 SPRING_DEFAULT = ChunkSettings()

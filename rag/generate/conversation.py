@@ -6,6 +6,7 @@ the same record.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import RagError
 from rag.generate.budget import Budget
-from rag.generate.citations import CitationCheck, check_citations
+from rag.generate.citations import CitationCheck, Grounding, check_citations, check_grounding
 from rag.generate.prompt import Source
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message
@@ -53,10 +54,19 @@ class Turn:
     agent_summary: str = ""
     attributed: bool = False
     """The markers were added by `attribute_citations`, not written by the model."""
+    looped: bool = False
+    """The model began repeating itself; the repeats were cut (rag.llms.loops)."""
+    left_out: tuple[Source, ...] = ()
+    """Passages found but not given to the model (they did not fit its window)."""
 
     @property
     def citations(self) -> CitationCheck:
         return check_citations(self.answer, self.sources)
+
+    @functools.cached_property
+    def grounding(self) -> Grounding:
+        """The answer checked sentence by sentence against the sources it cites (what the badges say)."""
+        return check_grounding(self.answer, self.sources, attributed=self.attributed)
 
     @property
     def rewritten(self) -> bool:
@@ -66,15 +76,22 @@ class Turn:
         """The answer with its citations, as `rag ask --json` prints it (keys documented in the README)."""
         by_n = {s.n: s for s in self.sources}
         check = self.citations
+        grounding = self.grounding
         return {
             "answer": self.answer,
             "citations": [
                 {"n": n, "original_filename": by_n[n].hit.original_filename, "pages": list(by_n[n].hit.pages),
-                 "score": round(by_n[n].hit.score, 6), "chunk_id": str(by_n[n].hit.id)}
+                 "score": round(by_n[n].hit.score, 6), "chunk_id": str(by_n[n].hit.id),
+                 "supported": n in grounding.cited}
                 for n in check.cited
             ],
             "unknown_citations": list(check.unknown),
             "citations_attributed": self.attributed,
+            "grounded": grounding.grounded,
+            "sentences": grounding.as_dict(self.answer),
+            "unsupported_sentences": len(grounding.flagged),
+            "looped": self.looped,
+            "left_out": [s.n for s in self.left_out],
             "model": self.model,
         }
 

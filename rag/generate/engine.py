@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import ModelError, RagError
 from rag.generate.agent_turn import finish_agent, start_agent
-from rag.generate.budget import fit_prompt
-from rag.generate.citations import attribute_if_uncited, cites_by_itself
+from rag.generate.citations import attribute_if_uncited
 from rag.generate.conversation import Live, Turn
+from rag.generate.packing import pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
 from rag.generate.rewrite import rewrite_query
+from rag.llms.counting import token_counter
+from rag.llms.loops import guard_loops
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, Message
 from rag.retrieve import DEFAULT_MODE
@@ -36,7 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ATTRIBUTED_NOTE = ("Citations were added by matching each sentence to the source it came from "
-                   "(the embedded model does not cite by itself).")
+                   "(the embedded model does not cite by itself): they show where a sentence's words are "
+                   "found, not that the model used that source.")
+LOOP_NOTE = "The model began repeating itself: the generation was ended there and the repeats were cut."
 
 Busy = Callable[[str], AbstractContextManager[Any]]
 """Shown while a step runs (the page passes `st.spinner`)."""
@@ -137,14 +141,19 @@ def start(
     if turn.problem or model is None:
         return dataclasses.replace(turn, notes=tuple(notes))
     limit = request.context or window(model, request.num_ctx)
-    messages, budget, dropped = fit_prompt(question, turn.sources, request.template, history, limit,
-                                           embedded=not cites_by_itself(model.name))
-    if dropped:
-        notes.append(f"Left out the {dropped} oldest exchange{'s' if dropped > 1 else ''} of the "
-                     "conversation so that the prompt fits the model's window.")
+    try:
+        packed = pack_prompt(question, turn.sources, counter=token_counter(model), limit=limit,
+                             template=request.template, history=history, query=turn.query,
+                             limits=pack_limits(model))
+    except RagError as exc:
+        return dataclasses.replace(turn, problem=str(exc), notes=tuple(notes))
+    notes += packed.notes()
+    messages = list(packed.messages)
     options = {"temperature": request.temperature, "num_ctx": request.num_ctx, "think": request.think}
-    runner = Runner(lambda stop: model.stream(messages, stop_event=stop, **options), name="chat-answer")
-    return Live(dataclasses.replace(turn, budget=budget, notes=tuple(notes)), runner)
+    runner = Runner(lambda stop: guard_loops(model.stream(messages, stop_event=stop, **options)),
+                    name="chat-answer")
+    return Live(dataclasses.replace(turn, sources=packed.sources, left_out=packed.left_out, budget=packed.budget,
+                                    notes=tuple(notes)), runner)
 
 
 def _thinks(model: ChatModel) -> bool:
@@ -167,9 +176,10 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
             folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
     answer = attribute_if_uncited(folded.text, turn.sources, turn.model)
     attributed = answer != folded.text
-    notes = (*turn.notes, ATTRIBUTED_NOTE) if attributed else turn.notes
+    notes = (*turn.notes, *([ATTRIBUTED_NOTE] if attributed else []), *([LOOP_NOTE] if folded.looped else []))
     return dataclasses.replace(turn, answer=answer, thinking=folded.thinking, stats=folded.stats,
-                               stopped=folded.stopped, error=runner.error, notes=notes, attributed=attributed)
+                               stopped=folded.stopped, error=runner.error, notes=notes, attributed=attributed,
+                               looped=folded.looped)
 
 
 def finish(live: Live, lookup: Callable[[str], Hit | None] | None = None) -> Turn:

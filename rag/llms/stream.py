@@ -163,6 +163,8 @@ class Folded:
     """When the first thinking or content text arrived, in the clock of the given times."""
     first_content_at: float | None
     """When the first content text arrived."""
+    looped: bool = False
+    """The model began repeating itself and the repetition was cut off (rag.llms.loops)."""
 
 
 def fold(
@@ -180,12 +182,16 @@ def fold(
     stats: GenerationStats | None = None
     first_token: float | None = None
     first_content: float | None = None
+    looped = False
     for i, event in enumerate(events):
         if not isinstance(event, StreamEvent):
             continue
         at = times[i] if times is not None and i < len(times) else None
         if event.kind == "done":
             stats = event.stats
+        elif event.kind == "loop" and event.keep is not None:
+            content = ["".join(content)[:event.keep]]
+            looped = True
         elif event.kind in ("thinking", "content") and event.text:
             if first_token is None:
                 first_token = at
@@ -199,4 +205,4 @@ def fold(
     if strip:
         text, thought = text.strip(), thought.strip()
     stopped = bool(stats and stats.done_reason == "stopped") or (stop_requested and stats is None)
-    return Folded(text, thought, stats, stopped, first_token, first_content)
+    return Folded(text, thought, stats, stopped, first_token, first_content, looped)

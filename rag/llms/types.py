@@ -73,10 +73,12 @@ class GenerationStats:
 @dataclass(frozen=True)
 class StreamEvent:
     kind: str
-    """'thinking', 'content' or 'done'."""
+    """'thinking', 'content', 'loop' (rag.llms.loops cut a repetition) or 'done'."""
     text: str = ""
     stats: GenerationStats | None = None
     """Only on 'done'."""
+    keep: int | None = None
+    """Only on 'loop': how many characters of the content so far to keep."""
 
 
 @dataclass(frozen=True)

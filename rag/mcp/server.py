@@ -34,6 +34,8 @@ from rag.store import Hit, Store
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from rag.mcp.client import ToolCallResult
+
 # The SDK is imported where it is used, so that `python -m rag <other command>` does not pay for it.
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,7 @@ class CitedSource(BaseModel):
     original_filename: str
     pages: list[int]
     score: float
+    supported: bool = Field(description="The cited passage supports the sentence that cites it (shared words checked)")
 
 
 class GroundedAnswer(BaseModel):
@@ -133,6 +136,8 @@ class GroundedAnswer(BaseModel):
     unknown_citations: list[int] = Field(description="Markers that point at no source: claims not backed")
     citations_attributed: bool = Field(description="The markers were added by matching sentences to sources "
                                                    "(a model that does not cite by itself)")
+    grounded: bool = Field(description="Every judged sentence is supported by a source and the model cited them")
+    unsupported_sentences: list[str] = Field(description="Sentences no cited (or any) source supports")
     notes: list[str] = Field(description="How the answer was made (history left out, rewrite failed, ...)")
 
 
@@ -300,6 +305,26 @@ class KnowledgeBaseTools:
             text += " Allowed folders: " + _roots_text(self.roots)
         return text
 
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolCallResult:
+        """Call one of the tools in-process, as an MCP client would see the result (the Tools page's
+        "try it" form): a RagError becomes an error result with its one line, like a ToolError."""
+        import json
+        import time
+
+        from rag.mcp.client import ToolCallResult
+
+        if name not in self.tool_names():
+            return ToolCallResult(f"No tool named {name!r}: this server has {', '.join(self.tool_names())}", True)
+        started = time.perf_counter()
+        try:
+            result = getattr(self, name)(**arguments)
+        except (RagError, TypeError) as exc:  # TypeError: an argument the tool does not take
+            # Worded as the SDK words a ToolError for its clients.
+            return ToolCallResult(f"Error executing tool {name}: {exc}", True, None, time.perf_counter() - started)
+        structured = result.model_dump(mode="json")
+        return ToolCallResult(json.dumps(structured, ensure_ascii=False, indent=2), False, structured,
+                              time.perf_counter() - started)
+
     # Each method below is registered as a tool: keep the docstrings written for a model.
 
     def list_knowledge_bases(self) -> KnowledgeBaseList:
@@ -359,7 +384,9 @@ class KnowledgeBaseTools:
         return GroundedAnswer(
             answer=turn.answer, query=turn.query, model=turn.model,
             citations=[CitedSource(**c) for c in found["citations"]], unknown_citations=found["unknown_citations"],
-            citations_attributed=turn.attributed, notes=list(turn.notes),
+            citations_attributed=turn.attributed, grounded=found["grounded"],
+            unsupported_sentences=[turn.answer[s.start:s.end].strip() for s in turn.grounding.flagged],
+            notes=list(turn.notes),
         )
 
     def get_chunk(
@@ -435,6 +462,7 @@ def client_config(python: str | None = None, root: Path | None = None, *, name: 
     Such clients start servers from a folder of their own, so the project is found through
     PYTHONPATH and the embedded database through an absolute RAG_DATA_DIR."""
     root = (root or Path(__file__).resolve().parents[2]).resolve()
+    python = python or project_python(root)
     settings = get_settings()
     env = {"PYTHONPATH": str(root)}
     if settings.database_url:
@@ -446,7 +474,19 @@ def client_config(python: str | None = None, root: Path | None = None, *, name: 
     args = ["-m", "rag", "mcp"]
     if allow_ingest:
         args += ["--allow-ingest", *allow_ingest]
-    return {"mcpServers": {name: {"command": python or sys.executable, "args": args, "env": env}}}
+    return {"mcpServers": {name: {"command": python, "args": args, "env": env}}}
+
+
+def project_python(root: Path) -> str:
+    """The project's own interpreter as a path a client can start: `.venv/bin/python` in the project
+    when it is there (not the file it links to, which has none of the packages), else this
+    process's virtual environment, else this interpreter."""
+    for candidate in (root / ".venv" / "bin" / "python", root / ".venv" / "Scripts" / "python.exe"):
+        if candidate.exists():
+            return str(candidate)
+    if sys.prefix != sys.base_prefix:
+        return str(Path(sys.prefix) / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python"))
+    return sys.executable
 
 
 # ------------------------------------------------------------------------------------------------

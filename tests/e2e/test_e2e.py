@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from rag.llms import LocalChatModel
 from tests.conftest import ROOT, wipe
-from tests.docgen import make_pdf
+from tests.docgen import make_docx, make_pdf
 from tests.e2e.browser import CHROMIUM_ARGS, chromium_path, running_app
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -51,7 +51,7 @@ def app_env(data_dir: Path, pg_uri: str) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
     env.update(RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER="local:e5", OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
-               PYTHONPATH=str(ROOT))
+               PYTHONPATH=str(ROOT), RAG_PRELOAD_MODEL="1")
     if os.environ.get("TEST_DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
     return env
@@ -262,6 +262,100 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
 
 NAVIGATION = ["Upload & preview", "Chunk Lab", "Chat", "GPU monitor", "Tools"]
 """The router's pages (app.py), in order; Streamlit's discovery of pages/ would list file names."""
+
+
+def choose(page, label: str, option: str) -> None:  # noqa: ANN001 - playwright Page
+    """Pick `option` in the Streamlit selectbox labelled `label`."""
+    page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
+    page.get_by_role("option", name=option).first.click()
+    wait_idle(page)
+
+
+def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # noqa: ANN001
+        chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
+    """What a new user hit (issue 13), walked again: a .docx says why it is not read, Chinese text
+    through the default preset shows no broken character, and after switching the Library to
+    another base its own document is picked and deleted in one go."""
+    wipe(pg_uri)
+    docx, novel, log = tmp_path / "minutes.docx", tmp_path / "红楼梦选段.txt", tmp_path / "harbour-log.txt"
+    docx.write_bytes(make_docx(["Minutes of the meeting.", "The committee approved the budget."]))
+    novel.write_text("\n\n".join(f"第{n}回。甄士隐有一个女儿，乳名英莲，年方三岁。贾雨村寄居在葫芦庙里，卖字作文为生。"
+                                  f"一日中秋佳节，士隐邀请雨村到书房饮酒，二人谈起功名之事，直到三更方散。" * 3
+                                  for n in range(40)), encoding="utf-8")
+    log.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
+    context = chromium.new_context(viewport={"width": 1440, "height": 2000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{app_url}/upload", wait_until="networkidle")
+    page.get_by_text("Status").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    page.locator('input[type="file"]').first.set_input_files([str(docx), str(novel)])
+    page.get_by_text(".docx files are not read yet: open it in Word").first.wait_for(timeout=60_000)
+    page.get_by_role("tab", name=re.compile("红楼梦选段.txt")).first.click()  # each file has its tab
+    page.get_by_role("tab", name="🧩 Chunks").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    text = page.locator("body").inner_text()
+    assert "\ufffd" not in text and "U+FFFD" not in text  # the default splitter keeps characters whole
+    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
+    name_box.fill("e2e-novel")
+    name_box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
+        timeout=60_000)
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text("Ingested into 'e2e-novel'").first.wait_for(timeout=300_000)
+    wait_idle(page)
+    shot(page, "upload-docx-and-chinese")
+
+    page.locator('input[type="file"]').first.set_input_files([str(log)])
+    page.get_by_text("harbour-log.txt").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    choose(page, "Knowledge base", "New knowledge base…")
+    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
+    name_box.fill("e2e-harbour")
+    name_box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
+        timeout=60_000)
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text("Ingested into 'e2e-harbour'").first.wait_for(timeout=300_000)
+    wait_idle(page)
+
+    page.get_by_role("tab", name="📚 Library").click()
+    wait_idle(page)
+    library = page.locator('[data-testid="stTabPanel"]:visible')
+    library.locator('[data-testid="stSelectbox"]').filter(has_text="Knowledge base").first.click()
+    page.get_by_role("option", name=re.compile(r"^e2e-novel")).first.click()
+    wait_idle(page)
+    page.get_by_text("Delete a document or the whole knowledge base").first.click()
+    wait_idle(page)
+    picker = page.locator('[data-testid="stSelectbox"]:visible').filter(has_text="Document").locator("input")
+    expect(picker).to_have_value("红楼梦选段.txt")  # (a selectbox's value sits in its input)
+    library.locator('[data-testid="stSelectbox"]').filter(has_text="Knowledge base").first.click()
+    page.get_by_role("option", name=re.compile(r"^e2e-harbour")).first.click()
+    wait_idle(page)
+    kb_picker = page.locator('[data-testid="stSelectbox"]:visible').filter(has_text="Knowledge base").locator("input")
+    expect(kb_picker).to_have_value(re.compile(r"^e2e-harbour"))
+    expect(picker).to_have_value("harbour-log.txt")  # the new base's own document, not the previous one
+    page.get_by_text("I understand that 'harbour-log.txt'").first.click()
+    wait_idle(page)
+    page.get_by_role("button", name="Delete the document").click()
+    page.get_by_text("Deleted 'harbour-log.txt' and its chunks from 'e2e-harbour'.").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    shot(page, "library-delete")
+    context.close()
+    assert not errors, errors
+    import psycopg
+
+    with psycopg.connect(pg_uri) as conn:
+        rows = conn.execute("SELECT knowledge, original_filename FROM documents ORDER BY 1").fetchall()
+        broken = conn.execute("SELECT count(*) FROM vector_store WHERE content LIKE %s", ("%\ufffd%",)).fetchone()[0]
+    # The uploader keeps its files until they are removed, so the second ingest took the novel too;
+    # the harbour log is gone from its base, nothing else was touched.
+    assert rows == [("e2e-harbour", "红楼梦选段.txt"), ("e2e-novel", "红楼梦选段.txt")] and broken == 0
 
 
 @pytest.mark.parametrize(("path", "landing", "title"), [

@@ -5,7 +5,7 @@ import pytest
 
 from rag import generate
 from rag.generate.citations import attribute_if_uncited
-from tests.generate.samples import SOURCES
+from tests.generate.samples import SOURCES, hit
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,80 @@ def test_only_the_embedded_model_has_its_uncited_answers_attributed() -> None:
     assert attribute_if_uncited(answer, SOURCES, "local:gemma3-270m") == "Revenue rose eleven percent [1]."
     assert attribute_if_uncited(answer, SOURCES, "ollama:qwen2.5:7b-instruct") == answer
     assert attribute_if_uncited("Rose [2].", SOURCES, "local:gemma3-270m") == "Rose [2]."
+
+
+# -- sentences, support and the badges ----------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("A trace tree (i.e., a tree of traces) is used [3]. See Fig. 3 and Smith et al. for more. Done!",
+         ["A trace tree (i.e., a tree of traces) is used [3].", " See Fig. 3 and Smith et al. for more.", " Done!"]),
+        ("Version 3.5 of e.g. the tool runs at 2.5x. J. Smith wrote it.",
+         ["Version 3.5 of e.g. the tool runs at 2.5x.", " J. Smith wrote it."]),
+        ("收入增长【1】。分红获批！对吗？“是的。”好", ["收入增长【1】。", "分红获批！", "对吗？", "“是的。”", "好"]),
+        ("It covers two years. [1] Returns take 30 days [2].\n- one\n- two",
+         ["It covers two years. [1]", " Returns take 30 days [2].", "\n- one\n", "- two"]),
+    ],
+)
+def test_sentences_split_where_a_reader_would(text: str, sentences: list[str]) -> None:
+    from rag.generate.sentences import split_sentences
+
+    assert split_sentences(text) == sentences
+    assert "".join(split_sentences(text)) == text
+
+
+def test_attribution_does_not_break_abbreviations() -> None:
+    sources = generate.number_sources([hit("paper.pdf", (1,), "A trace tree is a tree of traces anchored at a loop "
+                                                             "header, i.e. the start of a hot loop.")])
+    cited = generate.attribute_citations("A trace tree is a tree of traces (i.e. anchored at a loop header).", sources)
+    assert cited == "A trace tree is a tree of traces (i.e. anchored at a loop header [1])."
+
+
+PAPER = generate.number_sources([
+    hit("tracemonkey.pdf", (1,), "TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider "
+                                 "benchmarks. A trace tree is a tree of traces anchored at a loop header."),
+    hit("红楼梦.txt", (3,), "甄士隐有一个女儿，乳名英莲，年方三岁。"),
+])
+
+
+@pytest.mark.parametrize(
+    ("answer", "statuses", "grounded"),
+    [
+        # Copied from the source: supported, green.
+        ("A trace tree is a tree of traces anchored at a loop header [1].", ["cited"], True),
+        ("英莲 [2]", ["cited"], True),
+        ("甄士隐的女儿叫英莲 [2]。", ["cited"], True),
+        # The invented answers: a wrong number, invented browsers, a wrong name.
+        ("TraceMonkey is faster than SpiderMonkey by a factor of 10 [1]. We have run the tests on Firefox, "
+         "Chrome, Safari, Opera, and Edge.", ["not supported", "unsupported"], False),
+        ("甄士隐的女儿叫'太虚幻境' [2]。", ["not supported"], False),
+        # Cited the wrong source.
+        ("A trace tree is a tree of traces anchored at a loop header [2].", ["not supported"], False),
+        # No marker: supported by a source, but not cited by the model.
+        ("A trace tree is a tree of traces.", ["uncited"], False),
+    ],
+)
+def test_the_support_check_tells_copied_from_invented(answer: str, statuses: list[str], grounded: bool) -> None:
+    grounding = generate.check_grounding(answer, PAPER)
+    assert [s.status for s in grounding.sentences] == statuses
+    assert grounding.grounded is grounded
+
+
+def test_matched_markers_are_shown_as_matched_and_never_count_as_cited() -> None:
+    answer = generate.attribute_citations("A trace tree is a tree of traces anchored at a loop header.", PAPER)
+    grounding = generate.check_grounding(answer, PAPER, attributed=True)
+    assert [s.status for s in grounding.sentences] == ["matched"]
+    assert grounding.cited == () and not grounding.grounded
+    shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    assert shown == "A trace tree is a tree of traces anchored at a loop header <1 matched>."
+
+
+def test_badges_follow_each_sentence_and_flag_the_unsupported_one() -> None:
+    answer = ("TraceMonkey is between 2x and 20x faster than SpiderMonkey [1]. It was written in Rust. "
+              "A trace tree is anchored at a loop header [2][7].")
+    grounding = generate.check_grounding(answer, PAPER)
+    shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    assert shown == ("TraceMonkey is between 2x and 20x faster than SpiderMonkey <1 cited>. It was written in Rust. "
+                     "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown>.")
+    assert grounding.unknown == (7,) and grounding.cited == (1,) and len(grounding.flagged) == 2

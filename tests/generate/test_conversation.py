@@ -37,10 +37,19 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
 
 
 def test_a_turn_as_json_names_the_cited_chunks() -> None:
-    turn = Turn(id="a", question="q", query="q", sources=tuple(SOURCES), answer="Rose [1]. See [9].",
-                model="ollama:m")
+    turn = Turn(id="a", question="q", query="q", sources=tuple(SOURCES),
+                answer="Revenue rose eleven percent [1]. Profits doubled [2]. See [9].", model="ollama:m")
     out = turn.as_dict()
-    assert list(out) == ["answer", "citations", "unknown_citations", "citations_attributed", "model"]
-    assert out["citations"] == [{"n": 1, "original_filename": "report.pdf", "pages": [3], "score": 0.5,
-                                 "chunk_id": str(SOURCES[0].hit.id)}]
+    assert list(out) == ["answer", "citations", "unknown_citations", "citations_attributed", "grounded",
+                         "sentences", "unsupported_sentences", "looped", "left_out", "model"]
+    assert out["citations"] == [
+        {"n": 1, "original_filename": "report.pdf", "pages": [3], "score": 0.5,
+         "chunk_id": str(SOURCES[0].hit.id), "supported": True},
+        {"n": 2, "original_filename": "notes.md", "pages": [1, 2], "score": 0.5,
+         "chunk_id": str(SOURCES[1].hit.id), "supported": False},  # [2] is about a dividend
+    ]
+    assert [(s["text"], s["status"]) for s in out["sentences"]] == [
+        ("Revenue rose eleven percent [1].", "cited"), ("Profits doubled [2].", "not supported"),
+        ("See [9].", "not supported")]  # a marker pointing at no source supports nothing
+    assert out["grounded"] is False and out["unsupported_sentences"] == 2
     assert out["unknown_citations"] == [9] and out["citations_attributed"] is False

@@ -17,9 +17,9 @@ from tests.docgen import make_pdf
 TEXT = " ".join(f"Sentence {i} explains revenue, costs and margins." for i in range(120))
 
 
-def _stored(sha: str, settings: ChunkSettings) -> StoredDocument:
-    return StoredDocument(uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3, settings.as_dict(),
-                          datetime(2024, 1, 1))
+def _stored(sha: str, settings: ChunkSettings, recorded: dict | None = None) -> StoredDocument:
+    return StoredDocument(uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3,
+                          settings.stored() if recorded is None else recorded, datetime(2024, 1, 1))
 
 
 def _kb(embedder: str) -> KnowledgeBase:
@@ -38,6 +38,10 @@ def test_destiny_new_unchanged_replaces_fails() -> None:
     assert ingest.destiny(None, sha, _stored(sha, SPRING_DEFAULT), SPRING_DEFAULT) == "fails"
     assert ingest.unchanged(_stored(sha, SPRING_DEFAULT), sha, SPRING_DEFAULT)
     assert not ingest.unchanged(None, sha, SPRING_DEFAULT)
+    # Stored by the Spring splitter before it snapped cuts to characters (no version recorded): cut again.
+    old = _stored(sha, SPRING_DEFAULT, recorded=SPRING_DEFAULT.as_dict())
+    assert ingest.destiny(prepared, sha, old, SPRING_DEFAULT) == "replaces"
+    assert SPRING_DEFAULT.stored() == {**SPRING_DEFAULT.as_dict(), "splitter": 2}
 
 
 def test_a_clean_file_has_no_warnings() -> None:

@@ -59,6 +59,54 @@ def test_local_means_qwen_here_and_it_cites_a_source_by_itself() -> None:
     assert 2 in generate.check_citations(answer, sources).cited, answer
 
 
+def test_prompts_are_counted_with_qwens_own_tokenizer_and_packed_to_fit() -> None:
+    """Qwen writes Chinese in far fewer tokens than cl100k: counting with cl100k would leave more than
+    half of the window unused. The count is of the whole ChatML prompt, template and reminder included."""
+    from rag import generate
+    from rag.llms.counting import CL100K, token_counter
+    from tests.generate.samples import hit
+
+    model = QwenChatModel()
+    counter = token_counter(model)
+    assert counter.name == "qwen2.5-coder-1.5b tokenizer"
+    chinese = "甄士隐有一个女儿，乳名英莲，年方三岁。" * 30
+    assert counter.text(chinese) < 0.7 * CL100K.text(chinese)
+    messages = [Message("system", SOURCES), Message("user", "收入增长了多少？")]
+    prompt = chatml_prompt(with_cite_reminder(messages))
+    assert counter.prompt(messages) == len(QwenChatModel._tokenizer().tokenize(prompt.encode(), add_bos=True,
+                                                                               special=True))
+    # The embedded limits: each source its best sentences, all within SOURCE_TOKENS, whatever top-k gave.
+    hits = [hit(f"红楼梦{i}.txt", (i,), chinese) for i in range(8)]
+    packed = generate.pack_prompt("甄士隐的女儿叫什么名字？", generate.number_sources(hits), counter=counter,
+                                  limit=model.context_length(), limits=generate.pack_limits(model))
+    assert packed.budget.fits and packed.budget.counted_with == counter.name
+    assert packed.budget.sources <= QwenChatModel.SOURCE_TOKENS + 8 * len(packed.sources)
+    assert all(counter.text(s.passage) <= QwenChatModel.PASSAGE_TOKENS for s in packed.sources)
+    assert packed.left_out and "left out" in " ".join(packed.notes())
+
+
+def test_the_app_preloads_the_model_in_the_background_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag import status
+    from rag.settings import Settings
+
+    loads: list[str] = []
+    monkeypatch.setattr(QwenChatModel, "_llm", None)
+    monkeypatch.setattr(QwenChatModel, "_load", classmethod(lambda cls: loads.append(cls.NAME)))
+    thread = QwenChatModel.preload()
+    assert thread is not None
+    thread.join(10)
+    assert loads == ["local:qwen2.5-coder-1.5b"]
+    monkeypatch.setattr(QwenChatModel, "_llm", object())  # loaded: nothing more to do
+    assert QwenChatModel.preload() is None
+    # Preloaded only when the chat would use it.
+    settings = Settings.from_env({})
+    down = status.OllamaStatus(False, settings.ollama_host, None, ())
+    up = status.OllamaStatus(True, settings.ollama_host, "0.12", ("qwen2.5:7b-instruct",))
+    assert status.embedded_chat_is_default(settings, down) and not status.embedded_chat_is_default(settings, up)
+    assert status.embedded_chat_is_default(Settings.from_env({"RAG_CHAT_MODEL": "local"}), up)
+    assert not Settings.from_env({"RAG_PRELOAD_MODEL": "0"}).preload_chat_model
+
+
 def test_a_damaged_cache_file_is_joined_again_and_a_missing_part_is_named(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

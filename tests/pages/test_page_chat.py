@@ -155,6 +155,27 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert image.proto.imgs[0].caption == f"report.pdf, page {expected[0].pages[0]}"
 
 
+def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, ollama: HTTPServer) -> None:
+    """The Ollama stand-in answers with one copied sentence, one citing a source that does not say it and
+    one invented: only the first marker is blue, and no green badge is shown."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent on subscriptions [1]. "),
+                chunk("The company was founded in 1887 by Mr. Smith [2]. "),
+                chunk("Its share price tripled in the spring."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert len(turn.sources) >= 2 and "eleven percent" in turn.sources[0].hit.content
+    assert ("Revenue rose eleven percent on subscriptions :blue-badge[1]. The company was founded in 1887 by "
+            "Mr. Smith :orange-badge[2 ?]. Its share price tripled in the spring. :orange-badge[⚠ no source]"
+            in markdown(at))
+    assert [s.status for s in turn.grounding.sentences] == ["cited", "not supported", "unsupported"]
+    assert any("2 of 3 sentences not supported by the sources" in m.value for m in at.markdown)
+    assert not any(m.value.startswith("cites ") or "✅" in m.value for m in at.markdown)
+    assert any(c.value == page.BADGE_LEGEND for c in at.caption)
+
+
 # -- (2) thinking ------------------------------------------------------------------------------------
 
 def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) -> None:
@@ -163,14 +184,13 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
                 chunk("Eleven percent [1]."), FINAL)
     at = new_app()
     assert at.toggle(key="chat_think").disabled is False
-    at.number_input(key="chat_num_ctx").set_value(600)  # too small: the budget warns before sending
+    at.number_input(key="chat_num_ctx").set_value(700)  # small: the prompt is packed into it
 
     ask(at, QUESTION)
 
     (turn,) = turns(at)
-    assert turn.budget is not None and turn.budget.limit == 600 and not turn.budget.fits
-    assert any(w.value.startswith(f"The prompt ({turn.budget.used:,} tokens, plus 512 for the answer) is larger "
-                                  "than the model's 600-token window") for w in at.warning)
+    assert turn.budget is not None and turn.budget.limit == 700 and turn.budget.fits
+    assert turn.budget.used + 512 <= 700 and turn.sources
     assert turn.thinking == "The user asks about revenue. Source 1 says eleven."
     assert turn.answer == "Eleven percent [1]."
     (thinking,) = [e for e in at.expander if e.label == "💭 Thinking"]
@@ -178,7 +198,7 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
     answers = [m.value for m in at.markdown if "Eleven percent" in m.value]
     assert answers == ["Eleven percent :blue-badge[1]."]
     (body,) = bodies(ollama, "/api/chat")
-    assert body["think"] is True and body["options"] == {"temperature": 0.2, "num_ctx": 600}
+    assert body["think"] is True and body["options"] == {"temperature": 0.2, "num_ctx": 700}
 
 
 # -- (3) no model at all -----------------------------------------------------------------------------

@@ -112,7 +112,10 @@ def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_
                                    "(existing: handbook)")
 
 
-def test_without_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_without_a_config_our_own_tools_can_be_tried(store: Store, settings: Settings, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    embedder = ingest.embedder_for_kb(store, settings, KB)
+    assert ingest.ingest_bytes(store, embedder, NOTES.encode(), "notes.txt", KB, SPRING_DEFAULT).ok
     missing = tmp_path / "absent.json"
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(missing))
 
@@ -122,6 +125,44 @@ def test_without_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                                 f"does not exist; copy mcp-servers.example.json to mcp-servers.json and edit it "
                                 f"(see docs/mcp.md)")
     assert not at.error
+    # This app's own tools are there to try, with no config at all.
+    assert at.selectbox(key="own_tool").options == ["list_knowledge_bases", "search_knowledge_base", "get_chunk"]
+    at.button(key="own_submit").click()
+    run(at)
+    listed = json.loads(at.container(key="own_result").json[0].value)
+    assert KB in [k["name"] for k in listed["knowledge_bases"]]
+    at.selectbox(key="own_tool").set_value("search_knowledge_base")
+    run(at)
+    at.text_area(key="own_args").set_value(json.dumps({"query": "library", "knowledge_base": KB, "top_k": 1}))
+    at.button(key="own_submit").click()
+    run(at)
+    (hit,) = json.loads(at.container(key="own_result").json[0].value)["hits"]
+    assert hit["original_filename"] == "notes.txt" and hit["text"] == NOTES.strip()
+    # get_chunk on the id the search gave
+    at.selectbox(key="own_tool").set_value("get_chunk")
+    run(at)
+    at.text_area(key="own_args").set_value(json.dumps({"id": hit["id"]}))
+    at.button(key="own_submit").click()
+    run(at)
+    assert json.loads(at.container(key="own_result").json[0].value)["text"] == NOTES.strip()
+    # a tool error comes back as the tool's result, worded as an MCP client shows it
+    at.text_area(key="own_args").set_value(json.dumps({"id": "not-a-uuid"}))
+    at.button(key="own_submit").click()
+    run(at)
+    shown = at.container(key="own_result")
+    assert shown.error[0].value.startswith("The tool reported an error")
+    assert shown.code[0].value.startswith("Error executing tool get_chunk: ")
+
+
+def test_the_client_snippet_starts_the_projects_own_venv_python(tmp_path: Path) -> None:
+    from rag.mcp.server import client_config, project_python
+
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(Path(PYTHON).resolve())  # as venv makes it: a link to the base interpreter
+    config = client_config(root=tmp_path)
+    assert config["mcpServers"]["rag-knowledge-lab"]["command"] == str(venv_python)
+    assert project_python(ROOT).endswith(("/.venv/bin/python", "/bin/python"))
 
 
 def test_an_invalid_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -1,0 +1,214 @@
+"""Packing the prompt into the model's window, by construction: no default setting refuses to answer.
+
+What goes in, in this order of claim on the window: the instructions and the question (always), the
+room kept for the answer, the newest exchange of the conversation (when it takes at most a quarter
+of what is left: a follow-up needs it), then the ranked sources (whole while they fit, then the
+best-matching part of the next one), then older exchanges, newest first. What is left out is said
+(`Packed.notes`). The embedded models get each source as its best-matching sentences within a few
+hundred tokens (`PackLimits`), because their prompt evaluation (~40 tokens/s on 2 cores) is most
+of the wait for the first word.
+
+Tokens are counted with the model's own tokenizer where we run it (rag.llms.counting), and the
+packed prompt is counted whole once more before it is used.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag.errors import RagError
+from rag.generate.budget import ANSWER_RESERVE, Budget, context_budget
+from rag.generate.prompt import Source, build_messages, format_sources
+from rag.generate.sentences import sentence_spans
+from rag.generate.support import content_terms
+from rag.llms.counting import TokenCounter
+from rag.llms.types import Message
+
+MIN_PART = 48
+"""Below this many tokens a part of a source says too little to be worth its label."""
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class PackLimits:
+    passage_tokens: int | None = None
+    """Each source is given as its best-matching part of at most this many tokens; None: whole."""
+    source_tokens: int | None = None
+    """All sources together take at most this many tokens; None: what the window leaves."""
+
+
+def pack_limits(model: object) -> PackLimits:
+    """The model's limits (the embedded models set PASSAGE_TOKENS and SOURCE_TOKENS); none for Ollama."""
+    return PackLimits(getattr(model, "PASSAGE_TOKENS", None), getattr(model, "SOURCE_TOKENS", None))
+
+
+@dataclass(frozen=True)
+class Packed:
+    messages: tuple[Message, ...]
+    sources: tuple[Source, ...]
+    """The sources the prompt holds, numbered as found (the first ones), some given in part."""
+    left_out: tuple[Source, ...]
+    """Sources found but not given to the model."""
+    budget: Budget
+    dropped: int
+    """Exchanges of the conversation left out (the oldest)."""
+
+    @property
+    def in_part(self) -> tuple[int, ...]:
+        return tuple(s.n for s in self.sources if s.text is not None)
+
+    def notes(self) -> list[str]:
+        """What a reader should know about what the model was not given, one line each."""
+        notes = []
+        found = len(self.sources) + len(self.left_out)
+        if self.left_out:
+            numbers = [s.n for s in self.left_out]
+            which = f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+            notes.append(f"Passage{'s' if len(numbers) > 1 else ''} {which} of the {found} found "
+                         f"{'were' if len(numbers) > 1 else 'was'} left out so that the prompt fits "
+                         f"(window {self.budget.limit:,} tokens, {self.budget.sources:,} for sources).")
+        if self.in_part:
+            parts = ", ".join(f"[{n}]" for n in self.in_part)
+            notes.append(f"Given to the model in part (the sentences that best match the question): {parts}.")
+        if self.dropped:
+            notes.append(f"Left out the {self.dropped} oldest exchange{'s' if self.dropped > 1 else ''} of the "
+                         "conversation so that the prompt fits the model's window.")
+        return notes
+
+
+def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """The sentences of `text` around the one that best matches `query`, within `max_tokens`
+    (the whole text when it fits; an ellipsis marks each cut)."""
+    text = text.strip()
+    if count(text) <= max_tokens:
+        return text
+    spans = sentence_spans(text)
+    if not spans:
+        return ""
+    wanted = content_terms(query)
+    scores = [len(content_terms(text[a:b]) & wanted) for a, b in spans]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    costs = [count(text[a:b]) for a, b in spans]
+    lo = hi = best
+    used = costs[best]
+    if used > max_tokens:
+        return _head(text[spans[best][0]:spans[best][1]].strip(), max_tokens - 2, count) + ELLIPSIS
+    while True:
+        # Grow towards the neighbour that matches more (the following one on a tie: an answer
+        # tends to come after the words that name its subject).
+        after = hi + 1 if hi + 1 < len(spans) and used + costs[hi + 1] <= max_tokens else None
+        before = lo - 1 if lo > 0 and used + costs[lo - 1] <= max_tokens else None
+        if after is None and before is None:
+            break
+        if after is not None and (before is None or scores[after] >= scores[before]):
+            hi, used = after, used + costs[after]
+        else:
+            lo, used = before, used + costs[before]  # type: ignore[assignment]
+    while True:
+        part = text[spans[lo][0]:spans[hi][1]].strip()
+        part = f"{ELLIPSIS if lo > 0 else ''}{part}{ELLIPSIS if hi < len(spans) - 1 else ''}"
+        if count(part) <= max_tokens or lo == hi:
+            return part if count(part) <= max_tokens else _head(part, max_tokens, count)
+        # The ellipses (and joins) cost a token or two more than the sentences did alone.
+        if hi > best and (lo == best or scores[hi] <= scores[lo]):
+            hi -= 1
+        else:
+            lo += 1
+
+
+def _head(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """The longest start of `text` within `max_tokens` (binary search on characters)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def _exchanges(history: Sequence[Message]) -> list[list[Message]]:
+    """The history as exchanges (a question and what answered it), oldest first."""
+    out: list[list[Message]] = []
+    for m in history:
+        if m.role == "user" or not out:
+            out.append([m])
+        else:
+            out[-1].append(m)
+    return out
+
+
+def pack_prompt(
+    question: str,
+    sources: Sequence[Source],
+    *,
+    counter: TokenCounter,
+    limit: int,
+    template: str | None = None,
+    history: Sequence[Message] = (),
+    query: str | None = None,
+    reserve: int = ANSWER_RESERVE,
+    limits: PackLimits = PackLimits(),
+) -> Packed:
+    """The prompt for `question` that fits `limit` tokens with `reserve` left for the answer.
+
+    `query` is what the sources were searched with (the rewritten follow-up), which picks the
+    best part of a source; RagError when the question and the instructions alone do not fit."""
+    query = query or question
+    room = limit - reserve
+    fixed = counter.prompt(build_messages(question, [], system_template=template)) - counter.text(format_sources([]))
+    if fixed > room:
+        raise RagError(f"The question and the instructions take {fixed:,} tokens, more than the model's "
+                       f"{limit:,}-token window leaves with {reserve:,} kept for the answer: shorten the question "
+                       "or the system prompt, or use a model with a larger window")
+    exchanges = _exchanges(history)
+    cost = [sum(counter.text(m.content) + 4 for m in ex) for ex in exchanges]
+    newest = len(exchanges) - 1 if exchanges and cost[-1] <= (room - fixed) // 4 else None
+    left = room - fixed - (cost[newest] if newest is not None else 0)
+    source_room = min(left, limits.source_tokens) if limits.source_tokens else left
+    packed: list[Source] = []
+    for source in sources:
+        label = counter.text(source.label) + 4
+        whole = source.hit.content.strip()
+        text = best_part(whole, query, limits.passage_tokens, counter.text) if limits.passage_tokens else whole
+        price = label + counter.text(text)
+        if price > source_room:
+            if source_room - label < MIN_PART:
+                break
+            text = best_part(whole, query, source_room - label, counter.text)
+            if not text:
+                break
+            price = label + counter.text(text)
+        packed.append(dataclasses.replace(source, text=None if text == whole else text))
+        source_room -= price
+        left -= price
+        if source_room < label:
+            break
+    kept = {newest} if newest is not None else set()
+    for i in range(len(exchanges) - 1, -1, -1):
+        if i not in kept and cost[i] <= left:
+            kept.add(i)
+            left -= cost[i]
+        elif i not in kept:
+            break  # keep the history contiguous: nothing older than a left-out exchange
+    while True:
+        kept_history = [m for i in sorted(kept) for m in exchanges[i]]
+        messages = build_messages(question, packed, system_template=template, history=kept_history)
+        budget = context_budget(messages, packed, limit, counter, reserve=reserve)
+        if budget.fits:
+            break
+        # The parts' counts added up to a little less than the whole: give up the cheapest to lose.
+        if len(kept) > (1 if newest is not None else 0):
+            kept.discard(min(kept))
+        elif packed:
+            packed.pop()
+        elif kept:
+            kept.clear()
+        else:
+            break
+    dropped = len(exchanges) - len(kept)
+    left_out = tuple(sources[len(packed):])
+    return Packed(tuple(messages), tuple(packed), left_out, budget, dropped)
+

@@ -1,0 +1,64 @@
+"""Sentences of an answer or a passage, split where a reader would split them.
+
+The citation checks judge an answer sentence by sentence and the packer cuts a passage at sentence
+ends, so a full stop inside "i.e.", "e.g.", "Fig. 3", "et al." or "3.5" must not end a sentence
+(the old splitter turned "(i.e., ...)" into "(i [3].e., ...)"). Chinese sentences end at 。！？ (and
+their closing quotes); a line break ends one too (list items). A citation marker written right after
+the full stop ("... two years. [1]") belongs to the sentence before it.
+"""
+from __future__ import annotations
+
+import re
+
+# Words that end with a full stop without ending the sentence (lower case, without the stop).
+ABBREVIATIONS = frozenset({
+    "e.g", "i.e", "etc", "al", "fig", "figs", "eq", "eqs", "sec", "ch", "no", "nos", "vol", "vols", "p", "pp",
+    "cf", "vs", "approx", "dept", "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "ref", "refs", "ed",
+    "eds", "tab", "ca", "resp", "u.s", "u.k", "ph.d", "a.m", "p.m",
+})
+_END = re.compile(r"[.!?。！？]+|\n")
+_CLOSERS = "\"'”’」』）)]"
+_MARKER_AFTER = re.compile(r"(?:[ \t]*[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】])+")
+
+
+def _ends_here(text: str, start: int, end: int) -> bool:
+    """Whether the terminator text[start:end] ends a sentence."""
+    mark = text[start:end]
+    if mark == "\n" or any(c in "!?。！？" for c in mark):
+        return True
+    after = text[end:end + 1]
+    if after and not (after.isspace() or after in _CLOSERS or "\u3000" <= after <= "\u9fff"):
+        return False  # "3.5", "e.g.,", "example.com"
+    word = re.search(r"[^\s(\[{\"'“‘]*$", text[:start]).group().lower()  # type: ignore[union-attr]
+    if mark == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+        return False  # "et al.", "Fig.", "J. Smith"
+    return True
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, covering the text (whitespace between sentences goes with the next)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _END.finditer(text):
+        if match.end() <= start or not _ends_here(text, match.start(), match.end()):
+            continue
+        end = match.end()
+        while end < len(text) and text[end] in _CLOSERS:
+            end += 1
+        marker = _MARKER_AFTER.match(text, end)
+        if marker:
+            end = marker.end()
+        if text[start:end].strip():
+            spans.append((start, end))
+            start = end
+    if text[start:].strip():
+        spans.append((start, len(text)))
+    elif spans:
+        spans[-1] = (spans[-1][0], len(text))
+    return spans
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, in order; joined they give back the text."""
+    return [text[a:b] for a, b in sentence_spans(text)]

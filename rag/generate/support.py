@@ -1,0 +1,85 @@
+"""Does a source support a sentence? The share of the sentence's content terms found in the source.
+
+Terms are what BM25 indexes (rag.retrieve.keywords): English words (stop words dropped, cut to a
+five-letter stem so "covers" meets "cover") and numbers, and overlapping bigrams of Chinese
+characters. The share is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased closely from its source shares most of its terms with
+it; an invented one ("faster by a factor of 10", "run on Firefox, Chrome, Safari") does not.
+
+`SUPPORTED` is the threshold, measured with `python -m rag bench --only answers`: the sentences of
+right answers that cite their gold passage score against that passage (supported) and against the
+other passages of the same prompt (not supporting it); 0.5 separated them best (see the README).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+SUPPORTED = 0.5
+"""A sentence whose terms are at least this share in the source is supported by it."""
+MIN_TERMS = 1
+"""Sentences with fewer content terms ("Yes.", "Here it is:") are not judged; one is enough ("英莲 [1]"
+is supported when the source names 英莲, "42 [1]" when it holds 42)."""
+
+_WORDS = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*%?|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_MARKERS = re.compile(r"[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】]")
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how if in into is it its itself just me more most my
+myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+some such than that the their theirs them themselves then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would you your
+yours yourself yourselves according source sources answer question text passage based mentioned says
+said states stated following one two also however therefore thus
+""".split())
+# Chinese function characters that carry no content on their own; a bigram holding one is dropped
+# ("隐的", "的女" would match any text about anyone's daughter).
+_HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
+
+
+def content_terms(text: str) -> set[str]:
+    """The terms of `text` that say something: stems of English words, numbers, Chinese bigrams."""
+    terms: set[str] = set()
+    for token in _WORDS.findall(_MARKERS.sub(" ", text)):
+        if _HAN_RUN.fullmatch(token):
+            if len(token) == 1:
+                if token not in _HAN_FUNCTION:
+                    terms.add(token)
+                continue
+            terms.update(token[i:i + 2] for i in range(len(token) - 1)
+                         if token[i] not in _HAN_FUNCTION and token[i + 1] not in _HAN_FUNCTION)
+        elif token[0].isdigit():
+            terms.add(token.rstrip("%"))
+        else:
+            word = token.lower()
+            if word not in STOP_WORDS and len(word) > 2:
+                terms.add(word[:5])
+    return terms
+
+
+def support(sentence: str, source_terms: set[str]) -> float | None:
+    """Share of the sentence's content terms found in the source's; None when it has too few to judge."""
+    terms = content_terms(sentence)
+    if len(terms) < MIN_TERMS:
+        return None
+    share = len(terms & source_terms) / len(terms)
+    numbers = [t for t in terms if t[0].isdigit()]
+    if numbers:
+        # A number is the most checkable claim: "a factor of 10 [1]" where the source says 2x-20x
+        # scores low however many other words it shares.
+        share *= sum(t in source_terms for t in numbers) / len(numbers)
+    return share
+
+
+def best_support(sentence: str, sources: Iterable[tuple[int, set[str]]]) -> tuple[int | None, float | None]:
+    """(number, share) of the source that supports the sentence most; (None, None) when it is not judged."""
+    best_n: int | None = None
+    best: float | None = None
+    for n, terms in sources:
+        share = support(sentence, terms)
+        if share is None:
+            return None, None
+        if best is None or share > best:
+            best_n, best = n, share
+    return best_n, best

@@ -1,0 +1,78 @@
+"""Ending a generation that loops: the same run of words a third time ends it, and the repeats are cut.
+
+Small models at low temperature fall into loops ("A trace tree is a sequence of nested traces…"
+over and over until the token limit); a repeat penalty makes it rarer, not impossible. The guard
+wraps any model's stream (the embedded one and Ollama's alike): when the latest `N` tokens (words,
+numbers, or single CJK characters) have occurred twice before, it closes the model's stream (which
+stops the generation), emits a 'loop' event that keeps the text up to where the first repeat
+began, and a final 'done' whose reason is "loop".
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+
+from rag.llms.types import GenerationStats, StreamEvent
+
+N = 10
+"""Tokens in the repeated run: a legitimate answer rarely says the same 10 words three times."""
+TIMES = 3
+# Words and numbers, and each CJK character; punctuation is not counted (a Markdown table's
+# "| --- | --- |" repeats it legitimately).
+_TOKEN = re.compile(r"[^\W_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD_AT_END = re.compile(r"[^\W_]+$")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+class LoopGuard:
+    """Fed the content as it streams; `feed` returns where to cut once a run of N tokens repeats TIMES times."""
+
+    def __init__(self, n: int = N, times: int = TIMES) -> None:
+        self.n, self.times = n, times
+        self.text = ""
+        self._tokens: list[tuple[str, int]] = []
+        """(token, start offset) of each complete token so far."""
+        self._seen: dict[tuple[str, ...], list[int]] = {}
+        self._scanned = 0
+
+    def feed(self, piece: str) -> int | None:
+        self.text += piece
+        # A word at the very end may still grow with the next piece: scan up to its start.
+        tail = _WORD_AT_END.search(self.text)
+        upto = tail.start() if tail and not _CJK.fullmatch(self.text[-1]) else len(self.text)
+        if upto <= self._scanned:
+            return None
+        for match in _TOKEN.finditer(self.text, self._scanned, upto):
+            self._tokens.append((match.group(), match.start()))
+            if len(self._tokens) < self.n:
+                continue
+            run = tuple(t for t, _ in self._tokens[-self.n:])
+            starts = self._seen.setdefault(run, [])
+            starts.append(len(self._tokens) - self.n)
+            if len(starts) >= self.times:
+                self._scanned = upto
+                return self._tokens[starts[1]][1]
+        self._scanned = upto
+        return None
+
+
+def guard_loops(events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
+    """`events` until the content loops: then a 'loop' event and a 'done' with reason "loop"."""
+    guard = LoopGuard()
+    stats: GenerationStats | None = None
+    for event in events:
+        if event.kind == "content" and event.text:
+            cut = guard.feed(event.text)
+            yield event
+            if cut is not None:
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()  # the model's stream ends its generation (llama.cpp, the HTTP response)
+                yield StreamEvent("loop", keep=cut)
+                yield StreamEvent("done", stats=dataclasses.replace(stats or GenerationStats(), done_reason="loop"))
+                return
+        else:
+            if event.kind == "done":
+                stats = event.stats
+            yield event
