@@ -48,7 +48,7 @@ def sidebar() -> None:
                                        "check DATABASE_URL, or unset it to use the embedded database"))
     ollama = resources.ollama_status()
     if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
-        resources.preload_embedded_model()  # the first question then need not wait for the load
+        resources.preload_embedded_model(settings.chat_model)  # the first question need not wait for it
     checks.append(rag_status.ollama_check(settings, ollama))
     try:
         checks.append(rag_status.embedder_check(settings, ollama, resources.default_embedder().name))

@@ -79,13 +79,15 @@ MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
 BADGES = {
     generate.Status.CITED: ":blue-badge[{n}]",
     generate.Status.MATCHED: ":gray-badge[≈ {n}]",
+    "unchecked": ":gray-badge[{n}]",
     "unknown": ":red-badge[⚠ {n}]",
 }
-NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"
+NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
 UNSUPPORTED_FLAG = ":orange-badge[⚠ no source]"
-BADGE_LEGEND = ("Blue [n]: the cited source supports the sentence · orange [n ?]: the cited source does not "
-                "support it · grey ≈ n: matched to a source afterwards, not cited by the model · ⚠ no source: "
-                "no passage supports the sentence · red ⚠ n: no such source.")
+BADGE_LEGEND = ("Blue [n]: the cited source holds the sentence's words (checked word by word, not its "
+                "meaning) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited "
+                "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
+                "words · red ⚠ n: no such source.")
 
 
 def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
@@ -521,6 +523,9 @@ def _answer(turn: Turn) -> None:
             if grounding.flagged:
                 st.badge(f"{len(grounding.flagged)} of {grounding.judged} sentence{'s' if grounding.judged > 1 else ''} "
                          "not supported by the sources", icon="⚠️", color="orange")
+            if grounding.padding:
+                st.badge(f"{plural(len(grounding.padding), 'cited source')} not supporting the sentence citing it",
+                         icon="⚠️", color="orange")
             if check.unknown:
                 st.badge(f"{len(check.unknown)} marker{'s' if len(check.unknown) > 1 else ''} pointing at no "
                          "source", icon="🚩", color="red")
@@ -533,7 +538,7 @@ def _answer(turn: Turn) -> None:
                    f"{len(turn.sources)}): the claim there is not backed by a passage shown here.")
     if not turn.agent and check.uncited and turn.answer:
         st.caption("The answer cites no source: check it against the sources before trusting it.")
-    if not turn.agent and (grounding.flagged or turn.attributed):
+    if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(BADGE_LEGEND)
     if not turn.agent and check.cited:
         by_n = {s.n: s for s in turn.sources}

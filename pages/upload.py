@@ -237,16 +237,16 @@ def _knowledge_base_picker(store: Store | None) -> Target:
 
 def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     kb = target.kb
-    if kb is None or settings is None or settings.stored() == kb.chunk_settings:
+    if kb is None or settings is None or settings.cuts_as(kb.chunk_settings):
+        return
+    if settings.older_splitter(kb.chunk_settings):
+        st.caption(f"'{kb.name}' was last ingested with these settings but an older version of the splitter: "
+                   "its documents are cut again when they are ingested.")
         return
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
         st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
-        return
-    if theirs == settings:
-        st.caption(f"'{kb.name}' was last ingested with these settings but an older version of the splitter "
-                   "(Spring AI's could split a Chinese character): its documents are cut again when ingested.")
         return
     st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     st.button("Use the knowledge base's settings", key="upload_use_kb_settings",

@@ -310,10 +310,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     choice = args.model
     if choice and choice != "local" and not choice.startswith(("ollama:", "local:")):
         choice = f"ollama:{choice}"
-    model = llms.resolve_chat_model(settings, choice)
-    history = load_history(args.history) if args.history else []
     if not 0.0 <= args.temperature <= 2.0:
         raise RagError(f"--temperature must be between 0 and 2, got {args.temperature}")
+    model = llms.resolve_chat_model(settings, choice)
+    history = load_history(args.history) if args.history else []
     request = engine.Request(kbs=tuple(args.kb), top_k=args.top_k, filter=args.filter, mode=args.mode,
                              rewrite=args.rewrite, temperature=args.temperature)
     with Store.open(settings) as store:

@@ -50,11 +50,12 @@ def local_model_available() -> tuple[bool, str]:
 
 
 @st.cache_resource(show_spinner=False)
-def preload_embedded_model() -> bool:
-    """Start loading the embedded chat model once per process, on a background thread (True when started)."""
+def preload_embedded_model(name: str | None) -> bool:
+    """Start loading the embedded chat model `name` (None: the one `local` means) once per process,
+    on a background thread (True when started)."""
     from rag import llms
 
-    return llms.preload_embedded_model() is not None
+    return llms.preload_embedded_model(name) is not None
 
 
 @st.cache_data(ttl=15, show_spinner=False)

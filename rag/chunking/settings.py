@@ -75,6 +75,15 @@ class ChunkSettings:
         """`as_dict()` with the splitter's version, as documents and knowledge bases record it."""
         return {**self.as_dict(), "splitter": SPLITTER_VERSIONS[self.strategy]}
 
+    def cuts_as(self, recorded: dict[str, object]) -> bool:
+        """Whether text stored with the `recorded` settings was cut as these settings cut it now
+        (a record from before versions were kept is version 1)."""
+        return {"splitter": 1, **recorded} == self.stored()
+
+    def older_splitter(self, recorded: dict[str, object]) -> bool:
+        """Whether `recorded` has these settings but was cut by an older version of the splitter."""
+        return not self.cuts_as(recorded) and {k: v for k, v in recorded.items() if k != "splitter"} == self.as_dict()
+
 
 SPRING_DEFAULT = ChunkSettings()
 SEED_PROJECT = ChunkSettings(chunk_size=600, min_chunk_size_chars=300, min_chunk_length_to_embed=10)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 
+from rag.scripts import HAN
+
 MOSTLY = 0.5
 """The share of Chinese above which a text is 'mostly Chinese'."""
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN = re.compile(f"[{HAN}]")
 _OTHER_WORD = re.compile(r"(?:(?![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[^\W\d_])+")
 
 _CHINESE_OLLAMA_MODEL = "bge-m3"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rag.generate.budget import ANSWER_RESERVE, Budget, context_budget
 from rag.generate.citations import (
     CitationCheck, Grounding, SentenceCheck, Status, annotate, attribute_citations, check_citations, check_grounding,
-    citation_numbers, cites_by_itself, marker_spans, replace_markers,
+    citation_numbers, cites_by_itself, marker_spans,
 )
 from rag.generate.conversation import (
     Live, Turn, conversation_markdown, export_markdown, history_from_json, history_messages, load_history,
@@ -29,5 +29,5 @@ __all__ = [
     "citation_numbers", "cites_by_itself", "clean_rewrite", "context_budget", "conversation_markdown",
     "default_system_prompt", "export_markdown", "format_sources", "history_from_json", "history_messages",
     "is_default_prompt", "load_history", "marker_spans", "number_sources", "pack_limits", "pack_prompt",
-    "replace_markers", "rewrite_messages", "rewrite_query",
+    "rewrite_messages", "rewrite_query",
 ]

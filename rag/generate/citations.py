@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rag.generate.prompt import Source
 from rag.generate.sentences import sentence_spans
-from rag.generate.support import SUPPORTED, best_support, content_terms, support
+from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
 from rag.llms.choice import cites_by_itself  # the model-name rule lives with the models
 
 # [1], [1, 2], [1][2], and the full-width 【1】 that Chinese answers often use.
@@ -52,19 +52,6 @@ def marker_spans(answer: str) -> list[tuple[int, int, tuple[int, ...]]]:
     return [(match.start(), match.end(), _numbers(match)) for match in _MARKER.finditer(answer)]
 
 
-def replace_markers(answer: str, sources: Sequence[Source], badge: Callable[[int, bool], str]) -> str:
-    """The answer with each marker replaced by `badge(n, points_at_a_source)` per number, space-separated."""
-    valid = {s.n for s in sources}
-    parts: list[str] = []
-    pos = 0
-    for start, end, numbers in marker_spans(answer):
-        parts.append(answer[pos:start])
-        parts.append(" ".join(badge(n, n in valid) for n in numbers))
-        pos = end
-    parts.append(answer[pos:])
-    return "".join(parts)
-
-
 class Status:
     """What a sentence of an answer is, as the badges show it."""
 
@@ -93,10 +80,21 @@ class SentenceCheck:
     source: int | None
     """The source that supports it best (the cited ones when it cites some)."""
     status: str
+    backing: tuple[int, ...] = ()
+    """The cited numbers whose source supports the sentence (the others are padding)."""
 
     @property
     def flagged(self) -> bool:
         return self.status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED)
+
+    def kind(self, n: int) -> str:
+        """What the badge of cited number `n` says: a `Status`, "padding" (this source does not
+        support the sentence, another one it cites does) or "unchecked" (too short to judge)."""
+        if self.status == Status.SHORT:
+            return "unchecked"
+        if self.status in (Status.CITED, Status.MATCHED) and n not in self.backing:
+            return "padding"
+        return self.status
 
 
 @dataclass(frozen=True)
@@ -120,9 +118,17 @@ class Grounding:
         return sum(s.status != Status.SHORT for s in self.sentences)
 
     @property
+    def padding(self) -> tuple[int, ...]:
+        """Numbers cited beside a supporting source for a sentence they do not support."""
+        return tuple(dict.fromkeys(n for s in self.sentences if s.status == Status.CITED
+                                   for n in s.numbers if n not in s.backing and n not in self.unknown))
+
+    @property
     def grounded(self) -> bool:
-        """The green badge: the model cited sources that support what it said, and nothing is flagged."""
-        return bool(self.cited) and not self.flagged and not self.unknown and not self.attributed
+        """The green badge: the model cited sources that support what it said, and nothing is
+        flagged: no unsupported sentence, no padding citation, no marker pointing at nothing."""
+        return (bool(self.cited) and not self.flagged and not self.unknown and not self.attributed
+                and not self.padding)
 
     def as_dict(self, answer: str) -> list[dict[str, object]]:
         return [{"text": answer[s.start:s.end].strip(), "citations": list(s.numbers), "status": s.status,
@@ -131,9 +137,9 @@ class Grounding:
 
 
 def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str], flag: str) -> str:
-    """The answer with each marker number replaced by `badge(n, kind)` (kind: a `Status` of its
-    sentence: cited, not supported, matched; or "unknown" for a number that points at no source),
-    and `flag` after each sentence that cites nothing and that no source supports."""
+    """The answer with each marker number replaced by `badge(n, kind)` (kind: `SentenceCheck.kind`,
+    or "unknown" for a number that points at no source), and `flag` after each sentence that cites
+    nothing and that no source supports."""
     spans = marker_spans(answer)
     parts: list[str] = []
     for sentence in grounding.sentences:
@@ -142,10 +148,10 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
             if not sentence.start <= start < sentence.end:
                 continue
             parts.append(answer[pos:start])
-            parts.append(" ".join(badge(n, "unknown" if n in grounding.unknown else sentence.status)
+            parts.append(" ".join(badge(n, "unknown" if n in grounding.unknown else sentence.kind(n))
                                   for n in numbers))
             pos = end
-        tail = answer[pos:sentence.end]
+        tail = answer[max(pos, sentence.start):sentence.end]
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
             tail = f"{body} {flag}{tail[len(body):]}"
@@ -160,7 +166,12 @@ def _source_terms(sources: Sequence[Source]) -> dict[int, set[str]]:
 
 def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool = False,
                     threshold: float = SUPPORTED) -> Grounding:
-    """Each sentence of `answer` with its markers and how well the sources it cites support it."""
+    """Each sentence of `answer` with its markers and how well the sources it cites support it.
+
+    Each cited number is judged on its own: "[1][2]" where only [1] holds the words has [2] marked
+    as not supporting it (a padding citation), and the sentence is cited only by [1]. A sentence
+    that cites nothing is flagged only when it says something (`FLAG_TERMS` content terms or more:
+    "It was written in Rust." is, "I hope this helps!" is not)."""
     terms = _source_terms(sources)
     markers = marker_spans(answer)
     checks: list[SentenceCheck] = []
@@ -170,21 +181,27 @@ def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool 
         numbers = tuple(n for a, _b, ns in markers if start <= a < end for n in ns)
         valid = [n for n in dict.fromkeys(numbers) if n in terms]
         if numbers:
-            union = set().union(*(terms[n] for n in valid)) if valid else set()
-            share = support(sentence, union)
-            source = max(valid, key=lambda n: support(sentence, terms[n]) or 0.0) if valid else None
+            shares = {n: support(sentence, terms[n], numbers=len(valid) == 1) for n in valid}
+            union = support(sentence, set().union(*(terms[n] for n in valid))) if valid else support(sentence, set())
+            # A source that holds its part of a sentence drawn from two ("[2][3]") supports it too.
+            backing = tuple(n for n, share in shares.items() if share is not None and (
+                share >= threshold or (union is not None and union >= threshold and share >= threshold / 2)))
+            source = max(valid, key=lambda n: shares[n] or 0.0) if valid else None
+            share = union
         else:
+            backing = ()
             source, share = best_support(sentence, terms.items())
         if share is None:
             status = Status.SHORT
         elif numbers:
-            status = (Status.MATCHED if attributed else Status.CITED) if share >= threshold and valid \
-                else Status.NOT_SUPPORTED
+            status = (Status.MATCHED if attributed else Status.CITED) if backing else Status.NOT_SUPPORTED
+        elif share >= threshold:
+            status = Status.UNCITED
         else:
-            status = Status.UNCITED if share >= threshold else Status.UNSUPPORTED
+            status = Status.UNSUPPORTED if len(content_terms(sentence)) >= FLAG_TERMS else Status.SHORT
         if status == Status.CITED:
-            cited += valid
-        checks.append(SentenceCheck(start, end, numbers, share, source, status))
+            cited += backing
+        checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
 

@@ -22,7 +22,7 @@ from rag.generate.budget import ANSWER_RESERVE, Budget, context_budget
 from rag.generate.prompt import Source, build_messages, format_sources
 from rag.generate.sentences import sentence_spans
 from rag.generate.support import content_terms
-from rag.llms.counting import TokenCounter
+from rag.llms.counting import MESSAGE_FRAMING, TokenCounter
 from rag.llms.types import Message
 
 MIN_PART = 48
@@ -158,19 +158,23 @@ def pack_prompt(
     best part of a source; RagError when the question and the instructions alone do not fit."""
     query = query or question
     room = limit - reserve
-    fixed = counter.prompt(build_messages(question, [], system_template=template)) - counter.text(format_sources([]))
+    # Counted with the first source in place: the embedded models' prompts add text only when there
+    # are numbered sources (Gemma's worked example, Qwen's citation reminder).
+    probe = list(sources[:1])
+    fixed = (counter.prompt(build_messages(question, probe, system_template=template))
+             - counter.text(format_sources(probe)))
     if fixed > room:
         raise RagError(f"The question and the instructions take {fixed:,} tokens, more than the model's "
                        f"{limit:,}-token window leaves with {reserve:,} kept for the answer: shorten the question "
                        "or the system prompt, or use a model with a larger window")
     exchanges = _exchanges(history)
-    cost = [sum(counter.text(m.content) + 4 for m in ex) for ex in exchanges]
+    cost = [sum(counter.text(m.content) + MESSAGE_FRAMING for m in ex) for ex in exchanges]
     newest = len(exchanges) - 1 if exchanges and cost[-1] <= (room - fixed) // 4 else None
     left = room - fixed - (cost[newest] if newest is not None else 0)
     source_room = min(left, limits.source_tokens) if limits.source_tokens else left
     packed: list[Source] = []
     for source in sources:
-        label = counter.text(source.label) + 4
+        label = counter.text(source.label) + MESSAGE_FRAMING  # and the blank lines around it
         whole = source.hit.content.strip()
         text = best_part(whole, query, limits.passage_tokens, counter.text) if limits.passage_tokens else whole
         price = label + counter.text(text)
@@ -199,7 +203,8 @@ def pack_prompt(
         budget = context_budget(messages, packed, limit, counter, reserve=reserve)
         if budget.fits:
             break
-        # The parts' counts added up to a little less than the whole: give up the cheapest to lose.
+        # Counted part by part, a prompt can come out a few tokens over (tokens merge across the
+        # joins): give up what is cheapest to lose.
         if len(kept) > (1 if newest is not None else 0):
             kept.discard(min(kept))
         elif packed:

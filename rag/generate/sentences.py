@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import re
 
+from rag.scripts import CJK
+
 # Words that end with a full stop without ending the sentence (lower case, without the stop).
 ABBREVIATIONS = frozenset({
-    "e.g", "i.e", "etc", "al", "fig", "figs", "eq", "eqs", "sec", "ch", "no", "nos", "vol", "vols", "p", "pp",
+    "e.g", "i.e", "etc", "al", "fig", "figs", "eq", "eqs", "sec", "ch", "vol", "vols", "p", "pp",
     "cf", "vs", "approx", "dept", "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "ref", "refs", "ed",
     "eds", "tab", "ca", "resp", "u.s", "u.k", "ph.d", "a.m", "p.m",
 })
+NUMBERED = frozenset({"no", "nos"})
+"""Abbreviations only before a number ("No. 5"); "No." before a word ends a sentence."""
 _END = re.compile(r"[.!?。！？]+|\n")
 _CLOSERS = "\"'”’」』）)]"
+_MARKER = re.compile(r"[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】]")
 _MARKER_AFTER = re.compile(r"(?:[ \t]*[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】])+")
+_CJK_CHAR = re.compile(f"[{CJK}]")
 
 
 def _ends_here(text: str, start: int, end: int) -> bool:
@@ -28,11 +34,13 @@ def _ends_here(text: str, start: int, end: int) -> bool:
     if mark == "\n" or any(c in "!?。！？" for c in mark):
         return True
     after = text[end:end + 1]
-    if after and not (after.isspace() or after in _CLOSERS or "\u3000" <= after <= "\u9fff"):
-        return False  # "3.5", "e.g.,", "example.com"
+    if after and not (after.isspace() or after in _CLOSERS or _CJK_CHAR.match(after) or _MARKER.match(text, end)):
+        return False  # "3.5", "e.g.,", "example.com" (but "years.[1]" and "年。然后" end)
     word = re.search(r"[^\s(\[{\"'“‘]*$", text[:start]).group().lower()  # type: ignore[union-attr]
     if mark == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
         return False  # "et al.", "Fig.", "J. Smith"
+    if mark == "." and word in NUMBERED:
+        return not text[end:].lstrip()[:1].isdigit()  # "No. 5" goes on, "No. The warranty…" ends
     return True
 
 
@@ -40,8 +48,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, covering the text (whitespace between sentences goes with the next)."""
     spans: list[tuple[int, int]] = []
     start = 0
+    inside = [(m.start(), m.end()) for m in _MARKER.finditer(text)]  # "[1,\n2]" is one marker
     for match in _END.finditer(text):
-        if match.end() <= start or not _ends_here(text, match.start(), match.end()):
+        if match.end() <= start or any(a < match.start() < b for a, b in inside):
+            continue
+        if not _ends_here(text, match.start(), match.end()):
             continue
         end = match.end()
         while end < len(text) and text[end] in _CLOSERS:
@@ -58,7 +69,3 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         spans[-1] = (spans[-1][0], len(text))
     return spans
 
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of `text`, in order; joined they give back the text."""
-    return [text[a:b] for a, b in sentence_spans(text)]

@@ -1,8 +1,8 @@
 """Does a source support a sentence? The share of the sentence's content terms found in the source.
 
-Terms are what BM25 indexes (rag.retrieve.keywords): English words (stop words dropped, cut to a
-five-letter stem so "covers" meets "cover") and numbers, and overlapping bigrams of Chinese
-characters. The share is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased closely from its source shares most of its terms with
+Terms are words as keyword search sees them (rag.retrieve.keywords), made fit for comparing: English
+words (stop words dropped, cut to a five-letter stem so "covers" meets "cover") and numbers, and
+overlapping bigrams of CJK characters (those with a Chinese function character dropped). The share is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased closely from its source shares most of its terms with
 it; an invented one ("faster by a factor of 10", "run on Firefox, Chrome, Safari") does not.
 
 `SUPPORTED` is the threshold, measured with `python -m rag bench --only answers`: the sentences of
@@ -14,15 +14,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rag.scripts import CJK
+
 SUPPORTED = 0.5
 """A sentence whose terms are at least this share in the source is supported by it."""
+FLAG_TERMS = 2
+"""A sentence that cites nothing is flagged as unsupported only with this many content terms or more
+(a claim, not "I hope this helps.")."""
 MIN_TERMS = 1
 """Sentences with fewer content terms ("Yes.", "Here it is:") are not judged; one is enough ("英莲 [1]"
 is supported when the source names 英莲, "42 [1]" when it holds 42)."""
 
-_WORDS = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*%?|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WORDS = re.compile(f"[A-Za-z]+(?:'[a-z]+)?|\\d+(?:[.,]\\d+)*%?|[{CJK}]+")
 _MARKERS = re.compile(r"[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】]")
-_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_RUN = re.compile(f"[{CJK}]+")
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
@@ -32,7 +37,10 @@ some such than that the their theirs them themselves then there these they this 
 under until up very was we were what when where which while who whom why will with would you your
 yours yourself yourselves according source sources answer question text passage based mentioned says
 said states stated following one two also however therefore thus
+hope help helps helpful glad happy feel free let know please thank thanks sure certainly course ask
+anything else further
 """.split())
+"""Function words, and the pleasantries a chat model adds ("I hope this helps!"), which claim nothing."""
 # Chinese function characters that carry no content on their own; a bigram holding one is dropped
 # ("隐的", "的女" would match any text about anyone's daughter).
 _HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
@@ -42,7 +50,7 @@ def content_terms(text: str) -> set[str]:
     """The terms of `text` that say something: stems of English words, numbers, Chinese bigrams."""
     terms: set[str] = set()
     for token in _WORDS.findall(_MARKERS.sub(" ", text)):
-        if _HAN_RUN.fullmatch(token):
+        if _CJK_RUN.fullmatch(token):
             if len(token) == 1:
                 if token not in _HAN_FUNCTION:
                     terms.add(token)
@@ -58,17 +66,20 @@ def content_terms(text: str) -> set[str]:
     return terms
 
 
-def support(sentence: str, source_terms: set[str]) -> float | None:
-    """Share of the sentence's content terms found in the source's; None when it has too few to judge."""
+def support(sentence: str, source_terms: set[str], *, numbers: bool = True) -> float | None:
+    """Share of the sentence's content terms found in the source's; None when it has too few to judge.
+
+    `numbers=False` leaves out the scaling by the numbers found: for one of several sources cited
+    together, where the numbers may come from another."""
     terms = content_terms(sentence)
     if len(terms) < MIN_TERMS:
         return None
     share = len(terms & source_terms) / len(terms)
-    numbers = [t for t in terms if t[0].isdigit()]
-    if numbers:
+    figures = [t for t in terms if t[0].isdigit()] if numbers else []
+    if figures:
         # A number is the most checkable claim: "a factor of 10 [1]" where the source says 2x-20x
         # scores low however many other words it shares.
-        share *= sum(t in source_terms for t in numbers) / len(numbers)
+        share *= sum(t in source_terms for t in figures) / len(figures)
     return share
 
 

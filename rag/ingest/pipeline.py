@@ -98,7 +98,7 @@ def unchanged(existing: StoredDocument | None, sha256: str, settings: ChunkSetti
     """Whether ingesting would skip the file: stored before with the same bytes, settings and splitter
     version (a document cut by an older version of the splitter is cut again)."""
     return (existing is not None and existing.sha256 == sha256
-            and existing.chunk_settings == settings.stored())
+            and settings.cuts_as(existing.chunk_settings))
 
 
 def failure_reason(exc: RagError) -> str:

@@ -92,6 +92,8 @@ class LocalChatModel:
     _vocab: Llama | None = None
     """The tokenizer alone (a vocab-only load, ~0.7 s), for counting before the model is loaded."""
     _load_lock = threading.Lock()
+    _vocab_lock = threading.Lock()
+    """Its own: counting a prompt must not wait for a load in progress (the app's preload)."""
     _generation_lock = threading.Lock()
     """Class-wide: every instance shares the one loaded model, and llama.cpp runs one request at a time."""
 
@@ -146,7 +148,7 @@ class LocalChatModel:
         """The loaded model, or its vocabulary alone: both tokenize the same."""
         if cls._llm is not None:
             return cls._llm
-        with cls._load_lock:  # a load in progress is waited for, then its model counts
+        with cls._vocab_lock:
             if cls._llm is not None:
                 return cls._llm
             if cls._vocab is None:
@@ -208,7 +210,6 @@ class LocalChatModel:
             seconds = time.perf_counter() - started
             log.info("Loaded the local chat model from %s in %.1f s", path, seconds)
             cls._llm = llm
-            cls._vocab = None
             return llm, seconds
 
     @classmethod
@@ -371,6 +372,7 @@ class QwenChatModel(LocalChatModel):
     _llm = None
     _vocab = None
     _load_lock = threading.Lock()
+    _vocab_lock = threading.Lock()
 
     @classmethod
     def _check_weights(cls) -> None:
@@ -413,9 +415,11 @@ class _LlamaCounter:
         return len(type(self._model)._tokenizer().tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
 
 
-def preload_embedded_model() -> threading.Thread | None:
-    """Start loading the embedded model `local` means (see `LocalChatModel.preload`)."""
-    return type(embedded_chat_model()).preload()
+def preload_embedded_model(name: str | None = None) -> threading.Thread | None:
+    """Start loading the embedded model `name` names (`local:gemma3-270m`, ...; None or `local`:
+    the one `local` means), see `LocalChatModel.preload`."""
+    chosen = next((cls for cls in (QwenChatModel, LocalChatModel) if cls.NAME == name), None)
+    return (chosen or type(embedded_chat_model())).preload()
 
 
 def embedded_chat_model() -> LocalChatModel:

@@ -3,9 +3,10 @@
 Small models at low temperature fall into loops ("A trace tree is a sequence of nested traces…"
 over and over until the token limit); a repeat penalty makes it rarer, not impossible. The guard
 wraps any model's stream (the embedded one and Ollama's alike): when the latest `N` tokens (words,
-numbers, or single CJK characters) have occurred twice before, it closes the model's stream (which
-stops the generation), emits a 'loop' event that keeps the text up to where the first repeat
-began, and a final 'done' whose reason is "loop".
+numbers, or single CJK characters) have occurred twice before at the same distance (the text runs
+in a cycle: a name said in three sentences of different lengths is no loop), it closes the model's
+stream (which stops the generation), emits a 'loop' event that keeps the text up to where the
+first repeat began, and a final 'done' whose reason is "loop".
 """
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ import re
 from collections.abc import Iterator
 
 from rag.llms.types import GenerationStats, StreamEvent
+from rag.scripts import CJK
 
 N = 10
 """Tokens in the repeated run: a legitimate answer rarely says the same 10 words three times."""
 TIMES = 3
-# Words and numbers, and each CJK character; punctuation is not counted (a Markdown table's
+# Each CJK character, then words and numbers; punctuation is not counted (a Markdown table's
 # "| --- | --- |" repeats it legitimately).
-_TOKEN = re.compile(r"[^\W_]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD_AT_END = re.compile(r"[^\W_]+$")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_TOKEN = re.compile(f"[{CJK}]|[^\\W_{CJK}]+")
+_WORD_AT_END = re.compile(f"[^\\W_{CJK}]+$")
 
 
 class LoopGuard:
@@ -40,7 +41,7 @@ class LoopGuard:
         self.text += piece
         # A word at the very end may still grow with the next piece: scan up to its start.
         tail = _WORD_AT_END.search(self.text)
-        upto = tail.start() if tail and not _CJK.fullmatch(self.text[-1]) else len(self.text)
+        upto = tail.start() if tail else len(self.text)
         if upto <= self._scanned:
             return None
         for match in _TOKEN.finditer(self.text, self._scanned, upto):
@@ -50,9 +51,10 @@ class LoopGuard:
             run = tuple(t for t, _ in self._tokens[-self.n:])
             starts = self._seen.setdefault(run, [])
             starts.append(len(self._tokens) - self.n)
-            if len(starts) >= self.times:
+            last = starts[-self.times:]
+            if len(last) == self.times and len({b - a for a, b in zip(last, last[1:])}) == 1:
                 self._scanned = upto
-                return self._tokens[starts[1]][1]
+                return self._tokens[last[1]][1]
         self._scanned = upto
         return None
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from rag.llms.types import Message
+from rag.scripts import HAN
 
 PROMPT_STOP = ("Question:", "\nContext:", "\n\n\n", "<end_of_turn>", "\n\nSources:", "\n\n资料：", "\n\n[",
                "\n---", "\n\nExample:")
@@ -31,13 +32,13 @@ CITATION_EXAMPLE_ZH = (
     "资料：\n[1] 手册.pdf p. 4\n保修期为自购买之日起两年，包括零件和人工。\n\n[2] 常见问题.pdf p. 1\n三十天内可以退货。\n\n"
     "Question: 保修期多长？\nAnswer: 保修期为自购买之日起两年，包括零件和人工 [1]。"
 )
-_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+_HAN_CHAR = re.compile(f"[{HAN}]")
 _NUMBERED_SOURCE = re.compile(r"^\[1\] ", re.MULTILINE)
 
 
 def asks_in_chinese(question: str) -> bool:
     """Whether a question gets the Chinese system prompt and worked example (one rule for both)."""
-    return bool(_CJK_CHAR.search(question))
+    return bool(_HAN_CHAR.search(question))
 
 
 def citation_example(messages: Sequence[Message]) -> str | None:

@@ -316,9 +316,14 @@ class KnowledgeBaseTools:
         if name not in self.tool_names():
             return ToolCallResult(f"No tool named {name!r}: this server has {', '.join(self.tool_names())}", True)
         started = time.perf_counter()
+        tool = getattr(self, name)
         try:
-            result = getattr(self, name)(**arguments)
-        except (RagError, TypeError) as exc:  # TypeError: an argument the tool does not take
+            inspect.signature(tool).bind(**arguments)
+        except TypeError as exc:  # an argument it does not take, or one missing
+            return ToolCallResult(f"Error executing tool {name}: {exc}", True, None, 0.0)
+        try:
+            result = tool(**arguments)
+        except RagError as exc:
             # Worded as the SDK words a ToolError for its clients.
             return ToolCallResult(f"Error executing tool {name}: {exc}", True, None, time.perf_counter() - started)
         structured = result.model_dump(mode="json")

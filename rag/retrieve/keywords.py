@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
+from rag.scripts import CJK
+
+_CJK = re.compile(f"[{CJK}]+")
 
 
 def _bigrams(run: str) -> str:

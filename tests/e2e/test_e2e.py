@@ -74,6 +74,17 @@ def shot(page, name: str) -> None:  # noqa: ANN001 - playwright Page
         shutil.copy(path, Path(extra) / f"{name}.png")
 
 
+def name_new_base(page, name: str) -> None:  # noqa: ANN001 - playwright Page
+    """Type the new knowledge base's name and wait until Ingest can be pressed."""
+    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
+    name_box.fill(name)
+    name_box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
+        timeout=60_000)
+
+
 def wait_idle(page) -> None:  # noqa: ANN001
     """Streamlit shows a running indicator while the script runs; wait until it is gone."""
     page.wait_for_timeout(300)
@@ -103,16 +114,8 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
     page.get_by_role("tab", name="🧩 Chunks").first.wait_for(timeout=60_000)
     wait_idle(page)
 
-    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
-    name_box.fill("e2e-finance")
-    name_box.press("Enter")
-    wait_idle(page)
-    ingest = page.get_by_role("button", name="Ingest")
-    ingest.wait_for(timeout=30_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
-        timeout=60_000)
-    ingest.click()
+    name_new_base(page, "e2e-finance")
+    page.get_by_role("button", name="Ingest").click()
     page.get_by_text("Ingested into 'e2e-finance'").first.wait_for(timeout=180_000)
     wait_idle(page)
     shot(page, "upload")
@@ -212,13 +215,7 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
     page.locator('input[type="file"]').first.set_input_files([str(short), str(long)])
     page.get_by_text("b-long.txt").first.wait_for(timeout=60_000)
     wait_idle(page)
-    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
-    name_box.fill("e2e-stop")
-    name_box.press("Enter")
-    wait_idle(page)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
-        timeout=60_000)
+    name_new_base(page, "e2e-stop")
     page.get_by_role("button", name="Ingest").click()
     page.get_by_text(re.compile(r"embed \(3/4\) · \d+/\d+ chunks embedded")).first.wait_for(
         state="attached", timeout=180_000)
@@ -297,13 +294,7 @@ def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # no
     wait_idle(page)
     text = page.locator("body").inner_text()
     assert "\ufffd" not in text and "U+FFFD" not in text  # the default splitter keeps characters whole
-    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
-    name_box.fill("e2e-novel")
-    name_box.press("Enter")
-    wait_idle(page)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
-        timeout=60_000)
+    name_new_base(page, "e2e-novel")
     page.get_by_role("button", name="Ingest").click()
     page.get_by_text("Ingested into 'e2e-novel'").first.wait_for(timeout=300_000)
     wait_idle(page)
@@ -313,13 +304,7 @@ def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # no
     page.get_by_text("harbour-log.txt").first.wait_for(timeout=60_000)
     wait_idle(page)
     choose(page, "Knowledge base", "New knowledge base…")
-    name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
-    name_box.fill("e2e-harbour")
-    name_box.press("Enter")
-    wait_idle(page)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
-        timeout=60_000)
+    name_new_base(page, "e2e-harbour")
     page.get_by_role("button", name="Ingest").click()
     page.get_by_text("Ingested into 'e2e-harbour'").first.wait_for(timeout=300_000)
     wait_idle(page)

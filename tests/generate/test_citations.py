@@ -28,11 +28,6 @@ def test_marker_spans_cover_the_markers() -> None:
     assert [(answer[a:b], n) for a, b, n in generate.marker_spans(answer)] == [("[1]", (1,)), ("[2, 3]", (2, 3))]
 
 
-def test_markers_are_replaced_number_by_number_knowing_which_point_at_a_source() -> None:
-    shown = generate.replace_markers("Rose [1] and [2, 3].", SOURCES, lambda n, known: f"<{n}{'' if known else '?'}>")
-    assert shown == "Rose <1> and <2> <3?>."
-
-
 def test_attribution_cites_the_source_a_sentence_comes_from() -> None:
     answer = "Revenue rose eleven percent. The board approved a dividend! Something else entirely"
     cited = generate.attribute_citations(answer, SOURCES)
@@ -60,13 +55,18 @@ def test_only_the_embedded_model_has_its_uncited_answers_attributed() -> None:
         ("收入增长【1】。分红获批！对吗？“是的。”好", ["收入增长【1】。", "分红获批！", "对吗？", "“是的。”", "好"]),
         ("It covers two years. [1] Returns take 30 days [2].\n- one\n- two",
          ["It covers two years. [1]", " Returns take 30 days [2].", "\n- one\n", "- two"]),
+        # A marker glued to the full stop, a marker broken over a line, "No." before a word or a number.
+        ("It covers benchmarks.[1] It was written in Rust.", ["It covers benchmarks.[1]", " It was written in Rust."]),
+        ("The splitter [1,\n2] cuts chunks. Next one.", ["The splitter [1,\n2] cuts chunks.", " Next one."]),
+        ("No. The warranty is void. See No. 5 here.", ["No.", " The warranty is void.", " See No. 5 here."]),
     ],
 )
 def test_sentences_split_where_a_reader_would(text: str, sentences: list[str]) -> None:
-    from rag.generate.sentences import split_sentences
+    from rag.generate.sentences import sentence_spans
 
-    assert split_sentences(text) == sentences
-    assert "".join(split_sentences(text)) == text
+    spans = sentence_spans(text)
+    assert [text[a:b] for a, b in spans] == sentences
+    assert "".join(text[a:b] for a, b in spans) == text
 
 
 def test_attribution_does_not_break_abbreviations() -> None:
@@ -98,6 +98,12 @@ PAPER = generate.number_sources([
         ("A trace tree is a tree of traces anchored at a loop header [2].", ["not supported"], False),
         # No marker: supported by a source, but not cited by the model.
         ("A trace tree is a tree of traces.", ["uncited"], False),
+        # Glued to the full stop: still its own sentence, so the invented one after it is flagged.
+        ("TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider benchmarks.[1] It was "
+         "written in Rust by a team in Paris.", ["cited", "unsupported"], False),
+        # Pleasantries are not claims: not judged, and they do not spoil a grounded answer.
+        ("A trace tree is a tree of traces anchored at a loop header [1]. I hope this helps!", ["cited", "short"],
+         True),
     ],
 )
 def test_the_support_check_tells_copied_from_invented(answer: str, statuses: list[str], grounded: bool) -> None:
@@ -123,3 +129,24 @@ def test_badges_follow_each_sentence_and_flag_the_unsupported_one() -> None:
     assert shown == ("TraceMonkey is between 2x and 20x faster than SpiderMonkey <1 cited>. It was written in Rust. "
                      "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown>.")
     assert grounding.unknown == (7,) and grounding.cited == (1,) and len(grounding.flagged) == 2
+
+
+def test_a_padding_citation_is_marked_and_blocks_the_green_badge() -> None:
+    answer = "A trace tree is a tree of traces anchored at a loop header [1][2]."
+    grounding = generate.check_grounding(answer, PAPER)
+    (sentence,) = grounding.sentences
+    assert sentence.status == "cited" and sentence.backing == (1,)
+    assert grounding.cited == (1,) and grounding.padding == (2,) and not grounding.grounded
+    shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    assert shown == "A trace tree is a tree of traces anchored at a loop header <1 cited><2 padding>."
+    # A sentence drawn from two sources cites both rightly.
+    both = "TraceMonkey is between 2x and 20x faster than SpiderMonkey; 甄士隐有一个女儿，乳名英莲 [1][2]."
+    assert generate.check_grounding(both, PAPER).sentences[0].backing == (1, 2)
+
+
+def test_a_marker_on_a_sentence_too_short_to_judge_is_unchecked_and_text_is_never_repeated() -> None:
+    answer = "Sources: [1]\nThe splitter [1,\n2] cuts chunks."
+    grounding = generate.check_grounding(answer, PAPER)
+    assert grounding.sentences[0].status == "short" and grounding.sentences[0].kind(1) == "unchecked"
+    shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n}>", "<no source>")
+    assert shown == "Sources: <1>\nThe splitter <1> <2> cuts chunks."

@@ -42,6 +42,10 @@ def test_destiny_new_unchanged_replaces_fails() -> None:
     old = _stored(sha, SPRING_DEFAULT, recorded=SPRING_DEFAULT.as_dict())
     assert ingest.destiny(prepared, sha, old, SPRING_DEFAULT) == "replaces"
     assert SPRING_DEFAULT.stored() == {**SPRING_DEFAULT.as_dict(), "splitter": 2}
+    assert SPRING_DEFAULT.older_splitter(SPRING_DEFAULT.as_dict()) and not SPRING_DEFAULT.older_splitter(other.stored())
+    # The other strategies cut as they did: a record without a version is theirs, nothing is re-embedded.
+    token = ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=8)
+    assert ingest.unchanged(_stored(sha, token, recorded=token.as_dict()), sha, token)
 
 
 def test_a_clean_file_has_no_warnings() -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
+
 from rag.llms.loops import LoopGuard, guard_loops
 from rag.llms.stream import fold
 from rag.llms.types import GenerationStats, StreamEvent
@@ -29,10 +31,18 @@ def test_a_looping_stream_is_ended_and_closed_and_keeps_one_copy() -> None:
     assert events[-1] == StreamEvent("done", stats=GenerationStats(done_reason="loop"))
 
 
-def test_chinese_loops_are_found_character_by_character() -> None:
+@pytest.mark.parametrize("piece", [1, 7, 1000])
+def test_chinese_loops_are_found_however_the_stream_is_cut(piece: int) -> None:
     text = "贾宝玉是贾母的孙子，他住在大观园里。" * 5
-    folded = fold(list(guard_loops(iter([StreamEvent("content", c) for c in text]))))
+    events = [StreamEvent("content", text[i:i + piece]) for i in range(0, len(text), piece)]
+    folded = fold(list(guard_loops(iter(events))))
     assert folded.looped and folded.text == "贾宝玉是贾母的孙子，他住在大观园里。"
+
+
+def test_a_long_name_said_in_three_sentences_is_no_loop() -> None:
+    answer = "中华人民共和国国务院发布了通知。报道说中华人民共和国国务院很重视此事。最后，中华人民共和国国务院表示感谢。"
+    folded = fold(list(guard_loops(iter([StreamEvent("content", answer)]))))
+    assert folded.text == answer and not folded.looped
 
 
 def test_answers_that_repeat_words_but_do_not_loop_pass_whole() -> None:
