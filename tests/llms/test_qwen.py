@@ -55,6 +55,7 @@ def test_local_means_qwen_here_and_it_cites_a_source_by_itself() -> None:
     answer = fold(list(model.stream(generate.build_messages("How much did revenue grow in 2023?", sources),
                                     temperature=0.0))).text
     assert "twelve" in answer.lower() or "12" in answer
+    assert QwenChatModel._llm is not None and QwenChatModel._llm.cache is not None  # the prompt cache is on
     # It may add the other source too ("[2][1]" seen): telling that apart is the support check's job.
     assert 2 in generate.check_citations(answer, sources).cited, answer
 
