@@ -112,3 +112,13 @@ def cli_env(data_dir: Path, pg_uri: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _no_learned_token_counts() -> Iterator[None]:
+    """Each test starts without the token-count calibration earlier answers taught (rag.llms.counting)."""
+    from rag.llms.counting import forget_calibration
+
+    forget_calibration()
+    yield
+    forget_calibration()

@@ -27,6 +27,10 @@ class Budget:
     limit: int
     counted_with: str = CL100K.name
     """How the tokens were counted (the model's tokenizer, or the cl100k estimate)."""
+    estimated: bool = True
+    """Counted with cl100k (perhaps calibrated), not with the model's own tokenizer."""
+    scale: float = 1.0
+    """The calibration factor the estimate was multiplied by (rag.llms.counting.calibrate)."""
 
     @property
     def used(self) -> int:
@@ -50,4 +54,5 @@ def context_budget(messages: Sequence[Message], sources: Sequence[Source], limit
     history = sum(counter.text(m.content) for m in messages[1:-1])
     question = counter.text(messages[-1].content) if len(messages) > 1 else 0
     return Budget(max(total - source_tokens - history - question, 0), source_tokens, history, question,
-                  reserve, limit, counter.name)
+                  reserve, limit, counter.name, estimated=bool(getattr(counter, "estimated", False)),
+                  scale=float(getattr(counter, "factor", 1.0)))

@@ -25,7 +25,7 @@ from rag.generate.conversation import Live, Turn
 from rag.generate.packing import pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
 from rag.generate.rewrite import rewrite_query
-from rag.llms.counting import token_counter
+from rag.llms.counting import calibrate, token_counter
 from rag.llms.loops import guard_loops
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, Message
@@ -174,6 +174,9 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
         TIMELINE.mark_generation(
             f"chat: {turn.model.removeprefix('ollama:')}", runner.started + to_epoch, runner.finished + to_epoch,
             folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
+    if turn.budget is not None and turn.budget.estimated and folded.stats is not None:
+        # Ollama counted the prompt itself: the next estimates for this model learn from it.
+        calibrate(turn.model, round(turn.budget.used / turn.budget.scale), folded.stats.prompt_eval_count)
     answer = attribute_if_uncited(folded.text, turn.sources, turn.model)
     attributed = answer != folded.text
     notes = (*turn.notes, *([ATTRIBUTED_NOTE] if attributed else []), *([LOOP_NOTE] if folded.looped else []))

@@ -13,6 +13,7 @@ from rag import generate, ingest, retrieve
 from rag.chunking import ChunkSettings
 from rag.generate import Turn, engine
 from rag.llms import GenerationStats, Message, OllamaChatModel, StreamEvent
+from rag.llms.counting import CL100K
 from rag.llms.stream import Runner
 from rag.settings import Settings
 from rag.store import Store
@@ -146,3 +147,31 @@ def test_the_embedded_models_uncited_answer_is_attributed_with_a_note() -> None:
     assert turn.notes == (engine.ATTRIBUTED_NOTE,)
     assert turn.as_dict()["citations_attributed"] is True
     assert generate.check_citations(turn.answer, SOURCES).cited == (1,)
+
+
+def test_ollamas_own_prompt_count_calibrates_the_next_estimate(kb: Store, settings: Settings,
+                                                               httpserver: HTTPServer) -> None:
+    """Ollama has no tokenizer endpoint: the budget is a cl100k estimate, corrected with the
+    prompt_eval_count Ollama reports after the answer (one count, learnt per model)."""
+    reported: list[int] = []
+
+    def answer(request: Request) -> Response:
+        final = dict(FINAL, prompt_eval_count=reported[-1])
+        return Response(ndjson(chunk("Revenue rose eleven percent [1]."), final), content_type=NDJSON)
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
+    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
+    request = engine.Request(kbs=("fin",), context=4096, thinks=False)
+    first_estimate = generate.pack_prompt(QUESTION, generate.number_sources(
+        retrieve.search(kb, settings, QUESTION, ["fin"], top_k=8)), counter=CL100K, limit=4096).budget.used
+    reported.append(round(first_estimate * 1.25))  # the model's tokenizer needs a quarter more
+    first = engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
+    assert first.budget.counted_with == "cl100k estimate" and first.budget.used == first_estimate
+    second = engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
+    assert second.budget.counted_with.startswith("cl100k estimate × 1.25")
+    assert abs(second.budget.used - reported[0]) <= 3  # what Ollama said this prompt costs
+    # A report that cannot be of this prompt (a cached prefix: Ollama counts only what it evaluated) is ignored.
+    reported.append(20)
+    engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
+    third = engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
+    assert third.budget.counted_with.startswith("cl100k estimate × 1.25")
