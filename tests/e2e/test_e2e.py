@@ -74,6 +74,18 @@ def shot(page, name: str) -> None:  # noqa: ANN001 - playwright Page
         shutil.copy(path, Path(extra) / f"{name}.png")
 
 
+def open_upload_page(chromium, app_url: str):  # noqa: ANN001, ANN201 - playwright objects
+    """A new browser context on the Upload page, once the app has drawn it; page errors are collected."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 2000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{app_url}/upload", wait_until="networkidle")
+    page.get_by_text("Status").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    return context, page, errors
+
+
 def name_new_base(page, name: str) -> None:  # noqa: ANN001 - playwright Page
     """Type the new knowledge base's name and wait until Ingest can be pressed."""
     name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
@@ -205,13 +217,7 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
     long.write_text("\n\n".join(f"Entry {i}. Storm from the north-west, force {i % 9 + 3}; the keeper trimmed "
                                   f"the wick {i} times and logged ship number {i * 7} passing the point. " * 6
                                   for i in range(400)))
-    context = chromium.new_context(viewport={"width": 1440, "height": 2000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{app_url}/upload", wait_until="networkidle")
-    page.get_by_text("Status").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(short), str(long)])
     page.get_by_text("b-long.txt").first.wait_for(timeout=60_000)
     wait_idle(page)
@@ -280,13 +286,7 @@ def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # no
                                   f"一日中秋佳节，士隐邀请雨村到书房饮酒，二人谈起功名之事，直到三更方散。" * 3
                                   for n in range(40)), encoding="utf-8")
     log.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
-    context = chromium.new_context(viewport={"width": 1440, "height": 2000})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(f"{app_url}/upload", wait_until="networkidle")
-    page.get_by_text("Status").first.wait_for(timeout=120_000)
-    wait_idle(page)
+    context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(docx), str(novel)])
     page.get_by_text(".docx files are not read yet: open it in Word").first.wait_for(timeout=60_000)
     page.get_by_role("tab", name=re.compile("红楼梦选段.txt")).first.click()  # each file has its tab
