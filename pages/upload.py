@@ -147,7 +147,9 @@ def _kb_label(by_name: dict[str, KnowledgeBase]):
         kb = by_name.get(option)
         if kb is None:
             return f"➕ {option}"
-        return f"{option} · {fmt.plural(kb.documents, 'doc')} · {fmt.plural(kb.chunks, 'chunk')}"
+        # No counts here: an option's label that changes under the kept key stayed stale in the
+        # browser (seen in the Library's picker after a delete); the caption below has them.
+        return option
     return label
 
 

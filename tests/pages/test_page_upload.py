@@ -396,6 +396,6 @@ def test_counts_of_one_are_singular(store: Store) -> None:
     app = new_session()
     app.selectbox(key="upload_kb_choice").set_value("solo")
     run(app)
-    assert app.selectbox(key="upload_kb_choice").options[0] == "solo · 1 doc · 0 chunks"
+    assert app.selectbox(key="upload_kb_choice").options[0] == "solo"
     assert any(c.value.endswith("· 1 document · 0 chunks") for c in app.caption)
     assert "with its 1 document and 0 chunks" in app.checkbox(key="lib_kb_confirm").label
