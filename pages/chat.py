@@ -515,7 +515,8 @@ def _answer(turn: Turn) -> None:
             st.badge("repetition cut", icon="🔁", color="gray")
         if not turn.agent:
             if grounding.grounded:
-                st.badge(f"cites {len(grounding.cited)} of {len(turn.sources)} sources", icon="✅", color="green")
+                st.badge(f"cites {len(grounding.cited)} of {plural(len(turn.sources), 'source')}", icon="✅",
+                         color="green")
             elif turn.attributed:
                 st.badge("matched to sources, not cited by the model", icon="≈", color="gray")
             elif check.uncited and turn.answer:

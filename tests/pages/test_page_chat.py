@@ -197,6 +197,10 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
     assert [m.value for m in thinking.markdown] == ["The user asks about revenue. Source 1 says eleven."]
     answers = [m.value for m in at.markdown if "Eleven percent" in m.value]
     assert answers == ["Eleven percent :blue-badge[1]."]
+    # Copied from source [1] and cited by the model itself: the green badge, its count in words.
+    assert turn.grounding.grounded
+    n = len(turn.sources)
+    assert any(f"cites 1 of {n} source{'s' if n > 1 else ''}" in m.value for m in at.markdown)
     (body,) = bodies(ollama, "/api/chat")
     assert body["think"] is True and body["options"] == {"temperature": 0.2, "num_ctx": 700}
 
