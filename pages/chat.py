@@ -445,7 +445,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
         for source in turn.sources:
             _source_card(turn, source)
         if turn.left_out:
-            st.caption("Found but not given to the model (its window is full): " +
+            st.caption("Found but not given to the model (no room left for them in its prompt): " +
                        "; ".join(_md(s.label) for s in turn.left_out))
 
 

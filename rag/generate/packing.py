@@ -53,6 +53,8 @@ class Packed:
     budget: Budget
     dropped: int
     """Exchanges of the conversation left out (the oldest)."""
+    source_limit: int | None = None
+    """The model's cap on source tokens (`PackLimits.source_tokens`), when it has one."""
 
     @property
     def in_part(self) -> tuple[int, ...]:
@@ -65,9 +67,11 @@ class Packed:
         if self.left_out:
             numbers = [s.n for s in self.left_out]
             which = f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+            room = (f"this model reads at most {self.source_limit:,} tokens of sources, to answer sooner"
+                    if self.source_limit else f"window {self.budget.limit:,} tokens")
             notes.append(f"Passage{'s' if len(numbers) > 1 else ''} {which} of the {found} found "
                          f"{'were' if len(numbers) > 1 else 'was'} left out so that the prompt fits "
-                         f"(window {self.budget.limit:,} tokens, {self.budget.sources:,} for sources).")
+                         f"({room}; {self.budget.sources:,} tokens of sources given).")
         if self.in_part:
             parts = ", ".join(f"[{n}]" for n in self.in_part)
             notes.append(f"Given to the model in part (the sentences that best match the question): {parts}.")
@@ -215,5 +219,5 @@ def pack_prompt(
             break
     dropped = len(exchanges) - len(kept)
     left_out = tuple(sources[len(packed):])
-    return Packed(tuple(messages), tuple(packed), left_out, budget, dropped)
+    return Packed(tuple(messages), tuple(packed), left_out, budget, dropped, limits.source_tokens)
 

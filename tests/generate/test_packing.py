@@ -105,6 +105,10 @@ def test_the_embedded_limits_give_each_source_its_best_sentences() -> None:
                                   limits=PackLimits(passage_tokens=120, source_tokens=800))
     part = packed.sources[0].passage
     assert "乳名英莲" in part and CL100K.text(part) <= 120
+    crowded = generate.pack_prompt("甄士隐的女儿叫什么名字？", generate.number_sources([hit(f"{i}.txt", (1,), text)
+                                                                                for i in range(9)]),
+                                   counter=CL100K, limit=4096, limits=PackLimits(passage_tokens=120, source_tokens=300))
+    assert "this model reads at most 300 tokens of sources" in " ".join(crowded.notes())
     assert generate.best_part(text, "英莲", 10_000, CL100K.text) == text.strip()  # fits: whole
 
 
