@@ -522,8 +522,8 @@ def _answer(turn: Turn) -> None:
             elif check.uncited and turn.answer:
                 st.badge("uncited", icon="⚠️", color="orange")
             if grounding.flagged:
-                st.badge(f"{len(grounding.flagged)} of {grounding.judged} sentence{'s' if grounding.judged > 1 else ''} "
-                         "not supported by the sources", icon="⚠️", color="orange")
+                st.badge(f"{len(grounding.flagged)} of {plural(grounding.judged, 'sentence')} not supported by the "
+                         "sources", icon="⚠️", color="orange")
             if grounding.padding:
                 st.badge(f"{plural(len(grounding.padding), 'cited source')} not supporting the sentence citing it",
                          icon="⚠️", color="orange")

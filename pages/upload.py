@@ -245,12 +245,11 @@ def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
         st.caption(f"'{kb.name}' was last ingested with these settings but an older version of the splitter: "
                    "its documents are cut again when they are ingested.")
         return
+    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
-        st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
         return
-    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
     st.button("Use the knowledge base's settings", key="upload_use_kb_settings",
               on_click=widgets.set_chunk_settings, args=(WIDGET, theirs),
               help="Documents of one knowledge base chunked alike compare fairly in search.")

@@ -105,7 +105,7 @@ def answer_case(model: object, case: Case) -> Outcome:
 
     from rag import generate
     from rag.evaluation.normalise import normalise
-    from rag.generate.citations import Status, check_grounding
+    from rag.generate.citations import Status, check_grounding, source_terms
     from rag.generate.support import content_terms, support
     from rag.llms.counting import token_counter
     from rag.llms.loops import guard_loops
@@ -133,11 +133,11 @@ def answer_case(model: object, case: Case) -> Outcome:
     grounding = check_grounding(result.text, packed.sources)
     pairs: list[tuple[float, bool]] = []
     if gold in cited and (right or (f1 or 0.0) >= 0.4):
-        terms = {s.n: content_terms(s.hit.content) for s in sources}
+        terms = source_terms(sources)
         for sentence in grounding.sentences:
             if gold in sentence.numbers and sentence.status != Status.SHORT:
-                text = result.text[sentence.start:sentence.end]
-                pairs += [(support(text, terms[n]) or 0.0, n == gold) for n in terms]
+                said = content_terms(result.text[sentence.start:sentence.end])
+                pairs += [(support(said, terms[n]) or 0.0, n == gold) for n in terms]
     stats = result.stats
     ttft = None
     if stats is not None and stats.prompt_eval_duration is not None:

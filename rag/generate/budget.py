@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.generate.prompt import Source, format_sources
-from rag.llms.counting import CL100K, TokenCounter
+from rag.llms.counting import CL100K, Cl100kCounter, TokenCounter
 from rag.llms.types import Message
 
 ANSWER_RESERVE = 512
@@ -27,10 +27,9 @@ class Budget:
     limit: int
     counted_with: str = CL100K.name
     """How the tokens were counted (the model's tokenizer, or the cl100k estimate)."""
-    estimated: bool = True
-    """Counted with cl100k (perhaps calibrated), not with the model's own tokenizer."""
-    scale: float = 1.0
-    """The calibration factor the estimate was multiplied by (rag.llms.counting.calibrate)."""
+    scale: float | None = 1.0
+    """The calibration factor of a cl100k estimate (rag.llms.counting.calibrate); None when the
+    model's own tokenizer counted."""
 
     @property
     def used(self) -> int:
@@ -54,5 +53,5 @@ def context_budget(messages: Sequence[Message], sources: Sequence[Source], limit
     history = sum(counter.text(m.content) for m in messages[1:-1])
     question = counter.text(messages[-1].content) if len(messages) > 1 else 0
     return Budget(max(total - source_tokens - history - question, 0), source_tokens, history, question,
-                  reserve, limit, counter.name, estimated=bool(getattr(counter, "estimated", False)),
-                  scale=float(getattr(counter, "factor", 1.0)))
+                  reserve, limit, counter.name,
+                  scale=counter.factor if isinstance(counter, Cl100kCounter) else None)

@@ -13,12 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.generate.prompt import Source
-from rag.generate.sentences import sentence_spans
+from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
 from rag.llms.choice import cites_by_itself  # the model-name rule lives with the models
 
-# [1], [1, 2], [1][2], and the full-width 【1】 that Chinese answers often use.
-_MARKER = re.compile(r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]")
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ def _numbers(match: re.Match[str]) -> tuple[int, ...]:
 
 
 def citation_numbers(answer: str) -> list[int]:
-    return [n for match in _MARKER.finditer(answer) for n in _numbers(match)]
+    return [n for match in MARKER.finditer(answer) for n in _numbers(match)]
 
 
 def check_citations(answer: str, sources: Sequence[Source]) -> CitationCheck:
@@ -49,7 +47,7 @@ def check_citations(answer: str, sources: Sequence[Source]) -> CitationCheck:
 
 def marker_spans(answer: str) -> list[tuple[int, int, tuple[int, ...]]]:
     """(start, end, numbers) of each citation marker, for rendering them as badges."""
-    return [(match.start(), match.end(), _numbers(match)) for match in _MARKER.finditer(answer)]
+    return [(match.start(), match.end(), _numbers(match)) for match in MARKER.finditer(answer)]
 
 
 class Status:
@@ -160,7 +158,8 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
     return "".join(parts) + answer[covered:]
 
 
-def _source_terms(sources: Sequence[Source]) -> dict[int, set[str]]:
+def source_terms(sources: Sequence[Source]) -> dict[int, set[str]]:
+    """Each source's content terms, by its number (what sentences are checked against)."""
     return {s.n: content_terms(s.hit.content) for s in sources}
 
 
@@ -172,17 +171,17 @@ def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool 
     as not supporting it (a padding citation), and the sentence is cited only by [1]. A sentence
     that cites nothing is flagged only when it says something (`FLAG_TERMS` content terms or more:
     "It was written in Rust." is, "I hope this helps!" is not)."""
-    terms = _source_terms(sources)
+    terms = source_terms(sources)
     markers = marker_spans(answer)
     checks: list[SentenceCheck] = []
     cited: list[int] = []
     for start, end in sentence_spans(answer):
-        sentence = answer[start:end]
+        said = content_terms(answer[start:end])
         numbers = tuple(n for a, _b, ns in markers if start <= a < end for n in ns)
         valid = [n for n in dict.fromkeys(numbers) if n in terms]
         if numbers:
-            shares = {n: support(sentence, terms[n], numbers=len(valid) == 1) for n in valid}
-            union = support(sentence, set().union(*(terms[n] for n in valid))) if valid else support(sentence, set())
+            shares = {n: support(said, terms[n], numbers=len(valid) == 1) for n in valid}
+            union = support(said, set().union(*(terms[n] for n in valid)))
             # A source that holds its part of a sentence drawn from two ("[2][3]") supports it too.
             backing = tuple(n for n, share in shares.items() if share is not None and (
                 share >= threshold or (union is not None and union >= threshold and share >= threshold / 2)))
@@ -190,7 +189,7 @@ def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool 
             share = union
         else:
             backing = ()
-            source, share = best_support(sentence, terms.items())
+            source, share = best_support(said, terms.items())
         if share is None:
             status = Status.SHORT
         elif numbers:
@@ -198,7 +197,7 @@ def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool 
         elif share >= threshold:
             status = Status.UNCITED
         else:
-            status = Status.UNSUPPORTED if len(content_terms(sentence)) >= FLAG_TERMS else Status.SHORT
+            status = Status.UNSUPPORTED if len(said) >= FLAG_TERMS else Status.SHORT
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
@@ -215,12 +214,12 @@ def attribute_citations(answer: str, sources: Sequence[Source], *, threshold: fl
     """
     if not sources:
         return answer
-    terms = _source_terms(sources)
+    terms = source_terms(sources)
     parts: list[str] = []
     for start, end in sentence_spans(answer):
         sentence = answer[start:end]
-        n, share = best_support(sentence, terms.items())
-        if n is None or share is None or share < threshold or _MARKER.search(sentence):
+        n, share = best_support(content_terms(sentence), terms.items())
+        if n is None or share is None or share < threshold or MARKER.search(sentence):
             parts.append(sentence)
             continue
         body = sentence.rstrip()

@@ -174,7 +174,7 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
         TIMELINE.mark_generation(
             f"chat: {turn.model.removeprefix('ollama:')}", runner.started + to_epoch, runner.finished + to_epoch,
             folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
-    if turn.budget is not None and turn.budget.estimated and folded.stats is not None:
+    if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:
         # Ollama counted the prompt itself: the next estimates for this model learn from it.
         calibrate(turn.model, round(turn.budget.used / turn.budget.scale), folded.stats.prompt_eval_count)
     answer = attribute_if_uncited(folded.text, turn.sources, turn.model)

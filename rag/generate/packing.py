@@ -112,8 +112,10 @@ def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int
     while True:
         part = text[spans[lo][0]:spans[hi][1]].strip()
         part = f"{ELLIPSIS if lo > 0 else ''}{part}{ELLIPSIS if hi < len(spans) - 1 else ''}"
-        if count(part) <= max_tokens or lo == hi:
-            return part if count(part) <= max_tokens else _head(part, max_tokens, count)
+        if count(part) <= max_tokens:
+            return part
+        if lo == hi:
+            return _head(part, max_tokens, count)
         # The ellipses (and joins) cost a token or two more than the sentences did alone.
         if hi > best and (lo == best or scores[hi] <= scores[lo]):
             hi -= 1

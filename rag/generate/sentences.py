@@ -23,8 +23,11 @@ NUMBERED = frozenset({"no", "nos"})
 """Abbreviations only before a number ("No. 5"); "No." before a word ends a sentence."""
 _END = re.compile(r"[.!?。！？]+|\n")
 _CLOSERS = "\"'”’」』）)]"
-_MARKER = re.compile(r"[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】]")
-_MARKER_AFTER = re.compile(r"(?:[ \t]*[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】])+")
+# [1], [1, 2], and the full-width 【1】 that Chinese answers often use; group 1 holds the numbers.
+MARKER_PATTERN = r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]"
+MARKER = re.compile(MARKER_PATTERN)
+"""A citation marker (rag.generate.citations reads its numbers; support drops it from the words)."""
+_MARKERS_AFTER = re.compile(f"(?:[ \\t]*{MARKER_PATTERN})+")
 _CJK_CHAR = re.compile(f"[{CJK}]")
 
 
@@ -34,7 +37,7 @@ def _ends_here(text: str, start: int, end: int) -> bool:
     if mark == "\n" or any(c in "!?。！？" for c in mark):
         return True
     after = text[end:end + 1]
-    if after and not (after.isspace() or after in _CLOSERS or _CJK_CHAR.match(after) or _MARKER.match(text, end)):
+    if after and not (after.isspace() or after in _CLOSERS or _CJK_CHAR.match(after) or MARKER.match(text, end)):
         return False  # "3.5", "e.g.,", "example.com" (but "years.[1]" and "年。然后" end)
     word = re.search(r"[^\s(\[{\"'“‘]*$", text[:start]).group().lower()  # type: ignore[union-attr]
     if mark == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
@@ -48,7 +51,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, covering the text (whitespace between sentences goes with the next)."""
     spans: list[tuple[int, int]] = []
     start = 0
-    inside = [(m.start(), m.end()) for m in _MARKER.finditer(text)]  # "[1,\n2]" is one marker
+    inside = [(m.start(), m.end()) for m in MARKER.finditer(text)]  # "[1,\n2]" is one marker
     for match in _END.finditer(text):
         if match.end() <= start or any(a < match.start() < b for a, b in inside):
             continue
@@ -57,7 +60,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         end = match.end()
         while end < len(text) and text[end] in _CLOSERS:
             end += 1
-        marker = _MARKER_AFTER.match(text, end)
+        marker = _MARKERS_AFTER.match(text, end)
         if marker:
             end = marker.end()
         if text[start:end].strip():

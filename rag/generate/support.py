@@ -2,8 +2,10 @@
 
 Terms are words as keyword search sees them (rag.retrieve.keywords), made fit for comparing: English
 words (stop words dropped, cut to a five-letter stem so "covers" meets "cover") and numbers, and
-overlapping bigrams of CJK characters (those with a Chinese function character dropped). The share is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased closely from its source shares most of its terms with
-it; an invented one ("faster by a factor of 10", "run on Firefox, Chrome, Safari") does not.
+overlapping bigrams of CJK characters (those with a Chinese function character dropped). The share
+is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased
+closely from its source shares most of its terms with it; an invented one ("faster by a factor of
+10", "run on Firefox, Chrome, Safari") does not.
 
 `SUPPORTED` is the threshold, measured with `python -m rag bench --only answers`: the sentences of
 right answers that cite their gold passage score against that passage (supported) and against the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from rag.generate.sentences import MARKER
 from rag.scripts import CJK
 
 SUPPORTED = 0.5
@@ -26,7 +29,6 @@ MIN_TERMS = 1
 is supported when the source names 英莲, "42 [1]" when it holds 42)."""
 
 _WORDS = re.compile(f"[A-Za-z]+(?:'[a-z]+)?|\\d+(?:[.,]\\d+)*%?|[{CJK}]+")
-_MARKERS = re.compile(r"[\[【]\s*\d+(?:\s*[,，、]\s*\d+)*\s*[\]】]")
 _CJK_RUN = re.compile(f"[{CJK}]+")
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before being below
@@ -36,7 +38,7 @@ myself no nor not now of off on once only or other our ours ourselves out over o
 some such than that the their theirs them themselves then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would you your
 yours yourself yourselves according source sources answer question text passage based mentioned says
-said states stated following one two also however therefore thus
+said states stated following one two however therefore thus
 hope help helps helpful glad happy feel free let know please thank thanks sure certainly course ask
 anything else further
 """.split())
@@ -49,7 +51,7 @@ _HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以�
 def content_terms(text: str) -> set[str]:
     """The terms of `text` that say something: stems of English words, numbers, Chinese bigrams."""
     terms: set[str] = set()
-    for token in _WORDS.findall(_MARKERS.sub(" ", text)):
+    for token in _WORDS.findall(MARKER.sub(" ", text)):
         if _CJK_RUN.fullmatch(token):
             if len(token) == 1:
                 if token not in _HAN_FUNCTION:
@@ -66,12 +68,12 @@ def content_terms(text: str) -> set[str]:
     return terms
 
 
-def support(sentence: str, source_terms: set[str], *, numbers: bool = True) -> float | None:
-    """Share of the sentence's content terms found in the source's; None when it has too few to judge.
+def support(terms: set[str], source_terms: set[str], *, numbers: bool = True) -> float | None:
+    """Share of a sentence's content `terms` (`content_terms`) found in the source's; None when it
+    has too few to judge.
 
     `numbers=False` leaves out the scaling by the numbers found: for one of several sources cited
     together, where the numbers may come from another."""
-    terms = content_terms(sentence)
     if len(terms) < MIN_TERMS:
         return None
     share = len(terms & source_terms) / len(terms)
@@ -83,12 +85,13 @@ def support(sentence: str, source_terms: set[str], *, numbers: bool = True) -> f
     return share
 
 
-def best_support(sentence: str, sources: Iterable[tuple[int, set[str]]]) -> tuple[int | None, float | None]:
-    """(number, share) of the source that supports the sentence most; (None, None) when it is not judged."""
+def best_support(terms: set[str], sources: Iterable[tuple[int, set[str]]]) -> tuple[int | None, float | None]:
+    """(number, share) of the source that supports a sentence of content `terms` most; (None, None)
+    when it is not judged."""
     best_n: int | None = None
     best: float | None = None
-    for n, terms in sources:
-        share = support(sentence, terms)
+    for n, source_terms in sources:
+        share = support(terms, source_terms)
         if share is None:
             return None, None
         if best is None or share > best:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from rag.llms.types import Message
 
@@ -34,34 +34,31 @@ class TokenCounter(Protocol):
 
 @dataclass(frozen=True)
 class Cl100kCounter:
-    name: str = "cl100k estimate"
-    estimated: ClassVar[bool] = True
+    """The cl100k estimate, times `factor`: what the model's own counts were, measured on its last answers."""
+
+    factor: float = 1.0
+
+    @property
+    def name(self) -> str:
+        if self.factor == 1.0:
+            return "cl100k estimate"
+        return f"cl100k estimate × {self.factor:.2f}, calibrated on the model's own counts"
 
     def text(self, text: str) -> int:
-        from rag.chunking import count_tokens
-
-        return count_tokens(text)
+        return round(_cl100k(text) * self.factor)
 
     def prompt(self, messages: Sequence[Message]) -> int:
-        return sum(self.text(m.content) + MESSAGE_FRAMING for m in messages) + MESSAGE_FRAMING
+        framed = sum(_cl100k(m.content) + MESSAGE_FRAMING for m in messages) + MESSAGE_FRAMING
+        return round(framed * self.factor)
+
+
+def _cl100k(text: str) -> int:
+    from rag.chunking import count_tokens  # tiktoken: only once something is counted
+
+    return count_tokens(text)
 
 
 CL100K = Cl100kCounter()
-
-
-@dataclass(frozen=True)
-class ScaledCounter:
-    """The cl100k estimate times what the model's own counts were, measured on its last answers."""
-
-    factor: float
-    name: str = "cl100k estimate"
-    estimated: ClassVar[bool] = True
-
-    def text(self, text: str) -> int:
-        return round(CL100K.text(text) * self.factor)
-
-    def prompt(self, messages: Sequence[Message]) -> int:
-        return round(CL100K.prompt(messages) * self.factor)
 
 
 PLAUSIBLE = (0.6, 1.6)
@@ -97,6 +94,4 @@ def token_counter(model: object) -> TokenCounter:
             return counter  # type: ignore[no-any-return]
     with _factors_lock:
         factor = _factors.get(str(getattr(model, "name", "")))
-    if factor is None:
-        return CL100K
-    return ScaledCounter(factor, f"cl100k estimate × {factor:.2f}, calibrated on the model's own counts")
+    return CL100K if factor is None else Cl100kCounter(factor)

@@ -136,11 +136,9 @@ class LocalChatModel:
     def token_counter(self) -> _LlamaCounter | None:
         """Counts with the model's own tokenizer; None when the model cannot run here (the prompt is
         then estimated with cl100k, and the answer's own error says what is wrong)."""
-        if not self.available()[0]:
-            return None
         try:
             type(self)._tokenizer()
-        except Exception as exc:  # noqa: BLE001 - ModelError from joining the weights, ValueError from llama.cpp
+        except Exception as exc:  # noqa: BLE001 - ImportError, ModelError from joining the weights, ValueError from llama.cpp
             log.warning("Counting with cl100k: the local model's tokenizer did not load (%s)", one_line(str(exc), 160))
             return None
         return _LlamaCounter(self)
@@ -423,14 +421,20 @@ class _LlamaCounter:
         return len(type(self._model)._tokenizer().tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
 
 
+def embedded_model_class(name: str | None = None) -> type[LocalChatModel]:
+    """The embedded model `name` names (`local:gemma3-270m`, ...); any other name (None, `local`):
+    the one `local` means, Qwen2.5-Coder-1.5B where its weights are installed, else gemma-3-270m."""
+    for cls in (QwenChatModel, LocalChatModel):
+        if cls.NAME == name:
+            return cls
+    return QwenChatModel if QwenChatModel.available()[0] else LocalChatModel
+
+
 def preload_embedded_model(name: str | None = None) -> threading.Thread | None:
-    """Start loading the embedded model `name` names (`local:gemma3-270m`, ...; None or `local`:
-    the one `local` means), see `LocalChatModel.preload`."""
-    chosen = next((cls for cls in (QwenChatModel, LocalChatModel) if cls.NAME == name), None)
-    return (chosen or type(embedded_chat_model())).preload()
+    """Start loading the embedded model `name` names (see `embedded_model_class`, `LocalChatModel.preload`)."""
+    return embedded_model_class(name).preload()
 
 
 def embedded_chat_model() -> LocalChatModel:
-    """The embedded model the `local` choice means: Qwen2.5-Coder-1.5B where its weights are
-    installed, else gemma-3-270m."""
-    return QwenChatModel() if QwenChatModel.available()[0] else LocalChatModel()
+    """The embedded model the `local` choice means."""
+    return embedded_model_class()()

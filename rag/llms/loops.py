@@ -10,7 +10,6 @@ first repeat began, and a final 'done' whose reason is "loop".
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator
 
@@ -40,7 +39,7 @@ class LoopGuard:
     def feed(self, piece: str) -> int | None:
         self.text += piece
         # A word at the very end may still grow with the next piece: scan up to its start.
-        tail = _WORD_AT_END.search(self.text)
+        tail = _WORD_AT_END.search(self.text, self._scanned)
         upto = tail.start() if tail else len(self.text)
         if upto <= self._scanned:
             return None
@@ -62,19 +61,14 @@ class LoopGuard:
 def guard_loops(events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
     """`events` until the content loops: then a 'loop' event and a 'done' with reason "loop"."""
     guard = LoopGuard()
-    stats: GenerationStats | None = None
     for event in events:
-        if event.kind == "content" and event.text:
-            cut = guard.feed(event.text)
-            yield event
-            if cut is not None:
-                close = getattr(events, "close", None)
-                if close is not None:
-                    close()  # the model's stream ends its generation (llama.cpp, the HTTP response)
-                yield StreamEvent("loop", keep=cut)
-                yield StreamEvent("done", stats=dataclasses.replace(stats or GenerationStats(), done_reason="loop"))
-                return
-        else:
-            if event.kind == "done":
-                stats = event.stats
-            yield event
+        yield event
+        cut = guard.feed(event.text) if event.kind == "content" and event.text else None
+        if cut is not None:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()  # the model's stream ends its generation (llama.cpp, the HTTP response)
+            yield StreamEvent("loop", keep=cut)
+            # Cut before the model's own 'done': there are no statistics to pass on.
+            yield StreamEvent("done", stats=GenerationStats(done_reason="loop"))
+            return

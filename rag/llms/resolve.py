@@ -6,7 +6,7 @@ import logging
 
 from rag.errors import ModelError
 from rag.llms.choice import EMBEDDED_NAMES, LOCAL
-from rag.llms.local import LOCAL_PACKAGES, LocalChatModel, QwenChatModel, embedded_chat_model
+from rag.llms.local import LOCAL_PACKAGES, LocalChatModel, embedded_chat_model, embedded_model_class
 from rag.llms.ollama.admin import list_ollama_chat_models
 from rag.llms.ollama.chat import OllamaChatModel
 from rag.llms.ollama.errors import display_host
@@ -52,7 +52,7 @@ def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
             raise ModelError(reason)
         return embedded_chat_model()
     if choice in EMBEDDED_NAMES:
-        cls = QwenChatModel if choice == QwenChatModel.NAME else LocalChatModel
+        cls = embedded_model_class(choice)
         ok, reason = cls.available()
         if not ok:
             raise ModelError(reason)
