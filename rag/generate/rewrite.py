@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
+from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 
 REWRITE_PROMPT = (
@@ -35,10 +36,24 @@ def rewrite_messages(history: Sequence[Message], question: str, max_turns: int =
     return [Message("user", REWRITE_PROMPT.format(history=lines, question=question))]
 
 
+ANSWER_CHARS = 200
+"""A rewrite longer than this and four times the question is an answer, not a query: Qwen 1.5B
+once replied "Zhen Shiyin's daughter, also known as Yinglian [1], was 20 years old." to "how old
+was she?"; a standalone query adds a name or a year, not a paragraph."""
+
+
 def clean_rewrite(text: str, fallback: str) -> str:
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
     line = line.strip("\"'“”「」 ")
     return line[:500] if line else fallback
+
+
+def answered_instead(rewrite: str, question: str) -> bool:
+    """Whether the model answered the follow-up instead of rewriting it: the line cites a source
+    (a query has no [1]) or is far longer than the question."""
+    if MARKER.search(rewrite) and not MARKER.search(question):
+        return True
+    return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
 def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *, thinks: bool = False) -> Rewrite:
@@ -54,4 +69,8 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
         return Rewrite(question, f"Rewriting the follow-up failed ({exc}); searched for the question as asked.")
-    return Rewrite(clean_rewrite("".join(parts), question))
+    query = clean_rewrite("".join(parts), question)
+    if answered_instead(query, question):
+        return Rewrite(question, "The model answered the follow-up instead of rewriting it; searched for the "
+                                 "question as asked.")
+    return Rewrite(query)

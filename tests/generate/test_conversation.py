@@ -15,6 +15,25 @@ def test_rewrite_prompt_and_cleanup() -> None:
     assert generate.clean_rewrite("  \n", "fallback") == "fallback"
 
 
+def test_an_answer_in_place_of_a_rewrite_is_searched_as_asked() -> None:
+    """Seen on Qwen 1.5B: the rewrite step answered, citations and all, and that was searched."""
+    from rag.generate.rewrite import answered_instead, rewrite_query
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    answer = "Zhen Shiyin's daughter, also known as Yinglian [1], was 20 years old."
+    assert answered_instead(answer, "How old was she?")
+    assert not answered_instead("How old was Zhen Shiyin's daughter Yinglian?", "How old was she?")
+    assert answered_instead("x" * 201, "and in 2023?")
+    assert not answered_instead("ACME revenue in 2023 compared with 2022", "and in 2023?")
+    assert not answered_instead("What does [1] say about 2023?", "What does [1] say?")
+    history = [Message("user", "Who is Yinglian?"), Message("assistant", "Zhen Shiyin's daughter [1].")]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", answer)]), history, "How old was she?")
+    assert result.query == "How old was she?" and "answered the follow-up" in result.note
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "How old is Yinglian, Zhen Shiyin's daughter?")]), history, "How old was she?")
+    assert result.query == "How old is Yinglian, Zhen Shiyin's daughter?" and result.note == ""
+
+
 def test_conversation_markdown_lists_sources() -> None:
     md = generate.conversation_markdown([("Q1?", "A1 [1].", SOURCES)], "ollama:m")
     assert "## 1. Q1?" in md and "A1 [1]." in md and "- [1] report.pdf p. 3 (score 0.500" in md
