@@ -13,10 +13,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 run: $(STAMP)
+	@scripts/ensure-tesseract
 	$(BIN)/streamlit run app.py
 
 test: $(STAMP)
 	@scripts/ensure-chromium
+	@scripts/ensure-tesseract
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -240,3 +240,123 @@ def make_docx(paragraphs: list[str]) -> bytes:
         for name, text in parts.items():
             z.writestr(name, text)
     return out.getvalue()
+
+
+def make_scan_pdf(pages: list[str], *, fontname: str = "helv", fontsize: float = 12, dpi: int = 150) -> bytes:
+    """A scanned document: each page of text rendered to a grey image at `dpi`, and the images put
+    into a new PDF, one per page, with no text layer (what a scanner writes)."""
+    with pymupdf.open(stream=make_pdf(pages, fontname=fontname, fontsize=fontsize), filetype="pdf") as source, \
+            pymupdf.open() as scan:
+        for page in source:
+            png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
+            target = scan.new_page(width=page.rect.width, height=page.rect.height)
+            target.insert_image(target.rect, stream=png)
+        return scan.tobytes()
+
+
+def make_table_pdf(intro: str, rows: list[list[str]], *, ruled: bool = True) -> bytes:
+    """A PDF page with a paragraph and a table drawn below it (grid lines when `ruled`)."""
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 72, 523, 160), intro, fontname="helv", fontsize=11)
+        widths = [120, 160, 120]
+        top, height = 180, 22
+        for r, row in enumerate(rows):
+            x = 72
+            for c, cell in enumerate(row):
+                box = pymupdf.Rect(x, top + r * height, x + widths[c], top + (r + 1) * height)
+                if ruled:
+                    page.draw_rect(box, color=(0, 0, 0), width=0.6)
+                page.insert_text((box.x0 + 4, box.y1 - 7), cell, fontname="helv", fontsize=10)
+                x += widths[c]
+        return doc.tobytes()
+
+
+def make_real_docx() -> bytes:
+    """A Word report made by python-docx: a title, headings, a table, a text box-free body, a
+    header, a footer and a comment."""
+    import io
+
+    import docx
+
+    d = docx.Document()
+    d.sections[0].header.paragraphs[0].text = "ACME Confidential"
+    d.sections[0].footer.paragraphs[0].text = "Prepared by the finance team"
+    d.add_heading("Annual Report 2023", 0)
+    d.add_heading("Results", 1)
+    para = d.add_paragraph("Revenue grew 12% in 2023, driven by the Falcon product line.")
+    d.add_comment(para.runs, text="Check the 12% against the audited figures", author="Li Wei")
+    d.add_heading("Price list", 2)
+    table = d.add_table(rows=3, cols=2)
+    for r, (sku, price) in enumerate([("SKU", "Price"), ("SKU-6678", "$42,000.00"), ("SKU-1020", "$9,500.00")]):
+        table.cell(r, 0).text, table.cell(r, 1).text = sku, price
+    d.add_heading("Outlook", 1)
+    d.add_paragraph("We expect the Osprey launch to open the Asian market in 2024.")
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
+def make_pptx() -> bytes:
+    """A deck made by python-pptx: a title slide with speaker notes, a slide with a text box,
+    a table and a chart with a title."""
+    import io
+
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    first.shapes.title.text = "Quarterly review"
+    first.placeholders[1].text = "Bookings reached 3.4 million euros"
+    first.notes_slide.notes_text_frame.text = "Thank the Lisbon office for the Vasco deal"
+    second = deck.slides.add_slide(deck.slide_layouts[5])
+    second.shapes.title.text = "Regions"
+    box = second.shapes.add_textbox(Inches(0.5), Inches(1.5), Inches(4), Inches(0.8))
+    box.text_frame.text = "The Nordic region doubled its pipeline"
+    shape = second.shapes.add_table(2, 2, Inches(0.5), Inches(2.5), Inches(4), Inches(1))
+    for r, row in enumerate([("Region", "Pipeline"), ("Nordic", "1.9 million")]):
+        for c, value in enumerate(row):
+            shape.table.cell(r, c).text = value
+    data = CategoryChartData()
+    data.categories = ["Q1", "Q2"]
+    data.add_series("Bookings", (1.2, 3.4))
+    chart = second.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(5), Inches(1.5), Inches(4), Inches(3),
+                                    data).chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Bookings by quarter"
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+def make_xlsx(*, password: str | None = None) -> bytes:
+    """A workbook made by openpyxl: sheets 'Sales' (with a cell comment) and 'Costs'."""
+    import io
+
+    import openpyxl
+    from openpyxl.comments import Comment
+
+    book = openpyxl.Workbook()
+    sales = book.active
+    sales.title = "Sales"
+    sales.append(["SKU", "Product", "Price"])
+    sales.append(["SKU-6678", "Falcon X", 42000])
+    sales.append(["SKU-1020", "Osprey", 9500.5])
+    sales["C2"].comment = Comment("List price before discounts", "Li Wei")
+    costs = book.create_sheet("Costs")
+    costs.append(["Item", "Cost"])
+    costs.append(["Warehouse rent in Rotterdam", 1200])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def make_encrypted_office(inner: bytes = b"") -> bytes:
+    """What Office writes for a password-protected .xlsx/.docx: an OLE compound file holding the
+    EncryptionInfo and EncryptedPackage streams (their names in the directory, in UTF-16)."""
+    header = bytes.fromhex("d0cf11e0a1b11ae1") + b"\x00" * 504
+    directory = "EncryptionInfo".encode("utf-16-le") + b"\x00" * 50 + "EncryptedPackage".encode("utf-16-le")
+    return header + directory + inner + b"\x00" * 1024

@@ -42,7 +42,7 @@ def folder(tmp_path: Path) -> Path:
     (d / "empty.pdf").write_bytes(b"")
     (d / "scan.pdf").write_bytes(make_image_only_pdf())
     (d / "picture.pdf").write_bytes(make_png())
-    (d / "ignored.docx").write_bytes(b"PK\x03\x04 not scanned in folders")
+    (d / "ignored.odt").write_bytes(b"PK\x03\x04 not scanned in folders")
     return d
 
 
@@ -63,7 +63,7 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, cli_
     assert by_file["notes.md"].startswith("notes.md: stored (1 pages, ")
     assert by_file["empty.pdf"] == "empty.pdf: failed: empty file (0 bytes)"
     assert by_file["encrypted.pdf"] == "encrypted.pdf: failed: password-protected PDF: remove the password and try again"
-    assert by_file["scan.pdf"] == "scan.pdf: failed: no extractable text, is it a scanned PDF?"
+    assert by_file["scan.pdf"] == "scan.pdf: failed: no extractable text: its pages hold neither text nor a scanned page image"
     assert by_file["truncated.pdf"].startswith("truncated.pdf: failed: truncated PDF")
     assert by_file["picture.pdf"].startswith("picture.pdf: failed: not a PDF file")
     assert "Traceback" not in proc.stderr

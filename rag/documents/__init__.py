@@ -1,4 +1,6 @@
-"""Files -> pages of text: PDF, EPUB and XPS through MuPDF, TXT and MD as UTF-8/UTF-16.
+"""Files -> pages of text: PDF, EPUB and XPS through MuPDF (scanned pages through Tesseract OCR,
+tables as Markdown rows), Word, PowerPoint and Excel through their object models, web pages
+through trafilatura, CSV, TXT and MD.
 
 `Document` (model.py) is what every loader returns; `load_bytes`/`load_path` (loading.py) pick
 the reader by extension and check the bytes match it; render.py draws chunks on the pages.
@@ -6,11 +8,11 @@ Importing this package does not import pymupdf (only loading such a file does).
 """
 from __future__ import annotations
 
-from rag.documents.loading import SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
+from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
 from rag.documents.model import PAGE_SEPARATOR, Document, Page, page_label
 from rag.errors import DocumentError
 
 __all__ = [
-    "PAGE_SEPARATOR", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
+    "PAGE_SEPARATOR", "READ_TYPES", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
     "page_label", "sha256_hex",
 ]

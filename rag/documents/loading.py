@@ -1,4 +1,5 @@
-"""Turn an uploaded file (PDF, EPUB, XPS, TXT, MD) into numbered pages of plain text.
+"""Turn an uploaded file into numbered pages of plain text: PDF, EPUB, XPS (MuPDF, with OCR of
+scanned pages), Word, PowerPoint, Excel (office.py), web pages and CSV (web.py), TXT and MD.
 
 Every failure is a `DocumentError(filename, reason)` whose reason is one plain-English line,
 because the app shows it to the user as is.
@@ -7,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import io
 import os
+import zipfile
+from collections.abc import Callable
 
 from rag.documents.model import KIND_LABELS, Document, Page
 from rag.documents.text import decode_text
@@ -15,7 +19,24 @@ from rag.errors import DocumentError
 
 logger = logging.getLogger("rag.documents")
 
-SUPPORTED_EXTENSIONS: tuple[str, ...] = (".pdf", ".epub", ".xps", ".txt", ".md")
+SUPPORTED_EXTENSIONS: tuple[str, ...] = (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls", ".html",
+                                         ".htm", ".csv", ".txt", ".md")
+_MUPDF = ("pdf", "epub", "xps")
+_OOXML = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
+"""The folder every Word, PowerPoint, Excel package has: a ZIP without it is not that format."""
+_CFB_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
+"""OLE compound file: .xls/.doc/.ppt, and the wrapper Office puts around a password-protected
+.docx/.xlsx/.pptx."""
+READERS = {"pdf": "MuPDF", "epub": "MuPDF", "xps": "MuPDF", "docx": "python-docx", "pptx": "python-pptx",
+           "xlsx": "openpyxl", "xls": "xlrd", "html": "trafilatura", "htm": "trafilatura", "csv": "csv",
+           "txt": "text", "md": "text"}
+
+READ_TYPES = ("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), "
+              "CSV, TXT and Markdown")
+"""The file types that are read, in words."""
+
+Progress = Callable[[int, int, str], None]
+"""(pages done, pages in all, what is being done): scanned pages take seconds each."""
 
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -44,54 +65,143 @@ def load_path(path: str | os.PathLike[str]) -> Document:
     return load_bytes(data, filename)
 
 
-def load_bytes(data: bytes, filename: str) -> Document:
-    """Parse `data` according to the extension of `filename`."""
+def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> Document:
+    """Parse `data` according to the extension of `filename`; `progress` hears about each page of
+    a PDF (OCR is slow)."""
     kind = _kind_of(filename)
     if not data:
         raise DocumentError(filename, "empty file (0 bytes)")
+    warnings: tuple[str, ...] = ()
+    reader = READERS[kind]
+    scanned = 0
     if kind in ("txt", "md"):
-        raw_pages = decode_text(data, filename).split("\f")
-        warnings: tuple[str, ...] = ()
-    else:
+        pages, count = _numbered(decode_text(data, filename).split("\f"))
+    elif kind in _MUPDF:
         _check_magic(data, filename, kind)
         from rag.documents import mupdf  # pymupdf: imported only for the formats that need it
 
-        raw_pages, warnings = mupdf.extract_pages(data, filename, kind)
-
-    pages: list[Page] = []
-    dropped: list[int] = []
-    for number, raw in enumerate(raw_pages, start=1):
-        text = _normalise(raw)
-        if text.strip():
-            pages.append(Page(number, text))
-        else:
-            dropped.append(number)
+        extracted = mupdf.extract_pages(data, filename, kind, progress)
+        pages, count = _numbered([p.text for p in extracted.pages], [p.ocr for p in extracted.pages])
+        warnings, reader, scanned = extracted.warnings, extracted.reader, extracted.scanned
+    else:
+        read = _read_other(data, filename, kind)
+        count = read[1]
+        pages = [Page(p.number, _normalise(p.text), p.title) for p in read[0] if _normalise(p.text).strip()]
+    numbers = {p.number for p in pages}
+    dropped = [n for n in range(1, count + 1) if n not in numbers] if kind in _MUPDF + ("txt", "md") else []
     if not pages:
-        if kind in ("txt", "md"):
-            raise DocumentError(filename, "no text (the file is blank)")
-        raise DocumentError(filename, "no extractable text, is it a scanned PDF?")
+        raise DocumentError(filename, _nothing_read(kind, scanned))
 
     document = Document(
         filename=filename,
         kind=kind,
         pages=tuple(pages),
-        page_count=len(raw_pages),
+        page_count=count,
         dropped_pages=tuple(dropped),
         warnings=warnings,
+        reader=reader,
     )
     logger.debug(
         "loaded %r: %s, %d/%d pages with text, dropped %s",
-        filename, kind, len(pages), len(raw_pages), dropped,
+        filename, kind, len(pages), count, dropped,
     )
     return document
+
+
+def _numbered(texts: list[str], confidences: list[float | None] | None = None) -> tuple[list[Page], int]:
+    pages = []
+    for number, raw in enumerate(texts, start=1):
+        text = _normalise(raw)
+        if text.strip():
+            pages.append(Page(number, text, ocr=confidences[number - 1] if confidences else None))
+    return pages, len(texts)
+
+
+def _nothing_read(kind: str, scanned: int) -> str:
+    if kind in ("txt", "md"):
+        return "no text (the file is blank)"
+    if kind in _MUPDF:
+        from rag.documents import ocr
+
+        if not scanned:
+            return "no extractable text: its pages hold neither text nor a scanned page image"
+        if not ocr.available():
+            return f"no extractable text: its pages are scanned images and no OCR engine is installed ({ocr.ENABLE_HINT})"
+        return "no text: OCR found none on its scanned pages"
+    return f"no text: the {KIND_LABELS[kind]} file holds no text (only images, or nothing)"
+
+
+def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]:
+    """Office, web and CSV files: (pages with their numbers and titles, pages in the source)."""
+    label = KIND_LABELS[kind]
+    if kind in _OOXML:
+        _check_ooxml(data, filename, kind)
+    elif kind == "xls" and not data.startswith(_CFB_MAGIC):
+        raise DocumentError(filename, "not an Excel 97-2003 file (no OLE header); is the extension wrong?")
+    try:
+        if kind in ("html", "htm"):
+            from rag.documents import web
+
+            pages = web.read_html(data, filename)
+            return pages, len(pages)
+        if kind == "csv":
+            from rag.documents import web
+
+            pages = web.read_csv(decode_text(data, filename))
+            return pages, len(pages)
+        from rag.documents import office
+
+        if kind == "docx":
+            pages = office.read_docx(data)
+            return pages, len(pages)
+        if kind == "pptx":
+            return office.read_pptx(data)
+        if kind == "xlsx":
+            return office.read_xlsx(data)
+        return office.read_xls(data)
+    except DocumentError:
+        raise
+    except MemoryError:
+        raise DocumentError(filename, f"the {label} file is too large to read in memory") from None
+    except Exception as exc:  # the readers raise KeyError, BadZipFile, XLRDError, lxml errors, ...
+        logger.debug("%s reader failed on %r", label, filename, exc_info=True)
+        cause = " ".join(str(exc).split())[:160] or exc.__class__.__name__
+        if "encrypted" in cause.lower() or "password" in cause.lower():
+            raise DocumentError(filename, f"password-protected {label} file: remove the password and try again") from None
+        raise DocumentError(filename, f"corrupt or unreadable {label} file: {cause}") from None
+
+
+def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
+    label = KIND_LABELS[kind]
+    if data.startswith(_CFB_MAGIC):
+        # Office wraps an encrypted package in a compound file with EncryptionInfo/EncryptedPackage streams.
+        if "Encrypt".encode("utf-16-le") in data[:1 << 20]:
+            raise DocumentError(filename, f"password-protected {label} file: remove the password (File › Info › "
+                                          "Protect) and save it again")
+        old = {"docx": ".doc", "pptx": ".ppt", "xlsx": ".xls"}[kind]
+        raise DocumentError(filename, f"an old binary Office file ({old}) named .{kind}: save it as .{kind} "
+                                      f"in {label} first" + (", or rename it to .xls" if kind == "xlsx" else ""))
+    if not data.startswith(_ZIP_MAGIC):
+        raise DocumentError(filename, f"not a {label} file (its content is not a ZIP archive); is the extension wrong?")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = archive.namelist()
+            broken = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError):
+        raise DocumentError(filename, f"truncated or damaged {label} file (its ZIP archive cannot be read); "
+                                      "the file is incomplete") from None
+    if broken is not None:
+        raise DocumentError(filename, f"damaged {label} file: its part {broken} is corrupt")
+    if "[Content_Types].xml" not in names or not any(n.startswith(_OOXML[kind]) for n in names):
+        raise DocumentError(filename, f"not {'an' if label[0] in 'AEIOU' else 'a'} {label} file: a ZIP archive without the {_OOXML[kind]} part "
+                                      f"every .{kind} has")
 
 
 def _kind_of(filename: str) -> str:
     extension = os.path.splitext(filename)[1].lower()
     if extension not in SUPPORTED_EXTENSIONS:
         shown = extension or "(no extension)"
-        supported = ", ".join(KIND_LABELS[ext.lstrip(".")] for ext in SUPPORTED_EXTENSIONS)
-        raise DocumentError(filename, f"unsupported file type '{shown}' (supported: {supported})")
+        raise DocumentError(filename, f"unsupported file type '{shown}' (supported: {READ_TYPES})")
     return extension.lstrip(".")
 
 

@@ -10,14 +10,28 @@ from dataclasses import dataclass
 from functools import cached_property
 
 PAGE_SEPARATOR = "\n\n"
-KIND_LABELS = {"pdf": "PDF", "epub": "EPUB", "xps": "XPS", "txt": "TXT", "md": "MD"}
+KIND_LABELS = {"pdf": "PDF", "epub": "EPUB", "xps": "XPS", "txt": "TXT", "md": "MD", "docx": "Word",
+               "pptx": "PowerPoint", "xlsx": "Excel", "xls": "Excel 97-2003", "csv": "CSV", "html": "HTML",
+               "htm": "HTML"}
 """How each `Document.kind` is named in messages."""
+
+UNITS = {"pptx": "slide", "xlsx": "sheet", "xls": "sheet", "docx": "section", "html": "section",
+         "htm": "section", "csv": "table"}
+"""What a `Page` of each kind is (the rest: a page). A Word file or a web page has no pages: each
+heading starts a section, whose title is the heading path."""
+
+HEADING_JOIN = " › "
 
 
 @dataclass(frozen=True)
 class Page:
-    number: int  # 1-based page number in the source file
+    number: int  # 1-based page (slide, sheet, section) number in the source file
     text: str
+    title: str = ""
+    """Where this page is for people: a sheet's name, a section's heading path ('Report › Results'),
+    a slide's title; empty for PDF pages."""
+    ocr: float | None = None
+    """The OCR engine's mean word confidence (0-100) when the text was read from an image."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,48 @@ class Document:
     page_count: int  # pages in the source, including dropped empty ones
     dropped_pages: tuple[int, ...]  # numbers of pages that had no text (scanned?)
     warnings: tuple[str, ...] = ()  # one-line, user-facing
+    reader: str = ""
+    """What read the file ('MuPDF', 'python-docx', 'MuPDF + Tesseract OCR', ...)."""
+
+    @property
+    def unit(self) -> str:
+        return UNITS.get(self.kind, "page")
+
+    @property
+    def ocr_pages(self) -> tuple[Page, ...]:
+        return tuple(page for page in self.pages if page.ocr is not None)
+
+    def chunk_extras(self, numbers: tuple[int, ...]) -> dict[str, object]:
+        """What a chunk on pages `numbers` adds to its row's metadata: its `location` (not for PDF
+        pages: `pages` says it), and `ocr: true` with the lowest confidence where OCR read it."""
+        extras: dict[str, object] = {}
+        if self.unit != "page":
+            where = self.location(numbers)
+            if where:
+                extras["location"] = where
+        confidences = [p.ocr for p in self.pages if p.number in numbers and p.ocr is not None]
+        if confidences:
+            extras["ocr"] = True
+            extras["ocr_confidence"] = round(min(confidences), 1)
+        return extras
+
+    def location(self, numbers: tuple[int, ...] | list[int]) -> str:
+        """Where pages `numbers` are, as a citation says it: 'p. 4', 'pp. 2–5', 'slide 3', 'sheet
+        Sales', 'Report › Results' (the first section's heading path); '' when there is nothing to
+        say (a section before any heading, a CSV file)."""
+        ordered = sorted(numbers)
+        if not ordered:
+            return ""
+        unit = self.unit
+        if unit == "page":
+            return f"p{'p' if len(ordered) > 1 else ''}. {page_label(ordered)}"
+        if unit == "slide":
+            return f"slide{'s' if len(ordered) > 1 else ''} {page_label(ordered)}"
+        titles = {page.number: page.title for page in self.pages}
+        if unit == "sheet":
+            names = [titles.get(n, "") for n in ordered]
+            return f"sheet{'s' if len(names) > 1 else ''} " + ", ".join(names)
+        return titles.get(ordered[0], "")
 
     # cached_property writes straight into __dict__, so it works on a frozen dataclass and
     # keeps the (possibly huge) text out of repr/eq.

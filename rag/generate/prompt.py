@@ -53,11 +53,8 @@ class Source:
 
     @property
     def label(self) -> str:
-        pages = self.hit.pages
-        where = ""
-        if pages:
-            where = f" p. {pages[0]}" if len(pages) == 1 else f" pp. {pages[0]}-{pages[-1]}"
-        return f"[{self.n}] {self.hit.original_filename}{where}"
+        where = self.hit.location
+        return f"[{self.n}] {self.hit.original_filename}{' ' + where if where else ''}"
 
 
 def number_sources(hits: Sequence[Hit]) -> list[Source]:

@@ -172,6 +172,7 @@ def ingest_bytes(
             page_count=doc.page_count,
             chunks=chunk_set.chunks,
             embeddings=vectors,
+            extras=[doc.chunk_extras(c.pages) for c in chunk_set.chunks],
         )
         notify("store", 1.0, result.status)
         return IngestResult(filename, result.status, len(chunk_set.chunks), doc.page_count)

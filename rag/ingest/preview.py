@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 import os
 
 from rag import chunking
-from rag.documents import SUPPORTED_EXTENSIONS, page_label
+from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
 from rag.documents.model import KIND_LABELS
 
 if TYPE_CHECKING:
@@ -41,16 +41,12 @@ def all_fail(destinies: list[Destiny]) -> bool:
     return bool(destinies) and all(d == "fails" for d in destinies)
 
 
-READ_TYPES = ", ".join(KIND_LABELS[ext.lstrip(".")] for ext in SUPPORTED_EXTENSIONS[:-1]) + (
-    f" and {KIND_LABELS[SUPPORTED_EXTENSIONS[-1].lstrip('.')]} (Markdown)")
-"""The file types that are read, in words ('PDF, EPUB, XPS, TXT and MD (Markdown)')."""
-
-# Formats users bring that are not read yet (Word and PowerPoint come in a later issue), with the
-# program that saves them as PDF.
-_SAVE_AS_PDF = {
-    ".docx": "Word", ".doc": "Word", ".odt": "LibreOffice Writer", ".rtf": "Word",
-    ".pptx": "PowerPoint", ".ppt": "PowerPoint", ".odp": "LibreOffice Impress",
-    ".xlsx": "Excel", ".xls": "Excel", ".ods": "LibreOffice Calc",
+# Formats users bring that are not read (old binary Office files, OpenDocument, RTF), with the
+# program that saves them in a format that is.
+_SAVE_AS = {
+    ".doc": ("Word", ".docx"), ".odt": ("LibreOffice Writer", ".docx"), ".rtf": ("Word", ".docx"),
+    ".ppt": ("PowerPoint", ".pptx"), ".odp": ("LibreOffice Impress", ".pptx"),
+    ".ods": ("LibreOffice Calc", ".xlsx"), ".mht": ("the browser", ".html"), ".mhtml": ("the browser", ".html"),
 }
 
 
@@ -59,13 +55,12 @@ def unreadable_advice(filename: str) -> str | None:
     extension = os.path.splitext(filename)[1].lower()
     if extension in SUPPORTED_EXTENSIONS:
         return None
-    program = _SAVE_AS_PDF.get(extension)
-    if program is not None:
-        return (f"{extension} files are not read yet: open it in {program}, save it as PDF "
-                "(File › Save As › PDF) and upload the PDF.")
-    if extension in (".html", ".htm"):
-        return "web pages are not read yet: print the page to PDF in the browser and upload the PDF."
-    return f"only {READ_TYPES} files are read: convert it to PDF or plain text and upload that."
+    saved = _SAVE_AS.get(extension)
+    if saved is not None:
+        program, target = saved
+        return (f"{extension} files are not read: open it in {program}, save it as {target} (File › Save As) "
+                "and upload that.")
+    return f"only {READ_TYPES} files are read: convert it to one of them and upload that."
 
 
 def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
@@ -78,9 +73,8 @@ def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
     if doc.dropped_pages:
         pages = page_label(doc.dropped_pages)
         many = len(doc.dropped_pages) > 1
-        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text "
-                   f"(scanned image{'s' if many else ''}?): nothing there will be searchable. "
-                   "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
+        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text: "
+                   "nothing there will be searchable.")
     out.extend(doc.warnings)
     if not chunk_set.chunks:
         out.append("No chunks: every piece is shorter than the minimum length to embed "

@@ -77,6 +77,18 @@ class Hit:
     def pages(self) -> tuple[int, ...]:
         return tuple(self.metadata.get("pages") or ())
 
+    @property
+    def location(self) -> str:
+        """Where the chunk is, for a citation: 'slide 3', 'sheet Sales', 'Report › Results', or the
+        pages ('p. 4', 'pp. 4-5'); '' when unknown."""
+        where = self.metadata.get("location")
+        if where:
+            return str(where)
+        pages = self.pages
+        if not pages:
+            return ""
+        return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}-{pages[-1]}"
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": str(self.id), "score": round(self.score, 6), "content": self.content,
                                "metadata": self.metadata}

@@ -176,8 +176,12 @@ class Store:
         page_count: int,
         chunks: Sequence[Chunk],
         embeddings: np.ndarray,
+        extras: Sequence[dict[str, Any]] | None = None,
     ) -> WriteResult:
-        """Store one document and its chunks in one transaction: all of it or nothing."""
+        """Store one document and its chunks in one transaction: all of it or nothing. `extras`:
+        more metadata per chunk (where it is: 'location'; read by OCR: 'ocr')."""
+        if extras is not None and len(extras) != len(chunks):
+            raise StoreError(f"{filename}: {len(chunks)} chunks but {len(extras)} metadata extras")
         if len(chunks) != len(embeddings):
             raise StoreError(f"{filename}: {len(chunks)} chunks but {len(embeddings)} embeddings")
         if len(chunks) and embeddings.shape[1] != dimension:
@@ -210,11 +214,11 @@ class Store:
                 (
                     uuid.uuid4(),
                     chunk.text,
-                    chunk_metadata(knowledge, filename, path, document_id, chunk),
+                    chunk_metadata(knowledge, filename, path, document_id, chunk) | (extras[i] if extras else {}),
                     vector,
                     document_id,
                 )
-                for chunk, vector in zip(chunks, embeddings)
+                for i, (chunk, vector) in enumerate(zip(chunks, embeddings))
             )
             copy_rows(conn, rows)
         return WriteResult("replaced" if old is not None else "stored", document_id, len(chunks))

@@ -81,7 +81,7 @@ def test_truncated_pdf_is_refused() -> None:
 
 
 def test_image_only_pdf_reports_no_text() -> None:
-    assert reason_of(make_image_only_pdf(), "scan.pdf") == "no extractable text, is it a scanned PDF?"
+    assert reason_of(make_image_only_pdf(), "scan.pdf") == "no extractable text: its pages hold neither text nor a scanned page image"
 
 
 def test_garbage_after_pdf_header_is_corrupt() -> None:
@@ -167,16 +167,18 @@ def test_zero_byte_file_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("filename", "shown"), [("letter.docx", ".docx"), ("Slides.PPTX", ".pptx"), ("README", "(no extension)")]
+    ("filename", "shown"), [("letter.doc", ".doc"), ("Slides.PPT", ".ppt"), ("README", "(no extension)")]
 )
 def test_unsupported_extension_is_refused(filename: str, shown: str) -> None:
     assert reason_of(b"whatever", filename) == (
-        f"unsupported file type '{shown}' (supported: PDF, EPUB, XPS, TXT, MD)"
+        f"unsupported file type '{shown}' (supported: PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), "
+        "Excel (.xlsx, .xls), web pages (.html, .htm), CSV, TXT and Markdown)"
     )
 
 
 def test_supported_extensions_constant() -> None:
-    assert SUPPORTED_EXTENSIONS == (".pdf", ".epub", ".xps", ".txt", ".md")
+    assert SUPPORTED_EXTENSIONS == (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls", ".html", ".htm",
+                                    ".csv", ".txt", ".md")
 
 
 FAILURES = [
@@ -234,8 +236,8 @@ def test_load_path_of_a_directory(tmp_path: Path) -> None:
 
 def test_load_path_rejects_unsupported_type_without_reading(tmp_path: Path) -> None:
     with pytest.raises(DocumentError) as caught:
-        load_path(tmp_path / "does-not-exist.docx")
-    assert caught.value.reason == "unsupported file type '.docx' (supported: PDF, EPUB, XPS, TXT, MD)"
+        load_path(tmp_path / "does-not-exist.odt")
+    assert caught.value.reason.startswith("unsupported file type '.odt' (supported: PDF, EPUB, XPS, Word (.docx), ")
 
 
 def test_sha256_hex() -> None:

@@ -2,6 +2,8 @@
 ingest now; with real files (tests/docgen.py) and plain records, no database."""
 from __future__ import annotations
 
+import pytest
+
 import dataclasses
 import uuid
 from datetime import datetime
@@ -58,14 +60,13 @@ def test_scanned_pages_and_over_long_chunks_are_warned_about() -> None:
     pdf = make_pdf(["Revenue grew. " * 40, "", "", "Costs fell. " * 40])
     prepared = ingest.prepare(pdf, "scan.pdf", ChunkSettings(chunk_size=300, min_chunk_size_chars=0))
     found = ingest.warnings(prepared, max_tokens=100)
-    assert found[0] == ("Pages 2–3 have no extractable text (scanned images?): nothing there will be searchable. "
-                        "Run OCR (e.g. `ocrmypdf`) on the file first if those pages matter.")
+    assert found[0] == "Pages 2–3 have no extractable text: nothing there will be searchable."
     longest = max(c.tokens for c in prepared.chunk_set.chunks)
     long = sum(c.tokens > 100 for c in prepared.chunk_set.chunks)
     assert found[1] == (f"{long} chunk{'s are' if long > 1 else ' is'} longer than the 100 tokens the embedder "
                         f"reads (largest {longest}): their ends would be ignored when embedding. Lower the chunk size.")
     single = ingest.warnings(ingest.prepare(make_pdf(["Text. " * 20, ""]), "one.pdf", SPRING_DEFAULT), None)
-    assert single[0].startswith("Page 2 has no extractable text (scanned image?)")
+    assert single[0].startswith("Page 2 has no extractable text: ")
 
 
 def test_no_chunks_and_the_rest_in_one_chunk_are_warned_about() -> None:
@@ -144,22 +145,18 @@ def test_a_file_without_chunks_fails_and_all_failing_files_block_the_ingest() ->
 
 
 def test_files_of_types_not_read_say_what_to_do() -> None:
-    assert ingest.READ_TYPES == "PDF, EPUB, XPS, TXT and MD (Markdown)"
-    for name in ("report.pdf", "Book.EPUB", "notes.md", "a.txt", "scan.xps"):
+    assert ingest.READ_TYPES.startswith("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls)")
+    for name in ("report.pdf", "Book.EPUB", "notes.md", "a.txt", "scan.xps", "r.DOCX", "t.pptx", "b.xlsx", "o.xls",
+                 "page.html", "p.htm", "rows.csv"):
         assert ingest.unreadable_advice(name) is None, name
-    assert ingest.unreadable_advice("Thesis.DOCX") == (
-        ".docx files are not read yet: open it in Word, save it as PDF (File › Save As › PDF) and upload the PDF.")
-    assert "PowerPoint" in ingest.unreadable_advice("talk.pptx")
-    assert ingest.unreadable_advice("page.html").startswith("web pages are not read yet")
+    assert ingest.unreadable_advice("Thesis.DOC") == (
+        ".doc files are not read: open it in Word, save it as .docx (File › Save As) and upload that.")
+    assert "PowerPoint, save it as .pptx" in ingest.unreadable_advice("talk.ppt")
     assert ingest.unreadable_advice("archive.zip") == (
-        "only PDF, EPUB, XPS, TXT and MD (Markdown) files are read: convert it to PDF or plain text and upload that.")
+        f"only {ingest.READ_TYPES} files are read: convert it to one of them and upload that.")
     # Every type the loader refuses gets advice, every one it reads none.
-    try:
-        ingest.prepare(b"PK\x03\x04", "Thesis.docx", SPRING_DEFAULT)
-    except DocumentError as exc:
-        assert "unsupported file type '.docx'" in str(exc)
-    else:  # pragma: no cover - a .docx reader came: the advice must go
-        raise AssertionError(".docx is read now: drop it from the advice")
+    with pytest.raises(DocumentError, match="unsupported file type '.doc'"):
+        ingest.prepare(b"PK\x03\x04", "Thesis.doc", SPRING_DEFAULT)
 
 
 def test_plan_notes_say_how_long_embedding_takes_and_which_embedder_suits_chinese() -> None:
