@@ -78,8 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("ingest", help="parse, chunk, embed and store files or folders")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files, or folders to scan for PDF/EPUB/XPS/TXT/MD")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files, or folders to scan for the types read (PDF, Office, HTML, CSV, TXT, MD...)")
     p.add_argument("--kb", required=True, help="knowledge base name (metadata 'knowledge')")
+    _add_chunk_options(p)
+
+    p = sub.add_parser("sync", help="keep a knowledge base in step with a folder: store new files, replace "
+                                    "changed ones, leave the rest")
+    p.add_argument("folder", metavar="FOLDER", help="the folder (searched recursively)")
+    p.add_argument("--kb", required=True, help="knowledge base name")
+    p.add_argument("--delete-missing", action="store_true",
+                   help="delete the documents of this folder whose file is gone")
+    p.add_argument("--dry-run", action="store_true", help="say what would be done; read and write nothing")
     _add_chunk_options(p)
 
     p = sub.add_parser("search", help="find the chunks closest to a query (or to each line of a file)")
@@ -198,7 +208,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     knowledge = ingest.validate_kb_name(args.kb)
     paths = list(ingest.expand_paths(args.paths))
     if not paths:
-        raise RagError("no supported files found (PDF, EPUB, XPS, TXT, MD) in: " + ", ".join(args.paths))
+        raise RagError(f"no supported files found ({documents_read_types()}) in: " + ", ".join(args.paths))
     failed = 0
     with Store.open(settings) as store:
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
@@ -224,11 +234,11 @@ def _print_hits(hits: Sequence[Hit], out: TextIO) -> None:
     if not hits:
         print("no hits", file=out)
     for rank, hit in enumerate(hits, 1):
-        pages = ",".join(str(p) for p in hit.pages) or "-"
+        where = hit.location or "-"
         preview = one_line(hit.content, None)[:160]
         # A hybrid hit shows where each search put it: its fused score alone (0.03) reads as irrelevant.
         score = hit.ranking if hit.fused_rank is not None else f"{hit.score:.3f}"
-        print(f"{rank:2}. {score}  {hit.original_filename} p.{pages}  [{hit.knowledge}]", file=out)
+        print(f"{rank:2}. {score}  {hit.original_filename} {where}  [{hit.knowledge}]", file=out)
         print(f"    {preview}", file=out)
 
 
@@ -372,6 +382,42 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
     return status
 
 
+def documents_read_types() -> str:
+    from rag.documents import READ_TYPES
+
+    return READ_TYPES
+
+
+def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag import ingest
+    from rag.store import Store
+
+    chunk_settings = _chunk_settings(args)
+    knowledge = ingest.validate_kb_name(args.kb)
+    say = lambda line: print(line, file=out, flush=True)  # noqa: E731
+    with Store.open(settings) as store:
+        if args.dry_run:
+            report = ingest.dry_run(store, args.folder, knowledge, chunk_settings,
+                                    delete_missing=args.delete_missing, on_line=say)
+            print(report.summary(dry_run=True), file=err)
+            return 0
+        embedder = ingest.embedder_for_kb(store, settings, knowledge)
+        progress = _Progress(err, 1)
+
+        def stage(name: str):  # noqa: ANN202
+            return lambda stage, fraction, message: progress.update(name, stage, fraction, message)
+
+        def line(text: str) -> None:
+            progress.clear()
+            say(text)
+
+        report = ingest.sync(store, embedder, args.folder, knowledge, chunk_settings,
+                             delete_missing=args.delete_missing, on_line=line, on_stage=stage)
+    progress.clear()
+    print(report.summary() + f" ({embedder.name})", file=err)
+    return 1 if report.failed else 0
+
+
 def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag.store import Store
 
@@ -385,13 +431,14 @@ def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextI
     if args.json:
         json.dump([{"name": k.name, "embedder": k.embedder, "dimension": k.dimension,
                     "documents": k.documents, "chunks": k.chunks, "chunk_settings": k.chunk_settings,
-                    "created_at": k.created_at.isoformat()} for k in kbs], out, ensure_ascii=False, indent=2)
+                    "created_at": k.created_at.isoformat(), "source_folder": k.source_folder} for k in kbs], out, ensure_ascii=False, indent=2)
         out.write("\n")
         return 0
     if not kbs:
         print("no knowledge bases yet: python -m rag ingest FILE --kb NAME", file=out)
     for k in kbs:
-        print(f"{k.name}\t{k.documents} documents\t{k.chunks} chunks\t{k.embedder} ({k.dimension}-d)", file=out)
+        synced = f"\tsynced from {k.source_folder}" if k.source_folder else ""
+        print(f"{k.name}\t{k.documents} documents\t{k.chunks} chunks\t{k.embedder} ({k.dimension}-d){synced}", file=out)
     return 0
 
 
@@ -408,7 +455,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
                             answer_model=args.answer)
 
 
-COMMANDS = {"ingest": cmd_ingest, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
+COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
             "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
 
 

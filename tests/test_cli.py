@@ -279,3 +279,78 @@ def test_eval_errors_are_one_line(tmp_path: Path, cli_env: dict[str, str], clean
     assert "no knowledge base named 'nowhere'" in missing.stderr
     absent = rag(["eval", "--kb", "race", "--questions", str(tmp_path / "none.jsonl")], cli_env)
     assert absent.returncode == 2 and "none.jsonl: cannot read the file" in absent.stderr
+
+
+def _office_folder(root: Path) -> Path:
+    from tests.docgen import make_pptx, make_real_docx, make_scan_pdf, make_xlsx
+
+    d = root / "analyst"
+    (d / "decks").mkdir(parents=True)
+    (d / "report.docx").write_bytes(make_real_docx())
+    (d / "decks" / "review.pptx").write_bytes(make_pptx())
+    (d / "prices.xlsx").write_bytes(make_xlsx())
+    article = "The Osprey drone passed its certification flight over the Wadden Sea in June. " * 4
+    (d / "news.html").write_text(f"<html><head><title>Osprey news</title></head><body><nav>Home | Products | Contact"
+                                 f"</nav><main><h1>Certification</h1><p>{article}</p></main><footer>Cookie policy"
+                                 "</footer></body></html>", encoding="utf-8")
+    (d / "lease-scan.pdf").write_bytes(make_scan_pdf(
+        ["Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021."]))
+    (d / "报告扫描.pdf").write_bytes(make_scan_pdf(["营业收入增长了百分之十二，主要来自华东地区的新客户。"], fontname="china-s"))
+    (d / "~$report.docx").write_bytes(b"owner lock file")
+    return d
+
+
+def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cli_env: dict[str, str],
+                                                              clean_db: None) -> None:
+    folder = _office_folder(tmp_path)
+    dry = rag(["sync", str(folder), "--kb", "office", "--dry-run"], cli_env)
+    assert dry.returncode == 0, dry.stderr
+    assert "decks/review.pptx: would be stored" in dry.stdout and "~$report" not in dry.stdout
+    assert "would sync" in dry.stderr and "6 new" in dry.stderr
+    assert "no knowledge bases yet" in rag(["kb", "list"], cli_env).stdout  # a dry run writes nothing
+
+    # Small chunks, so that each says where it is (800 tokens would hold a whole slide deck).
+    small = ["--chunk-size", "40", "--min-chunk-size-chars", "20"]
+    first = rag(["sync", str(folder), "--kb", "office", *small], cli_env, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lines = dict(line.split(": ", 1) for line in first.stdout.strip().splitlines())
+    assert set(lines) == {"report.docx", "decks/review.pptx", "prices.xlsx", "news.html", "lease-scan.pdf",
+                          "报告扫描.pdf"}
+    assert all(v.startswith("stored (") for v in lines.values()), lines
+    assert "6 new, 0 replaced, 0 unchanged, 0 deleted, 0 failed" in first.stderr
+
+    def hits(query: str, k: int = 1) -> list[dict]:
+        proc = rag(["search", query, "--kb", "office", "--json", "--mode", "keyword", "--top-k", str(k)], cli_env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    def top(query: str) -> dict:
+        found = hits(query)
+        assert found, f"nothing found for {query!r}"
+        return found[0]
+
+    # Slide 1 is ~25 tokens: its chunk runs on into slide 2, and says so.
+    assert top("Vasco deal Lisbon office")["metadata"]["location"] == "slides 1–2"
+    assert top("SKU-6678 Falcon")["metadata"]["location"] == "sheet Sales"
+    word = top("Osprey launch Asian market")
+    assert word["metadata"]["original_filename"] == "report.docx"
+    assert word["metadata"]["location"] == "Annual Report 2023 › Outlook"
+    assert top("Wadden Sea certification")["metadata"]["location"] == "Certification"
+    scan = top("Rotterdam warehouse lease")
+    assert scan["metadata"]["original_filename"] == "lease-scan.pdf" and scan["metadata"]["ocr"] is True
+    assert top("华东地区新客户")["metadata"]["original_filename"] == "报告扫描.pdf"
+    assert not any("Cookie policy" in h["content"] for h in hits("cookie policy contact", 20))
+
+    # Change one, delete one, add one: replaced, kept (then deleted with --delete-missing), stored.
+    (folder / "prices.xlsx").write_bytes(make_pdf(["not an xlsx any more"]))
+    (folder / "news.html").unlink()
+    (folder / "notes.md").write_text("# Notes\n\nThe Falcon X ships in May.", encoding="utf-8")
+    second = rag(["sync", str(folder), "--kb", "office", *small], cli_env, timeout=600)
+    assert second.returncode == 1  # the broken xlsx fails, with one line
+    assert "prices.xlsx: failed: not an Excel file (its content is not a ZIP archive)" in second.stdout
+    assert "notes.md: stored" in second.stdout and "report.docx: unchanged" in second.stdout
+    assert "news.html: missing from the folder, kept" in second.stdout
+    third = rag(["sync", str(folder), "--kb", "office", "--delete-missing", *small], cli_env, timeout=600)
+    assert "news.html: deleted (its file is gone)" in third.stdout
+    listed = json.loads(rag(["kb", "list", "--json"], cli_env).stdout)
+    assert listed[0]["documents"] == 6 and listed[0]["source_folder"] == str(folder.resolve())

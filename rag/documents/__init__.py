@@ -8,11 +8,11 @@ Importing this package does not import pymupdf (only loading such a file does).
 """
 from __future__ import annotations
 
-from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
+from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, Progress, load_bytes, load_path, sha256_hex
 from rag.documents.model import PAGE_SEPARATOR, Document, Page, page_label
 from rag.errors import DocumentError
 
 __all__ = [
-    "PAGE_SEPARATOR", "READ_TYPES", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
+    "PAGE_SEPARATOR", "Progress", "READ_TYPES", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
     "page_label", "sha256_hex",
 ]

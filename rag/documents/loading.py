@@ -182,7 +182,8 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
         raise DocumentError(filename, f"an old binary Office file ({old}) named .{kind}: save it as .{kind} "
                                       f"in {label} first" + (", or rename it to .xls" if kind == "xlsx" else ""))
     if not data.startswith(_ZIP_MAGIC):
-        raise DocumentError(filename, f"not a {label} file (its content is not a ZIP archive); is the extension wrong?")
+        raise DocumentError(filename, f"not {_a(label)} {label} file (its content is not a ZIP archive); is the "
+                                      "extension wrong?")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = archive.namelist()
@@ -193,8 +194,12 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
     if broken is not None:
         raise DocumentError(filename, f"damaged {label} file: its part {broken} is corrupt")
     if "[Content_Types].xml" not in names or not any(n.startswith(_OOXML[kind]) for n in names):
-        raise DocumentError(filename, f"not {'an' if label[0] in 'AEIOU' else 'a'} {label} file: a ZIP archive without the {_OOXML[kind]} part "
+        raise DocumentError(filename, f"not {_a(label)} {label} file: a ZIP archive without the {_OOXML[kind]} part "
                                       f"every .{kind} has")
+
+
+def _a(label: str) -> str:
+    return "an" if label[0] in "AEIOX" else "a"  # an Excel, an XPS, an EPUB; a Word, a PowerPoint
 
 
 def _kind_of(filename: str) -> str:

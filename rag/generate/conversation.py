@@ -81,6 +81,7 @@ class Turn:
             "answer": self.answer,
             "citations": [
                 {"n": n, "original_filename": by_n[n].hit.original_filename, "pages": list(by_n[n].hit.pages),
+                 "location": by_n[n].hit.location,
                  "score": round(by_n[n].hit.score, 6), "chunk_id": str(by_n[n].hit.id),
                  "supported": n in grounding.cited}
                 for n in check.cited

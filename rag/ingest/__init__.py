@@ -1,5 +1,5 @@
-"""Ingest: file -> pages -> chunks -> embeddings -> rows (pipeline.py), and what the Upload page
-can tell about it before anything is embedded (preview.py)."""
+"""Ingest: file -> pages -> chunks -> embeddings -> rows (pipeline.py), what the Upload page
+can tell about it before anything is embedded (preview.py), and a folder kept in step (sync.py)."""
 from __future__ import annotations
 
 from rag.ingest.pipeline import (
@@ -10,9 +10,10 @@ from rag.ingest.preview import (
     READ_TYPES, Blocker, Destiny, PlanNotes, all_fail, destiny, duration_note, embedder_blocker, ollama_model, plan_notes, unreadable_advice,
     warnings,
 )
+from rag.ingest.sync import SyncPlan, SyncReport, dry_run, sync
 
 __all__ = [
-    "READ_TYPES", "STAGES", "Blocker", "Destiny", "PlanNotes", "after_stop", "all_fail", "unreadable_advice", "IngestResult", "Loaded", "PlanCallback", "Prepared", "StageCallback", "destiny",
+    "READ_TYPES", "STAGES", "SyncPlan", "SyncReport", "dry_run", "sync", "Blocker", "Destiny", "PlanNotes", "after_stop", "all_fail", "unreadable_advice", "IngestResult", "Loaded", "PlanCallback", "Prepared", "StageCallback", "destiny",
     "duration_note", "embedder_blocker", "embedder_for_kb", "expand_paths", "failure_reason", "ingest_bytes", "ingest_path",
     "load", "ollama_model", "plan_notes", "prepare", "unchanged", "validate_kb_name", "warnings",
 ]

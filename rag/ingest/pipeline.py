@@ -69,8 +69,9 @@ class Loaded:
     sha256: str
 
 
-def load(data: bytes, filename: str) -> Loaded:
-    doc = documents.load_bytes(data, filename)
+def load(data: bytes, filename: str, progress: documents.Progress | None = None) -> Loaded:
+    """Parse and tokenise; `progress` hears each page of a PDF (OCR takes seconds a page)."""
+    doc = documents.load_bytes(data, filename, progress)
     return Loaded(doc, chunking.tokenize(doc.text), documents.sha256_hex(data))
 
 
@@ -136,7 +137,8 @@ def ingest_bytes(
         knowledge = validate_kb_name(knowledge)
         store.check_embedder(knowledge, embedder.name)
         notify("parse", 0.0, "reading pages")
-        doc = documents.load_bytes(data, filename)
+        doc = documents.load_bytes(data, filename, lambda done, total, what: notify(
+            "parse", 0.1 * done / max(total, 1), what))
         sha = documents.sha256_hex(data)
         existing = store.find_document(knowledge, filename)
         if unchanged(existing, sha, settings):

@@ -80,6 +80,8 @@ class SearchHit(BaseModel):
     id: str = Field(description="Chunk id, for get_chunk")
     original_filename: str = Field(description="The file the passage comes from")
     pages: list[int] = Field(description="1-based pages of the file the passage spans")
+    location: str = Field(default="", description="Where the passage is, for a citation: 'p. 4', 'slide 3', "
+                                                  "'sheet Sales', or a Word/HTML heading path")
     score: float = Field(description="Ranking score (higher is better): cosine similarity (vector), the keyword "
                                      "score (keyword) or the fused score (hybrid)")
     text: str = Field(description="The passage")
@@ -105,6 +107,7 @@ class ChunkText(BaseModel):
     knowledge_base: str
     original_filename: str
     pages: list[int]
+    location: str = ""
     text: str
 
 
@@ -122,6 +125,7 @@ class CitedSource(BaseModel):
     chunk_id: str = Field(description="Chunk id, for get_chunk")
     original_filename: str
     pages: list[int]
+    location: str = Field(default="", description="Where the passage is: 'p. 4', 'slide 3', 'sheet Sales', a heading path")
     score: float
     supported: bool = Field(description="The cited passage supports the sentence that cites it (shared words checked)")
 
@@ -153,7 +157,7 @@ class IngestOutcome(BaseModel):
 
 def hit_out(hit: Hit) -> SearchHit:
     return SearchHit(
-        id=str(hit.id), original_filename=hit.original_filename, pages=list(hit.pages),
+        id=str(hit.id), original_filename=hit.original_filename, pages=list(hit.pages), location=hit.location,
         score=round(float(hit.score), 6), text=hit.content, ranking=hit.ranking, fused_rank=hit.fused_rank,
         vector_rank=hit.vector_rank, keyword_rank=hit.keyword_rank,
         vector_score=None if hit.vector_score is None else round(hit.vector_score, 6),
@@ -403,11 +407,11 @@ class KnowledgeBaseTools:
         if hit is None:
             raise RagError(f"no chunk with id {id!r}: use an id from search_knowledge_base")
         return ChunkText(id=str(hit.id), knowledge_base=hit.knowledge, original_filename=hit.original_filename,
-                         pages=list(hit.pages), text=hit.content)
+                         pages=list(hit.pages), location=hit.location, text=hit.content)
 
     def ingest_file(
         self,
-        path: Annotated[str, Field(description="The file to ingest (PDF, EPUB, XPS, TXT or MD), inside "
+        path: Annotated[str, Field(description="The file to ingest (PDF, EPUB, XPS, Word, PowerPoint, Excel, HTML, CSV, TXT or MD), inside "
                                                "one of the folders this server may read; a relative path "
                                                "is taken from the first of them")],
         knowledge_base: Annotated[str, Field(description="The knowledge base to add it to "

@@ -30,6 +30,8 @@ class KnowledgeBase:
     created_at: datetime
     documents: int
     chunks: int
+    source_folder: str | None = None
+    """The folder `rag sync` keeps it in step with; None when built from uploads."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS knowledge_bases (
     chunk_settings jsonb NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- The folder `rag sync` keeps the knowledge base in step with (NULL: built from uploads).
+ALTER TABLE knowledge_bases ADD COLUMN IF NOT EXISTS source_folder text;
 CREATE TABLE IF NOT EXISTS documents (
     id uuid PRIMARY KEY,
     knowledge text NOT NULL REFERENCES knowledge_bases(name) ON DELETE CASCADE,

@@ -107,7 +107,8 @@ class Store:
             cur.execute(
                 """
                 SELECT k.name, k.embedder, k.dimension, k.chunk_settings, k.created_at,
-                       count(d.id)::int AS documents, coalesce(sum(d.chunk_count), 0)::int AS chunks
+                       count(d.id)::int AS documents, coalesce(sum(d.chunk_count), 0)::int AS chunks,
+                       k.source_folder
                 FROM knowledge_bases k LEFT JOIN documents d ON d.knowledge = k.name
                 GROUP BY k.name ORDER BY k.name
                 """
@@ -116,6 +117,11 @@ class Store:
 
     def get_knowledge_base(self, name: str) -> KnowledgeBase | None:
         return next((kb for kb in self.list_knowledge_bases() if kb.name == name), None)
+
+    def set_source_folder(self, name: str, folder: str | None) -> None:
+        """Remember the folder `rag sync` keeps knowledge base `name` in step with."""
+        with self._conn() as conn:
+            conn.execute("UPDATE knowledge_bases SET source_folder = %s WHERE name = %s", (folder, name))
 
     def delete_knowledge_base(self, name: str) -> bool:
         with self._conn() as conn, conn.transaction():
