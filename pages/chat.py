@@ -395,7 +395,10 @@ def _source_card(turn: Turn, source: Source) -> None:
     # Where each search ranked it ("hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)"), not a bare fused 0.03.
     label = f"{source.label} · {hit.ranking}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
-        st.caption(f"knowledge base **{_md(hit.knowledge)}** · chunk {meta.get('chunk_index', '?')}")
+        where = f" · {_md(hit.location)}" if meta.get("location") else ""
+        scanned = (f" · read by OCR (confidence {meta['ocr_confidence']:.0f}%)"
+                   if meta.get("ocr") and isinstance(meta.get("ocr_confidence"), (int, float)) else "")
+        st.caption(f"knowledge base **{_md(hit.knowledge)}** · chunk {meta.get('chunk_index', '?')}{where}{scanned}")
         whole = source.text is None or st.toggle("Show the whole chunk", key=f"chat_whole_{turn.id}_{source.n}",
                                                  help="The model was given the part shown (it fits its window)")
         if not whole:
@@ -403,7 +406,8 @@ def _source_card(turn: Turn, source: Source) -> None:
         with st.container(border=True, height="content"):
             st.markdown(_md(hit.content if whole else source.passage))
         document_id = meta.get("document_id")
-        if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)):
+        if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)
+                and render.has_page_images(hit.original_filename)):
             return
         if not st.toggle("Show the page with the passage highlighted", key=f"chat_page_{turn.id}_{source.n}"):
             return

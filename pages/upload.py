@@ -21,7 +21,7 @@ import streamlit as st
 
 from rag import chunking, documents, embeddings, export, ingest
 from rag.chunking import Chunk, ChunkSettings
-from rag.documents import page_label, render
+from rag.documents import ocr, page_label, render
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
@@ -50,11 +50,20 @@ LEGEND = ("Alternating colours are chunks, **red** is text shared by two chunks 
 def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | None, str]:
     """The parsed and tokenised file, once per (sha256, filename) whatever the settings; or a
     reason. The filename matters because it decides the type. Shared read-only."""
+    bar = st.empty()
+
+    def progress(done: int, total: int, what: str) -> None:
+        # Only OCR is slow enough to show (seconds a page); a text page takes a millisecond.
+        if what.startswith("OCR"):
+            bar.progress(done / max(total, 1), text=f"{filename}: {what}")
+
     try:
-        return ingest.load(_data, filename), ""
+        return ingest.load(_data, filename, progress), ""
     except RagError as exc:
         advice = ingest.unreadable_advice(filename)
         return None, advice or ingest.failure_reason(exc)
+    finally:
+        bar.empty()
 
 
 @st.cache_data(max_entries=64, show_spinner="Chunking…")
@@ -283,12 +292,23 @@ def _issues(p: FilePreview, max_tokens: int | None) -> list[str]:
     return ingest.warnings(p.prepared, max_tokens) if p.prepared is not None else []
 
 
-def _chunk_table(chunks: tuple[Chunk, ...]) -> pd.DataFrame:
+def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataFrame:
+    # PDF pages by number; slides, sheets and sections by where they are ('slide 3', 'sheet Sales').
+    where = "pages" if doc.unit == "page" else "where"
     return pd.DataFrame(
-        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text), "pages": page_label(c.pages),
+        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text),
+          where: page_label(c.pages) if doc.unit == "page" else doc.location(c.pages),
           "first words": fmt.first_words(c.text)} for c in chunks],
-        columns=["#", "tokens", "characters", "pages", "first words"],
+        columns=["#", "tokens", "characters", where, "first words"],
     )
+
+
+def _read_by(doc: documents.Document) -> str:
+    """Which reader read the file, and the OCR'd pages with their lowest confidence."""
+    scanned = doc.ocr_pages
+    if not scanned:
+        return doc.reader
+    return f"{doc.reader} (confidence ≥ {min(p.ocr or 0 for p in scanned):.0f}%)"
 
 
 def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
@@ -300,6 +320,7 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
         rows.append({
             "file": p.name,
             "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
+            "read by": _read_by(doc) if doc else "",
             "size": fmt.size(len(p.data)),
             "pages": doc.page_count if doc else None,
             "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
@@ -320,7 +341,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
     doc, chunk_set = p.prepared.document, p.prepared.chunk_set
     chunks = chunk_set.chunks
     stats = chunking.stats(chunk_set)
-    st.caption(f"{doc.kind.upper()} · {fmt.size(len(p.data))} · sha256 {p.sha256[:12]}…")
+    st.caption(f"{doc.kind.upper()} · read by {_read_by(doc)} · {fmt.size(len(p.data))} · sha256 {p.sha256[:12]}…")
     m = st.columns(5)
     m[0].metric("Pages", f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
                 help="Pages with text / pages in the file" if doc.dropped_pages else "Pages in the file")
@@ -338,13 +359,15 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
     with chunks_tab:
         widgets.table(
             f"upload_chunks_{p.name}",
-            _chunk_table(chunks), hide_index=True, width="stretch",
+            _chunk_table(chunks, doc), hide_index=True, width="stretch",
             column_config={
                 "#": st.column_config.NumberColumn("#", help="Chunk index, as stored in metadata.chunk_index"),
                 "tokens": st.column_config.ProgressColumn(
                     "tokens", min_value=0, max_value=max(settings.chunk_size, stats.max_tokens, 1),
                     format="%d", help=f"cl100k tokens; the bar is relative to the chunk size ({settings.chunk_size})"),
                 "pages": st.column_config.TextColumn("pages", help="Pages the chunk's text comes from"),
+                "where": st.column_config.TextColumn("where", help="The slides, sheets or sections (heading "
+                                                                   "path) the chunk's text comes from"),
                 "first words": st.column_config.TextColumn("first words", width="large"),
             },
         )
@@ -367,20 +390,31 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
     numbers = list(range(1, doc.page_count + 1))
     if st.session_state.get(f"upload_page_{p.name}", 1) not in numbers:
         st.session_state[f"upload_page_{p.name}"] = 1  # another file of that name came
+    titles = {pg.number: pg.title for pg in doc.pages}
+    unit = doc.unit.capitalize()
+
+    def label(n: int) -> str:
+        title = titles.get(n, "")
+        if doc.unit in ("sheet", "section") and title:
+            return f"{unit} {n}: {title}"
+        return f"{unit} {n}" + (f": {title}" if title else "") + ("" if n in with_text else " · no text")
+
     page = st.columns([1, 2])[0].selectbox(
-        "Page", numbers, key=f"upload_page_{p.name}",
-        format_func=lambda n: f"Page {n}" + ("" if n in with_text else " · no text"),
-        help="Type a number to jump to a page.",
+        unit, numbers, key=f"upload_page_{p.name}", format_func=label,
+        help=f"Type a number to jump to a {doc.unit}.",
     )
     renderable = render.renderable(doc)
     left, right = st.columns(2) if renderable else (st.container(), None)
     on_page: list[Chunk] = []
     with left:
         if page not in with_text:
-            st.info(f"Page {page} has no extractable text: probably a scanned image. It will not be "
-                    "searchable unless the file is run through OCR first.", icon="🖼️")
+            st.info(f"{unit} {page} has no extractable text: it will not be searchable.", icon="🖼️")
         else:
             index = with_text[page]
+            confidence = doc.pages[index].ocr
+            if confidence is not None:
+                st.caption(f"🔎 Read from the page image by OCR ({ocr.engine_name()}), mean word "
+                           f"confidence {confidence:.0f}%: check names and numbers against the page.")
             base = doc.page_starts[index]
             on_page = chunking.chunks_in_span(chunks, base, base + len(doc.pages[index].text))
             if on_page:
@@ -557,6 +591,12 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
 
 # -- the upload tab ------------------------------------------------------------------------------
 
+def _ocr_note() -> str:
+    if ocr.available():
+        return f"Scanned pages are read by OCR ({ocr.engine_name()}, a few seconds a page)."
+    return f"Scanned pages cannot be read yet: {ocr.ENABLE_HINT}."
+
+
 def _files_column() -> dict[str, bytes]:
     limit = st.get_option("server.maxUploadSize")
     # No `type=` filter: the browser would refuse other files with a reason shown only on hover;
@@ -567,8 +607,7 @@ def _files_column() -> dict[str, bytes]:
         help=f"{ingest.READ_TYPES}; up to {limit} MB per file (server.maxUploadSize in "
              ".streamlit/config.toml). Nothing is stored until you press Ingest.",
     ) or []
-    st.caption(f"Read: {ingest.READ_TYPES}. Word and PowerPoint files are not read yet: save them as "
-               "PDF (File › Save As › PDF) and upload the PDF.")
+    st.caption(f"Read: {ingest.READ_TYPES}. {_ocr_note()}")
     uploads = _uploads()
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
@@ -668,6 +707,38 @@ def _reset_confirmations() -> None:
     st.session_state["lib_kb_confirm"] = False
 
 
+def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
+    """A knowledge base built by `rag sync`: its folder, and syncing it again from here."""
+    st.caption(f"📁 Kept in step with the folder `{kb.source_folder}` (`python -m rag sync`): new files are "
+               "stored, changed ones replaced, unchanged ones left, with the chunk settings above.")
+    left, right = st.columns([1, 2])
+    delete_missing = right.checkbox("Also delete the documents whose file is gone", key="lib_sync_delete")
+    if not left.button("Sync", key="lib_sync", icon="🔄"):
+        return
+    settings = chunking.settings_from_dict(dict(kb.chunk_settings))
+    with st.status(f"Syncing '{kb.name}' with {kb.source_folder}…", expanded=True) as status:
+        bars: dict[str, object] = {}
+
+        def on_stage(name: str):  # noqa: ANN202 - the progress callback of one file
+            bar = bars.setdefault(name, st.progress(0.0, text=f"{name}: waiting"))
+            return lambda stage, fraction, message: bar.progress(min(max(fraction, 0.0), 1.0),
+                                                                 text=f"{name}: {stage} · {message}")
+
+        try:
+            embedder = ingest.embedder_for_kb(store, resources.settings(), kb.name)
+            report = ingest.sync(store, embedder, kb.source_folder, kb.name, settings,
+                                 delete_missing=delete_missing, on_line=st.text, on_stage=on_stage)
+        except RagError as exc:
+            status.update(label=f"Sync of '{kb.name}' failed", state="error")
+            widgets.show_error(exc, "Sync")
+            return
+        status.update(label=report.summary(), state="error" if report.failed else "complete",
+                      expanded=bool(report.failed))
+    failures = "".join(f"\n- {fmt.md(r.line())}" for r in report.results if not r.ok)
+    st.session_state["_lib_flash"] = ("warning" if report.failed else "success", report.summary() + failures)
+    st.rerun()
+
+
 def _library_tab(store: Store | None) -> None:
     flash = st.session_state.pop("_lib_flash", None)
     if flash:
@@ -712,6 +783,8 @@ def _library_tab(store: Store | None) -> None:
     m[2].metric("Dimension", kb.dimension)
     m[3].metric("Embedder", kb.embedder.split(":", 1)[0], help=kb.embedder)
     st.caption(f"Embedder `{kb.embedder}` · chunk settings of the latest ingest: {chunking.summary(kb.chunk_settings)}")
+    if kb.source_folder:
+        _sync_panel(store, kb)
     try:
         docs = store.list_documents(name)
     except RagError as exc:

@@ -74,6 +74,16 @@ def _last_separator(text: str) -> int:
     return max(text.rfind("."), text.rfind("?"), text.rfind("!"), text.rfind("\n"))
 
 
+def _last_separator_between_rows(text: str) -> int:
+    """Spring's separator, except inside a Markdown table row: there the '.' of "$42,000.00" would
+    part a row from its price, so the cut goes to the end of the row before."""
+    last = _last_separator(text)
+    newline = text.rfind("\n")
+    if newline != -1 and last > newline and text.startswith("|", newline + 1):
+        return newline
+    return last
+
+
 def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     """Spring AI's TokenTextSplitter.doSplit, cutting from the tokens encoded once.
 
@@ -113,7 +123,7 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
             continue
         cut = len(chunk_text)
         if n_total - pos > s.chunk_size:
-            last = _last_separator(chunk_text)
+            last = _last_separator_between_rows(chunk_text) if snap else _last_separator(chunk_text)
             if last != -1:
                 last_java = last + (_utf16_len(chunk_text[:last]) - last)
                 if last_java > s.min_chunk_size_chars:

@@ -1,9 +1,11 @@
 """Word, PowerPoint and Excel files -> pages: sections under headings, slides, sheets.
 
-python-docx, python-pptx and openpyxl (xlrd for .xls) rather than a converter to Markdown
-(markitdown goes through mammoth for Word, which drops headers, footers, comments and text
-boxes, and writes slide numbers as HTML comments): the object models give the locations that
-citations need (heading path, slide number, sheet name). Read, besides body text: tables (as
+python-docx, python-pptx and openpyxl (xlrd for .xls) rather than markitdown 0.1.9, measured on
+the test files of tests/docgen.py: markitdown dropped the Word header, footer and comment and the
+Excel cell comment, gave the Word table an empty header row, ran two slide tables into one line
+("| Q2 | 3.4 || Region |"), and took 454/64/78 ms for the .docx/.pptx/.xlsx against our 23/18/9
+ms. The object models also give the locations that citations need (heading path, slide number,
+sheet name), where markitdown leaves `<!-- Slide number: 3 -->` comments in the text. Read, besides body text: tables (as
 Markdown rows), text boxes, headers and footers, comments, speaker notes and chart titles.
 Images are never read (no base64 reaches a chunk).
 

@@ -63,8 +63,16 @@ class PageImage:
     """How many word boxes were drawn."""
 
 
+PAGED_KINDS = ("pdf", "epub", "xps")
+
+
 def renderable(doc: Document) -> bool:
-    return doc.kind in ("pdf", "epub", "xps")
+    return doc.kind in PAGED_KINDS
+
+
+def has_page_images(filename: str) -> bool:
+    """Whether a document of this name has pages to draw (Word, slides, sheets and web pages do not)."""
+    return filename.rsplit(".", 1)[-1].lower() in PAGED_KINDS
 
 
 def _word_offsets(page_text: str, words: Sequence[tuple]) -> list[tuple[int, tuple]]:

@@ -6,6 +6,7 @@ never from the implementation's own output.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from collections.abc import Callable
@@ -499,3 +500,20 @@ def test_pages_for_span_receives_each_chunk_span(s: ChunkSettings) -> None:
 
 # --- 7. stats ---------------------------------------------------------------------------------
 
+
+
+def test_spring_never_parts_a_table_row_from_its_price_and_spring_exact_still_cuts_as_spring_does() -> None:
+    rows = "\n".join(f"| SKU-{6600 + i} | ${i * 1000 + 42:,}.00 | Falcon model {i} with the long-range battery "
+                     "and a two-year warranty |" for i in range(1, 80))
+    text = "Price list for 2024.\n\n| SKU | Product | Price |\n|---|---|---|\n" + rows
+    settings = ChunkSettings(strategy="spring", chunk_size=100, min_chunk_size_chars=50,
+                             min_chunk_length_to_embed=5, max_num_chunks=10_000, keep_separator=True)
+    chunks = split(text, settings).chunks
+    assert len(chunks) > 5
+    for chunk in chunks:
+        for line in chunk.text.splitlines():
+            if line.startswith("| SKU-"):
+                assert line.endswith(" |") and line.count("|") == 4, line  # the row whole, price and all
+    exact = split(text, dataclasses.replace(settings, strategy="spring-exact")).chunks
+    parted = [line for c in exact for line in c.text.splitlines() if line.startswith("| SKU-") and not line.endswith(" |")]
+    assert parted, "Spring's own cut at the '.' of a price is what `spring` avoids"

@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 
 from rag.llms import LocalChatModel
 from tests.conftest import ROOT, wipe
-from tests.docgen import make_docx, make_pdf
+from tests.docgen import make_pdf
 from tests.e2e.browser import CHROMIUM_ARGS, chromium_path, running_app
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -280,15 +280,15 @@ def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # no
     through the default preset shows no broken character, and after switching the Library to
     another base its own document is picked and deleted in one go."""
     wipe(pg_uri)
-    docx, novel, log = tmp_path / "minutes.docx", tmp_path / "红楼梦选段.txt", tmp_path / "harbour-log.txt"
-    docx.write_bytes(make_docx(["Minutes of the meeting.", "The committee approved the budget."]))
+    docx, novel, log = tmp_path / "minutes.doc", tmp_path / "红楼梦选段.txt", tmp_path / "harbour-log.txt"
+    docx.write_bytes(bytes.fromhex("d0cf11e0a1b11ae1") + b"\x00" * 2048)  # Word 97-2003: not read
     novel.write_text("\n\n".join(f"第{n}回。甄士隐有一个女儿，乳名英莲，年方三岁。贾雨村寄居在葫芦庙里，卖字作文为生。"
                                   f"一日中秋佳节，士隐邀请雨村到书房饮酒，二人谈起功名之事，直到三更方散。" * 3
                                   for n in range(40)), encoding="utf-8")
     log.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
     context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(docx), str(novel)])
-    page.get_by_text(".docx files are not read yet: open it in Word").first.wait_for(timeout=60_000)
+    page.get_by_text(".doc files are not read: open it in Word, save it as .docx").first.wait_for(timeout=60_000)
     page.get_by_role("tab", name=re.compile("红楼梦选段.txt")).first.click()  # each file has its tab
     page.get_by_role("tab", name="🧩 Chunks").first.wait_for(timeout=60_000)
     wait_idle(page)

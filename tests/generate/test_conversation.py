@@ -62,9 +62,9 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
     assert list(out) == ["answer", "citations", "unknown_citations", "citations_attributed", "grounded",
                          "sentences", "unsupported_sentences", "looped", "left_out", "model"]
     assert out["citations"] == [
-        {"n": 1, "original_filename": "report.pdf", "pages": [3], "score": 0.5,
+        {"n": 1, "original_filename": "report.pdf", "pages": [3], "location": "p. 3", "score": 0.5,
          "chunk_id": str(SOURCES[0].hit.id), "supported": True},
-        {"n": 2, "original_filename": "notes.md", "pages": [1, 2], "score": 0.5,
+        {"n": 2, "original_filename": "notes.md", "pages": [1, 2], "location": "pp. 1-2", "score": 0.5,
          "chunk_id": str(SOURCES[1].hit.id), "supported": False},  # [2] is about a dividend
     ]
     assert [(s["text"], s["status"]) for s in out["sentences"]] == [

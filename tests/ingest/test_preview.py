@@ -43,7 +43,7 @@ def test_destiny_new_unchanged_replaces_fails() -> None:
     # Stored by the Spring splitter before it snapped cuts to characters (no version recorded): cut again.
     old = _stored(sha, SPRING_DEFAULT, recorded=SPRING_DEFAULT.as_dict())
     assert ingest.destiny(prepared, sha, old, SPRING_DEFAULT) == "replaces"
-    assert SPRING_DEFAULT.stored() == {**SPRING_DEFAULT.as_dict(), "splitter": 2}
+    assert SPRING_DEFAULT.stored() == {**SPRING_DEFAULT.as_dict(), "splitter": 3}
     assert SPRING_DEFAULT.older_splitter(SPRING_DEFAULT.as_dict()) and not SPRING_DEFAULT.older_splitter(other.stored())
     # The other strategies cut as they did: a record without a version is theirs, nothing is re-embedded.
     token = ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=8)

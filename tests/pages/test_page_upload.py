@@ -332,20 +332,20 @@ def test_the_library_follows_the_chosen_base_and_deletes_after_switching(store: 
 
 
 def test_a_file_type_not_read_says_what_to_do_and_blocks_a_doomed_ingest(app: AppTest) -> None:
-    assert any(c.startswith("Read: PDF, EPUB, XPS, TXT and MD (Markdown). Word and PowerPoint files are not "
-                            "read yet") for c in captions(app))
-    upload(app, ("thesis.docx", b"PK\x03\x04 not really a Word file"))
+    assert any(c.startswith("Read: PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls)")
+               for c in captions(app))
+    upload(app, ("thesis.doc", b"PK\x03\x04 not really a Word file"))
     app.text_input(key="upload_kb_new").set_value("finance")
     run(app)
 
-    assert errors(app) == ["**thesis.docx** cannot be read: .docx files are not read yet: open it in Word, "
-                           "save it as PDF (File › Save As › PDF) and upload the PDF."]
+    assert errors(app) == ["**thesis.doc** cannot be read: .doc files are not read: open it in Word, "
+                           "save it as .docx (File › Save As) and upload that."]
     assert table(app, "upload_overview")["on ingest"].tolist() == ["fails"]
     assert app.button(key="upload_ingest").disabled
     assert "To ingest: the file would fail (the reasons are in the preview below): fix or replace it." in captions(app)
 
     # One good file among them: the others go on, so Ingest is offered.
-    upload(app, ("thesis.docx", b"PK\x03\x04 not really a Word file"), ("report.pdf", REPORT))
+    upload(app, ("thesis.doc", b"PK\x03\x04 not really a Word file"), ("report.pdf", REPORT))
     assert not app.button(key="upload_ingest").disabled
     assert table(app, "upload_overview")["on ingest"].tolist() == ["fails", "new"]
 
@@ -399,3 +399,49 @@ def test_counts_of_one_are_singular(store: Store) -> None:
     assert app.selectbox(key="upload_kb_choice").options[0] == "solo"
     assert any(c.value.endswith("· 1 document · 0 chunks") for c in app.caption)
     assert "with its 1 document and 0 chunks" in app.checkbox(key="lib_kb_confirm").label
+
+
+def test_office_files_and_a_scan_say_what_read_them_and_where_each_chunk_is(app: AppTest) -> None:
+    from tests.docgen import make_pptx, make_real_docx, make_scan_pdf
+
+    scan = make_scan_pdf(["Jonathan Michael Harrison signed the lease for the Rotterdam warehouse in 2021."])
+    upload(app, ("report.docx", make_real_docx()), ("review.pptx", make_pptx()), ("lease.pdf", scan))
+    overview = table(app, "upload_overview")
+    read_by = dict(zip(overview["file"], overview["read by"]))
+    assert read_by["report.docx"] == "python-docx" and read_by["review.pptx"] == "python-pptx"
+    assert read_by["lease.pdf"].startswith("MuPDF + Tesseract") and "OCR on 1 page (confidence ≥ " in read_by["lease.pdf"]
+    assert overview["check"].tolist() == ["✅ ok"] * 3
+    chunks = table(app, "upload_chunks_report.docx")
+    assert list(chunks.columns) == ["#", "tokens", "characters", "where", "first words"]
+    assert chunks["where"].iloc[0] == "Annual Report 2023 › Results"
+    assert table(app, "upload_chunks_lease.pdf")["pages"].tolist() == ["1"]
+    assert any(c.startswith("🔎 Read from the page image by OCR (Tesseract") for c in captions(app))
+    assert not app.exception
+
+
+def test_a_base_built_by_sync_shows_its_folder_and_syncs_again_from_the_library(store: Store, tmp_path) -> None:  # noqa: ANN001
+    from rag import ingest
+    from rag.settings import get_settings
+
+    folder = tmp_path / "analysis"
+    folder.mkdir()
+    (folder / "minutes.md").write_text("# Minutes\n\nThe committee approved the Osprey budget.", encoding="utf-8")
+    embedder = ingest.embedder_for_kb(store, get_settings(), "synced")
+    ingest.sync(store, embedder, folder, "synced", SPRING_DEFAULT)
+    _base_with(store, "uploads", "report.pdf")
+    app = new_session()
+    app.selectbox(key="lib_kb").set_value("synced")
+    run(app)
+    assert any(c.startswith(f"📁 Kept in step with the folder `{folder.resolve()}`") for c in captions(app))
+    (folder / "later.md").write_text("# Later\n\nThe Falcon X ships in May.", encoding="utf-8")
+    (folder / "minutes.md").unlink()
+    app.checkbox(key="lib_sync_delete").check()
+    app.button(key="lib_sync").click()
+    run(app)
+    assert [s.value for s in app.success] == [
+        f"synced {folder.resolve()} into 'synced': 1 new, 0 replaced, 0 unchanged, 1 deleted, 0 failed"]
+    assert [d.original_filename for d in store.list_documents("synced")] == ["later.md"]
+    app.selectbox(key="lib_kb").set_value("uploads")
+    run(app)
+    assert "lib_sync" not in [b.key for b in app.button]  # built from uploads: nothing to sync
+    assert not app.exception
