@@ -4,7 +4,8 @@ Speed goals live here, never in timed tests. The database benchmarks run in a sc
 database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One module per
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
 turn before the model), `retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer,
-embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost).
+embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
+`readers` (document readers' throughput, OCR pages/s and accuracy).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rag.bench.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
-BENCHES = ("rechunk", "spring", "cli", "gpu", "insert", "search", "retrieval", "answers")
+BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "retrieval", "answers")
 
 
 def bench_gpu(report: Report, quick: bool) -> None:
@@ -47,6 +48,10 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
             splitting.bench_spring(report, quick)
         if "cli" in chosen:
             splitting.bench_cold_cli(report, quick)
+    if "documents" in chosen:
+        from rag.bench.readers import bench_documents
+
+        bench_documents(report, quick)
     if "gpu" in chosen:
         bench_gpu(report, quick)
     if "answers" in chosen:

@@ -13,6 +13,7 @@ import pymupdf
 
 from rag.documents import ocr
 from rag.documents.model import KIND_LABELS
+from rag.documents.sections import markdown_table
 from rag.errors import DocumentError
 
 logger = logging.getLogger("rag.documents")
@@ -71,6 +72,17 @@ def _table_hints(page: pymupdf.Page) -> tuple[bool, bool]:
     return ruled, spaced >= 3
 
 
+def _table_markdown(page: pymupdf.Page, table) -> str:  # noqa: ANN001 - pymupdf.table.Table
+    """A table's rows as Markdown, each cell's text read from the page inside the cell: Table.extract()
+    and the header of to_markdown() scrambled characters written one by one ("$4200000 , ." for
+    "$42,000.00"), the page's own text within the cell's box does not."""
+    rows = []
+    for row in table.rows:
+        rows.append([" ".join(page.get_text("text", clip=pymupdf.Rect(cell)).split()) if cell else ""
+                     for cell in row.cells])
+    return markdown_table(rows)
+
+
 def _with_tables(page: pymupdf.Page, text: str) -> tuple[str, int]:
     """The page's text with each table written as Markdown rows (a row's cells on one line), and
     how many tables there were; the text is unchanged on a page without tables. Ruled tables are
@@ -82,9 +94,7 @@ def _with_tables(page: pymupdf.Page, text: str) -> tuple[str, int]:
     try:
         found = (page.find_tables(strategy="lines").tables if ruled else []) or (
             page.find_tables(strategy="text").tables if aligned else [])
-        # Table.extract() scrambled the characters of cells written by insert_text
-        # ("$4200000 , ." for "$42,000.00"); to_markdown() reads them in order.
-        tables = [(pymupdf.Rect(t.bbox), t.to_markdown().strip()) for t in found if t.row_count >= 2 and t.col_count >= 2]
+        tables = [(pymupdf.Rect(t.bbox), _table_markdown(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2]
     except Exception:  # the table finder is heuristic: a page it chokes on keeps its plain text
         logger.debug("table finder failed on page %d", page.number + 1, exc_info=True)
         return text, 0
@@ -104,10 +114,10 @@ def _with_tables(page: pymupdf.Page, text: str) -> tuple[str, int]:
     return "\n\n".join(t for _, _, t in items if t.strip()) + "\n", len(tables)
 
 
-def _ocr_page(page: pymupdf.Page) -> RawPage:
+def _ocr_page(page: pymupdf.Page, prefer: str | None) -> tuple[RawPage, str]:
     pixmap = page.get_pixmap(dpi=ocr.DPI, colorspace=pymupdf.csGRAY)
-    read = ocr.read_image(pixmap.tobytes("png"))
-    return RawPage(read.text, round(read.confidence, 1))
+    read = ocr.read_image(pixmap.tobytes("png"), prefer)
+    return RawPage(read.text, round(read.confidence, 1)), read.language
 
 
 def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | None = None) -> Extracted:
@@ -115,6 +125,7 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
     page_number = 0
     tell = progress or (lambda done, total, what: None)
     ocr_wanted = 0
+    language: str | None = None  # the OCR language of the page before
     in_ocr = False
     tables = 0
     try:
@@ -135,7 +146,8 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                     if ocr.available():
                         tell(page_number - 1, total, f"OCR of page {page_number} of {total}")
                         in_ocr = True
-                        pages.append(_ocr_page(page))
+                        raw, language = _ocr_page(page, language)
+                        pages.append(raw)
                         in_ocr = False
                         tell(page_number, total, f"OCR of page {page_number} of {total}")
                         continue

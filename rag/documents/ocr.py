@@ -73,11 +73,15 @@ def engine_name() -> str:
     return "Tesseract " + "+".join(languages()) if available() else "no OCR engine"
 
 
-def read_image(png: bytes) -> OcrText:
-    """The text of an image (PNG bytes); raises OcrUnavailable without Tesseract."""
+def read_image(png: bytes, prefer: str | None = None) -> OcrText:
+    """The text of an image (PNG bytes), read in `prefer` first when given (the language the page
+    before was read in: a scanned book is one language, and a Chinese page then costs one pass
+    instead of two); raises OcrUnavailable without Tesseract."""
     langs = languages()
     if not langs:
         raise OcrUnavailable(ENABLE_HINT)
+    if prefer in langs:
+        langs = (prefer,) + tuple(lang for lang in langs if lang != prefer)
     best = _run(png, langs[0])
     if best.confidence < RETRY_CONFIDENCE and len(langs) > 1:
         other = _run(png, langs[1])
