@@ -15,7 +15,7 @@ from streamlit.errors import StreamlitAPIException
 
 from rag import chunking, evaluation, retrieve, snippets
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
-from rag.documents import Document, load_bytes, page_label, render, sha256_hex
+from rag.documents import Document, load_bytes, page_label, render, sha256_hex, tables_in
 from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
 from ui import format as fmt
@@ -218,6 +218,11 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
                        f"number; red text lies in two chunks (overlap), grey text in none.")
             with st.container(height=520):
                 st.html(render.chunks_html(page.text, shown))
+    tables = tables_in(page.text)
+    if tables:
+        with st.expander(f"{len(tables)} table{'s' if len(tables) > 1 else ''} on this {doc.unit}, as tables"):
+            for table in tables:
+                st.markdown(table)
 
 
 def _chunk_numbers(chunks: list[Chunk]) -> str:
@@ -256,10 +261,13 @@ def _sizes_view(chunk_sets: dict[str, ChunkSet]) -> None:
 def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
     doc = source.doc
     numbers = [p.number for p in doc.pages]
+    titles = {p.number: p.title for p in doc.pages}
     if st.session_state.get("lab_page") not in numbers:
         st.session_state["lab_page"] = numbers[0]
     page_number = st.selectbox(
-        "Page", numbers, key="lab_page", format_func=lambda n: f"Page {n} of {doc.page_count}",
+        doc.unit.capitalize(), numbers, key="lab_page",
+        format_func=lambda n: f"{doc.unit.capitalize()} {n} of {doc.page_count}"
+        + (f": {titles[n]}" if titles.get(n) else ""),
         help="The page shown in the Text and On the page views"
              + (" (pages without text, such as scans, are not listed)." if doc.dropped_pages else "."),
     )

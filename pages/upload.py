@@ -425,6 +425,11 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                 st.caption("No chunk covers this page (its pieces were dropped as too short).")
             with st.container(height=560, border=True):
                 st.html(render.chunks_html(doc.pages[index].text, on_page))
+            tables = documents.tables_in(doc.pages[index].text)
+            if tables:
+                with st.expander(f"{fmt.plural(len(tables), 'table')} on this {doc.unit}, as tables"):
+                    for table in tables:
+                        st.markdown(table)
     if right is not None:
         with right:
             boxes = st.toggle("Draw the chunks on the page", value=True, key=f"upload_boxes_{p.name}",

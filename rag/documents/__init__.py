@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, Progress, load_bytes, load_path, sha256_hex
 from rag.documents.model import PAGE_SEPARATOR, Document, Page, page_label
+from rag.documents.sections import tables_in
 from rag.errors import DocumentError
 
 __all__ = [
     "PAGE_SEPARATOR", "Progress", "READ_TYPES", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
-    "page_label", "sha256_hex",
+    "page_label", "sha256_hex", "tables_in",
 ]

@@ -101,3 +101,18 @@ def markdown_sections(markdown: str) -> list[Page]:
             block.append(line.rstrip())
     flush()
     return builder.pages()
+
+
+def tables_in(text: str) -> list[str]:
+    """The Markdown tables in a page's text (runs of lines starting with '|' and holding a
+    '|---|' rule), to show them as tables."""
+    found: list[str] = []
+    run: list[str] = []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            run.append(line)
+            continue
+        if len(run) >= 2 and run[1].replace(" ", "").startswith("|---"):
+            found.append("\n".join(run))
+        run = []
+    return found

@@ -163,3 +163,46 @@ def test_tesseract_words_are_joined_with_spaces_except_between_chinese_character
            "5\t1\t1\t1\t1\t3\t0\t0\t1\t1\t70\tSKU-6678\n5\t1\t1\t2\t1\t1\t0\t0\t1\t1\t60\tNext\n")
     read = ocr._from_tsv(tsv, "chi_sim")
     assert read.text == "营业收入， SKU-6678\n\nNext" and read.confidence == 75.0
+
+
+def test_an_excel_97_workbook_is_read_sheet_by_sheet() -> None:
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Inventory")
+    for r, row in enumerate([("SKU", "Stock"), ("SKU-6678", 12), ("SKU-1020", 3.5)]):
+        for c, value in enumerate(row):
+            sheet.write(r, c, value)
+    book.add_sheet("Empty")
+    out = io.BytesIO()
+    book.save(out)
+    doc = load_bytes(out.getvalue(), "old.xls")
+    assert doc.reader == "xlrd" and [p.title for p in doc.pages] == ["Inventory"] and doc.page_count == 2
+    assert doc.pages[0].text.splitlines() == ["| SKU | Stock |", "|---|---|", "| SKU-6678 | 12 |", "| SKU-1020 | 3.5 |"]
+
+
+def test_word_text_boxes_are_read_once_and_pictures_never_reach_the_text() -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    from tests.docgen import make_png
+
+    d = docx.Document()
+    d.add_heading("Site visit", 1)
+    para = d.add_paragraph("The inspector photographed the loading dock.")
+    d.add_picture(io.BytesIO(make_png(64, 64)))
+    # A text box as Word writes it: DrawingML for new readers and the same text again as VML.
+    ns = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+          'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+          'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+          'xmlns:v="urn:schemas-microsoft-com:vml"')
+    box = "<w:txbxContent><w:p><w:r><w:t>Dock 7 needs a new ramp</w:t></w:r></w:p></w:txbxContent>"
+    para._p.append(parse_xml(
+        f"<w:r {ns}><mc:AlternateContent><mc:Choice Requires=\"wps\"><wps:txbx>{box}</wps:txbx></mc:Choice>"
+        f"<mc:Fallback><v:textbox>{box}</v:textbox></mc:Fallback></mc:AlternateContent></w:r>"))
+    out = io.BytesIO()
+    d.save(out)
+    doc = load_bytes(out.getvalue(), "visit.docx")
+    assert doc.text.count("Dock 7 needs a new ramp") == 1
+    assert "photographed the loading dock" in doc.text
+    assert "iVBOR" not in doc.text and "base64" not in doc.text and "image" not in doc.text.lower()

@@ -396,3 +396,26 @@ def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
     first, second = bodies(ollama, "/api/chat")
     assert [t["function"]["name"] for t in first["tools"]] == ["search_knowledge_base"]
     assert second["messages"][-1]["role"] == "tool"
+
+
+def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, ollama: HTTPServer) -> None:
+    from tests.docgen import make_pptx
+
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    result = ingest.ingest_bytes(store, embedder, make_pptx(), "review.pptx", "decks", SMALL_CHUNKS)
+    assert result.ok, result.reason
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Bookings reached 3.4 million euros [1]."), FINAL)
+    at = new_app()
+    at.multiselect(key="chat_kbs").set_value(["decks"])
+    run(at)
+    ask(at, "How much were the bookings?")
+    (turn,) = turns(at)
+    top = turn.sources[0]
+    assert top.hit.location.startswith("slide") and top.label == f"[1] review.pptx {top.hit.location}"
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    assert any(f"· {top.hit.location}" in c.value and c.value.startswith("knowledge base **decks**")
+               for c in at.caption)
+    assert f"chat_page_{turn.id}_1" not in [t.key for t in at.toggle]  # slides have no page image
+    assert not at.exception

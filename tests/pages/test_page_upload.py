@@ -445,3 +445,13 @@ def test_a_base_built_by_sync_shows_its_folder_and_syncs_again_from_the_library(
     run(app)
     assert "lib_sync" not in [b.key for b in app.button]  # built from uploads: nothing to sync
     assert not app.exception
+
+
+def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None:
+    from tests.docgen import make_table_pdf
+
+    rows = [["SKU", "Product", "Price"], ["SKU-6678", "Falcon X", "$42,000.00"], ["SKU-1020", "Osprey", "$9,500.00"]]
+    upload(app, ("prices.pdf", make_table_pdf("Prices of our products in 2024.", rows)))
+    assert table(app, "upload_overview")["read by"].tolist() == ["MuPDF (1 table as rows)"]
+    (expander,) = [e for e in app.expander if e.label == "1 table on this page, as tables"]
+    assert "| SKU-6678 | Falcon X | $42,000.00 |" in [m.value for m in expander.markdown][0].splitlines()
