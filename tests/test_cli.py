@@ -354,3 +354,40 @@ def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cl
     assert "news.html: deleted (its file is gone)" in third.stdout
     listed = json.loads(rag(["kb", "list", "--json"], cli_env).stdout)
     assert listed[0]["documents"] == 6 and listed[0]["source_folder"] == str(folder.resolve())
+
+
+def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_finishes(
+        tmp_path: Path, cli_env: dict[str, str], pg_uri: str, clean_db: None) -> None:
+    import signal
+
+    import psycopg
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"note-{i}.md").write_text(f"# Note {i}\n\n" + f"Harbour log entry {i}: the keeper lit the lamp. " * 400,
+                                            encoding="utf-8")
+    proc = subprocess.Popen([PYTHON, "-m", "rag", "sync", str(folder), "--kb", "logs"], cwd=ROOT, env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert first.startswith("note-0.md: stored"), first + proc.stderr.read()
+
+    def stored() -> dict[str, tuple[int, int]]:
+        with psycopg.connect(pg_uri) as conn:
+            rows = conn.execute("SELECT d.original_filename, d.chunk_count, count(v.id) FROM documents d "
+                                "LEFT JOIN vector_store v ON v.document_id = d.id WHERE d.knowledge = %s "
+                                "GROUP BY 1, 2", ("logs",)).fetchall()
+        return {name: (expected, found) for name, expected, found in rows}
+
+    after_kill = stored()
+    assert "note-0.md" in after_kill and len(after_kill) < 6
+    assert all(expected == found > 0 for expected, found in after_kill.values()), after_kill
+    again = rag(["sync", str(folder), "--kb", "logs"], cli_env, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "note-0.md: unchanged" in again.stdout
+    assert f"{6 - len(after_kill)} new, 0 replaced, {len(after_kill)} unchanged" in again.stderr
+    final = stored()
+    assert len(final) == 6 and all(expected == found > 0 for expected, found in final.values())

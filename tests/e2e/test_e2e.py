@@ -369,3 +369,39 @@ def test_the_first_request_after_a_restart_goes_through_the_router(
         assert page.url == url + landing
         context.close()
     assert not errors, errors
+
+
+def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noqa: ANN001
+        chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
+    """Issue 14 walked in the browser: a slide deck, a workbook and a Chinese scan say which reader
+    read them (OCR with its confidence), the deck's chunks say which slide, and all three ingest."""
+    from tests.docgen import make_pptx, make_scan_pdf, make_xlsx
+
+    wipe(pg_uri)
+    deck, book, scan = tmp_path / "review.pptx", tmp_path / "prices.xlsx", tmp_path / "年报扫描.pdf"
+    deck.write_bytes(make_pptx())
+    book.write_bytes(make_xlsx())
+    scan.write_bytes(make_scan_pdf(["营业收入增长了百分之十二，主要来自华东地区的新客户。物流成本下降了百分之五。"],
+                                   fontname="china-s"))
+    context, page, errors = open_upload_page(chromium, app_url)
+    page.locator('input[type="file"]').first.set_input_files([str(deck), str(book), str(scan)])
+    # (The overview table is drawn on a canvas: each file's tab says it in text.)
+    page.get_by_text("PPTX · read by python-pptx").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    page.get_by_role("tab", name=re.compile("prices.xlsx")).first.click()
+    page.get_by_text("XLSX · read by openpyxl").first.wait_for(timeout=60_000)
+    page.get_by_role("tab", name=re.compile("年报扫描.pdf")).first.click()
+    page.get_by_text(re.compile(r"PDF · read by MuPDF \+ Tesseract .* OCR on 1 page \(confidence ≥ \d+%\)")).first.wait_for(
+        timeout=60_000)
+    wait_idle(page)
+    page.get_by_role("tab", name="📄 Pages").first.click()
+    page.get_by_text("Read from the page image by OCR").first.wait_for(timeout=60_000)
+    assert "华东地区的新客户" in page.locator("body").inner_text()
+    shot(page, "upload-office-and-scan")
+    name_new_base(page, "e2e-office")
+    page.get_by_role("button", name="Ingest").click()
+    page.get_by_text("Ingested into 'e2e-office'").first.wait_for(timeout=300_000)
+    wait_idle(page)
+    assert "3 stored" in page.locator("body").inner_text()
+    assert errors == []
+    context.close()
