@@ -441,8 +441,10 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                 log.exception("rendering %r page %d failed", p.name, page)
                 st.warning(f"Page {page} could not be rendered ({type(exc).__name__}: {exc}).", icon="⚠️")
             else:
+                scanned = page in with_text and doc.pages[with_text[page]].ocr is not None
+                note = " (text read by OCR has no positions on the page: no boxes)" if scanned and boxes else ""
                 with st.container(border=True):
-                    st.image(png, caption=f"{p.name}, page {page}", width="stretch")
+                    st.image(png, caption=f"{p.name}, page {page}{note}", width="stretch")
 
 
 # -- ingest ----------------------------------------------------------------------------------
