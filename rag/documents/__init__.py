@@ -8,8 +8,8 @@ Importing this package does not import pymupdf (only loading such a file does).
 """
 from __future__ import annotations
 
-from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, Progress, load_bytes, load_path, sha256_hex
-from rag.documents.model import PAGE_SEPARATOR, Document, Page, page_label
+from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
+from rag.documents.model import PAGE_SEPARATOR, Document, Page, Progress, page_label
 from rag.documents.sections import tables_in
 from rag.errors import DocumentError
 

@@ -7,13 +7,12 @@ because the app shows it to the user as is.
 from __future__ import annotations
 
 import hashlib
-import logging
 import io
+import logging
 import os
 import zipfile
-from collections.abc import Callable
 
-from rag.documents.model import KIND_LABELS, Document, Page
+from rag.documents.model import KIND_LABELS, Document, Page, Progress
 from rag.documents.text import decode_text
 from rag.errors import DocumentError
 
@@ -35,8 +34,6 @@ READ_TYPES = ("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .
               "CSV, TXT and Markdown")
 """The file types that are read, in words."""
 
-Progress = Callable[[int, int, str], None]
-"""(pages done, pages in all, what is being done): scanned pages take seconds each."""
 
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -84,9 +81,8 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
         pages, count = _numbered([p.text for p in extracted.pages], [p.ocr for p in extracted.pages])
         warnings, reader, scanned = extracted.warnings, extracted.reader, extracted.scanned
     else:
-        read = _read_other(data, filename, kind)
-        count = read[1]
-        pages = [Page(p.number, _normalise(p.text), p.title) for p in read[0] if _normalise(p.text).strip()]
+        read, count = _read_other(data, filename, kind)
+        pages = [Page(p.number, text, p.title) for p in read if (text := _normalise(p.text)).strip()]
     numbers = {p.number for p in pages}
     dropped = [n for n in range(1, count + 1) if n not in numbers] if kind in _MUPDF + ("txt", "md") else []
     if not pages:

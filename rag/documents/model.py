@@ -6,6 +6,7 @@ maps them back to page numbers.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,6 +22,9 @@ UNITS = {"pptx": "slide", "xlsx": "sheet", "xls": "sheet", "docx": "section", "h
 heading starts a section, whose title is the heading path."""
 
 HEADING_JOIN = " › "
+
+Progress = Callable[[int, int, str], None]
+"""(pages done, pages in all, what is being done): scanned pages take seconds each."""
 
 
 @dataclass(frozen=True)

@@ -110,9 +110,17 @@ def test_pdf_tables_keep_each_row_on_one_line_ruled_or_not() -> None:
         assert lines[0] == "Prices of our products in 2024.", ruled
         assert "| SKU-6717 | Model 3 | $21,000.00 |" in lines, (ruled, lines)
         assert doc.reader == "MuPDF (1 table as rows)"
-    # Prose is not taken for a table.
+    # Prose is not taken for a table, in one column or two (whose lines have a wide gap too).
     prose = load_bytes(make_pdf(["Revenue grew by twelve percent in 2023. " * 30]), "prose.pdf")
     assert "|" not in prose.text and prose.reader == "MuPDF"
+    import pymupdf
+
+    with pymupdf.open() as two:
+        page = two.new_page()
+        page.insert_textbox(pymupdf.Rect(50, 60, 290, 800), "Left column about revenue and costs. " * 40, fontsize=9)
+        page.insert_textbox(pymupdf.Rect(305, 60, 545, 800), "Right column about hiring plans. " * 40, fontsize=9)
+        columns = load_bytes(two.tobytes(), "columns.pdf")
+    assert "|" not in columns.text and columns.reader == "MuPDF"
 
 
 ENGLISH_SCAN = ("Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021. "
