@@ -41,6 +41,7 @@ from ui import resources, widgets
 from ui.format import md as _md
 from ui.format import plural
 from rag import agent, generate, documents, llms, retrieve
+from rag.agent import routes as route_names
 from rag.retrieve import filters
 from rag.documents import render
 from rag.generate import Budget, Live, Source, Turn, engine
@@ -177,6 +178,8 @@ class Controls:
     """The edited system prompt; None while it is one of the defaults (then the question's language picks)."""
     num_ctx: int | None
     model: ModelChoice
+    route: str | None = None
+    """Agent mode's forced route; None: the router picks."""
 
 
 def _turns() -> list[Turn]:
@@ -311,6 +314,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         if not ok:
             st.session_state["chat_agent"] = False
         use_agent = st.toggle("Agent mode (tools)", key="chat_agent", disabled=not ok, help=reason)
+        route = _route_picker(settings, use_agent)
 
         with st.expander("Retrieval", expanded=True, icon="🔎"):
             mode = st.radio("Search mode", retrieve.MODES, key="chat_mode", horizontal=True,
@@ -370,7 +374,28 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         filter=expression if expression.strip() else None, mode=str(mode), temperature=float(temperature),
         think=bool(think) if model.thinks else None, rewrite=bool(rewrite), agent=bool(use_agent and ok),
         template=text if edited and text.strip() else None, num_ctx=int(num_ctx) or None, model=model,
+        route=route,
     )
+
+
+def _route_picker(settings: Settings, use_agent: bool) -> str | None:
+    """Agent mode's route: 'auto' lets the router pick per question; a name forces that route."""
+    try:
+        routes = generate.agent_routes(settings)
+    except RagError as exc:
+        widgets.show_error(exc, "Routes")
+        return None
+    names = [route_names.AUTO, *(r.name for r in routes)]
+    if st.session_state.get("chat_route") not in names:
+        st.session_state["chat_route"] = route_names.AUTO
+    described = {r.name: f"{r.name} · {', '.join(r.tools) or 'no tools'} · budget {r.budget}" for r in routes}
+    chosen = st.selectbox(
+        "Route", names, key="chat_route", disabled=not use_agent,
+        format_func=lambda n: "auto (greetings get no tools, the rest the default route)" if n == route_names.AUTO
+        else described.get(n, n),
+        help="Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the "
+             "Tools page).")
+    return None if chosen == route_names.AUTO else str(chosen)
 
 
 # -- rendering a turn ------------------------------------------------------------------------------
@@ -492,13 +517,26 @@ def _steps(steps: Sequence[agent.Step]) -> None:
             st.code(step.result, wrap_lines=True, language=None)
 
 
+def _web_sources(turn: Turn) -> None:
+    with _expander(f"🌐 {plural(len(turn.web_sources), 'web source')} · found by web search",
+                   f"chat_web_{turn.id}", True):
+        for item in turn.web_sources:
+            date = f" · {_md(item.date)}" if item.date else ""
+            st.markdown(f":violet-badge[web] [{_md(item.title)}]({item.url}){date}  \n{_md(item.summary)}")
+
+
 def _answer(turn: Turn) -> None:
     """A finished turn's answer: badges, checks, citation buttons."""
     if turn.problem:
         st.error(turn.problem, icon="🚫")
+    if turn.route:
+        tools = ", ".join(f"`{t}`" for t in turn.route_tools) or "no tools"
+        st.caption(f"🧭 Route **{_md(turn.route)}** ({_md(turn.route_reason)}) · {tools} · budget {turn.route_budget}")
     if turn.steps:
         with st.expander(f"🛠️ {turn.agent_summary or f'{len(turn.steps)} tool calls'}"):
             _steps(turn.steps)
+    if turn.web_warning:
+        st.warning(turn.web_warning, icon="🌐")
     if turn.thinking:
         with st.expander("💭 Thinking", type="compact"):
             st.markdown(_md(turn.thinking))
@@ -506,6 +544,8 @@ def _answer(turn: Turn) -> None:
         st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.grounding))
     elif not turn.problem and not turn.error:
         st.caption("(the model wrote nothing)" if not turn.stopped else "(stopped before the first word)")
+    if turn.web_sources:
+        _web_sources(turn)
     if turn.error:
         kept = " The part above arrived before the failure." if turn.answer else ""
         st.error(f"{turn.error}{kept}", icon="⚠️")
@@ -679,7 +719,7 @@ def _request(c: Controls) -> engine.Request:
     return engine.Request(
         kbs=c.kbs, top_k=c.top_k, min_score=c.min_score, filter=c.filter, mode=c.mode, rewrite=c.rewrite,
         template=c.template, temperature=c.temperature, think=c.think, num_ctx=c.num_ctx,
-        context=c.model.context, thinks=c.model.thinks, agent=c.agent,
+        context=c.model.context, thinks=c.model.thinks, agent=c.agent, route=c.route,
     )
 
 

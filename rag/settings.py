@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 DEFAULT_OLLAMA_EMBED_MODEL = "nomic-embed-text"
@@ -28,6 +30,22 @@ class Settings:
     preload_chat_model: bool = True
     """RAG_PRELOAD_MODEL (default 1): the app loads the embedded chat model in the background at start
     when it is the one the chat will use, so the first question does not wait for it."""
+    web_search_url: str | None = None
+    """RAG_WEB_SEARCH_URL: an OpenAI-compatible base URL (…/v1) whose model searches the web; None: no
+    web search tool."""
+    web_search_model: str = ""
+    web_search_api_key: str | None = field(default=None, repr=False)
+    """RAG_WEB_SEARCH_API_KEY: sent in the Authorization header only; never shown, logged or repeated."""
+    web_search_extra_body: str = '{"enable_search": true}'
+    """RAG_WEB_SEARCH_EXTRA_BODY: a JSON object merged into the request body at the top level
+    (DashScope's private `enable_search` flag by default: the reason for plain HTTP, frameworks drop
+    such fields). Kept as checked JSON text so that Settings stays hashable; `extra_body()` parses it."""
+    web_search_timeout: float = 30.0
+    routes_file: Path | None = None
+    """RAG_ROUTES_FILE: the agent's routes (default: routes.toml in the working folder, if any)."""
+
+    def extra_body(self) -> dict[str, Any]:
+        return dict(json.loads(self.web_search_extra_body))
 
     @property
     def embedded_database(self) -> bool:
@@ -67,7 +85,26 @@ class Settings:
             embed_batch_size=int(env.get("RAG_EMBED_BATCH_SIZE", "") or 64),
             bm25_k1=_bm25_parameter(env, "RAG_BM25_K1", 1.2, 3.0),
             bm25_b=_bm25_parameter(env, "RAG_BM25_B", 0.75, 1.0),
+            web_search_url=(env.get("RAG_WEB_SEARCH_URL", "").strip().rstrip("/") or None),
+            web_search_model=env.get("RAG_WEB_SEARCH_MODEL", "").strip(),
+            web_search_api_key=env.get("RAG_WEB_SEARCH_API_KEY", "").strip() or None,
+            web_search_extra_body=_extra_body(env.get("RAG_WEB_SEARCH_EXTRA_BODY", "")),
+            web_search_timeout=float(env.get("RAG_WEB_SEARCH_TIMEOUT", "") or 30.0),
+            routes_file=Path(env["RAG_ROUTES_FILE"]).expanduser() if env.get("RAG_ROUTES_FILE", "").strip() else None,
         )
+
+
+def _extra_body(raw: str) -> str:
+    if not raw.strip():
+        return '{"enable_search": true}'
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({exc.msg} at character {exc.pos}): "
+                         'give an object such as {"enable_search": true}') from None
+    if not isinstance(value, dict):
+        raise ValueError('RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {"enable_search": true}')
+    return raw.strip()
 
 
 def _bm25_parameter(env: Mapping[str, str], name: str, default: float, highest: float) -> float:

@@ -1,9 +1,11 @@
 """Agent mode: a loop over Ollama's tool calling, with one tool budget shared by every tool in a turn.
 
 The model gets the knowledge-base search tool (called in-process) and the tools of the configured MCP
-servers. Modules: loop (Agent, its steps and result), tools (AgentTool, the KB and MCP tools, their
-specs), arguments (checking a call's arguments), budget (ToolBudget and its refusals), availability
-(whether a model can run it). The tool chat itself is rag.llms.ollama.tools.
+servers, and web search through a search-enabled sub-model when configured. Modules: loop (Agent, its
+steps and result), tools (AgentTool, the KB and MCP tools, their specs), websearch (the web_search
+tool), routes (which tools and budget a question gets), arguments (checking a call's arguments),
+budget (ToolBudget and its refusals), availability (whether a model can run it). The tool chat
+itself is rag.llms.ollama.tools.
 """
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from rag.agent.arguments import validate_arguments
 from rag.agent.availability import SUGGESTED_TOOL_MODEL, agent_available
 from rag.agent.budget import DEFAULT_TOOL_BUDGET, HARD_STOP_AFTER_REFUSALS, ToolBudget, refusal_text
 from rag.agent.loop import (
-    DEFAULT_MAX_ROUNDS, DEFAULT_SYSTEM, DEFAULT_TOOL_TIMEOUT, FINAL_INSTRUCTION, STEP_STATUSES, Agent, AgentResult,
-    Step,
+    DEFAULT_MAX_ROUNDS, DEFAULT_SYSTEM, DEFAULT_TOOL_TIMEOUT, FINAL_INSTRUCTION, NO_TOOLS_SYSTEM, STEP_STATUSES, Agent,
+    AgentResult, Step,
 )
 from rag.agent.tools import (
     KB_SOURCE, AgentTool, KnowledgeBaseSearchTool, McpTool, ToolOutput, build_tools, ollama_tool_spec,
@@ -21,7 +23,7 @@ from rag.llms.ollama.tools import OllamaToolChat
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS", "DEFAULT_SYSTEM", "DEFAULT_TOOL_BUDGET", "DEFAULT_TOOL_TIMEOUT", "FINAL_INSTRUCTION",
-    "HARD_STOP_AFTER_REFUSALS", "KB_SOURCE", "STEP_STATUSES", "SUGGESTED_TOOL_MODEL", "Agent", "AgentResult",
+    "HARD_STOP_AFTER_REFUSALS", "KB_SOURCE", "NO_TOOLS_SYSTEM", "STEP_STATUSES", "SUGGESTED_TOOL_MODEL", "Agent", "AgentResult",
     "AgentTool", "KnowledgeBaseSearchTool", "McpTool", "OllamaToolChat", "Step", "ToolBudget", "ToolOutput",
     "agent_available", "build_tools", "ollama_tool_spec", "refusal_text", "validate_arguments",
 ]

@@ -41,6 +41,14 @@ DEFAULT_SYSTEM = (
     "arguments and stop calling tools once you have enough. If the tools find nothing relevant, say so "
     "instead of guessing. Answer in the language of the question."
 )
+NO_TOOLS_SYSTEM = (
+    "You are a friendly assistant. Reply briefly and naturally, in the language of the user; there is "
+    "nothing to look up for this message."
+)
+_WEB_HINT = (
+    "For recent or public facts that the documents do not hold (laws, news, official announcements), "
+    "call web_search and cite each web fact with its site and URL. "
+)
 _SEARCH_HINT = (
     "To answer questions about the user's documents, call search_knowledge_base first and base the "
     "answer on the passages it returns, citing the file name and pages of each fact, e.g. "
@@ -180,7 +188,8 @@ class Agent:
             raise ValueError("the question is empty")
         messages: list[dict[str, Any]] = []
         if self.system:
-            search = _SEARCH_HINT if KnowledgeBaseSearchTool.name in self.tools else ""
+            search = (_SEARCH_HINT if KnowledgeBaseSearchTool.name in self.tools else "") + (
+                _WEB_HINT if "web_search" in self.tools else "")
             messages.append({"role": "system", "content": self.system.format(budget=self.budget, search=search)})
         messages.extend(_history_messages(history))
         messages.append({"role": "user", "content": question})

@@ -1,12 +1,16 @@
-"""Agent turns: the model calls tools (the knowledge base search, MCP servers' tools) within a budget.
+"""Agent turns: the model calls tools (the knowledge base search, web search, MCP servers' tools)
+within the budget of the turn's route.
 
-Started and finished by `rag.generate.engine`; the passages its knowledge base searches returned
-become the turn's sources, numbered in the order found, so the page shows them like a chat's.
+Started and finished by `rag.generate.engine`. The router picks the route (rag.agent.routes): its
+tools are offered and its budget is the turn's. The passages the knowledge base searches returned
+become the turn's sources, numbered in the order found, so the page shows them like a chat's; the
+pages the web searches returned become its web sources.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.errors import RagError
@@ -17,6 +21,8 @@ from rag.llms.types import ChatModel, Message
 
 if TYPE_CHECKING:
     from rag.agent import Step
+    from rag.agent.routes import Route
+    from rag.agent.websearch import WebItem
     from rag.generate.engine import Request
     from rag.settings import Settings
     from rag.store import Hit, Store
@@ -28,6 +34,8 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
                 history: Sequence[Message], warn: Callable[[str], None]) -> Turn | Live:
     """The live agent turn, or the turn with the problem that kept the agent from starting."""
     from rag import agent
+    from rag.agent.routes import pick_route
+    from rag.agent.websearch import WebSearchTool
     from rag.mcp import client as mcp_client
     from rag.mcp.server import KnowledgeBaseTools
 
@@ -39,14 +47,34 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
         warn(f"MCP servers: {exc}")
         manager = None
     try:
-        tools = agent.build_tools(KnowledgeBaseTools(settings, store=store), request.kbs, manager)
-        runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout,
-                                       temperature=request.temperature, num_ctx=request.num_ctx)
+        choice = pick_route(turn.question, agent_routes(settings), request.route)
+        offered = agent.build_tools(KnowledgeBaseTools(settings, store=store), request.kbs, manager)
+        web = WebSearchTool.from_settings(settings)
+        if web is not None:
+            offered.append(web)
+        tools = [t for t in offered if choice.route.offers(t.name)]
+        runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout, budget=choice.route.budget,
+                                       temperature=request.temperature, num_ctx=request.num_ctx,
+                                       system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM)
     except (RagError, ValueError) as exc:
         return dataclasses.replace(turn, problem=f"Agent mode cannot start: {exc}")
+    turn = dataclasses.replace(turn, route=choice.route.name, route_reason=choice.reason,
+                               route_tools=tuple(t.name for t in tools), route_budget=choice.route.budget)
     question = turn.question
     return Live(turn, Runner(lambda stop: runner.events(question, history=history, stop_event=stop),
                              name="chat-agent"))
+
+
+def agent_routes(settings: Settings) -> tuple[Route, ...]:
+    """The routes agent mode chooses from (routes.toml, else the defaults); RagError for a bad file."""
+    from rag.agent.routes import load_routes
+
+    return load_routes(routes_path(settings))
+
+
+def routes_path(settings: Settings) -> Path:
+    """RAG_ROUTES_FILE, else routes.toml in the working folder (the defaults when neither exists)."""
+    return settings.routes_file or Path("routes.toml")
 
 
 def finish_agent(turn: Turn, runner: Runner[Any], lookup: Callable[[str], Hit | None] | None = None) -> Turn:
@@ -57,17 +85,43 @@ def finish_agent(turn: Turn, runner: Runner[Any], lookup: Callable[[str], Hit | 
     steps = tuple(i for i in items if isinstance(i, agent.Step))
     result = next((i for i in items if isinstance(i, agent.AgentResult)), None)
     sources = agent_sources(steps, lookup) if lookup is not None else ()
+    web, warning = web_sources(steps)
     if result is None:
         return dataclasses.replace(turn, steps=steps, sources=sources, error=runner.error,
-                                   stopped=runner.stop_requested)
+                                   stopped=runner.stop_requested, web_sources=web, web_warning=warning)
+    left = result.budget - result.calls_used
     summary = (f"{len(result.steps)} tool call{'' if len(result.steps) == 1 else 's'} · "
-               f"{result.calls_used}/{result.budget} of the budget · {result.rounds} model "
+               f"{result.calls_used}/{result.budget} of the budget ({left} left) · {result.rounds} model "
                f"request{'' if result.rounds == 1 else 's'}")
+    if result.refused:
+        summary += f" · {result.refused} refused"
     return dataclasses.replace(
         turn, answer=result.answer, thinking=result.thinking, steps=result.steps, sources=sources,
         stopped=result.stop_reason == "stopped" or runner.stop_requested, error=runner.error,
-        agent_summary=summary,
+        agent_summary=summary, web_sources=web, web_warning=warning,
     )
+
+
+def web_sources(steps: Sequence[Step]) -> tuple[tuple[WebItem, ...], str]:
+    """The pages the agent's web searches returned (each URL once, in the order found), and a warning
+    when a web search could not be made."""
+    from rag.agent.websearch import WEB_SOURCE, WebItem
+
+    items: list[WebItem] = []
+    seen: set[str] = set()
+    warning = ""
+    for step in steps:
+        if step.source != WEB_SOURCE or not step.data:
+            continue
+        if step.data.get("unavailable"):
+            warning = f"Web search was unavailable ({step.data['unavailable']}): the answer comes from the local knowledge."
+        for found in step.data.get("items") or []:
+            url = str(found.get("url", ""))
+            if url and url not in seen:
+                seen.add(url)
+                items.append(WebItem(url, str(found.get("summary", "")), str(found.get("site", "")),
+                                     str(found.get("date", ""))))
+    return tuple(items), warning
 
 
 def agent_sources(steps: Sequence[Step], lookup: Callable[[str], Hit | None]) -> tuple[Source, ...]:

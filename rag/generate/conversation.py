@@ -23,6 +23,7 @@ from rag.retrieve import DEFAULT_MODE
 
 if TYPE_CHECKING:
     from rag.agent import Step
+    from rag.agent.websearch import WebItem
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,16 @@ class Turn:
     stats: GenerationStats | None = None
     steps: tuple[Step, ...] = ()
     agent_summary: str = ""
+    route: str = ""
+    """The agent's route for this turn ('default', 'chit-chat', ...); empty outside agent mode."""
+    route_reason: str = ""
+    route_tools: tuple[str, ...] = ()
+    """The tools the route offered."""
+    route_budget: int | None = None
+    web_sources: tuple[WebItem, ...] = ()
+    """Web pages the agent's web searches returned, in the order found."""
+    web_warning: str = ""
+    """Why a web search gave nothing to cite (the endpoint failed): one line, no secret."""
     attributed: bool = False
     """The markers were added by `attribute_citations`, not written by the model."""
     looped: bool = False

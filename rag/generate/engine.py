@@ -71,6 +71,8 @@ class Request:
     thinks: bool | None = None
     """Whether the model thinks aloud (its thinking is turned off for the rewrite); None: ask it."""
     agent: bool = False
+    route: str | None = None
+    """Agent mode's route, forced ('default', 'expert', ...); None or 'auto': the router picks."""
 
 
 def window(model: ChatModel, num_ctx: int | None = None) -> int:

@@ -419,3 +419,60 @@ def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, 
                for c in at.caption)
     assert f"chat_page_{turn.id}_1" not in [t.key for t in at.toggle]  # slides have no page image
     assert not at.exception
+
+
+def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the_passages(
+        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from pytest_httpserver import HTTPServer as Server
+
+    search = Server()
+    search.start()
+    try:
+        page_url = "https://www.gov.cn/zhengce/2024-07/01/content_123.htm"
+        search.expect_request("/v1/chat/completions", method="POST").respond_with_json(
+            {"choices": [{"message": {"role": "assistant", "content": json.dumps(
+                [{"summary": "The dividend rules were revised in 2024.", "site": "gov.cn", "url": page_url,
+                  "date": "2024-07-01"}])}}]})
+        monkeypatch.setenv("RAG_MCP_CONFIG", str(tmp_path / "no-mcp-servers.json"))
+        monkeypatch.setenv("RAG_WEB_SEARCH_URL", search.url_for("/v1"))
+        monkeypatch.setenv("RAG_WEB_SEARCH_MODEL", "qwen-plus")
+        monkeypatch.setenv("RAG_WEB_SEARCH_API_KEY", "sk-page-secret")
+        monkeypatch.chdir(tmp_path)  # no routes.toml: the default routes
+        get_settings.cache_clear()
+        expect_show(ollama, ["completion", "tools"])
+        replies = iter([
+            {"role": "assistant", "content": "Hello! Ask me about your reports."},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"function": {"name": "search_knowledge_base", "arguments": {"query": "dividend", "knowledge_base": "fin"}}},
+                {"function": {"name": "web_search", "arguments": {"query": "dividend rules 2024"}}}]},
+            {"role": "assistant", "content": f"The board approved 42 cents (report.pdf, p. 1); the rules changed in 2024 (gov.cn, {page_url})."},
+        ])
+        ollama.expect_request("/api/chat", method="POST").respond_with_handler(
+            lambda request: Response(json.dumps({"model": MODEL, "created_at": CREATED, "message": next(replies),
+                                                 "done": True, "done_reason": "stop"}), content_type="application/json"))
+        at = new_app()
+        at.toggle(key="chat_agent").set_value(True)
+        run(at)
+        assert at.selectbox(key="chat_route").options[:2] == ["auto (greetings get no tools, the rest the default route)",
+                                                             "chit-chat · no tools · budget 0"]
+        ask(at, "Hello!")
+        ask(at, QUESTION)
+        greeting, question = turns(at)
+        assert (greeting.route, greeting.route_tools, greeting.steps) == ("chit-chat", (), ())
+        assert question.route == "default" and question.route_tools == ("search_knowledge_base", "web_search")
+        assert [(s.name, s.status) for s in question.steps] == [("search_knowledge_base", "ok"), ("web_search", "ok")]
+        assert [w.url for w in question.web_sources] == [page_url] and question.sources
+        captions = [c.value for c in at.caption]
+        assert "🧭 Route **chit-chat** (small talk: no tools needed) · no tools · budget 0" in captions
+        assert any(c.startswith("🧭 Route **default** (the default route) · `search_knowledge_base`, `web_search`")
+                   for c in captions)
+        assert any(m.value.startswith(f":violet-badge[web] [gov.cn]({page_url}) · 2024-07-01") for m in at.markdown)
+        first_call = bodies(ollama, "/api/chat")[0]
+        assert "tools" not in first_call  # the greeting got no tools
+        page_text = "\n".join([m.value for m in at.markdown] + captions + [e.label for e in at.expander])
+        assert "sk-page-secret" not in page_text
+        assert not at.exception
+    finally:
+        search.clear()
+        search.stop()
+        get_settings.cache_clear()
