@@ -10,14 +10,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-from rag import agent
+from rag import agent, generate
 from rag.agent.arguments import parse_arguments
+from rag.agent.websearch import WebSearchTool
 from rag.errors import RagError
+from rag.generate.agent_turn import routes_path
 from rag.mcp import client as mcp_client
 from rag.mcp import server as mcp_server
-from ui import resources
+from ui import resources, widgets
 from ui.format import first_line
 
 STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}
@@ -152,12 +155,55 @@ def serve_section() -> None:
         st.code(json.dumps(mcp_server.client_config(), indent=2), language="json")
 
 
+def web_and_routes_section() -> None:
+    """Web search (a search-enabled sub-model) and the routes that hand out the tools and budgets."""
+    settings = resources.settings()
+    st.subheader("Web search and routes")
+    web = WebSearchTool.from_settings(settings)
+    if web is None:
+        st.info("Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible "
+                "endpoint whose model searches the web (Qwen on DashScope, for instance) and restart:\n\n"
+                "`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · "
+                "`RAG_WEB_SEARCH_API_KEY=…` · optional `RAG_WEB_SEARCH_EXTRA_BODY` (JSON merged into the "
+                "request; default `{\"enable_search\": true}`).", icon="🌐")
+    else:
+        key = "set (never shown)" if settings.web_search_api_key else "not set"
+        st.markdown(f"🌐 **Web search is on**: model `{web.model or '(none)'}` at `{web.url}` · extra body "
+                    f"`{json.dumps(web.extra_body, ensure_ascii=False)}` · API key {key}")
+        query = st.text_input("Try a web search", key="web_try_query", placeholder="劳动合同法 2024 修订")
+        if st.button("Search the web", key="web_try", disabled=not query.strip()):
+            with st.spinner("Asking the search model…"):
+                output = web.call({"query": query}, timeout=settings.web_search_timeout)
+            data = output.data or {}
+            if data.get("unavailable"):
+                st.warning(f"Web search is unavailable: {data['unavailable']}.", icon="🌐")
+            elif not data.get("items"):
+                st.info(output.text)
+            for item in data.get("items") or []:
+                st.markdown(f"[{item.get('site') or item['url']}]({item['url']}) {item.get('date', '')}  \n"
+                            f"{item.get('summary', '')}")
+    try:
+        routes = generate.agent_routes(settings)
+    except RagError as exc:
+        st.error(str(exc), icon="⚠️")
+        return
+    path = routes_path(settings)
+    st.caption(f"Routes from `{path}`" if path.exists() else
+               f"The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode "
+               "picks one per question: small talk gets no tools, a route's keyword takes that route, the "
+               "rest the default; the chat's Route picker forces one.")
+    widgets.table("tools_routes", pd.DataFrame(
+        [{"route": r.name, "tools": ", ".join(r.tools) or "none", "budget": r.budget,
+          "keywords": ", ".join(r.keywords), "what for": r.description} for r in routes],
+        columns=["route", "tools", "budget", "keywords", "what for"]), hide_index=True, width="stretch")
+
+
 def main() -> None:
     st.title("🛠️ Tools")
     st.markdown(
-        f"MCP servers from the config run as child processes of the app; in agent mode the chat "
-        f"gives the model their tools and the knowledge-base search, within one budget of "
-        f"{agent.DEFAULT_TOOL_BUDGET} tool calls per turn."
+        "MCP servers from the config run as child processes of the app; in agent mode the chat gives the "
+        "model their tools, the knowledge-base search and web search as the question's route allows, "
+        f"within the route's budget of tool calls per turn ({agent.DEFAULT_TOOL_BUDGET} on the default route)."
     )
     manager = load_manager()
     if manager is not None:
@@ -168,6 +214,7 @@ def main() -> None:
             server_panel(manager, status)
         call_form(manager)
     own_tools_section()
+    web_and_routes_section()
     serve_section()
 
 

@@ -234,3 +234,40 @@ def test_example_arguments_follow_the_schema():
                              "tags": {"type": ["array", "null"]}, "limit": {"type": "integer", "default": 10},
                              "optional": {"type": "string"}}}
     assert mcp_client.example_arguments(schema) == {"path": "", "mode": "fast", "depth": 0, "tags": [], "limit": 10}
+
+
+def test_web_search_is_explained_when_off_tried_when_on_and_the_routes_are_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, httpserver) -> None:  # noqa: ANN001
+    from rag.settings import get_settings
+
+    monkeypatch.setenv(mcp_client.CONFIG_ENV, str(tmp_path / "absent.json"))
+    monkeypatch.chdir(tmp_path)
+    get_settings.cache_clear()
+    try:
+        at = run(AppTest.from_file(PAGE))
+        assert any(i.value.startswith("Web search is off. To give agent mode a `web_search` tool") for i in at.info)
+        routes = at.container(key="tools_routes").dataframe[0].value
+        assert routes["route"].tolist() == ["chit-chat", "default", "expert"]
+        assert routes["budget"].tolist() == [0, 6, 12]
+
+        httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
+            {"choices": [{"message": {"role": "assistant", "content": json.dumps(
+                [{"summary": "Revised in 2024.", "site": "gov.cn", "url": "https://www.gov.cn/a.htm", "date": "2024-07-01"}])}}]})
+        monkeypatch.setenv("RAG_WEB_SEARCH_URL", httpserver.url_for("/v1"))
+        monkeypatch.setenv("RAG_WEB_SEARCH_MODEL", "qwen-plus")
+        monkeypatch.setenv("RAG_WEB_SEARCH_API_KEY", "sk-tools-secret")
+        (tmp_path / "routes.toml").write_text('[routes.default]\ntools = ["web_search"]\nbudget = 2\n', encoding="utf-8")
+        get_settings.cache_clear()
+        at = run(AppTest.from_file(PAGE))
+        shown = "\n".join(m.value for m in at.markdown)
+        assert "**Web search is on**: model `qwen-plus`" in shown and "API key set (never shown)" in shown
+        assert "sk-tools-secret" not in shown
+        assert at.container(key="tools_routes").dataframe[0].value["route"].tolist() == ["default"]
+        at.text_input(key="web_try_query").set_value("劳动合同法 2024")
+        run(at)
+        at.button(key="web_try").click()
+        run(at)
+        assert any(m.value.startswith("[gov.cn](https://www.gov.cn/a.htm) 2024-07-01") for m in at.markdown)
+        assert not at.exception
+    finally:
+        get_settings.cache_clear()
