@@ -65,6 +65,8 @@ def wipe(uri: str) -> None:
         exists = conn.execute("SELECT to_regclass('vector_store') IS NOT NULL").fetchone()[0]
         if exists:
             conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
+        if conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
+            conn.execute("TRUNCATE conversations, messages")
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ from rag.generate.prompt import (
     SYSTEM_PROMPT_EN, SYSTEM_PROMPT_ZH, Source, build_messages, default_system_prompt, format_sources,
     is_default_prompt, number_sources,
 )
+from rag.generate.records import turn_from_record, turn_record
 from rag.generate.rewrite import REWRITE_PROMPT, Rewrite, clean_rewrite, rewrite_messages, rewrite_query
+from rag.generate.saved import conversation_json, conversation_markdown_export, load_conversation, save_turn
 
 __all__ = [
     "ANSWER_RESERVE", "REWRITE_PROMPT", "SYSTEM_PROMPT_EN", "SYSTEM_PROMPT_ZH",
@@ -30,5 +32,6 @@ __all__ = [
     "citation_numbers", "cites_by_itself", "clean_rewrite", "context_budget", "conversation_markdown",
     "default_system_prompt", "export_markdown", "format_sources", "history_from_json", "history_messages",
     "is_default_prompt", "load_history", "marker_spans", "number_sources", "pack_limits", "pack_prompt",
-    "rewrite_messages", "rewrite_query",
+    "rewrite_messages", "rewrite_query", "conversation_json", "conversation_markdown_export", "load_conversation",
+    "save_turn", "turn_from_record", "turn_record",
 ]

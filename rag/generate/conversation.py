@@ -69,6 +69,9 @@ class Turn:
     """The model began repeating itself; the repeats were cut (rag.llms.loops)."""
     left_out: tuple[Source, ...] = ()
     """Passages found but not given to the model (they did not fit its window)."""
+    gone: tuple[int, ...] = ()
+    """Sources (by number) whose chunk is no longer stored: its document was deleted or replaced after
+    this turn (a reopened conversation); the turn keeps the text the answer was written from."""
 
     @property
     def citations(self) -> CitationCheck:

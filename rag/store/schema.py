@@ -11,6 +11,7 @@ from psycopg import sql
 
 from rag.errors import StoreError
 from rag.store.bm25_stats import BM25_SCHEMA
+from rag.store.conversations import CONVERSATIONS_SCHEMA
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 
@@ -77,7 +78,7 @@ DO $$ BEGIN
                 'ON ((metadata->>''knowledge'')) FROM vector_store';
     END IF;
 END $$;
-""" + BM25_SCHEMA
+""" + BM25_SCHEMA + CONVERSATIONS_SCHEMA
 
 
 def dimension_sql(dimension: int) -> sql.Composable:

@@ -29,6 +29,7 @@ from rag.store.embedded import embedded_server_uri
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
 from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
                                mismatch_message)
+from rag.store.conversations import Conversations
 from rag.store.schema import SCHEMA, create_hnsw_index
 
 if TYPE_CHECKING:
@@ -89,6 +90,11 @@ class Store:
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.
             raise StoreError(f"the database refused the operation: {one_line(exc, None)}") from exc
+
+    @property
+    def conversations(self) -> Conversations:
+        """The stored conversations (rag.store.conversations), in this store's database."""
+        return Conversations(self._conn)
 
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:

@@ -1,0 +1,80 @@
+"""Conversations kept in the real PostgreSQL: a turn as a record and back, saved, listed, renamed,
+reopened with its sources (a deleted document's chunk marked gone), exported and deleted."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from rag import generate, ingest
+from rag.agent import Step
+from rag.agent.websearch import WebItem
+from rag.chunking import SPRING_DEFAULT
+from rag.errors import RagError
+from rag.generate import Budget, Turn
+from rag.llms.types import GenerationStats
+from rag.settings import Settings
+from rag.store import Store
+from tests.generate.samples import SOURCES
+
+
+def full_turn() -> Turn:
+    return Turn(
+        id="t1", question="How much did revenue rise?", query="revenue rise 2023", kbs=("fin",),
+        sources=tuple(SOURCES), search_ms=12.5, notes=("history left out",), model="ollama:m",
+        budget=Budget(system=200, sources=120, history=0, question=9, reserve=512, limit=4096, counted_with="cl100k"),
+        answer="Revenue rose eleven percent [1].", stopped=True,
+        stats=GenerationStats(done_reason="stop", total_duration=1.5, eval_count=12, eval_duration=0.8),
+        steps=(Step(1, 1, "web_search", {"query": "x"}, "[]", 0.2, "ok", "web", {"items": []}),),
+        route="default", route_reason="the default route", route_tools=("web_search",), route_budget=6,
+        web_sources=(WebItem("https://www.gov.cn/a.htm", "Revised.", "gov.cn", "2024-07-01"),),
+        left_out=(SOURCES[1],),
+    )
+
+
+def test_a_turn_survives_its_json_record() -> None:
+    turn = full_turn()
+    back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(turn))))
+    assert back == turn
+    assert back.grounding.cited == turn.grounding.cited == (1,)  # the badges check the same text again
+    with pytest.raises(RagError, match="record version 99"):
+        generate.turn_from_record({**generate.turn_record(turn), "version": 99})
+    with pytest.raises(RagError, match="cannot be read"):
+        generate.turn_from_record({"version": 1, "id": "x"})
+
+
+def test_conversations_are_saved_listed_renamed_reopened_and_deleted(store: Store, settings: Settings) -> None:
+    conversations = store.conversations
+    assert conversations.list() == []
+    embedder = ingest.embedder_for_kb(store, settings, "fin")
+    assert ingest.ingest_bytes(store, embedder, b"Revenue rose eleven percent in 2023.", "report.txt", "fin",
+                               SPRING_DEFAULT).ok
+    (chunk,) = store.keyword_search("revenue", ["fin"], top_k=1)
+    live_source = generate.number_sources([chunk])[0]
+    first = dataclasses.replace(full_turn(), sources=(live_source,), left_out=())
+    cid = generate.save_turn(conversations, None, first)
+    second = Turn(id="t2", question="And the dividend?", query="dividend", kbs=("fin", "board"), answer="No idea.",
+                  model="ollama:m")
+    assert generate.save_turn(conversations, cid, second) == cid
+    (info,) = conversations.list()
+    assert (info.title, info.knowledge_bases, info.turns, info.model) == (
+        "How much did revenue rise?", ("fin", "board"), 2, "ollama:m")
+    conversations.rename(cid, "  Revenue   questions ")
+    info, turns = generate.load_conversation(conversations, cid)
+    assert info.title == "Revenue questions" and [t.question for t in turns] == [first.question, second.question]
+    assert turns[0] == first and turns[0].gone == ()
+    # The document is deleted: the reopened turn keeps its text and says the chunk is gone.
+    assert store.delete_document("fin", "report.txt")
+    _, turns = generate.load_conversation(conversations, cid)
+    assert turns[0].gone == (1,) and turns[0].sources[0].hit.content == chunk.content
+    exported = json.loads(generate.conversation_json(info, turns))
+    assert exported["title"] == "Revenue questions" and len(exported["turns"]) == 2
+    assert generate.conversation_markdown_export(info, turns).startswith("# Revenue questions\n")
+    with pytest.raises(RagError, match="the title is empty"):
+        conversations.rename(cid, "   ")
+    with pytest.raises(RagError, match="is not a conversation id"):
+        conversations.get("not-a-uuid")
+    assert conversations.delete(cid) and conversations.list() == [] and not conversations.delete(cid)
+    with pytest.raises(RagError, match="it was deleted"):
+        conversations.append(cid, generate.turn_record(second))
