@@ -136,10 +136,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sampling temperature (default 0.2; 0: the same answer every run)")
     p.add_argument("--rewrite", action=argparse.BooleanOptionalAction, default=True,
                    help="with --history, rewrite a follow-up into a standalone query before searching")
+    p.add_argument("--conversation", metavar="ID", default=None,
+                   help="continue a stored conversation (its turns are the history, the answer is added to it); "
+                        "'new' starts one and prints its id on stderr")
     p.add_argument("--json", action="store_true",
                    help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
                         '"chunk_id", "supported"}], "grounded", "sentences", "model", ...}; on failure '
                         '{"error": "..."} and exit code 2')
+
+    p = sub.add_parser("conversations", help="the stored conversations: list, show, export, delete")
+    conv = p.add_subparsers(dest="conversations_command", required=True)
+    cl = conv.add_parser("list", help="newest first: id, date, turns, knowledge bases, title")
+    cl.add_argument("--json", action="store_true")
+    cs = conv.add_parser("show", help="a conversation's questions and answers with their sources")
+    cs.add_argument("id")
+    ce = conv.add_parser("export", help="a conversation as Markdown (default) or JSON on stdout")
+    ce.add_argument("id")
+    ce.add_argument("--format", choices=("md", "json"), default="md")
+    cd = conv.add_parser("delete", help="delete a conversation and its turns")
+    cd.add_argument("id")
 
     p = sub.add_parser("chunk", help="show how files would be chunked (nothing is stored)")
     p.add_argument("files", nargs="+", metavar="FILE")
@@ -323,13 +338,26 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     if not 0.0 <= args.temperature <= 2.0:
         raise RagError(f"--temperature must be between 0 and 2, got {args.temperature}")
     model = llms.resolve_chat_model(settings, choice)
+    if args.history and args.conversation:
+        raise RagError("give --history or --conversation, not both (a conversation carries its own history)")
     history = load_history(args.history) if args.history else []
     request = engine.Request(kbs=tuple(args.kb), top_k=args.top_k, filter=args.filter, mode=args.mode,
                              rewrite=args.rewrite, temperature=args.temperature)
     with Store.open(settings) as store:
+        conversation = None if args.conversation in (None, "new") else args.conversation
+        if conversation is not None:
+            from rag.generate import history_messages, load_conversation
+
+            _, earlier = load_conversation(store.conversations, conversation)
+            history = history_messages(earlier)
         turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history)
-    if turn.problem or turn.error:
-        raise RagError(turn.problem or turn.error)
+        if turn.problem or turn.error:
+            raise RagError(turn.problem or turn.error)
+        if args.conversation is not None:
+            from rag.generate import save_turn
+
+            saved = save_turn(store.conversations, conversation, turn)
+            print(f"conversation: {saved}", file=err)
     if turn.rewritten:
         print(f"searched for: {turn.query}", file=err)
     for note in turn.notes:
@@ -352,6 +380,45 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         text = one_line(turn.answer[sentence.start:sentence.end], 120)
         why = "its cited source does not support it" if sentence.numbers else "no source supports it"
         print(f"warning: {why}: {text}", file=err)
+    return 0
+
+
+def cmd_conversations(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag import generate
+    from rag.store import Store
+
+    with Store.open(settings) as store:
+        conversations = store.conversations
+        command = args.conversations_command
+        if command == "list":
+            found = conversations.list()
+            if args.json:
+                json.dump([{"id": str(c.id), "title": c.title, "knowledge_bases": list(c.knowledge_bases),
+                            "model": c.model, "turns": c.turns, "created_at": c.created_at.isoformat(),
+                            "updated_at": c.updated_at.isoformat()} for c in found], out, ensure_ascii=False, indent=2)
+                out.write("\n")
+            elif not found:
+                print('no conversations yet: python -m rag ask "..." --kb NAME --conversation new', file=out)
+            for c in found if not args.json else ():
+                print(f"{c.id}\t{c.updated_at:%Y-%m-%d %H:%M}\t{c.turns} turns\t{','.join(c.knowledge_bases) or '-'}"
+                      f"\t{c.title}", file=out)
+            return 0
+        if command == "delete":
+            if not conversations.delete(args.id):
+                raise RagError(f"no conversation {args.id}")
+            print(f"deleted conversation {args.id}", file=out)
+            return 0
+        info, turns = generate.load_conversation(conversations, args.id)
+    if command == "export":
+        out.write(generate.conversation_json(info, turns) + "\n" if args.format == "json"
+                  else generate.conversation_markdown_export(info, turns))
+        return 0
+    print(f"{info.title}  ({info.turns} turns, {','.join(info.knowledge_bases) or '-'}, {info.model or '-'})", file=out)
+    for number, turn in enumerate(turns, 1):
+        print(f"\n{number}. {turn.question}\n{turn.answer or '(no answer)'}", file=out)
+        for source in turn.sources:
+            gone = "  [deleted or replaced since]" if source.n in turn.gone else ""
+            print(f"   {source.label}{gone}", file=out)
     return 0
 
 
@@ -455,7 +522,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
                             answer_model=args.answer)
 
 
-COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
+COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "conversations": cmd_conversations, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
             "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
 
 

@@ -170,3 +170,52 @@ def test_ask_json_prints_json_when_it_fails(tmp_path: Path, cli_env: dict[str, s
     result = json.loads(proc.stdout)
     assert list(result) == ["error"] and result["error"]
     assert proc.stderr.startswith("error: ") and result["error"] in proc.stderr
+
+
+def test_ask_continues_a_stored_conversation_and_conversations_lists_shows_exports_deletes(
+        tmp_path: Path, cli_env: dict[str, str], pg_uri: str, httpserver: HTTPServer) -> None:
+    ingest_report(tmp_path, cli_env, pg_uri)
+    answers = iter(["Revenue rose eleven percent [1].", "A dividend of 42 cents [1]."])
+    seen: list[dict] = []
+
+    def chat_handler(request: Request) -> Response:
+        body = request.get_json()
+        seen.append(body)
+        if "Standalone query:" in body["messages"][-1]["content"]:  # the follow-up's rewrite
+            text = "What dividend did the board approve?"
+        else:
+            text = next(answers)
+        return Response(ndjson({"model": "m", "message": {"role": "assistant", "content": text}, "done": False},
+                               {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True,
+                                "done_reason": "stop"}), content_type="application/x-ndjson")
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat_handler)
+    env = dict(cli_env, OLLAMA_HOST=httpserver.url_for("/").rstrip("/"))
+
+    def rag(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PYTHON, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=240)
+
+    first = rag("ask", "How much did revenue rise?", "--kb", "fin", "--model", "m", "--conversation", "new")
+    assert first.returncode == 0, first.stderr
+    cid = re.search(r"conversation: ([0-9a-f-]{36})", first.stderr).group(1)
+    second = rag("ask", "And the dividend?", "--kb", "fin", "--model", "m", "--conversation", cid, "--json")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["answer"] == "A dividend of 42 cents [1]."
+    asked = [b for b in seen if "Standalone query:" not in b["messages"][-1]["content"]][-1]
+    assert [m["role"] for m in asked["messages"]] == ["system", "user", "assistant", "user"]
+    assert asked["messages"][1]["content"] == "How much did revenue rise?"  # the stored turn is the history
+
+    listed = rag("conversations", "list", "--json")
+    (row,) = json.loads(listed.stdout)
+    assert (row["id"], row["title"], row["turns"], row["knowledge_bases"]) == (cid, "How much did revenue rise?", 2, ["fin"])
+    shown = rag("conversations", "show", cid).stdout
+    assert "1. How much did revenue rise?\nRevenue rose eleven percent [1]." in shown and "[1] report.pdf p" in shown
+    exported = json.loads(rag("conversations", "export", cid, "--format", "json").stdout)
+    assert [t["question"] for t in exported["turns"]] == ["How much did revenue rise?", "And the dividend?"]
+    assert exported["turns"][1]["query"] == "What dividend did the board approve?"
+    assert rag("conversations", "export", cid).stdout.startswith("# How much did revenue rise?\n")
+    bad = rag("conversations", "show", "nope")
+    assert bad.returncode == 2 and "'nope' is not a conversation id" in bad.stderr
+    assert rag("conversations", "delete", cid).stdout.strip() == f"deleted conversation {cid}"
+    assert "no conversations yet" in rag("conversations", "list").stdout
