@@ -57,6 +57,8 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
+CONVERSATION = "chat_conversation"
+"""The id of the stored conversation the turns belong to (None: not saved yet; the first answer creates it)."""
 LOCAL = resources.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
@@ -286,10 +288,91 @@ def _model_section(settings: Settings) -> ModelChoice:
     return picked
 
 
+def _open_conversation(store: Store, conversation_id: str) -> None:
+    live: Live | None = st.session_state.pop(LIVE, None)
+    if live is not None:
+        live.runner.stop()
+    try:
+        info, turns = generate.load_conversation(store.conversations, conversation_id)
+    except RagError as exc:
+        st.session_state["_chat_flash"] = f"The conversation cannot be opened: {exc}"
+        return
+    st.session_state[TURNS] = turns
+    st.session_state[CONVERSATION] = str(info.id)
+    st.session_state["chat_title"] = info.title
+    if info.knowledge_bases:
+        st.session_state["chat_kbs"] = list(info.knowledge_bases)
+
+
+def _delete_conversation(store: Store, conversation_id: str) -> None:
+    try:
+        store.conversations.delete(conversation_id)
+    except RagError as exc:
+        st.session_state["_chat_flash"] = f"The conversation was not deleted: {exc}"
+        return
+    if st.session_state.get(CONVERSATION) == conversation_id:
+        _clear()
+    st.session_state["chat_delete_confirm"] = False
+
+
+def _conversations_section(store: Store | None) -> None:
+    """Past conversations: open one, rename, export or delete the current one, or start a new one."""
+    with st.expander("Conversations", icon="🗂️"):
+        if store is None:
+            st.caption("Conversations are kept in the database, which is not available.")
+            return
+        flash = st.session_state.pop("_chat_flash", None)
+        if flash:
+            st.error(flash, icon="⚠️")
+        st.button("New conversation", key="chat_new", icon="➕", on_click=_clear, width="stretch")
+        try:
+            saved = store.conversations.list()
+        except RagError as exc:
+            widgets.show_error(exc, "Conversations")
+            return
+        by_id = {str(c.id): c for c in saved}
+        current = st.session_state.get(CONVERSATION)
+        if saved:
+            picked = st.selectbox(
+                "Past conversations", list(by_id), index=None, key="chat_pick", placeholder="Open one…",
+                format_func=lambda i: f"{by_id[i].title} · {by_id[i].updated_at:%Y-%m-%d %H:%M} · "
+                                      f"{', '.join(by_id[i].knowledge_bases) or '-'} · {plural(by_id[i].turns, 'turn')}")
+            st.button("Open", key="chat_open", disabled=picked is None or picked == current, icon="📂",
+                      on_click=_open_conversation, args=(store, picked))
+        else:
+            st.caption("None yet: each answer is saved, and a conversation shows here after its first one.")
+        if current not in by_id:
+            return
+        info = by_id[current]
+        st.caption(f"This conversation: {plural(info.turns, 'turn')}, started {info.created_at:%Y-%m-%d %H:%M}.")
+        st.session_state.setdefault("chat_title", info.title)
+        title = st.text_input("Title", key="chat_title")
+        if st.button("Rename", key="chat_rename", disabled=not (title or "").strip() or title == info.title):
+            try:
+                store.conversations.rename(current, title)
+            except RagError as exc:
+                widgets.show_error(exc, "Rename")
+            else:
+                st.rerun()
+        turns = _turns()
+        left, right = st.columns(2)
+        left.download_button("Markdown", data=generate.conversation_markdown_export(info, turns), key="chat_export_md",
+                             file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md", mime="text/markdown",
+                             icon="⬇️", on_click="ignore", width="stretch")
+        right.download_button("JSON", data=generate.conversation_json(info, turns), key="chat_export_json",
+                              file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json", mime="application/json",
+                              icon="⬇️", on_click="ignore", width="stretch")
+        confirm = st.checkbox(f"I understand that '{info.title}' and its {plural(info.turns, 'turn')} will be deleted",
+                              key="chat_delete_confirm")
+        st.button("Delete this conversation", key="chat_delete", disabled=not confirm, icon="🗑️",
+                  on_click=_delete_conversation, args=(store, current))
+
+
 def _controls(store: Store | None, settings: Settings) -> Controls:
     _set_defaults()
     with st.sidebar:
         st.markdown("### Chat")
+        _conversations_section(store)
         kbs = []
         if store is not None:
             try:
@@ -430,6 +513,10 @@ def _source_card(turn: Turn, source: Source) -> None:
             st.caption("Given to the model in part: the sentences that best match the question.")
         with st.container(border=True, height="content"):
             st.markdown(_md(hit.content if whole else source.passage))
+        if source.n in turn.gone:
+            st.warning("This passage's document was deleted or replaced after this answer: the text above is "
+                       "what the answer was written from, kept with the conversation.", icon="🗑️")
+            return
         document_id = meta.get("document_id")
         if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)
                 and render.has_page_images(hit.original_filename)):
@@ -589,11 +676,13 @@ def _answer(turn: Turn) -> None:
         by_n = {s.n: s for s in turn.sources}
         with st.container(horizontal=True, gap="small"):
             for n in check.cited:
-                st.button(by_n[n].label, key=f"chat_cite_{turn.id}_{n}",
-                          on_click=_open_source, args=(turn.id, n), icon="📄" if n in grounding.cited else "❔",
-                          type="tertiary",
-                          help="Open this source and its page" + ("" if n in grounding.cited else
-                                                                  " (it does not support the sentence citing it)"))
+                gone = n in turn.gone
+                st.button(by_n[n].label + (" · deleted since" if gone else ""), key=f"chat_cite_{turn.id}_{n}",
+                          on_click=_open_source, args=(turn.id, n),
+                          icon="🗑️" if gone else "📄" if n in grounding.cited else "❔", type="tertiary",
+                          help=("Its document was deleted or replaced after this answer: the card shows the text "
+                                "the answer was written from" if gone else "Open this source and its page"
+                                + ("" if n in grounding.cited else " (it does not support the sentence citing it)")))
 
 
 def _render_turn(turn: Turn, latest: bool) -> None:
@@ -692,7 +781,20 @@ def _finalize(live: Live) -> Turn:
     if st.session_state.get(LIVE) is live:
         del st.session_state[LIVE]
         _turns().append(final)
+        _save(final)
     return final
+
+
+def _save(turn: Turn) -> None:
+    """Keep the finished turn in the stored conversation (the first one creates it)."""
+    store = widgets.try_store()
+    if store is None or turn.problem:
+        return
+    try:
+        st.session_state[CONVERSATION] = generate.save_turn(store.conversations, st.session_state.get(CONVERSATION),
+                                                            turn)
+    except RagError as exc:
+        st.warning(f"This turn was not saved: {exc}", icon="💾")
 
 
 def _follow_live(live: Live, slot: Any) -> None:
@@ -732,6 +834,7 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
                                busy=st.spinner, warn=lambda text: st.warning(text, icon="🧰"))
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
+            _save(started)
             _render_parts(started)
             _answer(started)
             return
@@ -755,13 +858,16 @@ def _clear() -> None:
             ("chat_sources_", "chat_src_", "chat_page_", "chat_pageno_"))]:
         del st.session_state[key]
     st.session_state[TURNS] = []
+    st.session_state[CONVERSATION] = None
+    st.session_state.pop("chat_title", None)
 
 
 def _toolbar(turns: Sequence[Turn]) -> None:
     if not turns:
         return
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.button("Clear conversation", key="chat_clear", icon="🧹", on_click=_clear)
+        st.button("New conversation", key="chat_clear", icon="🧹", on_click=_clear,
+                  help="Start afresh; this one stays under Conversations in the sidebar.")
         st.download_button("Export as Markdown", data=generate.export_markdown(turns), key="chat_export",
                            file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md", mime="text/markdown",
                            icon="⬇️", on_click="ignore",

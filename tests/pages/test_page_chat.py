@@ -476,3 +476,44 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
         search.clear()
         search.stop()
         get_settings.cache_clear()
+
+
+def test_answers_are_saved_and_a_past_conversation_reopens_with_its_badges(kb: Store, ollama: HTTPServer) -> None:
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent [1]."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    (saved,) = kb.conversations.list()
+    assert saved.title == QUESTION and saved.turns == 1 and saved.knowledge_bases == ("fin",)
+    at.button(key="chat_new").click()
+    run(at)
+    assert turns(at) == [] and at.session_state["chat_conversation"] is None
+
+    # The cited document is replaced meanwhile: its chunks get new ids.
+    kb.delete_document("fin", "report.pdf")
+    at.selectbox(key="chat_pick").set_value(str(saved.id))
+    run(at)
+    at.button(key="chat_open").click()
+    run(at)
+    (reopened,) = turns(at)
+    assert reopened.answer == turn.answer and [s.hit.id for s in reopened.sources] == [s.hit.id for s in turn.sources]
+    assert reopened.gone == tuple(s.n for s in turn.sources)
+    assert "Revenue rose eleven percent :blue-badge[1]." in markdown(at)  # checked against the kept text
+    assert at.button(key=f"chat_cite_{turn.id}_1").label.endswith(" · deleted since")
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    assert any(w.value.startswith("This passage's document was deleted or replaced after this answer")
+               for w in at.warning)
+    at.text_input(key="chat_title").set_value("Revenue, first look")
+    run(at)
+    at.button(key="chat_rename").click()
+    run(at)
+    assert kb.conversations.get(saved.id).title == "Revenue, first look"
+    assert at.button(key="chat_delete").disabled
+    at.checkbox(key="chat_delete_confirm").check()
+    run(at)
+    at.button(key="chat_delete").click()
+    run(at)
+    assert kb.conversations.list() == [] and turns(at) == []
+    assert not at.exception
