@@ -571,7 +571,8 @@ def _budget_bar(budget: Budget | None, model: str) -> None:
     total = budget.used + budget.reserve
     st.progress(min(budget.share, 1.0),
                 text=f"Context: {total:,} of {budget.limit:,} tokens ({budget.share:.0%}) · {model}")
-    st.caption(f"system {budget.system:,} · sources {budget.sources:,} · history {budget.history:,} · "
+    summary = f"summary {budget.summary:,} · " if budget.summary else ""
+    st.caption(f"system {budget.system:,} · sources {budget.sources:,} · {summary}history {budget.history:,} · "
                f"question {budget.question:,} · kept for the answer {budget.reserve:,} "
                f"({_md(budget.counted_with)})")
     if not budget.fits:
@@ -689,6 +690,7 @@ def _render_turn(turn: Turn, latest: bool) -> None:
     with st.chat_message("user"):
         st.markdown(_md(turn.question))
     with st.chat_message("assistant"):
+        _summary_block(turn)
         _sources_panel(turn, expanded=latest)
         _budget_bar(turn.budget, turn.model)
         _answer(turn)
@@ -810,6 +812,7 @@ def _render_live(live: Live) -> None:
     with st.chat_message("user"):
         st.markdown(_md(turn.question))
     with st.chat_message("assistant"):
+        _summary_block(turn)
         _sources_panel(turn, expanded=True)
         _budget_bar(turn.budget, turn.model)
         _follow_live(live, st.empty())
@@ -830,7 +833,8 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
         st.markdown(_md(question))
     with st.chat_message("assistant"):
         started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
-                               history=generate.history_messages(_turns()), model_problem=c.model.problem,
+                               history=generate.history_messages(_turns()), memory=generate.memory_of(_turns()),
+                               model_problem=c.model.problem,
                                busy=st.spinner, warn=lambda text: st.warning(text, icon="🧰"))
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
@@ -844,8 +848,17 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
 
 
 def _render_parts(turn: Turn) -> None:
+    _summary_block(turn)
     _sources_panel(turn, expanded=True)
     _budget_bar(turn.budget, turn.model)
+
+
+def _summary_block(turn: Turn) -> None:
+    """The running summary this turn's prompt carried instead of the oldest exchanges."""
+    if turn.summary:
+        with st.expander(f"🧠 Earlier in this conversation ({plural(turn.summary_covers, 'exchange')}, summarised)",
+                         expanded=False):
+            st.markdown(_md(turn.summary))
 
 
 # -- the page --------------------------------------------------------------------------------------

@@ -346,11 +346,14 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     with Store.open(settings) as store:
         conversation = None if args.conversation in (None, "new") else args.conversation
         if conversation is not None:
-            from rag.generate import history_messages, load_conversation
+            from rag.generate import history_messages, load_conversation, memory_of
 
             _, earlier = load_conversation(store.conversations, conversation)
-            history = history_messages(earlier)
-        turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history)
+            history, memory = history_messages(earlier), memory_of(earlier)
+        else:
+            memory = None
+        turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history,
+                          memory=memory)
         if turn.problem or turn.error:
             raise RagError(turn.problem or turn.error)
         if args.conversation is not None:

@@ -13,8 +13,9 @@ from rag.generate.citations import (
     citation_numbers, cites_by_itself, marker_spans,
 )
 from rag.generate.conversation import (
-    Live, Turn, conversation_markdown, export_markdown, history_from_json, history_messages, load_history,
+    Live, Turn, conversation_markdown, export_markdown, history_from_json, history_messages, load_history, memory_of,
 )
+from rag.generate.memory import Memory, summarize
 from rag.generate.packing import Packed, PackLimits, best_part, pack_limits, pack_prompt
 from rag.generate.prompt import (
     SYSTEM_PROMPT_EN, SYSTEM_PROMPT_ZH, Source, build_messages, default_system_prompt, format_sources,
@@ -33,5 +34,5 @@ __all__ = [
     "default_system_prompt", "export_markdown", "format_sources", "history_from_json", "history_messages",
     "is_default_prompt", "load_history", "marker_spans", "number_sources", "pack_limits", "pack_prompt",
     "rewrite_messages", "rewrite_query", "conversation_json", "conversation_markdown_export", "load_conversation",
-    "save_turn", "turn_from_record", "turn_record",
+    "save_turn", "turn_from_record", "turn_record", "Memory", "memory_of", "summarize",
 ]

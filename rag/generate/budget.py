@@ -30,10 +30,12 @@ class Budget:
     scale: float | None = 1.0
     """The calibration factor of a cl100k estimate (rag.llms.counting.calibrate); None when the
     model's own tokenizer counted."""
+    summary: int = 0
+    """Tokens of the summary of the older turns (rag.generate.memory), counted apart from the history."""
 
     @property
     def used(self) -> int:
-        return self.system + self.sources + self.history + self.question
+        return self.system + self.sources + self.summary + self.history + self.question
 
     @property
     def fits(self) -> bool:
@@ -45,13 +47,15 @@ class Budget:
 
 
 def context_budget(messages: Sequence[Message], sources: Sequence[Source], limit: int,
-                   counter: TokenCounter = CL100K, *, reserve: int = ANSWER_RESERVE) -> Budget:
+                   counter: TokenCounter = CL100K, *, reserve: int = ANSWER_RESERVE, summary: int = 0) -> Budget:
     """Token use per part of a built prompt: the whole as `counter` counts it (template included);
-    the system part is what is left after the sources, the history and the question."""
+    the system part is what is left after the sources, the summary (the first `summary` messages
+    after the system prompt), the history and the question."""
     total = counter.prompt(messages)
     source_tokens = counter.text(format_sources(sources)) if sources else 0
-    history = sum(counter.text(m.content) for m in messages[1:-1])
+    summary_tokens = sum(counter.text(m.content) for m in messages[1:1 + summary])
+    history = sum(counter.text(m.content) for m in messages[1 + summary:-1])
     question = counter.text(messages[-1].content) if len(messages) > 1 else 0
-    return Budget(max(total - source_tokens - history - question, 0), source_tokens, history, question,
-                  reserve, limit, counter.name,
-                  scale=counter.factor if isinstance(counter, Cl100kCounter) else None)
+    return Budget(max(total - source_tokens - summary_tokens - history - question, 0), source_tokens, history,
+                  question, reserve, limit, counter.name,
+                  scale=counter.factor if isinstance(counter, Cl100kCounter) else None, summary=summary_tokens)

@@ -69,6 +69,10 @@ class Turn:
     """The model began repeating itself; the repeats were cut (rag.llms.loops)."""
     left_out: tuple[Source, ...] = ()
     """Passages found but not given to the model (they did not fit its window)."""
+    summary: str = ""
+    """The summary of the older exchanges this turn's prompt carried (rag.generate.memory)."""
+    summary_covers: int = 0
+    """How many of the conversation's first exchanges that summary stands for."""
     gone: tuple[int, ...] = ()
     """Sources (by number) whose chunk is no longer stored: its document was deleted or replaced after
     this turn (a reopened conversation); the turn keeps the text the answer was written from."""
@@ -117,6 +121,16 @@ class Live:
 
     turn: Turn
     runner: Runner[Any]
+
+
+def memory_of(turns: Sequence[Turn]):  # noqa: ANN201 - rag.generate.memory.Memory | None
+    """The running summary the next turn starts from: the latest turn's that has one."""
+    from rag.generate.memory import Memory
+
+    for t in reversed(turns):
+        if t.summary:
+            return Memory(t.summary, t.summary_covers)
+    return None
 
 
 def history_messages(turns: Sequence[Turn]) -> list[Message]:

@@ -22,7 +22,8 @@ from rag.errors import ModelError, RagError
 from rag.generate.agent_turn import finish_agent, start_agent
 from rag.generate.citations import attribute_if_uncited
 from rag.generate.conversation import Live, Turn
-from rag.generate.packing import pack_limits, pack_prompt
+from rag.generate.memory import Memory
+from rag.generate.packing import Packed, exchanges_of, pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
 from rag.generate.rewrite import rewrite_query
 from rag.llms.counting import calibrate, token_counter
@@ -118,12 +119,14 @@ def start(
     store: Store | None,
     settings: Settings,
     history: Sequence[Message] = (),
+    memory: Memory | None = None,
     model_problem: str = "",
     busy: Busy = _quietly,
     warn: Callable[[str], None] = log.warning,
 ) -> Turn | Live:
     """A new turn for `question`: finished already (a problem, nothing to generate) or live.
 
+    `memory` is the running summary of the conversation's first exchanges (`memory_of(turns)`);
     `model_problem` says why there is no model (with what to do); `warn` is told what goes wrong
     on the side (an MCP server that cannot start) without stopping the turn."""
     turn = Turn(id=uuid.uuid4().hex[:8], question=question, query=question, kbs=request.kbs, mode=request.mode,
@@ -144,18 +147,56 @@ def start(
         return dataclasses.replace(turn, notes=tuple(notes))
     limit = request.context or window(model, request.num_ctx)
     try:
-        packed = pack_prompt(question, turn.sources, counter=token_counter(model), limit=limit,
-                             template=request.template, history=history, query=turn.query,
-                             limits=pack_limits(model))
+        packed, memory, folded = _pack_with_memory(question, turn, request, model, limit, history, memory, busy)
     except RagError as exc:
         return dataclasses.replace(turn, problem=str(exc), notes=tuple(notes))
     notes += packed.notes()
+    if folded:
+        notes.append(f"The {folded} oldest exchange{'s were' if folded > 1 else ' was'} folded into the summary "
+                     "of the earlier conversation, so that the prompt fits the model's window.")
+    if memory is not None:
+        turn = dataclasses.replace(turn, summary=memory.summary, summary_covers=memory.covers)
     messages = list(packed.messages)
     options = {"temperature": request.temperature, "num_ctx": request.num_ctx, "think": request.think}
     runner = Runner(lambda stop: guard_loops(model.stream(messages, stop_event=stop, **options)),
                     name="chat-answer")
     return Live(dataclasses.replace(turn, sources=packed.sources, left_out=packed.left_out, budget=packed.budget,
                                     notes=tuple(notes)), runner)
+
+
+def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatModel, limit: int,
+                      history: Sequence[Message], memory: Memory | None, busy: Busy) -> tuple[Packed, Memory | None, int]:
+    """The packed prompt, the memory it carries, and how many exchanges were folded into it now.
+
+    The history after the exchanges `memory` covers is packed with the summary in front; when the
+    oldest of them must be left out, the model folds them into the summary and the prompt is packed
+    again (a failed summary keeps the old one, and those exchanges stay out, as without memory)."""
+    from rag.generate.memory import Memory, language_of, summarize, summary_exchange
+
+    exchanges = exchanges_of(history)
+    covered = min(memory.covers, len(exchanges)) if memory is not None else 0
+    rest = [m for ex in exchanges[covered:] for m in ex]
+    language = language_of([*history, Message("user", question)])
+    counter = token_counter(model)
+
+    def pack(current: Memory | None, recent: list[Message]) -> Packed:
+        return pack_prompt(question, turn.sources, counter=counter, limit=limit, template=request.template,
+                           history=recent, query=turn.query, limits=pack_limits(model),
+                           summary=summary_exchange(current, language))
+
+    packed = pack(memory, rest)
+    if not packed.dropped:
+        return packed, memory, 0
+    left_out = exchanges_of(rest)[:packed.dropped]
+    try:
+        with busy("Summarising the earlier conversation to fit the model's window…"):
+            summary = summarize(model, [m for ex in left_out for m in ex], memory.summary if memory else "",
+                                language=language)
+    except ModelError as exc:
+        log.warning("summarising the conversation failed: %s", exc)
+        return packed, memory, 0
+    memory = Memory(summary, covered + len(left_out))
+    return pack(memory, [m for ex in exchanges_of(rest)[len(left_out):] for m in ex]), memory, len(left_out)
 
 
 def _thinks(model: ChatModel) -> bool:
@@ -207,7 +248,7 @@ def wait(live: Live, poll: float = 0.1) -> Turn:
 
 
 def ask(question: str, request: Request, *, model: ChatModel, store: Store, settings: Settings,
-        history: Sequence[Message] = ()) -> Turn:
+        history: Sequence[Message] = (), memory: Memory | None = None) -> Turn:
     """`start` and `wait`: the finished turn, for callers that print or return it whole."""
-    started = start(question, request, model=model, store=store, settings=settings, history=history)
+    started = start(question, request, model=model, store=store, settings=settings, history=history, memory=memory)
     return started if isinstance(started, Turn) else wait(started)

@@ -135,7 +135,7 @@ def _head(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     return text[:lo]
 
 
-def _exchanges(history: Sequence[Message]) -> list[list[Message]]:
+def exchanges_of(history: Sequence[Message]) -> list[list[Message]]:
     """The history as exchanges (a question and what answered it), oldest first."""
     out: list[list[Message]] = []
     for m in history:
@@ -157,11 +157,14 @@ def pack_prompt(
     query: str | None = None,
     reserve: int = ANSWER_RESERVE,
     limits: PackLimits = PackLimits(),
+    summary: Sequence[Message] = (),
 ) -> Packed:
     """The prompt for `question` that fits `limit` tokens with `reserve` left for the answer.
 
     `query` is what the sources were searched with (the rewritten follow-up), which picks the
-    best part of a source; RagError when the question and the instructions alone do not fit."""
+    best part of a source; RagError when the question and the instructions alone do not fit.
+    `summary` (rag.generate.memory.summary_exchange) stands for the exchanges before `history`: it
+    is always kept, first, and counted apart."""
     query = query or question
     room = limit - reserve
     # Counted with the first source in place: the embedded models' prompts add text only when there
@@ -173,8 +176,10 @@ def pack_prompt(
         raise RagError(f"The question and the instructions take {fixed:,} tokens, more than the model's "
                        f"{limit:,}-token window leaves with {reserve:,} kept for the answer: shorten the question "
                        "or the system prompt, or use a model with a larger window")
-    exchanges = _exchanges(history)
+    exchanges = exchanges_of(history)
     cost = [sum(counter.text(m.content) + MESSAGE_FRAMING for m in ex) for ex in exchanges]
+    summary = list(summary)
+    fixed += sum(counter.text(m.content) + MESSAGE_FRAMING for m in summary)
     newest = len(exchanges) - 1 if exchanges and cost[-1] <= (room - fixed) // 4 else None
     left = room - fixed - (cost[newest] if newest is not None else 0)
     source_room = min(left, limits.source_tokens) if limits.source_tokens else left
@@ -204,9 +209,9 @@ def pack_prompt(
         elif i not in kept:
             break  # keep the history contiguous: nothing older than a left-out exchange
     while True:
-        kept_history = [m for i in sorted(kept) for m in exchanges[i]]
+        kept_history = summary + [m for i in sorted(kept) for m in exchanges[i]]
         messages = build_messages(question, packed, system_template=template, history=kept_history)
-        budget = context_budget(messages, packed, limit, counter, reserve=reserve)
+        budget = context_budget(messages, packed, limit, counter, reserve=reserve, summary=len(summary))
         if budget.fits:
             break
         # Counted part by part, a prompt can come out a few tokens over (tokens merge across the

@@ -22,7 +22,7 @@ from rag.store.records import Hit
 VERSION = 1
 _PLAIN = ("id", "question", "query", "mode", "search_ms", "problem", "model", "agent", "answer", "thinking",
           "stopped", "error", "agent_summary", "route", "route_reason", "route_budget", "web_warning", "attributed",
-          "looped")
+          "looped", "summary", "summary_covers")
 
 
 def _hit(hit: Hit) -> dict[str, Any]:
