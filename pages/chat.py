@@ -57,8 +57,8 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
+# The id of the stored conversation the turns belong to (None: not saved yet; the first answer creates it).
 CONVERSATION = "chat_conversation"
-"""The id of the stored conversation the turns belong to (None: not saved yet; the first answer creates it)."""
 LOCAL = resources.LOCAL
 # (Comments, not docstrings, at the top level: Streamlit's magic would print a bare string.)
 POLL_SECONDS = 0.1  # how often a run following a generation looks for new text (and for Stop)
@@ -355,13 +355,14 @@ def _conversations_section(store: Store | None) -> None:
             else:
                 st.rerun()
         turns = _turns()
-        left, right = st.columns(2)
-        left.download_button("Markdown", data=generate.conversation_markdown_export(info, turns), key="chat_export_md",
-                             file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md", mime="text/markdown",
-                             icon="⬇️", on_click="ignore", width="stretch")
-        right.download_button("JSON", data=generate.conversation_json(info, turns), key="chat_export_json",
-                              file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json", mime="application/json",
-                              icon="⬇️", on_click="ignore", width="stretch")
+        st.download_button("Export as Markdown", data=generate.conversation_markdown_export(info, turns),
+                           key="chat_export_md", file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
+                           mime="text/markdown", icon="⬇️", on_click="ignore", width="stretch")
+        st.download_button("Export as JSON", data=generate.conversation_json(info, turns), key="chat_export_json",
+                           file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json", mime="application/json",
+                           icon="⬇️", on_click="ignore", width="stretch",
+                           help="Every turn's record: question, query, route, sources with chunk ids and ranks, "
+                                "answer, model, timings")
         confirm = st.checkbox(f"I understand that '{info.title}' and its {plural(info.turns, 'turn')} will be deleted",
                               key="chat_delete_confirm")
         st.button("Delete this conversation", key="chat_delete", disabled=not confirm, icon="🗑️",

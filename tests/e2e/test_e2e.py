@@ -405,3 +405,48 @@ def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noq
     assert "3 stored" in page.locator("body").inner_text()
     assert errors == []
     context.close()
+
+
+def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(  # noqa: ANN001
+        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+    """Issue 16: a conversation saved by one app process is listed by a new one (a restart), reopens
+    with its answer, badges and sources, and its citation opens the cited page."""
+    from rag import generate, ingest, retrieve
+    from rag.chunking import SPRING_DEFAULT
+    from rag.settings import Settings
+    from rag.store import Store
+
+    wipe(pg_uri)
+    settings = Settings.from_env(app_env)
+    with Store(pg_uri) as store:
+        embedder = retrieve.embedder_named("local:e5", settings)
+        report = make_pdf(["Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions."])
+        assert ingest.ingest_bytes(store, embedder, report, "quarterly-report.pdf", "e2e-memory", SPRING_DEFAULT).ok
+        hits = retrieve.search(store, settings, "How much did revenue grow?", ["e2e-memory"], top_k=3)
+        turn = generate.Turn(id="saved1", question="How much did revenue grow?", query="How much did revenue grow?",
+                             kbs=("e2e-memory",), sources=tuple(generate.number_sources(hits)),
+                             answer="Revenue grew by twelve percent in 2023 [1].", model="local:qwen2.5-coder-1.5b")
+        generate.save_turn(store.conversations, None, turn)
+    with running_app(app_env, tmp_path / "streamlit.log") as url:
+        context = chromium.new_context(viewport={"width": 1440, "height": 1600})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{url}/chat", wait_until="networkidle")
+        page.locator('[data-testid="stChatInputTextArea"]').wait_for(timeout=120_000)
+        wait_idle(page)
+        page.get_by_text("Conversations", exact=True).first.click()
+        wait_idle(page)
+        choose(page, "Past conversations", "How much did revenue grow?")
+        page.locator(".st-key-chat_open button").click()  # (the selectbox has an "Open" toggle too)
+        wait_idle(page)
+        citation = page.get_by_role("button", name=re.compile(r"\[1\] quarterly-report\.pdf"))
+        citation.first.wait_for(timeout=60_000)
+        answer = page.locator('[data-testid="stChatMessage"]').filter(has_text="Revenue grew by twelve percent in 2023")
+        expect(answer.first).to_be_visible()
+        citation.first.click()
+        page.get_by_text(re.compile(r"quarterly-report\.pdf, page 1")).first.wait_for(timeout=120_000)
+        wait_idle(page)
+        shot(page, "chat-reopened")
+        context.close()
+    assert errors == []
