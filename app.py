@@ -12,24 +12,25 @@ from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError
 from ui import resources
+from ui.i18n import _, language_switch
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
 
 # Each URL path is the page's file name (chunk-lab too): ui/routing.py relies on it.
-UPLOAD = st.Page("pages/upload.py", title="Upload & preview", icon="📄", url_path="upload")
+UPLOAD = st.Page("pages/upload.py", title=_("Upload & preview"), icon="📄", url_path="upload")
 PAGES = [
     UPLOAD,
-    st.Page("pages/chunk-lab.py", title="Chunk Lab", icon="🧩", url_path="chunk-lab"),
-    st.Page("pages/chat.py", title="Chat", icon="💬", url_path="chat"),
-    st.Page("pages/gpu.py", title="GPU monitor", icon="🖥️", url_path="gpu"),
-    st.Page("pages/tools.py", title="Tools", icon="🛠️", url_path="tools"),
+    st.Page("pages/chunk-lab.py", title=_("Chunk Lab"), icon="🧩", url_path="chunk-lab"),
+    st.Page("pages/chat.py", title=_("Chat"), icon="💬", url_path="chat"),
+    st.Page("pages/gpu.py", title=_("GPU monitor"), icon="🖥️", url_path="gpu"),
+    st.Page("pages/tools.py", title=_("Tools"), icon="🛠️", url_path="tools"),
 ]
 
 
 def home() -> None:
     """The root URL. Streamlit serves its default page at the root only, so the default is this
     hidden page, and the Upload page keeps a path of its own (/upload) like every other page."""
-    st.switch_page(UPLOAD)
+    st.switch_page(UPLOAD, query_params=st.query_params.to_dict())  # ?lang= kept
 
 
 HOME = st.Page(home, title="Home", url_path="home", default=True, visibility="hidden")
@@ -55,11 +56,12 @@ def sidebar() -> None:
     except RagError as exc:
         checks.append(rag_status.Check("Embedder", False, str(exc), "set RAG_EMBEDDER=local to work offline"))
     checks.append(rag_status.gpu_check(resources.gpu_presence()))
+    language_switch()
     with st.sidebar:
-        st.markdown("### Status")
+        st.markdown("### " + _("Status"))
         for check in checks:
             icon = "🟢" if check.ok else "🟠"
-            st.markdown(f"{icon} **{check.name}**: {check.summary}")
+            st.markdown(f"{icon} **{_(check.name)}**: {check.summary}")
             if check.fix:
                 st.caption(f"↳ {check.fix}")
 

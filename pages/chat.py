@@ -39,7 +39,7 @@ import streamlit as st
 
 from ui import resources, widgets
 from ui.format import md as _md
-from ui.format import plural
+from ui.i18n import _, count
 from rag import agent, generate, documents, llms, retrieve
 from rag.agent import routes as route_names
 from rag.retrieve import filters
@@ -74,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
     "chat_agent": False,
     "chat_system_prompt": generate.SYSTEM_PROMPT_EN,
 }
-MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}
+MODE_LABELS = {"vector": "Vector", "keyword": "Keyword", "hybrid": "Hybrid"}  # translated where shown
 
 
 # -- small formatting helpers --------------------------------------------------------------------
@@ -86,11 +86,11 @@ BADGES = {
     "unknown": ":red-badge[⚠ {n}]",
 }
 NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
-UNSUPPORTED_FLAG = ":orange-badge[⚠ no source]"
+UNSUPPORTED_FLAG = ":orange-badge[⚠ {no_source}]"
 BADGE_LEGEND = ("Blue [n]: the cited source holds the sentence's words (checked word by word, not its "
                 "meaning) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited "
                 "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
-                "words · red ⚠ n: no such source.")
+                "words · red ⚠ n: no such source.")  # shown as _(BADGE_LEGEND)
 
 
 def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
@@ -98,7 +98,7 @@ def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
     def badge(n: int, kind: str) -> str:
         return BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
 
-    return generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG).replace("$", "\\$")  # a price is not LaTeX
+    return generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG.format(no_source=_("no source"))).replace("$", "\\$")  # a price is not LaTeX
 
 
 # -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
@@ -127,7 +127,7 @@ def _ollama_context(host: str, model: str) -> tuple[int, str]:
         return llms.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
 
 
-@st.cache_resource(max_entries=8, show_spinner="Opening the document…")
+@st.cache_resource(max_entries=8, show_spinner="…")
 def _document(document_id: str, filename: str) -> tuple[bytes, documents.Document] | None:
     data = resources.store().document_bytes(uuid.UUID(document_id))
     if data is None:
@@ -135,7 +135,7 @@ def _document(document_id: str, filename: str) -> tuple[bytes, documents.Documen
     return data, documents.load_bytes(data, filename)
 
 
-@st.cache_data(max_entries=64, show_spinner="Rendering the page…")
+@st.cache_data(max_entries=64, show_spinner="…")
 def _page_png(document_id: str, filename: str, page: int, index: int, start: int, end: int,
               pages: tuple[int, ...]) -> tuple[bytes, int] | None:
     """The page as PNG with the passage boxed, and how many lines were boxed; None if the
@@ -225,9 +225,9 @@ def _pick_model(settings: Settings) -> ModelChoice:
     def label(choice: str) -> str:
         return choice_label(choice, pulled, local_ok)
 
-    raw = st.selectbox("Model", options, key="chat_model", format_func=label, accept_new_options=True,
-                       help="Ollama's chat models and the embedded one. Type another Ollama model's "
-                            "name to pull it.")
+    raw = st.selectbox(_("Model"), options, key="chat_model", format_func=label, accept_new_options=True,
+                       help=_("Ollama's chat models and the embedded one. Type another Ollama model's "
+                              "name to pull it."))
     choice = normalise_choice(str(raw or default))
     if choice == LOCAL:
         if not local_ok:
@@ -246,7 +246,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
 
 
 def _pull(settings: Settings, name: str) -> bool:
-    bar = st.progress(0.0, text=f"Pulling {name}…")
+    bar = st.progress(0.0, text=_("Pulling {name}…", name=name))
     shown = {"fraction": 0.0}
 
     def progress(status: str, completed: int | None, total: int | None) -> None:
@@ -258,9 +258,9 @@ def _pull(settings: Settings, name: str) -> bool:
     try:
         llms.pull_model(settings.ollama_host, name, progress)
     except ModelError as exc:
-        widgets.show_error(exc, "Pull")
+        widgets.show_error(exc, _("Pull"))
         return False
-    bar.progress(1.0, text=f"Pulled {name}")
+    bar.progress(1.0, text=_("Pulled {name}", name=name))
     _ollama_chat_models.clear()
     return True
 
@@ -272,19 +272,20 @@ def _model_section(settings: Settings) -> ModelChoice:
         context, note = picked.context, picked.context_note
         if isinstance(picked.model, llms.OllamaChatModel):
             if num_ctx:
-                context, note = num_ctx, "num_ctx set below"
+                context, note = num_ctx, _("num_ctx set below")
             else:
                 context, note = _ollama_context(settings.ollama_host, picked.model.model)
         picked = dataclasses.replace(picked, context=context, context_note=note)
-        st.caption(f"In use: **{_md(picked.model.name)}** · context window {context:,} tokens ({note})")
+        st.caption(_("In use: **{model}** · context window {tokens} tokens ({note})",
+                     model=_md(picked.model.name), tokens=f"{context:,}", note=note))
     elif picked.pull:
         st.warning(picked.problem, icon="📦")
-        if st.button(f"Pull {picked.pull}", key="chat_pull", icon="⬇️",
-                     help="Download the model into Ollama (POST /api/pull); this can take minutes."):
+        if st.button(_("Pull {name}", name=picked.pull), key="chat_pull", icon="⬇️",
+                     help=_("Download the model into Ollama (POST /api/pull); this can take minutes.")):
             if _pull(settings, picked.pull):
                 st.rerun()  # the model is listed now: it is in use
     else:
-        st.error(f"No model in use. {picked.problem}", icon="🚫")
+        st.error(_("No model in use.") + f" {picked.problem}", icon="🚫")
     return picked
 
 
@@ -295,7 +296,7 @@ def _open_conversation(store: Store, conversation_id: str) -> None:
     try:
         info, turns = generate.load_conversation(store.conversations, conversation_id)
     except RagError as exc:
-        st.session_state["_chat_flash"] = f"The conversation cannot be opened: {exc}"
+        st.session_state["_chat_flash"] = _("The conversation cannot be opened: {error}", error=exc)
         return
     st.session_state[TURNS] = turns
     st.session_state[CONVERSATION] = str(info.id)
@@ -308,7 +309,7 @@ def _delete_conversation(store: Store, conversation_id: str) -> None:
     try:
         store.conversations.delete(conversation_id)
     except RagError as exc:
-        st.session_state["_chat_flash"] = f"The conversation was not deleted: {exc}"
+        st.session_state["_chat_flash"] = _("The conversation was not deleted: {error}", error=exc)
         return
     if st.session_state.get(CONVERSATION) == conversation_id:
         _clear()
@@ -317,141 +318,144 @@ def _delete_conversation(store: Store, conversation_id: str) -> None:
 
 def _conversations_section(store: Store | None) -> None:
     """Past conversations: open one, rename, export or delete the current one, or start a new one."""
-    with st.expander("Conversations", icon="🗂️"):
+    with st.expander(_("Conversations"), icon="🗂️"):
         if store is None:
-            st.caption("Conversations are kept in the database, which is not available.")
+            st.caption(_("Conversations are kept in the database, which is not available."))
             return
         flash = st.session_state.pop("_chat_flash", None)
         if flash:
             st.error(flash, icon="⚠️")
-        st.button("New conversation", key="chat_new", icon="➕", on_click=_clear, width="stretch")
+        st.button(_("New conversation"), key="chat_new", icon="➕", on_click=_clear, width="stretch")
         try:
             saved = store.conversations.list()
         except RagError as exc:
-            widgets.show_error(exc, "Conversations")
+            widgets.show_error(exc, _("Conversations"))
             return
         by_id = {str(c.id): c for c in saved}
         current = st.session_state.get(CONVERSATION)
         if saved:
             picked = st.selectbox(
-                "Past conversations", list(by_id), index=None, key="chat_pick", placeholder="Open one…",
-                format_func=lambda i: f"{by_id[i].title} · {by_id[i].updated_at:%Y-%m-%d %H:%M} · "
-                                      f"{', '.join(by_id[i].knowledge_bases) or '-'} · {plural(by_id[i].turns, 'turn')}")
-            st.button("Open", key="chat_open", disabled=picked is None or picked == current, icon="📂",
+                _("Past conversations"), list(by_id), index=None, key="chat_pick", placeholder=_("Open one…"),
+                format_func={i: f"{c.title} · {c.updated_at:%Y-%m-%d %H:%M} · {', '.join(c.knowledge_bases) or '-'} · "
+                                f"{count(c.turns, 'turn')}" for i, c in by_id.items()}.get)
+            st.button(_("Open"), key="chat_open", disabled=picked is None or picked == current, icon="📂",
                       on_click=_open_conversation, args=(store, picked))
         else:
-            st.caption("None yet: each answer is saved, and a conversation shows here after its first one.")
+            st.caption(_("None yet: each answer is saved, and a conversation shows here after its first one."))
         if current not in by_id:
             return
         info = by_id[current]
-        st.caption(f"This conversation: {plural(info.turns, 'turn')}, started {info.created_at:%Y-%m-%d %H:%M}.")
+        st.caption(_("This conversation: {turns}, started {date}.", turns=count(info.turns, "turn"),
+                     date=f"{info.created_at:%Y-%m-%d %H:%M}"))
         st.session_state.setdefault("chat_title", info.title)
-        title = st.text_input("Title", key="chat_title")
-        if st.button("Rename", key="chat_rename", disabled=not (title or "").strip() or title == info.title):
+        title = st.text_input(_("Title"), key="chat_title")
+        if st.button(_("Rename"), key="chat_rename", disabled=not (title or "").strip() or title == info.title):
             try:
                 store.conversations.rename(current, title)
             except RagError as exc:
-                widgets.show_error(exc, "Rename")
+                widgets.show_error(exc, _("Rename"))
             else:
                 st.rerun()
         turns = _turns()
-        st.download_button("Export as Markdown", data=generate.conversation_markdown_export(info, turns),
+        st.download_button(_("Export as Markdown"), data=generate.conversation_markdown_export(info, turns),
                            key="chat_export_md", file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
                            mime="text/markdown", icon="⬇️", on_click="ignore", width="stretch")
-        st.download_button("Export as JSON", data=generate.conversation_json(info, turns), key="chat_export_json",
+        st.download_button(_("Export as JSON"), data=generate.conversation_json(info, turns), key="chat_export_json",
                            file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json", mime="application/json",
                            icon="⬇️", on_click="ignore", width="stretch",
-                           help="Every turn's record: question, query, route, sources with chunk ids and ranks, "
-                                "answer, model, timings")
-        confirm = st.checkbox(f"I understand that '{info.title}' and its {plural(info.turns, 'turn')} will be deleted",
+                           help=_("Every turn's record: question, query, route, sources with chunk ids and ranks, "
+                                  "answer, model, timings"))
+        confirm = st.checkbox(_("I understand that '{title}' and its {turns} will be deleted", title=info.title,
+                                turns=count(info.turns, "turn")),
                               key="chat_delete_confirm")
-        st.button("Delete this conversation", key="chat_delete", disabled=not confirm, icon="🗑️",
+        st.button(_("Delete this conversation"), key="chat_delete", disabled=not confirm, icon="🗑️",
                   on_click=_delete_conversation, args=(store, current))
 
 
 def _controls(store: Store | None, settings: Settings) -> Controls:
     _set_defaults()
     with st.sidebar:
-        st.markdown("### Chat")
+        st.markdown("### " + _("Chat"))
         _conversations_section(store)
         kbs = []
         if store is not None:
             try:
                 kbs = store.list_knowledge_bases()
             except RagError as exc:
-                widgets.show_error(exc, "Knowledge bases")
+                widgets.show_error(exc, _("Knowledge bases"))
         by_name = {kb.name: kb for kb in kbs}
         kept = [n for n in st.session_state.get("chat_kbs") or [] if n in by_name]
         st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
         chosen = st.multiselect(
-            "Knowledge bases", list(by_name), key="chat_kbs", placeholder="Choose knowledge bases",
-            format_func=lambda n: f"{n} · {plural(by_name[n].documents, 'doc')}" if n in by_name else n,
-            help="The `knowledge` tags to search; each is searched with the embedder it was built with.")
+            _("Knowledge bases"), list(by_name), key="chat_kbs", placeholder=_("Choose knowledge bases"),
+            format_func=lambda n, docs={n: count(kb.documents, "doc") for n, kb in by_name.items()}: (
+                f"{n} · {docs[n]}" if n in docs else n),
+            help=_("The `knowledge` tags to search; each is searched with the embedder it was built with."))
         if not by_name:
-            st.caption("No knowledge bases yet: ingest documents on the Upload page first.")
+            st.caption(_("No knowledge bases yet: ingest documents on the Upload page first."))
 
         model = _model_section(settings)
         if model.model is not None:
             ok, reason = _agent_ok(settings.ollama_host, model.model.name)
         else:
-            ok, reason = False, "Agent mode needs a model with tool calling."
+            ok, reason = False, _("Agent mode needs a model with tool calling.")
         if not ok:
             st.session_state["chat_agent"] = False
-        use_agent = st.toggle("Agent mode (tools)", key="chat_agent", disabled=not ok, help=reason)
+        use_agent = st.toggle(_("Agent mode (tools)"), key="chat_agent", disabled=not ok, help=reason)
         route = _route_picker(settings, use_agent)
 
-        with st.expander("Retrieval", expanded=True, icon="🔎"):
-            mode = st.radio("Search mode", retrieve.MODES, key="chat_mode", horizontal=True,
-                            format_func=MODE_LABELS.get, disabled=use_agent,
-                            help="Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
-                                 "too). Hybrid: both, fused by reciprocal rank.")
+        with st.expander(_("Retrieval"), expanded=True, icon="🔎"):
+            mode = st.radio(_("Search mode"), retrieve.MODES, key="chat_mode", horizontal=True,
+                            format_func={m: _(label) for m, label in MODE_LABELS.items()}.get, disabled=use_agent,
+                            help=_("Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
+                                   "too). Hybrid: both, fused by reciprocal rank."))
             top_k = st.number_input("Top-k", 1, 50, key="chat_top_k", disabled=use_agent,
-                                    help="How many passages are searched for. As many as fit the model's window go into "
-                                         "the prompt, best first (the last one in part); the rest are "
-                                         "listed as left out.")
-            min_score = st.slider("Minimum similarity", 0.0, 1.0, step=0.05, key="chat_min_score",
+                                    help=_("How many passages are searched for. As many as fit the model's window go "
+                                           "into the prompt, best first (the last one in part); the rest are "
+                                           "listed as left out."))
+            min_score = st.slider(_("Minimum similarity"), 0.0, 1.0, step=0.05, key="chat_min_score",
                                   disabled=use_agent,
-                                  help="Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
-                                       "minimum. Keyword hits are kept on their own merit.")
+                                  help=_("Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
+                                         "minimum. Keyword hits are kept on their own merit."))
             expression = st.text_input(
-                "Filter", key="chat_filter", disabled=use_agent,
+                _("Filter"), key="chat_filter", disabled=use_agent,
                 placeholder="original_filename == 'report.pdf' && page >= 3",
-                help="Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, "
-                     "&&, ||, NOT, parentheses.")
+                help=_("Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, "
+                       "&&, ||, NOT, parentheses."))
             if expression.strip():
                 try:
                     filters.to_sql(expression)
                 except RagError as exc:
-                    widgets.show_error(exc, "Filter")
-            rewrite = st.toggle("Rewrite follow-up questions", key="chat_rewrite",
-                                help="Before searching, the model turns a follow-up ('and in 2023?') into "
-                                     "a standalone query; the query searched is shown with the answer.")
+                    widgets.show_error(exc, _("Filter"))
+            rewrite = st.toggle(_("Rewrite follow-up questions"), key="chat_rewrite",
+                                help=_("Before searching, the model turns a follow-up ('and in 2023?') into "
+                                       "a standalone query; the query searched is shown with the answer."))
 
-        with st.expander("Generation", icon="🎛️"):
-            temperature = st.slider("Temperature", 0.0, 1.5, step=0.05, key="chat_temperature")
-            think = st.toggle("Think (reasoning models)", key="chat_think", disabled=not model.thinks,
-                              help="Reasoning models such as deepseek-r1 or qwen3 think before answering; "
-                                   "the thinking is shown in a collapsed block." if model.thinks else
-                              "The model in use does not think aloud.")
+        with st.expander(_("Generation"), icon="🎛️"):
+            temperature = st.slider(_("Temperature"), 0.0, 1.5, step=0.05, key="chat_temperature")
+            think = st.toggle(_("Think (reasoning models)"), key="chat_think", disabled=not model.thinks,
+                              help=_("Reasoning models such as deepseek-r1 or qwen3 think before answering; "
+                                     "the thinking is shown in a collapsed block.") if model.thinks else
+                              _("The model in use does not think aloud."))
             is_ollama = isinstance(model.model, llms.OllamaChatModel) or model.choice.startswith("ollama:")
-            num_ctx = st.number_input("Context window (num_ctx)", 0, 1_048_576, step=1024, key="chat_num_ctx",
+            num_ctx = st.number_input(_("Context window (num_ctx)"), 0, 1_048_576, step=1024, key="chat_num_ctx",
                                       disabled=not is_ollama,
-                                      help="Tokens Ollama loads the model with; 0 keeps the model's own "
-                                           "setting. A larger window needs more memory.")
+                                      help=_("Tokens Ollama loads the model with; 0 keeps the model's own "
+                                             "setting. A larger window needs more memory."))
 
-        with st.expander("System prompt", icon="📝"):
-            st.text_area("System prompt", key="chat_system_prompt", height=220, label_visibility="collapsed",
-                         help="`{sources}` is replaced by the numbered sources (they are appended when it "
-                              "is missing).")
+        with st.expander(_("System prompt"), icon="📝"):
+            st.text_area(_("System prompt"), key="chat_system_prompt", height=220, label_visibility="collapsed",
+                         help=_("`{sources}` is replaced by the numbered sources (they are appended when it "
+                                "is missing)."))
             c1, c2 = st.columns(2)
-            c1.button("English default", key="chat_prompt_en", on_click=_reset_prompt,
+            c1.button(_("English default"), key="chat_prompt_en", on_click=_reset_prompt,
                       args=(generate.SYSTEM_PROMPT_EN,), width="stretch")
-            c2.button("中文默认", key="chat_prompt_zh", on_click=_reset_prompt, args=(generate.SYSTEM_PROMPT_ZH,),
+            c2.button(_("Chinese default"), key="chat_prompt_zh", on_click=_reset_prompt, args=(generate.SYSTEM_PROMPT_ZH,),
                       width="stretch")
             text = st.session_state["chat_system_prompt"]
             edited = not generate.is_default_prompt(text)
-            st.caption("Edited: used as is." if edited else
-                       "A default: the English or Chinese one is used to match the question's language.")
+            st.caption(_("Edited: used as is.") if edited else
+                       _("A default: the English or Chinese one is used to match the question's language."))
 
     return Controls(
         kbs=tuple(chosen), top_k=int(top_k), min_score=float(min_score) or None,
@@ -467,18 +471,20 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
     try:
         routes = generate.agent_routes(settings)
     except RagError as exc:
-        widgets.show_error(exc, "Routes")
+        widgets.show_error(exc, _("Routes"))
         return None
     names = [route_names.AUTO, *(r.name for r in routes)]
     if st.session_state.get("chat_route") not in names:
         st.session_state["chat_route"] = route_names.AUTO
-    described = {r.name: f"{r.name} · {', '.join(r.tools) or 'no tools'} · budget {r.budget}" for r in routes}
+    # Labels made now, in this run's language: a format_func may be called outside the script run.
+    described = {r.name: _("{name} · {tools} · budget {budget}", name=r.name, tools=", ".join(r.tools) or _("no tools"),
+                           budget=r.budget) for r in routes}
+    described[route_names.AUTO] = _("auto (greetings get no tools, the rest the default route)")
     chosen = st.selectbox(
-        "Route", names, key="chat_route", disabled=not use_agent,
-        format_func=lambda n: "auto (greetings get no tools, the rest the default route)" if n == route_names.AUTO
-        else described.get(n, n),
-        help="Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the "
-             "Tools page).")
+        _("Route"), names, key="chat_route", disabled=not use_agent,
+        format_func=described.get,
+        help=_("Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the "
+               "Tools page)."))
     return None if chosen == route_names.AUTO else str(chosen)
 
 
@@ -505,64 +511,65 @@ def _source_card(turn: Turn, source: Source) -> None:
     label = f"{source.label} · {hit.ranking}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
         where = f" · {_md(hit.location)}" if meta.get("location") else ""
-        scanned = (f" · read by OCR (confidence {meta['ocr_confidence']:.0f}%)"
+        scanned = (_(" · read by OCR (confidence {confidence}%)", confidence=f"{meta['ocr_confidence']:.0f}")
                    if meta.get("ocr") and isinstance(meta.get("ocr_confidence"), (int, float)) else "")
-        st.caption(f"knowledge base **{_md(hit.knowledge)}** · chunk {meta.get('chunk_index', '?')}{where}{scanned}")
-        whole = source.text is None or st.toggle("Show the whole chunk", key=f"chat_whole_{turn.id}_{source.n}",
-                                                 help="The model was given the part shown (it fits its window)")
+        st.caption(_("knowledge base **{kb}** · chunk {chunk}", kb=_md(hit.knowledge), chunk=meta.get("chunk_index", "?"))
+                   + f"{where}{scanned}")
+        whole = source.text is None or st.toggle(_("Show the whole chunk"), key=f"chat_whole_{turn.id}_{source.n}",
+                                                 help=_("The model was given the part shown (it fits its window)"))
         if not whole:
-            st.caption("Given to the model in part: the sentences that best match the question.")
+            st.caption(_("Given to the model in part: the sentences that best match the question."))
         with st.container(border=True, height="content"):
             st.markdown(_md(hit.content if whole else source.passage))
         if source.n in turn.gone:
-            st.warning("This passage's document was deleted or replaced after this answer: the text above is "
-                       "what the answer was written from, kept with the conversation.", icon="🗑️")
+            st.warning(_("This passage's document was deleted or replaced after this answer: the text above is "
+                         "what the answer was written from, kept with the conversation."), icon="🗑️")
             return
         document_id = meta.get("document_id")
         if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)
                 and render.has_page_images(hit.original_filename)):
             return
-        if not st.toggle("Show the page with the passage highlighted", key=f"chat_page_{turn.id}_{source.n}"):
+        if not st.toggle(_("Show the page with the passage highlighted"), key=f"chat_page_{turn.id}_{source.n}"):
             return
         page = hit.pages[0]
         if len(hit.pages) > 1:
-            page = st.radio("Page", list(hit.pages), key=f"chat_pageno_{turn.id}_{source.n}", horizontal=True,
-                            format_func=lambda p: f"Page {p}")
+            page = st.radio(_("Page"), list(hit.pages), key=f"chat_pageno_{turn.id}_{source.n}", horizontal=True,
+                            format_func={p: _("Page {number}", number=p) for p in hit.pages}.get)
         try:
             rendered = _page_png(str(document_id), hit.original_filename, int(page),
                                  int(meta.get("chunk_index") or 0), int(meta["start"]), int(meta["end"]),
                                  tuple(hit.pages))
         except (RagError, ValueError, RuntimeError) as exc:
-            widgets.show_error(exc, f"Page {page} of {hit.original_filename}")
+            widgets.show_error(exc, _("Page {number} of {file}", number=page, file=hit.original_filename))
             return
         if rendered is None:
-            st.info(f"{hit.original_filename} has no page images (or is no longer stored): the passage "
-                    "is shown above.", icon="📄")
+            st.info(_("{file} has no page images (or is no longer stored): the passage is shown above.",
+                      file=hit.original_filename), icon="📄")
             return
         png, boxes = rendered
-        st.image(png, caption=f"{hit.original_filename}, page {page}" +
-                 ("" if boxes else " (the passage could not be located on the page)"), width="stretch")
+        st.image(png, caption=_("{file}, page {number}", file=hit.original_filename, number=page) +
+                 ("" if boxes else _(" (the passage could not be located on the page)")), width="stretch")
 
 
 def _sources_panel(turn: Turn, expanded: bool) -> None:
     if turn.rewritten:
-        st.caption(f"🔁 Searched for: *{_md(turn.query)}*")
+        st.caption("🔁 " + _("Searched for: *{query}*", query=_md(turn.query)))
     for note in turn.notes:
         st.caption(f"ℹ️ {note}")
     if not turn.sources:
         if not turn.problem and not turn.agent:
-            st.info("No passage was found: the answer has no sources. Check the knowledge bases, the "
-                    "filter and the minimum similarity.", icon="🔎")
+            st.info(_("No passage was found: the answer has no sources. Check the knowledge bases, the "
+                      "filter and the minimum similarity."), icon="🔎")
         return
     where = ", ".join(turn.kbs)
     took = f" · {turn.search_ms:.0f} ms" if turn.search_ms is not None else ""
-    how = "found by the agent" if turn.agent else f"{turn.mode} search in {where}{took}"
-    with _expander(f"📚 {len(turn.sources)} source{'s' if len(turn.sources) > 1 else ''} · {_md(how)}",
+    how = _("found by the agent") if turn.agent else _("{mode} search in {kbs}", mode=_(MODE_LABELS.get(turn.mode, turn.mode)).lower(), kbs=where) + took
+    with _expander(f"📚 {count(len(turn.sources), 'source')} · {_md(how)}",
                    f"chat_sources_{turn.id}", expanded):
         for source in turn.sources:
             _source_card(turn, source)
         if turn.left_out:
-            st.caption("Found but not given to the model (no room left for them in its prompt): " +
+            st.caption(_("Found but not given to the model (no room left for them in its prompt): ") +
                        "; ".join(_md(s.label) for s in turn.left_out))
 
 
@@ -571,16 +578,18 @@ def _budget_bar(budget: Budget | None, model: str) -> None:
         return
     total = budget.used + budget.reserve
     st.progress(min(budget.share, 1.0),
-                text=f"Context: {total:,} of {budget.limit:,} tokens ({budget.share:.0%}) · {model}")
-    summary = f"summary {budget.summary:,} · " if budget.summary else ""
-    st.caption(f"system {budget.system:,} · sources {budget.sources:,} · {summary}history {budget.history:,} · "
-               f"question {budget.question:,} · kept for the answer {budget.reserve:,} "
-               f"({_md(budget.counted_with)})")
+                text=_("Context: {total} of {limit} tokens ({share}) · {model}", total=f"{total:,}",
+                       limit=f"{budget.limit:,}", share=f"{budget.share:.0%}", model=model))
+    summary = _("summary {n} · ", n=f"{budget.summary:,}") if budget.summary else ""
+    st.caption(_("system {system} · sources {sources} · ", system=f"{budget.system:,}", sources=f"{budget.sources:,}")
+               + summary + _("history {history} · question {question} · kept for the answer {reserve} ({counted})",
+                             history=f"{budget.history:,}", question=f"{budget.question:,}",
+                             reserve=f"{budget.reserve:,}", counted=_md(budget.counted_with)))
     if not budget.fits:
-        st.warning(f"The prompt ({budget.used:,} tokens, plus {budget.reserve:,} for the answer) is larger "
-                   f"than the model's {budget.limit:,}-token window: the model would lose the start of it "
-                   "(the instructions and the first sources). Lower top-k, clear the conversation, or "
-                   "raise num_ctx.", icon="✂️")
+        st.warning(_("The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's "
+                     "{limit}-token window: the model would lose the start of it (the instructions and the first "
+                     "sources). Lower top-k, clear the conversation, or raise num_ctx.", used=f"{budget.used:,}",
+                     reserve=f"{budget.reserve:,}", limit=f"{budget.limit:,}"), icon="✂️")
 
 
 def _stats_line(turn: Turn) -> str:
@@ -588,11 +597,11 @@ def _stats_line(turn: Turn) -> str:
     s = turn.stats
     if s is not None:
         if s.eval_count:
-            parts.append(f"{s.eval_count} tokens")
+            parts.append(_("{n} tokens", n=s.eval_count))
         if s.tokens_per_second:
             parts.append(f"{s.tokens_per_second:.1f} tok/s")
         if s.prompt_eval_count:
-            parts.append(f"prompt {s.prompt_eval_count:,} tokens")
+            parts.append(_("prompt {n} tokens", n=f"{s.prompt_eval_count:,}"))
         if s.total_duration:
             parts.append(f"{s.total_duration:.1f} s")
     return " · ".join(parts)
@@ -607,7 +616,7 @@ def _steps(steps: Sequence[agent.Step]) -> None:
 
 
 def _web_sources(turn: Turn) -> None:
-    with _expander(f"🌐 {plural(len(turn.web_sources), 'web source')} · found by web search",
+    with _expander(f"🌐 {count(len(turn.web_sources), 'web source')} · " + _("found by web search"),
                    f"chat_web_{turn.id}", True):
         for item in turn.web_sources:
             date = f" · {_md(item.date)}" if item.date else ""
@@ -619,72 +628,75 @@ def _answer(turn: Turn) -> None:
     if turn.problem:
         st.error(turn.problem, icon="🚫")
     if turn.route:
-        tools = ", ".join(f"`{t}`" for t in turn.route_tools) or "no tools"
-        st.caption(f"🧭 Route **{_md(turn.route)}** ({_md(turn.route_reason)}) · {tools} · budget {turn.route_budget}")
+        tools = ", ".join(f"`{t}`" for t in turn.route_tools) or _("no tools")
+        st.caption("🧭 " + _("Route **{route}** ({reason}) · {tools} · budget {budget}", route=_md(turn.route),
+                              reason=_(turn.route_reason), tools=tools, budget=turn.route_budget))
     if turn.steps:
-        with st.expander(f"🛠️ {turn.agent_summary or f'{len(turn.steps)} tool calls'}"):
+        with st.expander(f"🛠️ {turn.agent_summary or count(len(turn.steps), 'tool call')}"):
             _steps(turn.steps)
     if turn.web_warning:
         st.warning(turn.web_warning, icon="🌐")
     if turn.thinking:
-        with st.expander("💭 Thinking", type="compact"):
+        with st.expander("💭 " + _("Thinking"), type="compact"):
             st.markdown(_md(turn.thinking))
     if turn.answer:
         st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.grounding))
     elif not turn.problem and not turn.error:
-        st.caption("(the model wrote nothing)" if not turn.stopped else "(stopped before the first word)")
+        st.caption(_("(the model wrote nothing)") if not turn.stopped else _("(stopped before the first word)"))
     if turn.web_sources:
         _web_sources(turn)
     if turn.error:
-        kept = " The part above arrived before the failure." if turn.answer else ""
+        kept = _(" The part above arrived before the failure.") if turn.answer else ""
         st.error(f"{turn.error}{kept}", icon="⚠️")
     if turn.problem or (not turn.answer and not turn.stopped):
         return
     check, grounding = turn.citations, turn.grounding
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         if turn.stopped:
-            st.badge("stopped", icon="⏹️", color="gray")
+            st.badge(_("stopped"), icon="⏹️", color="gray")
         if turn.looped:
-            st.badge("repetition cut", icon="🔁", color="gray")
+            st.badge(_("repetition cut"), icon="🔁", color="gray")
         if not turn.agent:
             if grounding.grounded:
-                st.badge(f"cites {len(grounding.cited)} of {plural(len(turn.sources), 'source')}", icon="✅",
-                         color="green")
+                st.badge(_("cites {k} of {sources}", k=len(grounding.cited), sources=count(len(turn.sources), "source")),
+                         icon="✅", color="green")
             elif turn.attributed:
-                st.badge("matched to sources, not cited by the model", icon="≈", color="gray")
+                st.badge(_("matched to sources, not cited by the model"), icon="≈", color="gray")
             elif check.uncited and turn.answer:
-                st.badge("uncited", icon="⚠️", color="orange")
+                st.badge(_("uncited"), icon="⚠️", color="orange")
             if grounding.flagged:
-                st.badge(f"{len(grounding.flagged)} of {plural(grounding.judged, 'sentence')} not supported by the "
-                         "sources", icon="⚠️", color="orange")
+                st.badge(_("{k} of {sentences} not supported by the sources", k=len(grounding.flagged),
+                           sentences=count(grounding.judged, "sentence")), icon="⚠️", color="orange")
             if grounding.padding:
-                st.badge(f"{plural(len(grounding.padding), 'cited source')} not supporting the sentence citing it",
-                         icon="⚠️", color="orange")
+                st.badge(_("{sources} not supporting the sentence citing it",
+                           sources=count(len(grounding.padding), "cited source")), icon="⚠️", color="orange")
             if check.unknown:
-                st.badge(f"{len(check.unknown)} marker{'s' if len(check.unknown) > 1 else ''} pointing at no "
-                         "source", icon="🚩", color="red")
+                st.badge(_("{markers} pointing at no source", markers=count(len(check.unknown), "marker")),
+                         icon="🚩", color="red")
         line = _stats_line(turn)
         if line:
             st.caption(_md(line))
     if not turn.agent and check.unknown:
         st.caption("🚩 " + ", ".join(f"[{n}]" for n in check.unknown) +
-                   f" point{'s' if len(check.unknown) == 1 else ''} at no source (this answer had "
-                   f"{len(turn.sources)}): the claim there is not backed by a passage shown here.")
+                   (_(" points at no source (this answer had {n}): the claim there is not backed by a passage shown "
+                      "here.", n=len(turn.sources)) if len(check.unknown) == 1 else
+                    _(" point at no source (this answer had {n}): the claims there are not backed by a passage "
+                      "shown here.", n=len(turn.sources))))
     if not turn.agent and check.uncited and turn.answer:
-        st.caption("The answer cites no source: check it against the sources before trusting it.")
+        st.caption(_("The answer cites no source: check it against the sources before trusting it."))
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
-        st.caption(BADGE_LEGEND)
+        st.caption(_(BADGE_LEGEND))
     if not turn.agent and check.cited:
         by_n = {s.n: s for s in turn.sources}
         with st.container(horizontal=True, gap="small"):
             for n in check.cited:
                 gone = n in turn.gone
-                st.button(by_n[n].label + (" · deleted since" if gone else ""), key=f"chat_cite_{turn.id}_{n}",
+                st.button(by_n[n].label + (_(" · deleted since") if gone else ""), key=f"chat_cite_{turn.id}_{n}",
                           on_click=_open_source, args=(turn.id, n),
                           icon="🗑️" if gone else "📄" if n in grounding.cited else "❔", type="tertiary",
-                          help=("Its document was deleted or replaced after this answer: the card shows the text "
-                                "the answer was written from" if gone else "Open this source and its page"
-                                + ("" if n in grounding.cited else " (it does not support the sentence citing it)")))
+                          help=(_("Its document was deleted or replaced after this answer: the card shows the text "
+                                  "the answer was written from") if gone else _("Open this source and its page")
+                                + ("" if n in grounding.cited else _(" (it does not support the sentence citing it)"))))
 
 
 def _render_turn(turn: Turn, latest: bool) -> None:
@@ -709,12 +721,12 @@ def _stop_live() -> None:
 def _progress(runner: Runner[Any], model: str, writing: bool, thinking: bool) -> str:
     elapsed = time.monotonic() - runner.started
     if runner.stop_requested:
-        return "⏹️ Stopping…"
+        return "⏹️ " + _("Stopping…")
     if writing:
-        return f"✍️ {model} is writing… {elapsed:.0f} s"
+        return "✍️ " + _("{model} is writing… {s} s", model=model, s=f"{elapsed:.0f}")
     if thinking:
-        return f"💭 {model} is thinking… {elapsed:.0f} s"
-    return f"⏳ Waiting for {model}… {elapsed:.0f} s (loading a model can take a while)"
+        return "💭 " + _("{model} is thinking… {s} s", model=model, s=f"{elapsed:.0f}")
+    return "⏳ " + _("Waiting for {model}… {s} s (loading a model can take a while)", model=model, s=f"{elapsed:.0f}")
 
 
 def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[[str], None]) -> Iterator[str]:
@@ -745,8 +757,8 @@ def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[
 def _stream_answer(live: Live) -> None:
     runner = live.runner
     left, right = st.columns([1, 4], vertical_alignment="center")
-    left.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
-                help="End the answer now; what was written so far is kept.")
+    left.button(_("Stop"), key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
+                help=_("End the answer now; what was written so far is kept."))
     status = right.empty()
     thinking_slot = st.empty()
     thoughts: list[str] = []
@@ -755,7 +767,7 @@ def _stream_answer(live: Live) -> None:
     def on_thinking(text: str) -> None:
         thoughts.append(text)
         if "inner" not in box:
-            box["inner"] = thinking_slot.expander("💭 Thinking", type="compact").empty()
+            box["inner"] = thinking_slot.expander("💭 " + _("Thinking"), type="compact").empty()
         box["inner"].markdown(_md("".join(thoughts)))
 
     st.write_stream(_follow(runner, live.turn.model, status, on_thinking))
@@ -763,9 +775,9 @@ def _stream_answer(live: Live) -> None:
 
 def _stream_agent(live: Live) -> None:
     runner = live.runner
-    st.button("Stop", key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
-              help="Stop after the current model request or tool call.")
-    with st.status("Working…", expanded=True) as box:
+    st.button(_("Stop"), key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
+              help=_("Stop after the current model request or tool call."))
+    with st.status(_("Working…"), expanded=True) as box:
         seen = 0
         while True:
             items, finished = runner.wait(seen, POLL_SECONDS)
@@ -774,7 +786,7 @@ def _stream_agent(live: Live) -> None:
             if finished:
                 break
             st.session_state.get(LIVE)  # a yield point for the Stop button
-        box.update(label="Done", state="complete", expanded=False)
+        box.update(label=_("Done"), state="complete", expanded=False)
 
 
 def _finalize(live: Live) -> Turn:
@@ -797,7 +809,7 @@ def _save(turn: Turn) -> None:
         st.session_state[CONVERSATION] = generate.save_turn(store.conversations, st.session_state.get(CONVERSATION),
                                                             turn)
     except RagError as exc:
-        st.warning(f"This turn was not saved: {exc}", icon="💾")
+        st.warning(_("This turn was not saved: {error}", error=exc), icon="💾")
 
 
 def _follow_live(live: Live, slot: Any) -> None:
@@ -857,7 +869,8 @@ def _render_parts(turn: Turn) -> None:
 def _summary_block(turn: Turn) -> None:
     """The running summary this turn's prompt carried instead of the oldest exchanges."""
     if turn.summary:
-        with st.expander(f"🧠 Earlier in this conversation ({plural(turn.summary_covers, 'exchange')}, summarised)",
+        with st.expander("🧠 " + _("Earlier in this conversation ({exchanges}, summarised)",
+                                  exchanges=count(turn.summary_covers, "exchange")),
                          expanded=False):
             st.markdown(_md(turn.summary))
 
@@ -880,23 +893,23 @@ def _toolbar(turns: Sequence[Turn]) -> None:
     if not turns:
         return
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.button("New conversation", key="chat_clear", icon="🧹", on_click=_clear,
-                  help="Start afresh; this one stays under Conversations in the sidebar.")
-        st.download_button("Export as Markdown", data=generate.export_markdown(turns), key="chat_export",
+        st.button(_("New conversation"), key="chat_clear", icon="🧹", on_click=_clear,
+                  help=_("Start afresh; this one stays under Conversations in the sidebar."))
+        st.download_button(_("Export as Markdown"), data=generate.export_markdown(turns), key="chat_export",
                            file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md", mime="text/markdown",
                            icon="⬇️", on_click="ignore",
-                           help="The questions, answers and the sources of each answer.")
-        st.caption(f"{len(turns)} turn{'s' if len(turns) > 1 else ''} in this session")
+                           help=_("The questions, answers and the sources of each answer."))
+        st.caption(_("{turns} in this session", turns=count(len(turns), "turn")))
 
 
 def main() -> None:
-    st.title("💬 Chat")
-    st.caption("Answers from your knowledge bases with numbered citations: click a citation to see the "
-               "passage on its page. The sources are shown before the answer is written.")
+    st.title("💬 " + _("Chat"))
+    st.caption(_("Answers from your knowledge bases with numbered citations: click a citation to see the "
+                 "passage on its page. The sources are shown before the answer is written."))
     settings = resources.settings()
     store = widgets.try_store()
     controls = _controls(store, settings)
-    question = st.chat_input("Ask about your documents (English or 中文)…", key="chat_input",
+    question = st.chat_input(_("Ask about your documents (English or 中文)…"), key="chat_input",
                              submit_mode="disable")
     live: Live | None = st.session_state.get(LIVE)
     if question and live is not None:  # asked again while answering: the running answer stops here
@@ -906,7 +919,7 @@ def main() -> None:
         live = None
     turns = _turns()
     if not turns and live is None and not question:
-        st.info("Ask a question below. Choose the knowledge bases and the model in the sidebar.", icon="💬")
+        st.info(_("Ask a question below. Choose the knowledge bases and the model in the sidebar."), icon="💬")
     for i, turn in enumerate(turns):
         _render_turn(turn, latest=i == len(turns) - 1 and live is None and not question)
     if question and question.strip():

@@ -1,0 +1,84 @@
+"""The app's words in English and Simplified Chinese.
+
+gettext's way: the English text is the message id (`_("Model")`), and `ui/zh.py` holds its Chinese.
+The language follows the browser (`st.context.locale`) until the sidebar's switch picks one, which is
+remembered in the URL (`?lang=zh`: it survives a reload and a bookmark). tests/ui/test_i18n.py fails
+when a message id used in a translated page has no Chinese, when a translation's placeholders differ
+from its id's, and when a translated page shows English while Chinese is on. The CLI stays English.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.zh import ZH
+
+LANGUAGES = {"en": "English", "zh": "中文"}
+QUERY_KEY = "lang"
+WIDGET_KEY = "ui_language"
+
+
+CHOICE_KEY = "_ui_language_choice"
+
+
+def language() -> str:
+    """'zh' or 'en': the switch's choice (kept in the session and the URL), else the browser's language."""
+    chosen = st.session_state.get(CHOICE_KEY) or st.query_params.get(QUERY_KEY)
+    if chosen in LANGUAGES:
+        return chosen
+    try:
+        locale = str(st.context.locale or "")
+    except Exception:  # noqa: BLE001 - no browser context (bare mode): English
+        locale = ""
+    return "zh" if locale.lower().startswith("zh") else "en"
+
+
+def _(message: str, **values: object) -> str:
+    """`message` in the user's language, with `values` put into its {placeholders}."""
+    text = ZH.get(message, message) if language() == "zh" else message
+    return text.format(**values) if values else text
+
+
+def _remember() -> None:
+    chosen = st.session_state.get(WIDGET_KEY) or language()
+    st.session_state[CHOICE_KEY] = chosen
+    st.query_params[QUERY_KEY] = chosen
+
+
+def language_switch() -> None:
+    """The sidebar's language switch (English / 中文). A choice stays for the session and goes back
+    into the URL after a page change (Streamlit's navigation drops query parameters), so a reload keeps it."""
+    current = language()
+    if st.session_state.get(CHOICE_KEY) and st.query_params.get(QUERY_KEY) != current:
+        st.query_params[QUERY_KEY] = current
+    st.session_state[WIDGET_KEY] = current
+    st.sidebar.segmented_control("Language · 语言", list(LANGUAGES), format_func=LANGUAGES.get, key=WIDGET_KEY,
+                                 on_change=_remember, label_visibility="collapsed")
+
+
+UNITS = {
+    "turn": ("turn", "轮"), "doc": ("doc", "篇文档"), "source": ("source", "个来源"),
+    "web source": ("web source", "个网页来源"), "exchange": ("exchange", "轮对话"), "tool call": ("tool call", "次工具调用"),
+    "sentence": ("sentence", "句"), "cited source": ("cited source", "个被引用的来源"), "marker": ("marker", "个标记"),
+}
+"""Counted things: English singular (an 's' is added) and the Chinese measure word with its noun."""
+
+
+def count(n: int, unit: str) -> str:
+    """'3 turns' / '3 轮'."""
+    english, chinese = UNITS[unit]
+    if language() == "zh":
+        return f"{n} {chinese}"
+    return f"{n} {english}{'' if n == 1 else 's'}"
+
+
+def message_ids(path: str) -> list[str]:
+    """The message ids a source file passes to `_` (its literal first arguments), in order."""
+    import ast
+
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append(node.args[0].value)
+    return found
