@@ -125,6 +125,7 @@ def _ollama_context(host: str, model: str) -> tuple[int, str]:
         return llms.OllamaChatModel(host, model).context_length(), "from Ollama"
     except ModelError as exc:
         return llms.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
+# (translated where shown: the cache above keeps one answer for every language)
 
 
 @st.cache_resource(max_entries=8, show_spinner="…")
@@ -234,7 +235,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
             return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
         model = llms.resolve_chat_model(settings, LOCAL)
         return ModelChoice(choice, model, context=model.context_length(),
-                           context_note="fixed when the embedded model is loaded")
+                           context_note=_("fixed when the embedded model is loaded"))
     unavailable = ollama_unavailable(choice, pulled, host, local_ok)
     if unavailable is not None:
         return ModelChoice(choice, None, unavailable.problem, pull=unavailable.pull)
@@ -275,6 +276,8 @@ def _model_section(settings: Settings) -> ModelChoice:
                 context, note = num_ctx, _("num_ctx set below")
             else:
                 context, note = _ollama_context(settings.ollama_host, picked.model.model)
+                note = _(note) if note == "from Ollama" else note.replace(
+                    "assumed: Ollama did not say", _("assumed: Ollama did not say"))
         picked = dataclasses.replace(picked, context=context, context_note=note)
         st.caption(_("In use: **{model}** · context window {tokens} tokens ({note})",
                      model=_md(picked.model.name), tokens=f"{context:,}", note=note))

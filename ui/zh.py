@@ -25,6 +25,9 @@ ZH: dict[str, str] = {
         "把模型下载到 Ollama（POST /api/pull），可能需要几分钟。",
     "In use: **{model}** · context window {tokens} tokens ({note})": "正在使用：**{model}** · 上下文窗口 {tokens} 个词元（{note}）",
     "num_ctx set below": "由下方的 num_ctx 设定",
+    "fixed when the embedded model is loaded": "内置模型加载时确定",
+    "from Ollama": "由 Ollama 提供",
+    "assumed: Ollama did not say": "推定值：Ollama 未提供",
     "No model in use.": "没有可用的模型。",
     # -- chat: conversations
     "Conversations": "对话记录",

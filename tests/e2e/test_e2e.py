@@ -450,3 +450,29 @@ def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(  #
         shot(page, "chat-reopened")
         context.close()
     assert errors == []
+
+
+def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chromium, app_url: str) -> None:  # noqa: ANN001
+    """Issue 16: a browser set to Chinese gets the Chat page in Chinese; choosing English in the sidebar
+    holds across a page change and a reload."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1300}, locale="zh-CN")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{app_url}/chat", wait_until="networkidle")
+    expect(page.locator("h1").first).to_have_text("💬 对话", timeout=120_000)
+    page.get_by_text("在下方提问。在侧边栏选择知识库和模型。").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    shot(page, "chat-zh")
+    page.get_by_text("English", exact=True).first.click()
+    wait_idle(page)
+    expect(page.locator("h1").first).to_have_text("💬 Chat", timeout=60_000)
+    page.get_by_role("link", name="Tools").first.click()
+    wait_idle(page)
+    page.get_by_role("link", name="Chat").first.click()
+    expect(page.locator("h1").first).to_have_text("💬 Chat", timeout=60_000)
+    page.reload(wait_until="networkidle")
+    expect(page.locator("h1").first).to_have_text("💬 Chat", timeout=60_000)
+    assert "lang=en" in page.url
+    context.close()
+    assert errors == []

@@ -25,6 +25,7 @@ DYNAMIC = (
     # passed to _() through a name, not a literal
     "Vector", "Keyword", "Hybrid", "chosen by you", "small talk: no tools needed", "the default route",
     "Database", "Model server", "Embedder", "GPU",  # the Status checks' names (rag.status)
+    "from Ollama",  # how the chat page knows a model's window
 )
 
 
