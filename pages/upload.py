@@ -29,6 +29,7 @@ from rag.ingest.preview import SAMPLE_CHARS
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
 from ui import resources, widgets
+from ui.i18n import _, count
 
 log = logging.getLogger("pages.upload")
 
@@ -55,7 +56,8 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
     def progress(done: int, total: int, what: str) -> None:
         # Only OCR is slow enough to show (seconds a page); a text page takes a millisecond.
         if what.startswith("OCR"):
-            bar.progress(done / max(total, 1), text=f"{filename}: {what}")
+            bar.progress(done / max(total, 1), text=f"{filename}: " + _("OCR, {done} of {total} pages read",
+                                                                          done=done, total=total))
 
     try:
         return ingest.load(_data, filename, progress), ""
@@ -133,12 +135,12 @@ def _apply_chunk_lab_settings() -> None:
     try:
         settings = chunking.settings_from_dict(dict(pending))
     except (RagError, TypeError, ValueError) as exc:
-        st.error(f"The settings sent from the Chunk Lab were not applied: {exc}", icon="⚠️")
+        st.error(_("The settings sent from the Chunk Lab were not applied: {error}", error=exc), icon="⚠️")
         return
     widgets.set_chunk_settings(WIDGET, settings)
     st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
-    st.info(f"Chunk settings from the Chunk Lab applied: {chunking.summary(settings)}. "
-            "The preview below uses them; press **Ingest** to store with them.", icon="🧩")
+    st.info(_("Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** "
+              "to store with them.", settings=chunking.summary(settings)), icon="🧩")
 
 
 # -- knowledge base choice --------------------------------------------------------------------
@@ -164,13 +166,13 @@ def _kb_label(by_name: dict[str, KnowledgeBase]):
 
 def _knowledge_base_picker(store: Store | None) -> Target:
     if store is None:
-        st.info("Knowledge bases need the database: see the error at the top of the page.")
-        return Target(None, None, None, "the database is not available")
+        st.info(_("Knowledge bases need the database: see the error at the top of the page."))
+        return Target(None, None, None, _("the database is not available"))
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
         widgets.show_error(exc, "Knowledge bases")
-        return Target(None, None, None, "the database is not available")
+        return Target(None, None, None, _("the database is not available"))
     by_name = {kb.name: kb for kb in kbs}
     options = [*by_name, NEW_KB]
     state = st.session_state
@@ -189,37 +191,37 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     elif state["upload_kb_choice"] not in (*options, None):
         state["upload_kb_choice"] = None  # deleted meanwhile: nothing chosen (told to the browser too)
     choice = st.selectbox(
-        "Knowledge base", options, index=None, key="upload_kb_choice", format_func=_kb_label(by_name),
-        placeholder="Choose a knowledge base…", on_change=lambda: state.update(_upload_kb_restored=False),
-        help="The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
-             "Searches and chats pick knowledge bases by this name.",
+        _("Knowledge base"), options, index=None, key="upload_kb_choice", format_func=_kb_label(by_name),
+        placeholder=_("Choose a knowledge base…"), on_change=lambda: state.update(_upload_kb_restored=False),
+        help=_("The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
+             "Searches and chats pick knowledge bases by this name."),
     )
     if choice is None:
-        st.caption("Choose the knowledge base the files go into: none is preselected, so that no file "
-                   "lands in the wrong one.")
-        return Target(None, None, None, "choose a knowledge base")
+        st.caption(_("Choose the knowledge base the files go into: none is preselected, so that no file "
+                   "lands in the wrong one."))
+        return Target(None, None, None, _("choose a knowledge base"))
     if choice in by_name:
         state["upload_kb_last"] = choice
         if state.get("_upload_kb_restored"):
-            st.info(f"**{fmt.md(choice)}** is preselected: the knowledge base this session used last. "
-                    "Check that the files belong there.", icon="📌")
+            st.info(_("**{kb}** is preselected: the knowledge base this session used last. Check that the files belong "
+                      "there.", kb=fmt.md(choice)), icon="📌")
     if choice == NEW_KB:
         raw = st.text_input(
-            "Name of the new knowledge base", key="upload_kb_new", placeholder="e.g. finance",
-            help="Up to 200 characters. If a knowledge base with this name exists, the files are added to it.",
+            _("Name of the new knowledge base"), key="upload_kb_new", placeholder=_("e.g. finance"),
+            help=_("Up to 200 characters. If a knowledge base with this name exists, the files are added to it."),
         )
         if not raw.strip():
-            st.caption("Give the new knowledge base a name to ingest into it.")
-            return Target(None, None, None, "name the new knowledge base")
+            st.caption(_("Give the new knowledge base a name to ingest into it."))
+            return Target(None, None, None, _("name the new knowledge base"))
         try:
             name = ingest.validate_kb_name(raw)
         except RagError as exc:
             widgets.show_error(exc, "Knowledge base name")
-            return Target(None, None, None, "fix the knowledge base name")
+            return Target(None, None, None, _("fix the knowledge base name"))
         kb = by_name.get(name)
         if kb is not None:
-            st.info(f"'{name}' already exists ({fmt.plural(kb.documents, 'document')}): the files will be added to it.",
-                    icon="ℹ️")
+            st.info(_("'{kb}' already exists ({documents}): the files will be added to it.", kb=name,
+                      documents=count(kb.documents, "document")), icon="ℹ️")
     else:
         name, kb = choice, by_name[choice]
 
@@ -227,15 +229,15 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         embedder = ingest.embedder_for_kb(store, resources.settings(), name)
     except RagError as exc:
         widgets.show_error(exc, "Embedder")
-        return Target(name, kb, None, "the embedder is not available")
+        return Target(name, kb, None, _("the embedder is not available"))
 
     if kb is not None:
-        st.markdown(f"**Embedder:** `{kb.embedder}` · {kb.dimension} dimensions")
-        st.caption(f"Created {kb.created_at:%Y-%m-%d %H:%M} · {fmt.plural(kb.documents, 'document')} · "
-                   f"{fmt.plural(kb.chunks, 'chunk')}")
+        st.markdown(_("**Embedder:** `{embedder}` · {dimension} dimensions", embedder=kb.embedder, dimension=kb.dimension))
+        st.caption(_("Created {date} · {documents} · {chunks}", date=f"{kb.created_at:%Y-%m-%d %H:%M}",
+                     documents=count(kb.documents, "document"), chunks=count(kb.chunks, "chunk")))
     else:
-        st.markdown(f"**Embedder:** `{embedder.name}`")
-        st.caption("A new knowledge base keeps the embedder it is created with.")
+        st.markdown(_("**Embedder:** `{embedder}`", embedder=embedder.name))
+        st.caption(_("A new knowledge base keeps the embedder it is created with."))
     needs_ollama = ingest.ollama_model(embedder.name) is not None
     blocker = ingest.embedder_blocker(kb, embedder.name, resources.ollama_status() if needs_ollama else None)
     if blocker is not None:
@@ -251,17 +253,17 @@ def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     if kb is None or settings is None or settings.cuts_as(kb.chunk_settings):
         return
     if settings.older_splitter(kb.chunk_settings):
-        st.caption(f"'{kb.name}' was last ingested with these settings but an older version of the splitter: "
-                   "its documents are cut again when they are ingested.")
+        st.caption(_("'{kb}' was last ingested with these settings but an older version of the splitter: its "
+                     "documents are cut again when they are ingested.", kb=kb.name))
         return
-    st.caption(f"'{kb.name}' was last ingested with {chunking.summary(kb.chunk_settings)}.")
+    st.caption(_("'{kb}' was last ingested with {settings}.", kb=kb.name, settings=chunking.summary(kb.chunk_settings)))
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
         return
-    st.button("Use the knowledge base's settings", key="upload_use_kb_settings",
+    st.button(_("Use the knowledge base's settings"), key="upload_use_kb_settings",
               on_click=widgets.set_chunk_settings, args=(WIDGET, theirs),
-              help="Documents of one knowledge base chunked alike compare fairly in search.")
+              help=_("Documents of one knowledge base chunked alike compare fairly in search."))
 
 
 # -- preview -------------------------------------------------------------------------------------
@@ -308,7 +310,7 @@ def _read_by(doc: documents.Document) -> str:
     scanned = doc.ocr_pages
     if not scanned:
         return doc.reader
-    return f"{doc.reader} (confidence ≥ {min(p.ocr or 0 for p in scanned):.0f}%)"
+    return doc.reader + _(" (confidence ≥ {confidence}%)", confidence=f"{min(p.ocr or 0 for p in scanned):.0f}")
 
 
 def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
@@ -330,44 +332,46 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
         })
     widgets.table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
            column_config={"on ingest": st.column_config.TextColumn(
-               "on ingest", help="new: added · replaces: same filename with other content or "
-                                 "settings · unchanged: already stored exactly so (skipped)")})
+               "on ingest", help=_("new: added · replaces: same filename with other content or "
+                                 "settings · unchanged: already stored exactly so (skipped)"))})
 
 
 def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | None) -> None:
     if p.prepared is None:
-        st.error(f"**{fmt.md(p.name)}** cannot be read: {p.error}", icon="🚫")
+        st.error(_("**{file}** cannot be read: {reason}", file=fmt.md(p.name), reason=p.error), icon="🚫")
         return
     doc, chunk_set = p.prepared.document, p.prepared.chunk_set
     chunks = chunk_set.chunks
     stats = chunking.stats(chunk_set)
-    st.caption(f"{doc.kind.upper()} · read by {_read_by(doc)} · {fmt.size(len(p.data))} · sha256 {p.sha256[:12]}…")
+    st.caption(_("{kind} · read by {reader} · {size} · sha256 {sha}…", kind=doc.kind.upper(), reader=_read_by(doc),
+                 size=fmt.size(len(p.data)), sha=p.sha256[:12]))
     m = st.columns(5)
-    m[0].metric("Pages", f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
-                help="Pages with text / pages in the file" if doc.dropped_pages else "Pages in the file")
-    m[1].metric("Chunks", stats.count, help=f"{chunking.summary(settings)}")
-    m[2].metric("Tokens per chunk", f"{stats.mean_tokens:.0f}" if stats.count else "–",
-                help=f"mean; smallest {stats.min_tokens}, largest {stats.max_tokens} (cl100k tokens)")
-    m[3].metric("Ends mid-sentence", f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
-                help="Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
-                     "of the thought it starts.")
-    m[4].metric("Dropped pieces", stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
+    m[0].metric(_("Pages"), f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
+                help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"))
+    m[1].metric(_("Chunks"), stats.count, help=f"{chunking.summary(settings)}")
+    m[2].metric(_("Tokens per chunk"), f"{stats.mean_tokens:.0f}" if stats.count else "–",
+                help=_("mean; smallest {smallest}, largest {largest} (cl100k tokens)", smallest=stats.min_tokens,
+                       largest=stats.max_tokens))
+    m[3].metric(_("Ends mid-sentence"), f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
+                help=_("Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
+                     "of the thought it starts."))
+    m[4].metric(_("Dropped pieces"), stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
     for issue in _issues(p, max_tokens):
         st.warning(issue, icon="⚠️")
 
-    chunks_tab, pages_tab, text_tab = st.tabs(["🧩 Chunks", "📄 Pages", "🎨 Whole text"])
+    chunks_tab, pages_tab, text_tab = st.tabs([_("🧩 Chunks"), _("📄 Pages"), _("🎨 Whole text")])
     with chunks_tab:
         widgets.table(
             f"upload_chunks_{p.name}",
             _chunk_table(chunks, doc), hide_index=True, width="stretch",
             column_config={
-                "#": st.column_config.NumberColumn("#", help="Chunk index, as stored in metadata.chunk_index"),
+                "#": st.column_config.NumberColumn("#", help=_("Chunk index, as stored in metadata.chunk_index")),
                 "tokens": st.column_config.ProgressColumn(
                     "tokens", min_value=0, max_value=max(settings.chunk_size, stats.max_tokens, 1),
-                    format="%d", help=f"cl100k tokens; the bar is relative to the chunk size ({settings.chunk_size})"),
-                "pages": st.column_config.TextColumn("pages", help="Pages the chunk's text comes from"),
-                "where": st.column_config.TextColumn("where", help="The slides, sheets or sections (heading "
-                                                                   "path) the chunk's text comes from"),
+                    format="%d", help=_("cl100k tokens; the bar is relative to the chunk size ({size})", size=settings.chunk_size)),
+                "pages": st.column_config.TextColumn("pages", help=_("Pages the chunk's text comes from")),
+                "where": st.column_config.TextColumn("where", help=_("The slides, sheets or sections (heading "
+                                                                   "path) the chunk's text comes from")),
                 "first words": st.column_config.TextColumn("first words", width="large"),
             },
         )
@@ -376,10 +380,10 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
     with text_tab:
         show = True
         if len(doc.text) > WHOLE_TEXT_AUTO_CHARS:
-            show = st.toggle(f"Colour the whole text ({len(doc.text):,} characters; may be slow)",
+            show = st.toggle(_("Colour the whole text ({n} characters; may be slow)", n=f"{len(doc.text):,}"),
                              key=f"upload_whole_{p.name}", value=False)
         if show:
-            st.caption(LEGEND)
+            st.caption(_(LEGEND))
             with st.container(height=560, border=True):
                 st.html(render.chunks_html(doc.text, chunks))
 
@@ -391,7 +395,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
     if st.session_state.get(f"upload_page_{p.name}", 1) not in numbers:
         st.session_state[f"upload_page_{p.name}"] = 1  # another file of that name came
     titles = {pg.number: pg.title for pg in doc.pages}
-    unit = doc.unit.capitalize()
+    unit = _(doc.unit.capitalize())
 
     def label(n: int) -> str:
         title = titles.get(n, "")
@@ -401,50 +405,55 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
 
     page = st.columns([1, 2])[0].selectbox(
         unit, numbers, key=f"upload_page_{p.name}", format_func=label,
-        help=f"Type a number to jump to a {doc.unit}.",
+        help=_("Type a number to jump to a {unit}.", unit=_(doc.unit)),
     )
     renderable = render.renderable(doc)
     left, right = st.columns(2) if renderable else (st.container(), None)
     on_page: list[Chunk] = []
     with left:
         if page not in with_text:
-            st.info(f"{unit} {page} has no extractable text: it will not be searchable.", icon="🖼️")
+            st.info(_("{unit} {number} has no extractable text: it will not be searchable.", unit=unit, number=page),
+                    icon="🖼️")
         else:
             index = with_text[page]
             confidence = doc.pages[index].ocr
             if confidence is not None:
-                st.caption(f"🔎 Read from the page image by OCR ({ocr.engine_name()}), mean word "
-                           f"confidence {confidence:.0f}%: check names and numbers against the page.")
+                st.caption("🔎 " + _("Read from the page image by OCR ({engine}), mean word confidence {confidence}%: "
+                                     "check names and numbers against the page.", engine=ocr.engine_name(),
+                                     confidence=f"{confidence:.0f}"))
             base = doc.page_starts[index]
             on_page = chunking.chunks_in_span(chunks, base, base + len(doc.pages[index].text))
             if on_page:
                 first = on_page[0]
-                carried = " (continues from the page before)" if chunks[first.index].start < doc.page_starts[index] else ""
-                st.caption(f"Chunks on this page: {page_label([c.index for c in on_page])}{carried}. {LEGEND}")
+                carried = _(" (continues from the page before)") if chunks[first.index].start < doc.page_starts[index] else ""
+                st.caption(_("Chunks on this page: {chunks}", chunks=page_label([c.index for c in on_page])) +
+                           f"{carried}. {_(LEGEND)}")
             else:
-                st.caption("No chunk covers this page (its pieces were dropped as too short).")
+                st.caption(_("No chunk covers this page (its pieces were dropped as too short)."))
             with st.container(height=560, border=True):
                 st.html(render.chunks_html(doc.pages[index].text, on_page))
             tables = documents.tables_in(doc.pages[index].text)
             if tables:
-                with st.expander(f"{fmt.plural(len(tables), 'table')} on this {doc.unit}, as tables"):
+                with st.expander(_("{tables} on this {unit}, as tables", tables=count(len(tables), "table"),
+                                   unit=_(doc.unit))):
                     for table in tables:
                         st.markdown(table)
     if right is not None:
         with right:
-            boxes = st.toggle("Draw the chunks on the page", value=True, key=f"upload_boxes_{p.name}",
-                              help="Each chunk's lines boxed in its colour, on the rendered page.")
+            boxes = st.toggle(_("Draw the chunks on the page"), value=True, key=f"upload_boxes_{p.name}",
+                              help=_("Each chunk's lines boxed in its colour, on the rendered page."))
             originals = tuple(chunks[c.index] for c in on_page)
             try:
                 png = _page_png(p.data, doc, originals, p.sha256, settings, page, boxes)
             except Exception as exc:  # noqa: BLE001 - a picture must not take the preview down
                 log.exception("rendering %r page %d failed", p.name, page)
-                st.warning(f"Page {page} could not be rendered ({type(exc).__name__}: {exc}).", icon="⚠️")
+                st.warning(_("Page {number} could not be rendered ({error}).", number=page,
+                             error=f"{type(exc).__name__}: {exc}"), icon="⚠️")
             else:
                 scanned = page in with_text and doc.pages[with_text[page]].ocr is not None
-                note = " (text read by OCR has no positions on the page: no boxes)" if scanned and boxes else ""
+                note = _(" (text read by OCR has no positions on the page: no boxes)") if scanned and boxes else ""
                 with st.container(border=True):
-                    st.image(png, caption=f"{p.name}, page {page}{note}", width="stretch")
+                    st.image(png, caption=_("{file}, page {number}", file=p.name, number=page) + note, width="stretch")
 
 
 # -- ingest ----------------------------------------------------------------------------------
@@ -458,25 +467,26 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                "stage": None, "new_kb": new_kb}
     st.session_state[RUNNING_KEY] = running
     stop_slot = st.empty()
-    stop_slot.button("Stop ingesting", key="upload_stop", icon="⏹️",
-                     help="Stops at the next step of the file being ingested: that file is stored whole or "
-                          "not at all, the files done before stay, the rest are not started.")
-    with st.status(f"Ingesting {fmt.plural(total, 'file')} into '{knowledge}'…",
+    stop_slot.button(_("Stop ingesting"), key="upload_stop", icon="⏹️",
+                     help=_("Stops at the next step of the file being ingested: that file is stored whole or "
+                          "not at all, the files done before stay, the rest are not started."))
+    with st.status(_("Ingesting {files} into '{kb}'…", files=count(total, "file"), kb=knowledge),
                    expanded=True) as status:
         for number, (name, data) in enumerate(uploads.items(), start=1):
             running.update(current=name, stage="parse")
             st.markdown(f"**{number}/{total} · {fmt.md(name)}**")
-            bar = st.progress(0.0, text="waiting")
+            bar = st.progress(0.0, text=_("waiting"))
             reached = {"stage": "parse", "fraction": 0.0}
 
             def on_stage(stage: str, fraction: float, message: str, bar=bar, reached=reached) -> None:
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
                 reached.update(stage=stage, fraction=min(max(float(fraction), 0.0), 1.0))
                 running["stage"] = stage
-                bar.progress(reached["fraction"], text=f"{stage} ({step}/{stages}) · {message}")
+                bar.progress(reached["fraction"], text=f"{_(stage)} ({step}/{stages}) · {message}")
 
             # Said again each time: the browser keeps an expander at this place closed if one was before.
-            status.update(label=f"Ingesting {number}/{total}: {name}…", expanded=True)
+            status.update(label=_("Ingesting {number}/{total}: {file}…", number=number, total=total, file=name),
+                          expanded=True)
             try:
                 result = ingest.ingest_bytes(store, embedder, data, name, knowledge, settings,
                                              on_stage=on_stage)
@@ -484,18 +494,18 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 log.exception("ingesting %r failed", name)
                 result = IngestResult(name, "failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
             if result.ok:
-                bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {result.status} · "
-                                       f"{fmt.plural(result.pages, 'page')} · {fmt.plural(result.chunks, 'chunk')}")
+                bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {_(result.status)} · "
+                                       f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}")
             else:
-                bar.progress(reached["fraction"], text=f"❌ failed during {reached['stage']}")
-                st.error(f"**{fmt.md(name)}** failed: {result.reason}", icon="🚫")
+                bar.progress(reached["fraction"], text="❌ " + _("failed during {stage}", stage=_(reached["stage"])))
+                st.error(_("**{file}** failed: {reason}", file=fmt.md(name), reason=result.reason), icon="🚫")
             results.append(result)
             running.update(current=None, stage=None)
         failed = sum(not r.ok for r in results)
         counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
                            for s in ("stored", "replaced", "unchanged", "failed")
                            if any(r.status == s for r in results))
-        status.update(label=f"Ingested into '{knowledge}': {counts}",
+        status.update(label=_("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts),
                       state="error" if failed == total else "complete", expanded=bool(failed))
     st.session_state.pop(RUNNING_KEY, None)
     stop_slot.empty()
@@ -558,36 +568,37 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
     _after_stop(store)
     blockers = []
     if not uploads:
-        blockers.append("upload at least one file")
+        blockers.append(_("upload at least one file"))
     elif settings is not None and ingest.all_fail([ingest.destiny(p.prepared, p.sha256, None, settings)
                                                    for p in previews]):
-        blockers.append(f"{'the file' if len(previews) == 1 else f'each of the {len(previews)} files'} would "
-                        "fail (the reasons are in the preview below): fix or replace "
-                        f"{'it' if len(previews) == 1 else 'them'}")
+        blockers.append(_("the file would fail (the reasons are in the preview below): fix or replace it")
+                        if len(previews) == 1 else
+                        _("each of the {n} files would fail (the reasons are in the preview below): fix or replace them",
+                          n=len(previews)))
     if store is None:
-        blockers.append("the database must be available")
+        blockers.append(_("the database must be available"))
     if target.problem:
         blockers.append(target.problem)
     if settings is None:
-        blockers.append("fix the chunk settings")
+        blockers.append(_("fix the chunk settings"))
     ready = (store is not None and settings is not None and target.name is not None
              and target.embedder is not None and not blockers)
     button, plan = st.columns([1, 5], vertical_alignment="center")
-    clicked = button.button("Ingest", key="upload_ingest", type="primary", icon="📥",
+    clicked = button.button(_("Ingest"), key="upload_ingest", type="primary", icon="📥",
                             disabled=not ready, width="stretch",
-                            help="Parse, chunk, embed and store every file above. A file already "
-                                 "stored with the same content and settings is skipped.")
+                            help=_("Parse, chunk, embed and store every file above. A file already "
+                                 "stored with the same content and settings is skipped."))
     if not ready:
-        plan.caption("To ingest: " + "; ".join(blockers or ["choose a knowledge base"]) + ".")
+        plan.caption(_("To ingest: ") + _("; ").join(_(b) for b in (blockers or ["choose a knowledge base"])) + _("."))
         return _show_results()
-    plan.markdown(f"{fmt.plural(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
+    plan.markdown(f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
                   f"`{target.embedder.name}` · {chunking.summary(settings)}")
     texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
     notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
                               len(texts), sample)
     if notes.duration:
-        plan.caption(f"⏱️ {notes.duration} **Stop ingesting** ends it early; the files done by then stay.")
+        plan.caption(f"⏱️ {notes.duration} " + _("**Stop ingesting** ends it early; the files done by then stay."))
     if notes.language:
         plan.caption(f"🈶 {notes.language}")
     if clicked:
@@ -600,8 +611,8 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
 
 def _ocr_note() -> str:
     if ocr.available():
-        return f"Scanned pages are read by OCR ({ocr.engine_name()}, a few seconds a page)."
-    return f"Scanned pages cannot be read yet: {ocr.ENABLE_HINT}."
+        return _("Scanned pages are read by OCR ({engine}, a few seconds a page).", engine=ocr.engine_name())
+    return _("Scanned pages cannot be read yet: {hint}.", hint=ocr.ENABLE_HINT)
 
 
 def _files_column() -> dict[str, bytes]:
@@ -609,12 +620,12 @@ def _files_column() -> dict[str, bytes]:
     # No `type=` filter: the browser would refuse other files with a reason shown only on hover;
     # here each gets a row in the preview saying why it is not read and what to do instead.
     files = st.file_uploader(
-        "Documents", accept_multiple_files=True, key="upload_files",
+        _("Documents"), accept_multiple_files=True, key="upload_files",
         on_change=_sync_uploads,
-        help=f"{ingest.READ_TYPES}; up to {limit} MB per file (server.maxUploadSize in "
-             ".streamlit/config.toml). Nothing is stored until you press Ingest.",
+        help=_("{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is "
+               "stored until you press Ingest.", types=ingest.READ_TYPES, limit=limit),
     ) or []
-    st.caption(f"Read: {ingest.READ_TYPES}. {_ocr_note()}")
+    st.caption(_("Read: {types}.", types=ingest.READ_TYPES) + f" {_ocr_note()}")
     uploads = _uploads()
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
@@ -623,44 +634,44 @@ def _files_column() -> dict[str, bytes]:
     names = [f.name for f in files]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        st.warning(f"Several files are named {', '.join(repr(d) for d in duplicates)}: only the last "
-                   "one is kept, because a knowledge base tells documents apart by filename. "
-                   "Rename the others to ingest them too.", icon="⚠️")
+        st.warning(_("Several files are named {names}: only the last one is kept, because a knowledge base tells "
+                     "documents apart by filename. Rename the others to ingest them too.",
+                     names=", ".join(repr(d) for d in duplicates)), icon="⚠️")
     kept = [n for n in uploads if n not in set(names)]
     if kept:
-        st.caption(f"Kept from earlier in this session: {', '.join(fmt.md(k) for k in kept)}.")
-        st.button("Forget them", key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
+        st.caption(_("Kept from earlier in this session: {files}.", files=", ".join(fmt.md(k) for k in kept)))
+        st.button(_("Forget them"), key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
     if uploads:
-        st.caption(f"{fmt.plural(len(uploads), 'file')}, "
-                   f"{fmt.size(sum(len(d) for d in uploads.values()))} in this session.")
+        st.caption(_("{files}, {size} in this session.", files=count(len(uploads), "file"),
+                     size=fmt.size(sum(len(d) for d in uploads.values()))))
     return uploads
 
 
 def _upload_tab(store: Store | None) -> None:
     files_col, kb_col, chunk_col = st.columns([1.2, 1, 1.2], gap="large")
     with files_col:
-        st.markdown("##### 1 · Files")
+        st.markdown(_("##### 1 · Files"))
         uploads = _files_column()
     with kb_col:
-        st.markdown("##### 2 · Knowledge base")
+        st.markdown(_("##### 2 · Knowledge base"))
         target = _knowledge_base_picker(store)
     with chunk_col:
-        st.markdown("##### 3 · Chunking")
+        st.markdown(_("##### 3 · Chunking"))
         settings = widgets.chunk_settings_widget(WIDGET)
         _kb_settings_hint(target, settings)
 
     previews = _previews(uploads, settings) if uploads and settings is not None else []
-    st.markdown("##### 4 · Ingest")
+    st.markdown(_("##### 4 · Ingest"))
     _ingest_bar(store, target, settings, uploads, previews)
 
     st.divider()
-    st.markdown("#### Preview")
+    st.markdown(_("#### Preview"))
     if not uploads:
-        st.info("Upload files to see their pages and where the chunks fall. Nothing is stored until "
-                "you press **Ingest**.", icon="📄")
+        st.info(_("Upload files to see their pages and where the chunks fall. Nothing is stored until "
+                "you press **Ingest**."), icon="📄")
         return
     if settings is None:
-        st.info("Fix the chunk settings above to see the chunks.", icon="🧩")
+        st.info(_("Fix the chunk settings above to see the chunks."), icon="🧩")
         return
     max_tokens = target.embedder.max_input_tokens if target.embedder is not None else None
     existing: dict[str, StoredDocument] = {}
@@ -716,27 +727,27 @@ def _reset_confirmations() -> None:
 
 def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
     """A knowledge base built by `rag sync`: its folder, and syncing it again from here."""
-    st.caption(f"📁 Kept in step with the folder `{kb.source_folder}` (`python -m rag sync`): new files are "
-               "stored, changed ones replaced, unchanged ones left, with the chunk settings above.")
+    st.caption("📁 " + _("Kept in step with the folder `{folder}` (`python -m rag sync`): new files are stored, changed "
+                         "ones replaced, unchanged ones left, with the chunk settings above.", folder=kb.source_folder))
     left, right = st.columns([1, 2])
-    delete_missing = right.checkbox("Also delete the documents whose file is gone", key="lib_sync_delete")
-    if not left.button("Sync", key="lib_sync", icon="🔄"):
+    delete_missing = right.checkbox(_("Also delete the documents whose file is gone"), key="lib_sync_delete")
+    if not left.button(_("Sync"), key="lib_sync", icon="🔄"):
         return
     settings = chunking.settings_from_dict(dict(kb.chunk_settings))
-    with st.status(f"Syncing '{kb.name}' with {kb.source_folder}…", expanded=True) as status:
+    with st.status(_("Syncing '{kb}' with {folder}…", kb=kb.name, folder=kb.source_folder), expanded=True) as status:
         bars: dict[str, object] = {}
 
         def on_stage(name: str):  # noqa: ANN202 - the progress callback of one file
-            bar = bars.setdefault(name, st.progress(0.0, text=f"{name}: waiting"))
+            bar = bars.setdefault(name, st.progress(0.0, text=f"{name}: {_('waiting')}"))
             return lambda stage, fraction, message: bar.progress(min(max(fraction, 0.0), 1.0),
-                                                                 text=f"{name}: {stage} · {message}")
+                                                                 text=f"{name}: {_(stage)} · {message}")
 
         try:
             embedder = ingest.embedder_for_kb(store, resources.settings(), kb.name)
             report = ingest.sync(store, embedder, kb.source_folder, kb.name, settings,
                                  delete_missing=delete_missing, on_line=st.text, on_stage=on_stage)
         except RagError as exc:
-            status.update(label=f"Sync of '{kb.name}' failed", state="error")
+            status.update(label=_("Sync of '{kb}' failed", kb=kb.name), state="error")
             widgets.show_error(exc, "Sync")
             return
         status.update(label=report.summary(), state="error" if report.failed else "complete",
@@ -752,7 +763,7 @@ def _library_tab(store: Store | None) -> None:
         kind, message = flash
         {"success": st.success, "warning": st.warning}.get(kind, st.error)(message)
     if store is None:
-        st.info("The library needs the database: see the error at the top of the page.")
+        st.info(_("The library needs the database: see the error at the top of the page."))
         return
     try:
         kbs = store.list_knowledge_bases()
@@ -760,7 +771,7 @@ def _library_tab(store: Store | None) -> None:
         widgets.show_error(exc, "Knowledge bases")
         return
     if not kbs:
-        st.info("No knowledge bases yet: upload files on the first tab and press **Ingest**.", icon="📚")
+        st.info(_("No knowledge bases yet: upload files on the first tab and press **Ingest**."), icon="📚")
         return
     widgets.table(
         "lib_overview",
@@ -773,7 +784,7 @@ def _library_tab(store: Store | None) -> None:
         hide_index=True, width="stretch",
         column_config={"created": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
                        "chunk settings": st.column_config.TextColumn(
-                           "chunk settings", help="The settings of the latest ingest")},
+                           "chunk settings", help=_("The settings of the latest ingest"))},
     )
     by_name = {kb.name: kb for kb in kbs}
     # A stale choice (deleted meanwhile) is replaced, not dropped: assigning it tells the browser
@@ -782,14 +793,15 @@ def _library_tab(store: Store | None) -> None:
         st.session_state["lib_kb"] = kbs[0].name
     # Plain names: a label with the document count went stale in the browser after a delete
     # ("2 docs" beside a table saying 1), like any option label that changes under a kept key.
-    name = st.selectbox("Knowledge base", list(by_name), key="lib_kb", on_change=_reset_confirmations)
+    name = st.selectbox(_("Knowledge base"), list(by_name), key="lib_kb", on_change=_reset_confirmations)
     kb = by_name[name]
     m = st.columns(4)
-    m[0].metric("Documents", kb.documents)
-    m[1].metric("Chunks", kb.chunks)
-    m[2].metric("Dimension", kb.dimension)
-    m[3].metric("Embedder", kb.embedder.split(":", 1)[0], help=kb.embedder)
-    st.caption(f"Embedder `{kb.embedder}` · chunk settings of the latest ingest: {chunking.summary(kb.chunk_settings)}")
+    m[0].metric(_("Documents"), kb.documents)
+    m[1].metric(_("Chunks"), kb.chunks)
+    m[2].metric(_("Dimension"), kb.dimension)
+    m[3].metric(_("Embedder"), kb.embedder.split(":", 1)[0], help=kb.embedder)
+    st.caption(_("Embedder `{embedder}` · chunk settings of the latest ingest: {settings}", embedder=kb.embedder,
+                 settings=chunking.summary(kb.chunk_settings)))
     if kb.source_folder:
         _sync_panel(store, kb)
     try:
@@ -809,22 +821,22 @@ def _library_tab(store: Store | None) -> None:
         column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")},
     )
     stem = export.file_stem(name)
-    d1, d2, _ = st.columns([1, 1, 3])
+    d1, d2, _spare = st.columns([1, 1, 3])
     d1.download_button(
-        "Chunks as CSV", data=lambda: export.chunks_csv(store.iter_chunks(name)),
+        _("Chunks as CSV"), data=lambda: export.chunks_csv(store.iter_chunks(name)),
         file_name=f"{stem}-chunks.csv", mime="text/csv", key="lib_csv", icon="⬇️",
         on_click="ignore", disabled=kb.chunks == 0, width="stretch",
-        help="id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
+        help=_("id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
              "so Excel shows every script correctly. Text that would start a formula (=, +, -, @) "
-             "gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact.",
+             "gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact."),
     )
     d2.download_button(
-        "Chunks as JSONL", data=lambda: export.chunks_jsonl(store.iter_chunks(name)),
+        _("Chunks as JSONL"), data=lambda: export.chunks_jsonl(store.iter_chunks(name)),
         file_name=f"{stem}-chunks.jsonl", mime="application/jsonl", key="lib_jsonl", icon="⬇️",
         on_click="ignore", disabled=kb.chunks == 0, width="stretch",
-        help="One JSON object per line: id, content and the full metadata.",
+        help=_("One JSON object per line: id, content and the full metadata."),
     )
-    with st.expander("🗑️ Delete a document or the whole knowledge base"):
+    with st.expander(_("🗑️ Delete a document or the whole knowledge base")):
         if docs:
             filenames = [d.original_filename for d in docs]
             # One picker per knowledge base: the browser kept showing (and sending back) the previous
@@ -833,30 +845,30 @@ def _library_tab(store: Store | None) -> None:
             picker = f"lib_doc::{name}"
             if st.session_state.get(picker) not in filenames:
                 st.session_state[picker] = filenames[0]  # the document was deleted: the first one
-            chosen = st.selectbox("Document", filenames, key=picker, on_change=_reset_confirmations)
+            chosen = st.selectbox(_("Document"), filenames, key=picker, on_change=_reset_confirmations)
             doc = next(d for d in docs if d.original_filename == chosen)
             confirm = st.checkbox(
-                f"I understand that '{chosen}' and its {fmt.plural(doc.chunk_count, 'chunk')} will be removed "
-                f"from '{name}'", key="lib_doc_confirm")
-            st.button("Delete the document", key="lib_doc_delete", disabled=not confirm, icon="🗑️",
+                _("I understand that '{document}' and its {chunks} will be removed from '{kb}'", document=chosen,
+                  chunks=count(doc.chunk_count, "chunk"), kb=name), key="lib_doc_confirm")
+            st.button(_("Delete the document"), key="lib_doc_delete", disabled=not confirm, icon="🗑️",
                       on_click=_delete_document, args=(name, chosen))
             st.divider()
         confirm_kb = st.checkbox(
-            f"I understand that the knowledge base '{name}' with its {fmt.plural(kb.documents, 'document')} and "
-            f"{fmt.plural(kb.chunks, 'chunk')} will be removed for good", key="lib_kb_confirm")
-        st.button("Delete the knowledge base", key="lib_kb_delete", disabled=not confirm_kb, type="primary",
+            _("I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good",
+              kb=name, documents=count(kb.documents, "document"), chunks=count(kb.chunks, "chunk")), key="lib_kb_confirm")
+        st.button(_("Delete the knowledge base"), key="lib_kb_delete", disabled=not confirm_kb, type="primary",
                   icon="🗑️", on_click=_delete_knowledge_base, args=(name,))
 
 
 # -- the page ----------------------------------------------------------------------------------------
 
 def main() -> None:
-    st.title("📄 Upload & preview")
-    st.caption("Upload documents, check how each page parses and where the chunks fall, then ingest "
-               "them into a knowledge base. Nothing is stored before you press **Ingest**.")
+    st.title(_("📄 Upload & preview"))
+    st.caption(_("Upload documents, check how each page parses and where the chunks fall, then ingest "
+               "them into a knowledge base. Nothing is stored before you press **Ingest**."))
     _apply_chunk_lab_settings()
     store = widgets.try_store()
-    upload_tab, library_tab = st.tabs(["📥 Upload & ingest", "📚 Library"])
+    upload_tab, library_tab = st.tabs([_("📥 Upload & ingest"), _("📚 Library")])
     with upload_tab:
         _upload_tab(store)
     with library_tab:
