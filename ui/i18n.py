@@ -60,7 +60,7 @@ UNITS = {
     "web source": ("web source", "个网页来源"), "exchange": ("exchange", "轮对话"), "tool call": ("tool call", "次工具调用"),
     "sentence": ("sentence", "句"), "cited source": ("cited source", "个被引用的来源"), "marker": ("marker", "个标记"),
     "document": ("document", "篇文档"), "chunk": ("chunk", "个分块"), "file": ("file", "个文件"), "page": ("page", "页"),
-    "table": ("table", "个表格"),
+    "table": ("table", "个表格"), "tool": ("tool", "个工具"),
 }
 """Counted things: English singular (an 's' is added) and the Chinese measure word with its noun."""
 

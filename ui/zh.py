@@ -328,4 +328,46 @@ ZH: dict[str, str] = {
     "the file would fail (the reasons are in the preview below): fix or replace it": "这个文件会失败（原因见下方预览）：请修正或替换它",
     "each of the {n} files would fail (the reasons are in the preview below): fix or replace them":
         "这 {n} 个文件都会失败（原因见下方预览）：请修正或替换它们",
+    # -- tools
+    "🛠️ Tools": "🛠️ 工具",
+    "MCP servers from the config run as child processes of the app; in agent mode the chat gives the model their tools, the knowledge-base search and web search as the question's route allows, within the route's budget of tool calls per turn ({budget} on the default route).":
+        "配置中的 MCP 服务器作为本应用的子进程运行；在智能体模式下，对话会按问题所走的路由把它们的工具、知识库检索和网络搜索交给模型，每轮工具调用不超过该路由的预算（默认路由为 {budget} 次）。",
+    "Config: `{path}` (set {env} to use another file)": "配置文件：`{path}`（设置 {env} 可使用其他文件）",
+    "Starting the MCP servers…": "正在启动 MCP 服务器…",
+    "**{running} of {total} servers running**": "**{total} 个服务器中有 {running} 个正在运行**",
+    "Restart": "重启",
+    "Restarting {name}…": "正在重启 {name}…",
+    "Server's stderr (last lines)": "服务器的 stderr（最后几行）",
+    "Input schema": "输入结构",
+    "Output schema": "输出结构",
+    "Call a tool by hand": "手动调用工具",
+    "No running server has tools to call.": "没有正在运行且提供工具的服务器。",
+    "Server": "服务器",
+    "Tool": "工具",
+    "Arguments (JSON object)": "参数（JSON 对象）",
+    "Call": "调用",
+    "Calling {tool}…": "正在调用 {tool}…",
+    "The tool reported an error ({s} s)": "工具报告了错误（{s} 秒）",
+    "Done in {s} s": "完成，用时 {s} 秒",
+    "This app's knowledge-base tools": "本应用的知识库工具",
+    "What `python -m rag mcp` serves to other agents (and what agent mode gives the model), called here on this app's database.":
+        "即 `python -m rag mcp` 提供给其他智能体的工具（也是智能体模式交给模型的工具），在这里直接对本应用的数据库调用。",
+    "Web search and routes": "网络搜索与路由",
+    'Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible endpoint whose model searches the web (Qwen on DashScope, for instance) and restart:\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · optional `RAG_WEB_SEARCH_EXTRA_BODY` (JSON merged into the request; default `{"enable_search": true}`).':
+        '网络搜索未开启。要让智能体模式获得 `web_search` 工具，请把它指向一个兼容 OpenAI、其模型能联网搜索的端点（例如 DashScope 上的通义千问），然后重启：\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · 可选 `RAG_WEB_SEARCH_EXTRA_BODY`（合并进请求体的 JSON；默认 `{"enable_search": true}`）。',
+    "**Web search is on**: model `{model}` at `{url}` · extra body `{body}` · API key {key}":
+        "**网络搜索已开启**：模型 `{model}`，地址 `{url}` · 附加请求体 `{body}` · API 密钥{key}",
+    "(none)": "（无）",
+    "set (never shown)": "已设置（从不显示）",
+    "not set": "未设置",
+    "Try a web search": "试一次网络搜索",
+    "Search the web": "搜索网络",
+    "Asking the search model…": "正在询问搜索模型…",
+    "Web search is unavailable: {reason}.": "网络搜索不可用：{reason}。",
+    "Routes from `{path}`": "路由来自 `{path}`",
+    "The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode picks one per question: small talk gets no tools, a route's keyword takes that route, the rest the default; the chat's Route picker forces one.":
+        "默认路由（写一个 `{path}` 即可修改；参见 `routes.example.toml`）。智能体模式为每个问题选择一条路由：闲聊不使用工具，含有某路由关键词的问题走该路由，其余走默认路由；对话页的“路由”选择器可强制指定。",
+    "Serve this knowledge base to other MCP clients (Claude Desktop, …)": "把这个知识库提供给其他 MCP 客户端（Claude Desktop 等）",
+    "`python -m rag mcp` serves the knowledge-base tools over stdio (`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); `--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; `--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. Add this to the client's config (e.g. `claude_desktop_config.json`):":
+        "`python -m rag mcp` 通过 stdio 提供知识库工具（`list_knowledge_bases`、`search_knowledge_base`、`get_chunk`；只读）；`--http --port 8765` 在 `http://127.0.0.1:8765/mcp` 提供；`--allow-ingest FOLDER` 增加限于该文件夹的 `ingest_file`。把下面的内容加入客户端的配置（如 `claude_desktop_config.json`）：",
 }

@@ -19,7 +19,7 @@ from tests.pages.test_page_chat import (  # noqa: F401 - kb and ollama are fixtu
 from ui import i18n
 from ui.zh import ZH
 
-TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py")
+TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/tools.py")
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
     # passed to _() through a name, not a literal
@@ -169,3 +169,21 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
     found = english_phrases(texts, allowed)
     assert found == [], "\n".join(found)
     assert any(m.value == "#### 预览" for m in at.markdown)
+
+
+def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from rag.mcp import client as mcp_client
+
+    monkeypatch.setenv(mcp_client.CONFIG_ENV, str(tmp_path / "absent.json"))
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(str(ROOT / "pages/tools.py"), default_timeout=240)
+    at.query_params["lang"] = "zh"
+    run(at)
+    assert at.title[0].value == "🛠️ 工具"
+    from ui import resources
+
+    kb_tools = resources.kb_tools()  # the tools' own descriptions (rag.mcp.server) are English
+    allowed = [kb_tools.description(n) for n in kb_tools.tool_names()] + ["Claude Desktop"]
+    allowed += [e.value for e in at.info if e.value.startswith("No MCP servers configured")]  # rag.mcp.client
+    found = english_phrases(shown_texts(at), allowed)
+    assert found == [], "\n".join(found)
