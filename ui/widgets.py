@@ -13,6 +13,7 @@ from rag.retrieve import filters
 from rag.store import Store
 from ui import format as fmt
 from ui import resources
+from ui.i18n import _
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +88,19 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
 
     current = st.session_state.get(f"{key}_preset")
     base = st.session_state.get(f"{key}_preset_base")
-    st.selectbox("Preset", [*chunking.PRESETS, chunking.CUSTOM], key=f"{key}_preset", on_change=apply_preset,
-                 format_func=lambda o: chunking.custom_label(base) if o == chunking.CUSTOM else o,
-                 help=" ".join(filter(None, (chunking.PRESET_HELP.get(current),
-                                             "Fills in the settings below; change any of them to customise."))))
+    # Labels made now, in this run's language (a format_func may be called outside the script run).
+    presets = {name: _(name) for name in chunking.PRESETS}
+    presets[chunking.CUSTOM] = _("{preset}, changed", preset=_(base)) if base in chunking.PRESETS else _(chunking.CUSTOM)
+    preset_help = _(chunking.PRESET_HELP[current]) if current in chunking.PRESET_HELP else ""
+    st.selectbox(_("Preset"), [*chunking.PRESETS, chunking.CUSTOM], key=f"{key}_preset", on_change=apply_preset,
+                 format_func=presets.get,
+                 help=" ".join(filter(None, (preset_help, _("Fills in the settings below; change any of them to "
+                                                            "customise.")))))
     strategy_field, *numbers = FIELDS
-    strategy = st.radio(strategy_field.label, chunking.STRATEGIES, horizontal=True,
-                        format_func=lambda s: chunking.STRATEGY_LABELS.get(s, s),
-                        key=f"{key}_{strategy_field.short}", help=strategy_field.help,
+    strategies = {s: _(label) for s, label in chunking.STRATEGY_LABELS.items()}
+    strategy = st.radio(_(strategy_field.label), chunking.STRATEGIES, horizontal=True,
+                        format_func=lambda s: strategies.get(s, s),
+                        key=f"{key}_{strategy_field.short}", help=_(strategy_field.help),
                         on_change=_sync_preset, args=(key,))
     values: dict[str, object] = {"strategy": strategy}
     for pair in (numbers[i:i + 2] for i in range(0, len(numbers), 2)):
@@ -102,15 +108,15 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
             widget_key = f"{key}_{field.short}"
             disabled = not field.applies_to(strategy)
             if field.kind is bool:
-                values[field.name] = bool(column.checkbox(field.label, key=widget_key, help=field.help,
+                values[field.name] = bool(column.checkbox(_(field.label), key=widget_key, help=_(field.help),
                                                           disabled=disabled, on_change=_sync_preset, args=(key,)))
             else:
-                values[field.name] = int(column.number_input(field.label, field.minimum, field.maximum,
+                values[field.name] = int(column.number_input(_(field.label), field.minimum, field.maximum,
                                                              step=field.step, key=widget_key,
-                                                             help=field.help, disabled=disabled,
+                                                             help=_(field.help), disabled=disabled,
                                                              on_change=_sync_preset, args=(key,)))
     try:
         return chunking.from_widget_values(values)
     except RagError as exc:
-        show_error(exc, "Chunk settings")
+        show_error(exc, _("Chunk settings"))
         return None

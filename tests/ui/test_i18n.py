@@ -19,7 +19,7 @@ from tests.pages.test_page_chat import (  # noqa: F401 - kb and ollama are fixtu
 from ui import i18n
 from ui.zh import ZH
 
-TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/tools.py")
+TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/tools.py", "ui/widgets.py")
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
     # passed to _() through a name, not a literal
@@ -34,7 +34,12 @@ DYNAMIC = (
 
 def used_ids() -> set[str]:
     ids = {m for f in TRANSLATED for m in i18n.message_ids(str(ROOT / f))}
-    return ids | set(DYNAMIC) | {constant("pages/chat.py", "BADGE_LEGEND"), constant("pages/upload.py", "LEGEND")}
+    from rag import chunking
+
+    chunk_words = {chunking.CUSTOM, *chunking.PRESETS, *chunking.PRESET_HELP.values(), *chunking.STRATEGY_LABELS.values()}
+    chunk_words |= {f.label for f in chunking.FIELDS} | {f.help for f in chunking.FIELDS}  # the settings widget
+    return ids | set(DYNAMIC) | chunk_words | {constant("pages/chat.py", "BADGE_LEGEND"),
+                                               constant("pages/upload.py", "LEGEND")}
 
 
 def constant(path: str, name: str) -> str:
@@ -154,15 +159,11 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
     upload(at, ("report.pdf", make_pdf(["Quarterly report. Revenue rose eleven percent.", "Page two."])),
            ("scan.pdf", make_scan_pdf(["Harbour log: the keeper lit the lamp."])))
     allowed = [READ_TYPES, ocr.ENABLE_HINT, ocr.engine_name(), "report.pdf", "scan.pdf", "Spring AI", "Excel",
-               "JSONL", "Markdown", "python -m rag sync",
-               "Fills in the settings below; change any of them to customise."]  # ui/widgets.py, not yet
+               "JSONL", "Markdown", "python -m rag sync", "Spring AI", "spring-exact", "TokenTextSplitter"]
     from rag.documents import load_bytes
 
     allowed += [load_bytes(make_scan_pdf(["Harbour log: the keeper lit the lamp."]), "scan.pdf").reader]
-    for field in chunking.FIELDS:
-        allowed += [field.label, field.help]
-    allowed += [*chunking.PRESETS, *chunking.PRESET_HELP.values(), chunking.CUSTOM, *chunking.HELP.values()]
-    allowed += [chunking.summary(s) for s in chunking.PRESETS.values()]
+    allowed += [chunking.summary(s) for s in chunking.PRESETS.values()]  # rag.chunking's summary line
     for page in at.session_state["_upload_files"].values() if "_upload_files" in at.session_state else ():
         allowed.append(page)
     texts = [t for t in shown_texts(at) if not t.startswith(("Quarterly report", "Page two", "Harbour log"))]
