@@ -14,6 +14,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import resources
+from ui.i18n import _, count
 from rag import gpu
 from rag.errors import RagError
 from rag.generate.telemetry import PHASE_TITLES, Mark
@@ -91,18 +92,18 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
     spans = [(m.phase, m.start, m.end, m.label) for m in marks]
     if running is not None and running.running:
         spans.append(("generating", running.started_at, now, running.model.removeprefix("ollama:")))
-    for phase, start, end, _ in spans:
+    for phase, start, end, _label in spans:
         end = max(end, start + 0.05)  # a 1 ms model load is still worth seeing
         for row in range(1, rows + 1):
             fig.add_vrect(x0=when(start), x1=when(end), fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
                           opacity=0.22, line_width=0, layer="below", row=row, col=1)
-    for phase in dict.fromkeys(phase for phase, *_ in spans):
+    for phase in dict.fromkeys(phase for phase, *_rest in spans):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=PHASE_TITLES.get(phase, phase),
                                  legendgroup="phases", marker={"symbol": "square", "size": 12, "opacity": 0.5,
                                                                "color": PHASE_COLOURS.get(phase, "#cccccc")}),
                       row=1, col=1)
     starts: dict[str, float] = {}
-    for _, start, _, label in spans:
+    for _phase, start, _end, label in spans:
         starts[label] = min(start, starts.get(label, start))
     # Labels of generations that start close together share one annotation rather than overprint.
     groups: list[tuple[float, list[str]]] = []
@@ -173,7 +174,7 @@ def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[M
 
 def device_metrics(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
     if latest is None:
-        st.caption("Collecting the first samples…")
+        st.caption(_("Collecting the first samples…"))
         return
     cells: list[tuple[str, str]] = []
     if status.available:
@@ -201,13 +202,13 @@ def device_metrics(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
 def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
     if not status.available or latest is None:
         return
-    st.markdown("**Processes on the GPU**")
+    st.markdown(_("**Processes on the GPU**"))
     cannot = [f"GPU {i}" for i, reading in status.unsupported if reading == "compute_processes"]
     if cannot:
-        st.caption(f"NVML cannot list processes on {', '.join(cannot)} (“Not Supported”).")
+        st.caption(_("NVML cannot list processes on {gpus} (“Not Supported”).", gpus=", ".join(cannot)))
     if not latest.processes:
-        st.caption("No process holds GPU memory now. (Inside a container, programs of other containers "
-                   "are listed without a name, or not at all.)")
+        st.caption(_("No process holds GPU memory now. (Inside a container, programs of other containers "
+                   "are listed without a name, or not at all.)"))
         return
     rows = sorted(latest.processes, key=lambda p: (not p.is_ollama, -(p.gpu_memory or 0)))
     table = pd.DataFrame({
@@ -218,7 +219,7 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
         "Ollama": [p.is_ollama for p in rows],
     })
     styled = table.style.apply(
-        lambda row: ["background-color: #e6f4ea; font-weight: 600" if row["Ollama"] else "" for _ in row], axis=1
+        lambda row: ["background-color: #e6f4ea; font-weight: 600" if row["Ollama"] else "" for _cell in row], axis=1
     )
     st.dataframe(styled, hide_index=True, key="gpu_processes")
 
@@ -226,9 +227,9 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
 def generation_panel(view: GenerationView, now: float) -> None:
     model = view.model.removeprefix("ollama:").removeprefix("local:")
     if view.running:
-        st.caption(f"Generating with {model}… {now - view.started_at:.1f} s")
+        st.caption(_("Generating with {model}… {s} s", model=model, s=f"{now - view.started_at:.1f}"))
     if view.thinking:
-        with st.expander("Thinking", expanded=False):
+        with st.expander(_("Thinking"), expanded=False):
             st.markdown(view.thinking)
     if view.text:
         with st.container(border=True):
@@ -238,16 +239,16 @@ def generation_panel(view: GenerationView, now: float) -> None:
     stats = view.stats
     if not view.running and (stats is not None or view.first_token_at is not None):
         cols = st.columns(5)
-        cols[0].metric("Time to first token", fmt(view.time_to_first_token, " s", digits=2))
-        cols[1].metric("Tokens/s", fmt(view.tokens_per_second, "", digits=1))
-        cols[2].metric("Load time", fmt(view.load_seconds, " s", digits=2))
+        cols[0].metric(_("Time to first token"), fmt(view.time_to_first_token, " s", digits=2))
+        cols[1].metric(_("Tokens/s"), fmt(view.tokens_per_second, "", digits=1))
+        cols[2].metric(_("Load time"), fmt(view.load_seconds, " s", digits=2))
         prompt_count = stats.prompt_eval_count if stats else None
-        cols[3].metric(f"Prompt eval ({fmt(prompt_count)} tokens)",
+        cols[3].metric(_("Prompt eval ({n} tokens)", n=fmt(prompt_count)),
                        fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"))
-        cols[4].metric("Output tokens", fmt(stats.eval_count if stats else None))
+        cols[4].metric(_("Output tokens"), fmt(stats.eval_count if stats else None))
         if stats is not None and stats.done_reason == "stopped" and view.model.startswith("ollama:"):
-            st.caption("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
-                       "are drawn as one span up to the first token.")
+            st.caption(_("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
+                       "are drawn as one span up to the first token."))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -258,35 +259,37 @@ host = settings.ollama_host
 watch = resources.gpu_sampler(gpu.selected_nvml())
 status = watch.status
 
-st.title("GPU monitor")
+st.title(_("GPU monitor"))
 if status.devices:  # found, even if one has failed since
     names = ", ".join(f"**{d.name}**" for d in status.devices)
-    st.markdown(f"{names} · driver {status.driver or '?'} · CUDA {status.cuda or '?'}")
+    st.markdown(_("{names} · driver {driver} · CUDA {cuda}", names=names, driver=status.driver or "?",
+                  cuda=status.cuda or "?"))
 else:
-    st.info(f"No NVIDIA GPU is visible to this app. NVML says: “{status.reason}” ({gpu.no_gpu_hint(status.reason)}). "
-            "Models run on the CPU here, so CPU and RAM are shown instead.", icon="ℹ️")
+    st.info(_("No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, so "
+              "CPU and RAM are shown instead.", reason=status.reason, hint=gpu.no_gpu_hint(status.reason)), icon="ℹ️")
 
 
 @st.fragment(run_every=PLACEMENT_REFRESH_SECONDS)
 def placement() -> None:
-    st.subheader("Where Ollama put its models")
+    st.subheader(_("Where Ollama put its models"))
     message = st.session_state.pop("gpu_unload_msg", None)
     if message is not None:
         (st.success if message[0] else st.error)(message[1])
     report = gpu.ollama_placement(host, watch.status, watch.latest())
     models = report.models
     if models is None:
-        st.info(f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", icon="ℹ️")
+        st.info(_("Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", host=host), icon="ℹ️")
         return
     if not models:
-        st.caption("Ollama holds no model in memory now: generate below to load one.")
+        st.caption(_("Ollama holds no model in memory now: generate below to load one."))
         return
     advice = report.advice
     if advice is None:
-        st.success(f"{'All models run' if len(models) > 1 else 'The model runs'} 100% on the GPU.", icon="✅")
+        st.success(_("All models run 100% on the GPU.") if len(models) > 1 else _("The model runs 100% on the GPU."),
+                   icon="✅")
     elif advice.severity == "error":
         causes = "\n".join(f"{i}. {c}" for i, c in enumerate(advice.causes, 1))
-        st.error(f"**{advice.title}**\n\nLikely causes and how to check:\n\n{causes}", icon="🚨")
+        st.error(f"**{advice.title}**\n\n" + _("Likely causes and how to check:") + f"\n\n{causes}", icon="🚨")
     else:
         st.info(advice.title, icon="ℹ️")
     now = datetime.now().astimezone()
@@ -299,33 +302,33 @@ def placement() -> None:
         "Unloads in": [unloads_in(m.expires_at, now) for m in models],
     })
     st.dataframe(table, hide_index=True, key="gpu_placement")
-    st.caption("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart.")
+    st.caption(_("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart."))
     cols = st.columns(min(len(models), 4))
     for i, m in enumerate(models):
-        cols[i % len(cols)].button(f"Unload {m.name}", key=f"gpu_unload_{m.name}", on_click=unload,
+        cols[i % len(cols)].button(_("Unload {model}", model=m.name), key=f"gpu_unload_{m.name}", on_click=unload,
                                    args=(host, m.name))
 
 
 placement()
 
-st.subheader("Generate while watching")
+st.subheader(_("Generate while watching"))
 offered = watch_choices(host, resources.local_model_available())
 choices = list(offered.choices)
 if offered.note:
     st.caption(offered.note)
 if choices:
-    st.selectbox("Model", choices, key="gpu_model", format_func=model_label)
-    st.text_area("Prompt", DEFAULT_PROMPT, key="gpu_prompt", height=80)
+    st.selectbox(_("Model"), choices, key="gpu_model", format_func=model_label)
+    st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)
 if "gpu_generate_error" in st.session_state:
     st.error(st.session_state["gpu_generate_error"], icon="⚠️")
 
 # A row sized by its content (wrapping when narrow), not fixed column shares: in 2/7 of the page
 # the four window buttons did not fit at 1400 px, and "10 min" was cut off.
 controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
-window_label = controls.segmented_control("Window", list(WINDOWS), default="2 min", key="gpu_window",
+window_label = controls.segmented_control(_("Window"), list(WINDOWS), default="2 min", key="gpu_window",
                                           width="content")
-live = controls.toggle("Live", value=True, key="gpu_live", help=f"Redraw every {REFRESH_SECONDS:g} s")
-controls.download_button("Download samples (CSV)", data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
+live = controls.toggle(_("Live"), value=True, key="gpu_live", help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}"))
+controls.download_button(_("Download samples (CSV)"), data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
                          key="gpu_csv", on_click="ignore")
 
 
@@ -334,13 +337,13 @@ def monitor() -> None:
     current: WatchedGeneration | None = st.session_state.get(GENERATION)
     running = current is not None and current.running
     if choices:
-        b1, b2, _ = st.columns([1, 1, 4])
-        b1.button("Generate", key="gpu_generate", type="primary", disabled=running,
+        b1, b2, _spare = st.columns([1, 1, 4])
+        b1.button(_("Generate"), key="gpu_generate", type="primary", disabled=running,
                   on_click=start_generation)
-        b2.button("Stop", key="gpu_stop", disabled=not running, on_click=stop_generation)
+        b2.button(_("Stop"), key="gpu_stop", disabled=not running, on_click=stop_generation)
         current = st.session_state.get(GENERATION)
     for problem in watch.status.problems:  # here, so that a GPU lost while watching shows at once
-        st.error(f"{problem}. NVML can no longer read it: reset the GPU or reboot.", icon="🚨")
+        st.error(f"{problem}. " + _("NVML can no longer read it: reset the GPU or reboot."), icon="🚨")
     now = time.time()
     view = current.view() if current is not None else None
     if view is not None:
@@ -353,8 +356,8 @@ def monitor() -> None:
     device_metrics(latest, watch.status)
     fig = build_figure(samples, watch.status, watch.marks(since=start), view, start, now)
     st.plotly_chart(fig, key="gpu_chart", config={"displaylogo": False})
-    st.caption("Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "
-               "evaluation, thinking, output.")
+    st.caption(_("Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "
+               "evaluation, thinking, output."))
     process_table(latest, watch.status)
 
 
