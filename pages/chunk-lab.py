@@ -20,6 +20,7 @@ from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
 from ui import format as fmt
 from ui import resources, widgets
+from ui.i18n import _, count
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -130,21 +131,22 @@ def _pick_document() -> Source:
             stored[f"stored:{row[0]}"] = row
             options[f"stored:{row[0]}"] = f"🗄️ {row[1]} / {row[2]}"
     except RagError as exc:
-        st.caption(f"⚠️ Stored documents are not available ({exc}). Uploaded files and the sample still work.")
-    options[SAMPLE_ID] = "🧪 Sample: Northwind field guide (built in)"
+        st.caption("⚠️ " + _("Stored documents are not available ({error}). Uploaded files and the sample still work.",
+                             error=exc))
+    options[SAMPLE_ID] = "🧪 " + _("Sample: Northwind field guide (built in)")
     if st.session_state.get("lab_doc") not in options:
         st.session_state["lab_doc"] = next(iter(options))
     chosen = st.selectbox(
-        "Document", list(options), format_func=options.__getitem__, key="lab_doc",
-        help="Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / "
-             "file), or a built-in sample.",
+        _("Document"), list(options), format_func=options.__getitem__, key="lab_doc",
+        help=_("Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / "
+             "file), or a built-in sample."),
     )
     if chosen.startswith("upload:"):
         filename = chosen.removeprefix("upload:")
         data = uploads[filename]
         sha = sha256_hex(data)
     elif chosen.startswith("stored:"):
-        document_id, _, filename, sha = stored[chosen]
+        document_id, _kb, filename, sha = stored[chosen]
         data = _stored_bytes(document_id, sha)
     else:
         filename = evaluation.sample().filename
@@ -159,13 +161,13 @@ def _pick_document() -> Source:
 
 def _pick_settings() -> dict[str, ChunkSettings]:
     """Label -> settings for each valid column (an invalid one shows its error and is left out)."""
-    n = st.radio("Settings to compare", [1, 2, 3], index=1, horizontal=True, key="lab_n_settings",
-                 help="Each setting gets its own column in every view below.")
+    n = st.radio(_("Settings to compare"), [1, 2, 3], index=1, horizontal=True, key="lab_n_settings",
+                 help=_("Each setting gets its own column in every view below."))
     chosen: dict[str, ChunkSettings] = {}
     for i, column in enumerate(st.columns(n, border=True)):
         with column:
             initial = st.session_state.get(f"lab_saved_s{i}", INITIAL[i])
-            st.markdown(f"**Setting {LETTERS[i]}**")
+            st.markdown(_("**Setting {letter}**", letter=LETTERS[i]))
             settings = widgets.chunk_settings_widget(f"lab_s{i}", initial)
             if settings is not None:
                 # Kept outside the widgets, so hiding a column and showing it again restores it.
@@ -197,11 +199,11 @@ def _stats_table(chunked: dict[str, Chunked]) -> None:
         pd.DataFrame(rows), hide_index=True, key="lab_stats",
         column_config={
             "Cut mid-sentence": st.column_config.NumberColumn(
-                format="percent", help="Share of chunks whose text stops inside a sentence."),
+                format="percent", help=_("Share of chunks whose text stops inside a sentence.")),
             "Dropped (too short)": st.column_config.NumberColumn(
-                format="percent", help="Share of pieces discarded as too short to embed."),
+                format="percent", help=_("Share of pieces discarded as too short to embed.")),
             "Split in ms": st.column_config.NumberColumn(
-                help="Time to split the document (tokenised once) the first time with these settings."),
+                help=_("Time to split the document (tokenised once) the first time with these settings.")),
         },
     )
 
@@ -214,13 +216,14 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
     for (label, chunk_set), column in zip(chunk_sets.items(), st.columns(len(chunk_sets))):
         with column:
             shown = chunking.chunks_in_span(chunk_set.chunks, start, end)
-            st.caption(f"**{label}**: chunks {_chunk_numbers(shown)} on page {page.number}. Hover for the chunk "
-                       f"number; red text lies in two chunks (overlap), grey text in none.")
+            st.caption(_("**{label}**: chunks {chunks} on page {number}. Hover for the chunk number; red text lies in "
+                         "two chunks (overlap), grey text in none.", label=label, chunks=_chunk_numbers(shown),
+                         number=page.number))
             with st.container(height=520):
                 st.html(render.chunks_html(page.text, shown))
     tables = tables_in(page.text)
     if tables:
-        with st.expander(f"{len(tables)} table{'s' if len(tables) > 1 else ''} on this {doc.unit}, as tables"):
+        with st.expander(_("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))):
             for table in tables:
                 st.markdown(table)
 
@@ -231,14 +234,15 @@ def _chunk_numbers(chunks: list[Chunk]) -> str:
 
 def _page_view(source: Source, chunk_sets: dict[str, ChunkSet], page_number: int) -> None:
     if not render.renderable(source.doc) or source.data is None:
-        st.info(f"{source.doc.kind.upper()} files have no page images; only PDF, EPUB and XPS do. "
-                "The Text view shows where the chunks fall.")
+        st.info(_("{kind} files have no page images; only PDF, EPUB and XPS do. The Text view shows where the chunks "
+                  "fall.", kind=source.doc.kind.upper()))
         return
     for (label, chunk_set), column in zip(chunk_sets.items(), st.columns(len(chunk_sets))):
         with column:
             on_page = tuple(c for c in chunk_set.chunks if page_number in c.pages)
             png = _page_png(source.sha, page_number, chunk_set.settings, source.data, source.doc, on_page)
-            st.image(png, caption=f"{label}: chunks {_chunk_numbers(list(on_page))} boxed in alternating colours",
+            st.image(png, caption=_("{label}: chunks {chunks} boxed in alternating colours", label=label,
+                                    chunks=_chunk_numbers(list(on_page))),
                      width="stretch")
 
 
@@ -271,7 +275,7 @@ def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
         help="The page shown in the Text and On the page views"
              + (" (pages without text, such as scans, are not listed)." if doc.dropped_pages else "."),
     )
-    text_tab, page_tab, sizes_tab = st.tabs(list(VIEWS), key="lab_view", on_change="rerun")
+    text_tab, page_tab, sizes_tab = st.tabs([_(v) for v in VIEWS], key="lab_view", on_change="rerun")
     with text_tab:
         if text_tab.open is not False:
             _text_view(source, chunk_sets, numbers.index(page_number))
@@ -289,10 +293,10 @@ def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
 def _questions_table(source: Source) -> pd.DataFrame:
     questions: list[Question] = []
     upload = st.file_uploader(
-        "…or upload them as a CSV with the header question,expected (it fills the table above)",
+        _("…or upload them as a CSV with the header question,expected (it fills the table above)"),
         type=["csv"], key="lab_questions_csv",
-        help="UTF-8, one question per line with the passage of the document that answers it; "
-             "quote cells that contain commas. The table then holds the CSV's questions, to edit further.",
+        help=_("UTF-8, one question per line with the passage of the document that answers it; "
+             "quote cells that contain commas. The table then holds the CSV's questions, to edit further."),
     )
     if upload is not None:
         try:
@@ -315,15 +319,16 @@ def _run_check(source: Source, chunk_sets: dict[str, ChunkSet], questions: list[
                signature: tuple, mode: str) -> None:
     embedder = resources.default_embedder()
     bar_slot, stop_slot = st.columns([5, 1], vertical_alignment="center")
-    bar = bar_slot.progress(0.0, text=f"Embedding with {embedder.name}…")
+    bar = bar_slot.progress(0.0, text=_("Embedding with {embedder}…", embedder=embedder.name))
     # A click ends this script run at the bar's next update, after a slice of texts is embedded and
     # kept in the cache; the next run sees the mark below and says it was stopped.
-    stop_slot.button("Stop", key="lab_stop_check", icon="⏹️", width="stretch",
-                     help="Stop embedding. What is embedded so far is kept: running the check again goes on from there.")
+    stop_slot.button(_("Stop"), key="lab_stop_check", icon="⏹️", width="stretch",
+                     help=_("Stop embedding. What is embedded so far is kept: running the check again goes on from there."))
     st.session_state[RUNNING_KEY] = signature
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"Embedding new chunks and questions: {done}/{total}")
+        bar.progress(done / total if total else 1.0, text=_("Embedding new chunks and questions: {done}/{total}",
+                                                            done=done, total=total))
 
     try:
         report = evaluation.evaluate(chunk_sets, source.doc.text, questions, embedder, _embedding_cache(),
@@ -340,21 +345,21 @@ def _apply_to_upload(settings: ChunkSettings) -> None:
     try:
         st.switch_page(UPLOAD_PAGE)
     except StreamlitAPIException:
-        st.success("Settings saved for the Upload page: open it from the menu.")
+        st.success(_("Settings saved for the Upload page: open it from the menu."))
 
 
 def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: dict[str, ChunkSettings]) -> None:
-    st.subheader("Retrieval check")
+    st.subheader(_("Retrieval check"))
     st.caption(
-        "Which setting puts the right passage on top? Give a few questions, each with the passage of the "
+        _("Which setting puts the right passage on top? Give a few questions, each with the passage of the "
         "document that answers it. Every setting's chunks are ranked for each question as the chat's "
         "search would rank them (in memory, nothing is stored); **hit@k** is the share of questions whose "
-        "passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first)."
+        "passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first).")
     )
-    mode = st.radio("Rank with", retrieve.MODES, index=retrieve.MODES.index(retrieve.DEFAULT_MODE),
+    mode = st.radio(_("Rank with"), retrieve.MODES, index=retrieve.MODES.index(retrieve.DEFAULT_MODE),
                     key="lab_mode", horizontal=True, format_func=str.capitalize,
-                    help="Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. "
-                         "Hybrid (the chat's default): both, fused as the chat fuses them.")
+                    help=_("Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. "
+                         "Hybrid (the chat's default): both, fused as the chat fuses them."))
     editor_slot = st.container()  # drawn above the CSV uploader, but filled after reading it
     initial = _questions_table(source)
     edited = editor_slot.data_editor(
@@ -363,7 +368,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
             "question": st.column_config.TextColumn("Question", width="medium"),
             "expected": st.column_config.TextColumn(
                 "Expected passage", width="large",
-                help="Copy it from the document; case and line breaks do not matter."),
+                help=_("Copy it from the document; case and line breaks do not matter.")),
         },
     )
     questions: list[Question] = []
@@ -374,11 +379,11 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         widgets.show_error(exc, "Questions")
     signature = (*_signature(source, settings, questions), mode)
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    run = c1.button("Run retrieval check", key="lab_run_check", type="primary",
+    run = c1.button(_("Run retrieval check"), key="lab_run_check", type="primary",
                     disabled=not questions or not chunk_sets,
-                    help=None if questions else "Add at least one question with its expected passage.")
-    auto = c2.toggle("Re-run when the settings change", key="lab_auto_check",
-                     help="Chunks already embedded are reused, so only changed chunks cost time.")
+                    help=None if questions else _("Add at least one question with its expected passage."))
+    auto = c2.toggle(_("Re-run when the settings change"), key="lab_auto_check",
+                     help=_("Chunks already embedded are reused, so only changed chunks cost time."))
     previous = st.session_state.get(REPORT_KEY)
     stale = previous is not None and previous[0] != signature
     interrupted = st.session_state.pop(RUNNING_KEY, None)
@@ -386,8 +391,8 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         st.session_state[STOPPED_KEY] = interrupted
     stopped = st.session_state.get(STOPPED_KEY) == signature and not run
     if stopped:
-        st.info("The retrieval check was stopped. The chunks and questions embedded so far are kept: "
-                "**Run retrieval check** goes on from there.", icon="⏹️")
+        st.info(_("The retrieval check was stopped. The chunks and questions embedded so far are kept: "
+                "**Run retrieval check** goes on from there."), icon="⏹️")
     elif questions and chunk_sets and (run or (auto and (previous is None or stale))):
         st.session_state.pop(STOPPED_KEY, None)
         try:
@@ -400,8 +405,8 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         return
     report: EvaluationReport = previous[1]
     if stale:
-        st.info("The document, settings or questions changed since this check: run it again to update "
-                "(unchanged chunks are not embedded again).")
+        st.info(_("The document, settings or questions changed since this check: run it again to update "
+                "(unchanged chunks are not embedded again)."))
     _show_report(report, chunk_sets if not stale else {})
 
 
@@ -410,17 +415,17 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     first_k = report.ks[0]
     winner = report.result(best) if best is not None else None
     if winner is None or winner.mrr == 0:
-        st.warning("No setting ranked any expected passage: check that each passage is copied from this "
-                   "document (the notes below say which were not found).")
+        st.warning(_("No setting ranked any expected passage: check that each passage is copied from this "
+                   "document (the notes below say which were not found)."))
     else:
         c1, c2 = st.columns([3, 1], vertical_alignment="center")
-        plural = "s" if winner.n_chunks != 1 else ""
-        c1.success(f"Best: **{best}** with MRR {winner.mrr:.2f} and hit@{first_k} {winner.hit_at(first_k):.0%} "
-                   f"({winner.n_chunks} chunk{plural}). Ties go to the higher hit@{first_k}, then to fewer chunks.")
-        if c2.button(f"Use {_letter(best)} on the Upload page", key="lab_apply_best", type="primary"):
+        c1.success(_("Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}). Ties go to the higher hit@{k}, "
+                     "then to fewer chunks.", best=best, mrr=f"{winner.mrr:.2f}", k=first_k,
+                     hit=f"{winner.hit_at(first_k):.0%}", chunks=count(winner.n_chunks, "chunk")))
+        if c2.button(_("Use {letter} on the Upload page", letter=_letter(best)), key="lab_apply_best", type="primary"):
             _apply_to_upload(winner.settings)
-    st.caption(f"Embedder {report.embedder}: {report.embedded} texts embedded, "
-               f"{report.reused} reused from the cache.")
+    st.caption(_("Embedder {embedder}: {embedded} texts embedded, {reused} reused from the cache.",
+                 embedder=report.embedder, embedded=report.embedded, reused=report.reused))
 
     metrics = [f"hit@{k}" for k in report.ks] + ["MRR"]
     fig = go.Figure()
@@ -456,14 +461,14 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     per_question = pd.DataFrame(rows)
     for r in report.results:
         per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
-    st.markdown("**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage.")
+    st.markdown(_("**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage."))
     st.dataframe(per_question, hide_index=True, key="lab_check_questions",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in per_question.columns if c.endswith(" score")})
     if report.not_found:
         st.warning(
-            f"{len(report.not_found)} expected passage(s) are not in the document word for word, so they count "
-            "as misses: copy the passage from the document (case and line breaks do not matter).")
+            _("{n} expected passage(s) are not in the document word for word, so they count as misses: copy the "
+              "passage from the document (case and line breaks do not matter).", n=len(report.not_found)))
     if chunk_sets:
         _misses(report, chunk_sets)
 
@@ -478,17 +483,17 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
     missed = reading.misses(report)
     if not missed:
         return
-    with st.expander(f"Why not first? {len(missed)} question/setting pair(s) in detail"):
+    with st.expander(_("Why not first? {n} question/setting pair(s) in detail", n=len(missed))):
         for r, q in missed:
             chunk_set = chunk_sets.get(r.label)
             if chunk_set is None:
                 continue
             by_index = {c.index: c for c in chunk_set.chunks}
-            st.markdown(f"**{r.label}** · {q.question.text} · rank {q.rank if q.rank else '—'}")
+            st.markdown(f"**{r.label}** · {q.question.text} · " + _("rank {rank}", rank=q.rank if q.rank else "—"))
             left, right = st.columns(2)
             top = by_index[q.top_index]
-            left.caption(f"Ranked first: chunk {top.index} (score {q.top_score:.3f}, pages "
-                         f"{', '.join(map(str, top.pages)) or '–'})")
+            left.caption(_("Ranked first: chunk {index} (score {score}, pages {pages})", index=top.index,
+                           score=f"{q.top_score:.3f}", pages=", ".join(map(str, top.pages)) or "–"))
             left.text(fmt.clip(top.text))
             if q.targets:
                 target = by_index[q.targets[0]]
@@ -496,27 +501,27 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
                               if q.score is not None else f"Holds the passage: chunk {target.index}")
                 right.text(evaluation.excerpt(target.text, q.question.expected))
             else:
-                right.caption("No chunk holds the expected passage.")
+                right.caption(_("No chunk holds the expected passage."))
 
 
 # --- export ----------------------------------------------------------------------------------
 
 
 def _export(source: Source, settings: dict[str, ChunkSettings]) -> None:
-    st.subheader("Export")
+    st.subheader(_("Export"))
     labels = list(settings)
     if st.session_state.get("lab_export") not in labels:
         st.session_state["lab_export"] = labels[0]
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    label = c1.selectbox("Setting to export", labels, key="lab_export")
+    label = c1.selectbox(_("Setting to export"), labels, key="lab_export")
     chosen = settings[label]
-    if c2.button("Use on the Upload page", key="lab_apply_export"):
+    if c2.button(_("Use on the Upload page"), key="lab_apply_export"):
         _apply_to_upload(chosen)
     python_col, java_col = st.columns(2)
-    python_col.caption("Python, with this project's `rag` package")
+    python_col.caption(_("Python, with this project's `rag` package"))
     python_col.code(snippets.python_snippet(chosen, filename=source.filename), language="python",
                     wrap_lines=True)
-    java_col.caption("Java, with Spring AI's `TokenTextSplitter`")
+    java_col.caption(_("Java, with Spring AI's `TokenTextSplitter`"))
     java_col.code(snippets.spring_snippet(chosen), language="java", wrap_lines=True)
 
 
@@ -524,14 +529,14 @@ def _export(source: Source, settings: dict[str, ChunkSettings]) -> None:
 
 
 def main() -> None:
-    st.title("🧩 Chunk Lab")
-    st.caption("Tune chunking on a real document, see where the chunks fall, and measure which setting "
-               "retrieves the right passage.")
+    st.title(_("🧩 Chunk Lab"))
+    st.caption(_("Tune chunking on a real document, see where the chunks fall, and measure which setting "
+               "retrieves the right passage."))
     try:
         source = _pick_document()
     except RagError as exc:
         widgets.show_error(exc, "Document")
-        st.info("Pick another document, upload the file again on the Upload page, or use the built-in sample.")
+        st.info(_("Pick another document, upload the file again on the Upload page, or use the built-in sample."))
         return
     except Exception as exc:  # noqa: BLE001 - shown, never a traceback
         widgets.show_error(exc, "Document")
@@ -542,7 +547,7 @@ def main() -> None:
 
     settings = _pick_settings()
     if not settings:
-        st.info("Fix the chunk settings above to see the chunks.")
+        st.info(_("Fix the chunk settings above to see the chunks."))
         return
     try:
         tokenized = _tokenized(source.sha, doc.text)
@@ -554,7 +559,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001
         widgets.show_error(exc, "Chunking")
         return
-    st.caption(f"{len(tokenized):,} cl100k tokens, tokenised once; each setting re-splits the same tokens.")
+    st.caption(_("{n} cl100k tokens, tokenised once; each setting re-splits the same tokens.", n=f"{len(tokenized):,}"))
     _stats_table(chunked)
 
     try:

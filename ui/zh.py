@@ -437,4 +437,69 @@ ZH: dict[str, str] = {
     "Output tokens": "输出词元",
     "Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation are drawn as one span up to the first token.":
         "已停止：Ollama 不为被停止的回答发送耗时数据，因此加载和提示评估合并画成到首个词元为止的一个区间。",
+    # -- chunk lab
+    "🧩 Chunk Lab": "🧩 分块实验室",
+    "Tune chunking on a real document, see where the chunks fall, and measure which setting retrieves the right passage.":
+        "在真实文档上调整分块，查看分块落在哪里，并衡量哪种设置能检索到正确的段落。",
+    "Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / file), or a built-in sample.":
+        "上传页面上传的文件、已在知识库中的文档（知识库 / 文件），或内置示例。",
+    "Sample: Northwind field guide (built in)": "示例：Northwind 野外指南（内置）",
+    "Stored documents are not available ({error}). Uploaded files and the sample still work.": "已保存的文档不可用（{error}）。上传的文件和示例仍可使用。",
+    "Pick another document, upload the file again on the Upload page, or use the built-in sample.": "请选择其他文档、在上传页面重新上传该文件，或使用内置示例。",
+    "Settings to compare": "要比较的设置",
+    "Each setting gets its own column in every view below.": "下面每个视图中，每种设置各占一列。",
+    "**Setting {letter}**": "**设置 {letter}**",
+    "{n} cl100k tokens, tokenised once; each setting re-splits the same tokens.": "{n} 个 cl100k 词元，只分词一次；每种设置都重新切分同一组词元。",
+    "**{label}**: chunks {chunks} on page {number}. Hover for the chunk number; red text lies in two chunks (overlap), grey text in none.":
+        "**{label}**：第 {number} 页上的分块 {chunks}。悬停可看到分块序号；红色文字属于两个分块（重叠），灰色文字不属于任何分块。",
+    "{kind} files have no page images; only PDF, EPUB and XPS do. The Text view shows where the chunks fall.":
+        "{kind} 文件没有页面图像；只有 PDF、EPUB 和 XPS 有。“文本”视图显示分块的位置。",
+    "{label}: chunks {chunks} boxed in alternating colours": "{label}：分块 {chunks}，以交替颜色框出",
+    "Share of chunks whose text stops inside a sentence.": "文字在句子中间结束的分块所占比例。",
+    "Share of pieces discarded as too short to embed.": "因太短而未嵌入、被丢弃的片段所占比例。",
+    "Time to split the document (tokenised once) the first time with these settings.": "用这些设置第一次切分文档所需的时间（只分词一次）。",
+    "Retrieval check": "检索检验",
+    "Which setting puts the right passage on top? Give a few questions, each with the passage of the document that answers it. Every setting's chunks are ranked for each question as the chat's search would rank them (in memory, nothing is stored); **hit@k** is the share of questions whose passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first).":
+        "哪种设置能把正确的段落排在最前面？给出几个问题，每个问题配上文档中回答它的段落。每种设置的分块都会像对话检索那样为每个问题排序（在内存中，不保存任何内容）；**hit@k** 是段落出现在前 k 个分块中的问题所占比例，**MRR** 是 1/排名 的平均值（1.0 表示总是第一）。",
+    "Copy it from the document; case and line breaks do not matter.": "从文档中复制；大小写和换行无关紧要。",
+    "…or upload them as a CSV with the header question,expected (it fills the table above)": "…或者以表头为 question,expected 的 CSV 上传（会填入上面的表格）",
+    "UTF-8, one question per line with the passage of the document that answers it; quote cells that contain commas. The table then holds the CSV's questions, to edit further.":
+        "UTF-8，每行一个问题及文档中回答它的段落；含逗号的单元格请加引号。之后表格里就是 CSV 中的问题，可继续编辑。",
+    "Rank with": "排序方式",
+    "Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. Hybrid (the chat's default): both, fused as the chat fuses them.":
+        "向量：嵌入的余弦相似度。关键词：在该设置的分块上做 BM25。混合（对话的默认方式）：两者结合，融合方式与对话相同。",
+    "Run retrieval check": "运行检索检验",
+    "Chunks already embedded are reused, so only changed chunks cost time.": "已嵌入的分块会被复用，只有改动过的分块才需要时间。",
+    "Re-run when the settings change": "设置改变时重新运行",
+    "Add at least one question with its expected passage.": "请至少添加一个问题及其预期段落。",
+    "Embedding with {embedder}…": "正在用 {embedder} 嵌入…",
+    "Stop embedding. What is embedded so far is kept: running the check again goes on from there.": "停止嵌入。已嵌入的部分会保留：再次运行检验会从那里继续。",
+    "Embedding new chunks and questions: {done}/{total}": "正在嵌入新的分块和问题：{done}/{total}",
+    "The retrieval check was stopped. The chunks and questions embedded so far are kept: **Run retrieval check** goes on from there.":
+        "检索检验已停止。已嵌入的分块和问题会保留：**运行检索检验** 会从那里继续。",
+    "The document, settings or questions changed since this check: run it again to update (unchanged chunks are not embedded again).":
+        "自这次检验以来，文档、设置或问题已改变：请重新运行以更新（未变的分块不会再次嵌入）。",
+    "No setting ranked any expected passage: check that each passage is copied from this document (the notes below say which were not found).":
+        "没有任何设置把预期段落排进结果：请检查每个段落是否从本文档复制（下面的说明列出了没找到的段落）。",
+    "Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}). Ties go to the higher hit@{k}, then to fewer chunks.":
+        "最佳：**{best}**，MRR {mrr}，hit@{k} {hit}（{chunks}）。并列时取 hit@{k} 更高者，再取分块更少者。",
+    "Use {letter} on the Upload page": "在上传页面使用 {letter}",
+    "Settings saved for the Upload page: open it from the menu.": "设置已保存供上传页面使用：从菜单打开它即可。",
+    "Embedder {embedder}: {embedded} texts embedded, {reused} reused from the cache.": "嵌入模型 {embedder}：嵌入了 {embedded} 段文字，{reused} 段来自缓存。",
+    "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage.":
+        "**逐个问题**：包含预期段落的最佳分块的排名和得分（余弦、BM25 或融合得分，取决于排序方式）。",
+    "{n} expected passage(s) are not in the document word for word, so they count as misses: copy the passage from the document (case and line breaks do not matter).":
+        "有 {n} 个预期段落在文档中找不到逐字相同的原文，因此算作未命中：请从文档中复制段落（大小写和换行无关紧要）。",
+    "Why not first? {n} question/setting pair(s) in detail": "为什么没排第一？{n} 组问题/设置的详情",
+    "rank {rank}": "排名 {rank}",
+    "Ranked first: chunk {index} (score {score}, pages {pages})": "排第一的：分块 {index}（得分 {score}，页 {pages}）",
+    "No chunk holds the expected passage.": "没有分块包含预期段落。",
+    "Export": "导出",
+    "Setting to export": "要导出的设置",
+    "Use on the Upload page": "在上传页面使用",
+    "Python, with this project's `rag` package": "Python，使用本项目的 `rag` 包",
+    "Java, with Spring AI's `TokenTextSplitter`": "Java，使用 Spring AI 的 `TokenTextSplitter`",
+    "Text": "文本",
+    "On the page": "页面上",
+    "Chunk sizes": "分块大小分布",
 }

@@ -19,7 +19,8 @@ from tests.pages.test_page_chat import (  # noqa: F401 - kb and ollama are fixtu
 from ui import i18n
 from ui.zh import ZH
 
-TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/tools.py", "pages/gpu.py", "ui/widgets.py")
+TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/chunk-lab.py", "pages/tools.py", "pages/gpu.py",
+              "ui/widgets.py")
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
     # passed to _() through a name, not a literal
@@ -29,6 +30,7 @@ DYNAMIC = (
     # the Upload page's ingest stages, results and page units (rag.ingest, rag.documents)
     "parse", "chunk", "embed", "store", "stored", "replaced", "unchanged", "failed",
     "page", "slide", "sheet", "section", "table", "Slide", "Sheet", "Section", "Table",
+    "Text", "On the page", "Chunk sizes",  # the Chunk Lab's views
 )
 
 
