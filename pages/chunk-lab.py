@@ -269,11 +269,11 @@ def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
     if st.session_state.get("lab_page") not in numbers:
         st.session_state["lab_page"] = numbers[0]
     page_number = st.selectbox(
-        doc.unit.capitalize(), numbers, key="lab_page",
-        format_func=lambda n: f"{doc.unit.capitalize()} {n} of {doc.page_count}"
-        + (f": {titles[n]}" if titles.get(n) else ""),
-        help="The page shown in the Text and On the page views"
-             + (" (pages without text, such as scans, are not listed)." if doc.dropped_pages else "."),
+        _(doc.unit.capitalize()), numbers, key="lab_page",
+        format_func={n: _("{unit} {number} of {total}", unit=_(doc.unit.capitalize()), number=n, total=doc.page_count)
+                     + (f": {titles[n]}" if titles.get(n) else "") for n in numbers}.get,
+        help=_("The page shown in the Text and On the page views")
+             + (_(" (pages without text, such as scans, are not listed).") if doc.dropped_pages else _(".")),
     )
     text_tab, page_tab, sizes_tab = st.tabs([_(v) for v in VIEWS], key="lab_view", on_change="rerun")
     with text_tab:
@@ -542,8 +542,9 @@ def main() -> None:
         widgets.show_error(exc, "Document")
         return
     doc = source.doc
-    st.caption(f"{doc.kind.upper()} · {len(doc.pages)} page(s) with text of {doc.page_count} · "
-               f"{len(doc.text):,} characters" + (f" · ⚠️ {'; '.join(doc.warnings)}" if doc.warnings else ""))
+    st.caption(_("{kind} · {with_text} page(s) with text of {total} · {chars} characters", kind=doc.kind.upper(),
+                 with_text=len(doc.pages), total=doc.page_count, chars=f"{len(doc.text):,}")
+               + (f" · ⚠️ {'; '.join(doc.warnings)}" if doc.warnings else ""))
 
     settings = _pick_settings()
     if not settings:

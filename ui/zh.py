@@ -502,4 +502,8 @@ ZH: dict[str, str] = {
     "Text": "文本",
     "On the page": "页面上",
     "Chunk sizes": "分块大小分布",
+    "{unit} {number} of {total}": "{unit} {number} / {total}",
+    "The page shown in the Text and On the page views": "“文本”和“页面上”视图中显示的页",
+    " (pages without text, such as scans, are not listed).": "（没有文字的页面，例如扫描页，不在列表中）。",
+    "{kind} · {with_text} page(s) with text of {total} · {chars} characters": "{kind} · {total} 页中 {with_text} 页有文字 · {chars} 个字符",
 }

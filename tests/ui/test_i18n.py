@@ -190,3 +190,16 @@ def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp
     allowed += [e.value for e in at.info if e.value.startswith("No MCP servers configured")]  # rag.mcp.client
     found = english_phrases(shown_texts(at), allowed)
     assert found == [], "\n".join(found)
+
+
+def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> None:
+    from rag import chunking
+
+    at = AppTest.from_file(str(ROOT / "pages/chunk-lab.py"), default_timeout=240)
+    at.query_params["lang"] = "zh"
+    run(at)
+    assert at.title[0].value == "🧩 分块实验室"
+    allowed = ["Northwind", "Spring AI", "TokenTextSplitter", "spring-exact", "hit@k", "MRR", "BM25", "CSV"]
+    allowed += [chunking.summary(s) for s in chunking.PRESETS.values()]
+    found = english_phrases(shown_texts(at), allowed)
+    assert found == [], "\n".join(found)
