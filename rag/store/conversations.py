@@ -7,6 +7,7 @@ database gets them on its next start without `vector_store` being touched.
 """
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -45,6 +46,11 @@ CREATE INDEX IF NOT EXISTS conversations_updated_idx ON conversations (updated_a
 """
 
 TITLE_CHARS = 80
+
+
+def _dumps(value: Any) -> str:
+    # A tool's structured result may hold values JSON has no type for (a date, a UUID): kept as text.
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ class Conversations:
                 "INSERT INTO messages (id, conversation_id, position, question, answer, model, stopped, turn) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                 (uuid.uuid4(), cid, position, str(record.get("question", "")), str(record.get("answer", "")),
-                 str(record.get("model", "")), bool(record.get("stopped")), Jsonb(record)))
+                 str(record.get("model", "")), bool(record.get("stopped")), Jsonb(record, dumps=_dumps)))
             kbs = list(dict.fromkeys([*(row[0] or []), *(record.get("kbs") or [])]))
             conn.execute("UPDATE conversations SET updated_at = now(), knowledge_bases = %s, "
                          "model = CASE WHEN %s <> '' THEN %s ELSE model END WHERE id = %s",

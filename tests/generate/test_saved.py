@@ -78,3 +78,14 @@ def test_conversations_are_saved_listed_renamed_reopened_and_deleted(store: Stor
     assert conversations.delete(cid) and conversations.list() == [] and not conversations.delete(cid)
     with pytest.raises(RagError, match="it was deleted"):
         conversations.append(cid, generate.turn_record(second))
+
+
+def test_a_tool_result_holding_a_date_is_saved_as_text(store: Store) -> None:
+    """An MCP tool's structured result may hold values JSON has no type for: the turn is still saved."""
+    from datetime import date
+
+    turn = Turn(id="t3", question="When?", query="When?", answer="Tomorrow.", agent=True,
+                steps=(Step(1, 1, "calendar", {"q": "x"}, "ok", 0.1, "ok", "cal", {"when": date(2026, 12, 2)}),))
+    cid = generate.save_turn(store.conversations, None, turn)
+    _, (back,) = generate.load_conversation(store.conversations, cid)
+    assert back.steps[0].data == {"when": "2026-12-02"} and back.answer == "Tomorrow."
