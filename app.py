@@ -12,7 +12,7 @@ from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError
 from ui import resources
-from ui.i18n import _, language_switch
+from ui.i18n import _, language_switch, tr
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
 
@@ -41,12 +41,13 @@ def sidebar() -> None:
     checks: list[rag_status.Check] = []
     try:
         info = resources.server_info()
-        where = "embedded" if info.embedded else f"external ({info.location})"
-        checks.append(rag_status.Check("Database", True,
-                                       f"PostgreSQL {info.postgres_version} + pgvector {info.pgvector_version}, {where}"))
+        where = _("embedded") if info.embedded else _("external ({location})", location=info.location)
+        checks.append(rag_status.Check("Database", True, _("PostgreSQL {pg} + pgvector {vector}, {where}",
+                                                           pg=info.postgres_version, vector=info.pgvector_version,
+                                                           where=where)))
     except RagError as exc:
         checks.append(rag_status.Check("Database", False, str(exc),
-                                       "check DATABASE_URL, or unset it to use the embedded database"))
+                                       _("check DATABASE_URL, or unset it to use the embedded database")))
     ollama = resources.ollama_status()
     if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
         resources.preload_embedded_model(settings.chat_model)  # the first question need not wait for it
@@ -54,16 +55,16 @@ def sidebar() -> None:
     try:
         checks.append(rag_status.embedder_check(settings, ollama, resources.default_embedder().name))
     except RagError as exc:
-        checks.append(rag_status.Check("Embedder", False, str(exc), "set RAG_EMBEDDER=local to work offline"))
+        checks.append(rag_status.Check("Embedder", False, str(exc), _("set RAG_EMBEDDER=local to work offline")))
     checks.append(rag_status.gpu_check(resources.gpu_presence()))
     language_switch()
     with st.sidebar:
         st.markdown("### " + _("Status"))
         for check in checks:
             icon = "🟢" if check.ok else "🟠"
-            st.markdown(f"{icon} **{_(check.name)}**: {check.summary}")
+            st.markdown(f"{icon} **{_(check.name)}**: {tr(check.summary)}")
             if check.fix:
-                st.caption(f"↳ {check.fix}")
+                st.caption(f"↳ {tr(check.fix)}")
 
 
 page = st.navigation([HOME, *PAGES])

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from rag.llms.ollama.admin import ollama_has_model, ollama_models, ollama_version
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
+from rag.text import Text
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,15 @@ def embedded_chat_is_default(settings: Settings, status: OllamaStatus) -> bool:
 
 def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
     if not status.reachable:
-        return Check("Model server", False, "Ollama not reachable: using the embedded local models",
-                     f"start Ollama ('ollama serve') or set OLLAMA_HOST (now {settings.ollama_host})")
-    names = ", ".join(status.models) or "no models pulled"
-    fix = "" if status.models else (f"pull a model: ollama pull {SUGGESTED_OLLAMA_MODEL} && "
-                                 f"ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}")
-    return Check("Model server", True, f"Ollama {status.version or '?'} at {status.host}: {names}", fix)
+        return Check("Model server", False, Text("Ollama not reachable: using the embedded local models"),
+                     Text("start Ollama ('ollama serve') or set OLLAMA_HOST (now {host})", host=settings.ollama_host))
+    if not status.models:
+        return Check("Model server", True, Text("Ollama {version} at {host}: no models pulled",
+                                                version=status.version or "?", host=status.host),
+                     Text("pull a model: ollama pull {chat} && ollama pull {embed}", chat=SUGGESTED_OLLAMA_MODEL,
+                          embed=DEFAULT_OLLAMA_EMBED_MODEL))
+    return Check("Model server", True, Text("Ollama {version} at {host}: {names}", version=status.version or "?",
+                                            host=status.host, names=", ".join(status.models)))
 
 
 def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str) -> Check:
@@ -60,20 +64,22 @@ def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str)
         return Check("Embedder", True, embedder_name)
     fix = ""
     if embedder_name == E5_NAME:
-        summary = f"{embedder_name} (multilingual-e5-small, embedded, offline)"
+        summary = Text("{embedder} (multilingual-e5-small, embedded, offline)", embedder=embedder_name)
     else:
         reason = local_fallback_reason()
         if settings.embedder in ("auto", "local") and reason is not None:
-            summary = f"{embedder_name} (embedded, offline): the fallback, as e5 cannot run here: {reason}"
+            summary = Text("{embedder} (embedded, offline): the fallback, as e5 cannot run here: {reason}",
+                           embedder=embedder_name, reason=reason)
         else:
-            summary = f"{embedder_name} (embedded, offline): the fast choice, weaker in retrieval"
+            summary = Text("{embedder} (embedded, offline): the fast choice, weaker in retrieval", embedder=embedder_name)
             if reason is None:
-                fix = f"for better retrieval (Chinese above all): RAG_EMBEDDER={E5_NAME}, hundreds of times slower to ingest"
+                fix = Text("for better retrieval (Chinese above all): RAG_EMBEDDER={e5}, hundreds of times slower to "
+                           "ingest", e5=E5_NAME)
     if settings.embedder == "auto":
         if status.reachable and not ollama_has_model(status.models, DEFAULT_OLLAMA_EMBED_MODEL):
-            fix = fix or f"to embed with Ollama: ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+            fix = fix or Text("to embed with Ollama: ollama pull {model}", model=DEFAULT_OLLAMA_EMBED_MODEL)
         elif not status.reachable:
-            fix = fix or f"to embed with Ollama: start Ollama and ollama pull {DEFAULT_OLLAMA_EMBED_MODEL}"
+            fix = fix or Text("to embed with Ollama: start Ollama and ollama pull {model}", model=DEFAULT_OLLAMA_EMBED_MODEL)
     return Check("Embedder", True, summary, fix)
 
 
@@ -111,5 +117,5 @@ def gpu_presence() -> GpuPresence:
 def gpu_check(presence: GpuPresence) -> Check:
     if presence.found:
         return Check("GPU", True, f"{', '.join(presence.names)} ({presence.reason})")
-    return Check("GPU", False, f"no NVIDIA GPU found ({presence.reason})",
-                 "models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)")
+    return Check("GPU", False, Text("no NVIDIA GPU found ({reason})", reason=presence.reason),
+                 Text("models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)"))

@@ -38,6 +38,15 @@ def _(message: str, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def tr(text: str) -> str:
+    """A library message in the user's language: a `rag.text.Text` by its template, other text as it is."""
+    from rag.text import Text
+
+    if isinstance(text, Text):
+        return _(text.template, **text.values)
+    return text
+
+
 def _remember() -> None:
     chosen = st.session_state.get(WIDGET_KEY) or language()
     st.session_state[CHOICE_KEY] = chosen

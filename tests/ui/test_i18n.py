@@ -36,12 +36,23 @@ DYNAMIC = (
 
 def used_ids() -> set[str]:
     ids = {m for f in TRANSLATED for m in i18n.message_ids(str(ROOT / f))}
+    ids |= set(text_templates(ROOT / "rag" / "status.py"))  # library messages made as rag.text.Text
     from rag import chunking
 
     chunk_words = {chunking.CUSTOM, *chunking.PRESETS, *chunking.PRESET_HELP.values(), *chunking.STRATEGY_LABELS.values()}
     chunk_words |= {f.label for f in chunking.FIELDS} | {f.help for f in chunking.FIELDS}  # the settings widget
     return ids | set(DYNAMIC) | chunk_words | {constant("pages/chat.py", "BADGE_LEGEND"),
                                                constant("pages/upload.py", "LEGEND")}
+
+
+def text_templates(path) -> list[str]:  # noqa: ANN001
+    """The templates a library module makes `Text` of (their literal first arguments)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [n.args[0].value for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Text" and n.args
+            and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
 
 
 def constant(path: str, name: str) -> str:
@@ -144,6 +155,10 @@ def test_the_sidebar_and_navigation_follow_the_language(lang: str, expected: str
     at.query_params["lang"] = lang
     at.run()
     assert any(m.value == f"### {expected}" for m in at.sidebar.markdown)
+    lines = [m.value for m in at.sidebar.markdown]
+    if lang == "zh":  # the status lines, rag.status's Text, in Chinese too
+        assert any(line.startswith("🟢 **数据库**: PostgreSQL ") and "内置" in line for line in lines), lines
+        assert any(line.startswith("🟠 **模型服务**: 无法连接 Ollama") for line in lines), lines
 
 
 def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) -> None:

@@ -1,0 +1,20 @@
+"""User-facing text that a UI can translate: an English string that remembers its template.
+
+`Text("Ollama {version} at {host}", version="0.6", host=...)` is the English string itself (a `str`,
+so everything that prints, compares or logs it works unchanged), and keeps `template` and `values`
+so that the app can look the template up in its catalogue (ui.i18n.tr) and fill in the same values.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Text(str):
+    template: str
+    values: dict[str, Any]
+
+    def __new__(cls, template: str, **values: Any) -> Text:
+        made = super().__new__(cls, template.format(**values) if values else template)
+        made.template = template
+        made.values = values
+        return made
