@@ -6,9 +6,22 @@ characters one by one (or as bigrams) instead of as space-separated words; the l
 """
 from __future__ import annotations
 
+import re
+
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """CJK ideographs: Extension A, the Unified block and the compatibility ideographs."""
 KANA = "\u3040-\u30ff"
 HANGUL = "\uac00-\ud7af"
 CJK = HAN + KANA + HANGUL
 """Characters of Chinese, Japanese and Korean text (a regex character-class body)."""
+
+
+_HAN_CHAR = re.compile(f"[{HAN}]")
+
+
+def language_of(text: str) -> str:
+    """'zh' when Han characters carry the text (two Latin letters weigh one character), else 'en': the
+    language a web search's fallback and a conversation's summary are written in."""
+    han = len(_HAN_CHAR.findall(text))
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return "zh" if han >= 2 and 2 * han >= latin else "en"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.format import plural
 from ui.zh import ZH
 
 LANGUAGES = {"en": "English", "zh": "中文"}
@@ -77,9 +78,7 @@ UNITS = {
 def count(n: int, unit: str) -> str:
     """'3 turns' / '3 轮'."""
     english, chinese = UNITS[unit]
-    if language() == "zh":
-        return f"{n} {chinese}"
-    return f"{n} {english}{'' if n == 1 else 's'}"
+    return f"{n} {chinese}" if language() == "zh" else plural(n, english)
 
 
 def message_ids(path: str) -> list[str]:

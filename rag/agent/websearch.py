@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rag.agent.tools import ToolOutput, compact
-from rag.scripts import HAN
+from rag.scripts import language_of
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -49,7 +49,6 @@ NOTHING_FOUND = {
     "en": "The web search found no official or reliable source for this query.",
     "zh": "网络搜索没有找到关于这个问题的官方或可靠来源。",
 }
-_HAN = re.compile(f"[{HAN}]")
 _URL = re.compile(r"https?://[^\s<>\"')\]]+")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -64,13 +63,6 @@ class WebItem:
     @property
     def title(self) -> str:
         return self.site or re.sub(r"^https?://(www\.)?", "", self.url).split("/", 1)[0]
-
-
-def language_of(text: str) -> str:
-    """'zh' when Han characters carry the text (two Latin letters weigh one character), else 'en'."""
-    han = len(_HAN.findall(text))
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return "zh" if han >= 2 and 2 * han >= latin else "en"
 
 
 def parse_items(reply: str) -> list[WebItem]:

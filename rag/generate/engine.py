@@ -187,7 +187,8 @@ def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatMo
     packed = pack(memory, rest)
     if not packed.dropped:
         return packed, memory, 0
-    left_out = exchanges_of(rest)[:packed.dropped]
+    recent = exchanges_of(rest)
+    left_out, kept = recent[:packed.dropped], recent[packed.dropped:]
     try:
         with busy("Summarising the earlier conversation to fit the model's window…"):
             summary = summarize(model, [m for ex in left_out for m in ex], memory.summary if memory else "",
@@ -196,7 +197,7 @@ def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatMo
         log.warning("summarising the conversation failed: %s", exc)
         return packed, memory, 0
     memory = Memory(summary, covered + len(left_out))
-    return pack(memory, [m for ex in exchanges_of(rest)[len(left_out):] for m in ex]), memory, len(left_out)
+    return pack(memory, [m for ex in kept for m in ex]), memory, len(left_out)
 
 
 def _thinks(model: ChatModel) -> bool:

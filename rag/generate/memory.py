@@ -9,18 +9,16 @@ it covers are folded in later.
 """
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
 from rag.llms.types import ChatModel, Message
-from rag.scripts import HAN
+from rag import scripts
 
 SUMMARY_CHARS = 1500
 """A summary longer than this is cut (a small model that does not stop)."""
-_HAN = re.compile(f"[{HAN}]")
 
 OPENING = {"en": "Summary of our conversation so far: ", "zh": "此前对话的摘要："}
 ACK = {"en": "Noted: I will keep it in mind.", "zh": "好的，我会记住这些。"}
@@ -42,10 +40,7 @@ class Memory:
 
 
 def language_of(messages: Sequence[Message]) -> str:
-    text = " ".join(m.content for m in messages)
-    han = len(_HAN.findall(text))
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return "zh" if han >= 2 and 2 * han >= latin else "en"
+    return scripts.language_of(" ".join(m.content for m in messages))
 
 
 def summary_exchange(memory: Memory | None, language: str) -> list[Message]:
