@@ -19,9 +19,10 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH
-# llama.cpp is linked against OpenMP's runtime, which the slim image lacks.
+# llama.cpp is linked against OpenMP's runtime, which the slim image lacks; scanned pages are read by
+# Tesseract (English and Simplified Chinese), as `make run` installs it outside Docker.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1 \
+    && apt-get install -y --no-install-recommends libgomp1 tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/venv /opt/venv
 

@@ -321,6 +321,8 @@ def test_dockerfile_final_stage_has_the_libraries_llama_cpp_links_to() -> None:
     final_runs = " ".join(arg for word, arg in final if word == "RUN")
     if "libgomp.so" in linked:
         assert "libgomp1" in final_runs
+    # Scanned pages need Tesseract with both languages the OCR reads (rag.documents.ocr).
+    assert all(pkg in final_runs for pkg in ("tesseract-ocr", "tesseract-ocr-eng", "tesseract-ocr-chi-sim"))
 
 
 def test_dockerfile_healthcheck_asks_streamlit_with_python() -> None:
