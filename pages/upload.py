@@ -154,10 +154,12 @@ class Target:
 
 
 def _kb_label(by_name: dict[str, KnowledgeBase]):
+    new = f"➕ {_(NEW_KB)}"  # made now, in this run's language (AppTest calls format_func outside the run)
+
     def label(option: str) -> str:
         kb = by_name.get(option)
         if kb is None:
-            return f"➕ {option}"
+            return new
         # No counts here: an option's label that changes under the kept key stayed stale in the
         # browser (seen in the Library's picker after a delete); the caption below has them.
         return option

@@ -525,4 +525,5 @@ ZH: dict[str, str] = {
     "to embed with Ollama: start Ollama and ollama pull {model}": "若要用 Ollama 做嵌入：启动 Ollama 并 ollama pull {model}",
     "no NVIDIA GPU found ({reason})": "没有找到 NVIDIA GPU（{reason}）",
     "models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)": "模型在 CPU 上运行；要使用 GPU，请安装 NVIDIA 驱动（Docker 还需要 Container Toolkit）",
+    "New knowledge base…": "新建知识库…",
 }

@@ -31,6 +31,7 @@ DYNAMIC = (
     "parse", "chunk", "embed", "store", "stored", "replaced", "unchanged", "failed",
     "page", "slide", "sheet", "section", "table", "Slide", "Sheet", "Section", "Table",
     "Text", "On the page", "Chunk sizes",  # the Chunk Lab's views
+    "New knowledge base…",  # the Upload page's last knowledge-base option
 )
 
 
