@@ -396,7 +396,8 @@ def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noq
     wait_idle(page)
     page.get_by_role("tab", name="📄 Pages").first.click()
     page.get_by_text("Read from the page image by OCR").first.wait_for(timeout=60_000)
-    assert "华东地区的新客户" in page.locator("body").inner_text()
+    # The page's text is drawn after its caption (st.html): wait for it rather than read the body at once.
+    page.wait_for_function("() => document.body.innerText.includes('华东地区的新客户')", timeout=60_000)
     shot(page, "upload-office-and-scan")
     name_new_base(page, "e2e-office")
     page.get_by_role("button", name="Ingest").click()
