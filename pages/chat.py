@@ -39,7 +39,7 @@ import streamlit as st
 
 from ui import resources, widgets
 from ui.format import md as _md
-from ui.i18n import _, count
+from ui.i18n import _, count, tr
 from rag import agent, generate, documents, llms, retrieve
 from rag.agent import routes as route_names
 from rag.retrieve import filters
@@ -203,7 +203,7 @@ def _no_model_message(settings: Settings, local_reason: str) -> str:
     try:
         llms.resolve_chat_model(dataclasses.replace(settings, chat_model=None), None)
     except ModelError as exc:
-        return str(exc)
+        return tr(exc)
     return local_reason  # pragma: no cover - something appeared meanwhile
 
 
@@ -238,11 +238,11 @@ def _pick_model(settings: Settings) -> ModelChoice:
                            context_note=_("fixed when the embedded model is loaded"))
     unavailable = ollama_unavailable(choice, pulled, host, local_ok)
     if unavailable is not None:
-        return ModelChoice(choice, None, unavailable.problem, pull=unavailable.pull)
+        return ModelChoice(choice, None, tr(unavailable.problem), pull=unavailable.pull)
     try:
         model = llms.resolve_chat_model(settings, choice)
     except ModelError as exc:
-        return ModelChoice(choice, None, str(exc))
+        return ModelChoice(choice, None, tr(exc))
     return ModelChoice(choice, model, thinks=_thinks(host, choice.removeprefix("ollama:")))
 
 
@@ -327,7 +327,7 @@ def _conversations_section(store: Store | None) -> None:
             return
         flash = st.session_state.pop("_chat_flash", None)
         if flash:
-            st.error(flash, icon="⚠️")
+            st.error(tr(flash), icon="⚠️")
         st.button(_("New conversation"), key="chat_new", icon="➕", on_click=_clear, width="stretch")
         try:
             saved = store.conversations.list()
@@ -558,7 +558,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
     if turn.rewritten:
         st.caption("🔁 " + _("Searched for: *{query}*", query=_md(turn.query)))
     for note in turn.notes:
-        st.caption(f"ℹ️ {note}")
+        st.caption(f"ℹ️ {tr(note)}")
     if not turn.sources:
         if not turn.problem and not turn.agent:
             st.info(_("No passage was found: the answer has no sources. Check the knowledge bases, the "
@@ -629,7 +629,7 @@ def _web_sources(turn: Turn) -> None:
 def _answer(turn: Turn) -> None:
     """A finished turn's answer: badges, checks, citation buttons."""
     if turn.problem:
-        st.error(turn.problem, icon="🚫")
+        st.error(tr(turn.problem), icon="🚫")
     if turn.route:
         tools = ", ".join(f"`{t}`" for t in turn.route_tools) or _("no tools")
         st.caption("🧭 " + _("Route **{route}** ({reason}) · {tools} · budget {budget}", route=_md(turn.route),
@@ -638,7 +638,7 @@ def _answer(turn: Turn) -> None:
         with st.expander(f"🛠️ {turn.agent_summary or count(len(turn.steps), 'tool call')}"):
             _steps(turn.steps)
     if turn.web_warning:
-        st.warning(turn.web_warning, icon="🌐")
+        st.warning(tr(turn.web_warning), icon="🌐")
     if turn.thinking:
         with st.expander("💭 " + _("Thinking"), type="compact"):
             st.markdown(_md(turn.thinking))
@@ -650,7 +650,7 @@ def _answer(turn: Turn) -> None:
         _web_sources(turn)
     if turn.error:
         kept = _(" The part above arrived before the failure.") if turn.answer else ""
-        st.error(f"{turn.error}{kept}", icon="⚠️")
+        st.error(f"{tr(turn.error)}{kept}", icon="⚠️")
     if turn.problem or (not turn.answer and not turn.stopped):
         return
     check, grounding = turn.citations, turn.grounding
@@ -851,7 +851,7 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
         started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
                                history=generate.history_messages(_turns()), memory=generate.memory_of(_turns()),
                                model_problem=c.model.problem,
-                               busy=st.spinner, warn=lambda text: st.warning(text, icon="🧰"))
+                               busy=st.spinner, warn=lambda text: st.warning(tr(text), icon="🧰"))
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _save(started)

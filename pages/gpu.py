@@ -14,7 +14,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import resources
-from ui.i18n import _, count
+from ui.i18n import _, count, tr
 from rag import gpu
 from rag.errors import RagError
 from rag.generate.telemetry import PHASE_TITLES, Mark
@@ -52,7 +52,7 @@ def unload(host: str, name: str) -> None:
         unload_model(host, name)
         st.session_state["gpu_unload_msg"] = (True, f"Asked Ollama to unload {name}: watch VRAM drop.")
     except RagError as exc:
-        st.session_state["gpu_unload_msg"] = (False, str(exc))
+        st.session_state["gpu_unload_msg"] = (False, tr(exc))
 
 
 def model_label(choice: str) -> str:
@@ -72,7 +72,7 @@ def start_generation() -> None:
         st.session_state[GENERATION] = WatchedGeneration(model, prompt).start()
         st.session_state.pop("gpu_generate_error", None)
     except (RagError, ValueError) as exc:
-        st.session_state["gpu_generate_error"] = str(exc)
+        st.session_state["gpu_generate_error"] = tr(exc)
 
 
 def stop_generation() -> None:
@@ -235,7 +235,7 @@ def generation_panel(view: GenerationView, now: float) -> None:
         with st.container(border=True):
             st.markdown(view.text)
     if view.error:
-        st.error(view.error, icon="⚠️")
+        st.error(tr(view.error), icon="⚠️")
     stats = view.stats
     if not view.running and (stats is not None or view.first_token_at is not None):
         cols = st.columns(5)
@@ -274,7 +274,7 @@ def placement() -> None:
     st.subheader(_("Where Ollama put its models"))
     message = st.session_state.pop("gpu_unload_msg", None)
     if message is not None:
-        (st.success if message[0] else st.error)(message[1])
+        (st.success if message[0] else st.error)(tr(message[1]))
     report = gpu.ollama_placement(host, watch.status, watch.latest())
     models = report.models
     if models is None:
@@ -288,10 +288,10 @@ def placement() -> None:
         st.success(_("All models run 100% on the GPU.") if len(models) > 1 else _("The model runs 100% on the GPU."),
                    icon="✅")
     elif advice.severity == "error":
-        causes = "\n".join(f"{i}. {c}" for i, c in enumerate(advice.causes, 1))
-        st.error(f"**{advice.title}**\n\n" + _("Likely causes and how to check:") + f"\n\n{causes}", icon="🚨")
+        causes = "\n".join(f"{i}. {tr(c)}" for i, c in enumerate(advice.causes, 1))
+        st.error(f"**{tr(advice.title)}**\n\n" + _("Likely causes and how to check:") + f"\n\n{causes}", icon="🚨")
     else:
-        st.info(advice.title, icon="ℹ️")
+        st.info(tr(advice.title), icon="ℹ️")
     now = datetime.now().astimezone()
     table = pd.DataFrame({
         "Model": [m.name for m in models],
@@ -315,7 +315,7 @@ st.subheader(_("Generate while watching"))
 offered = watch_choices(host, resources.local_model_available())
 choices = list(offered.choices)
 if offered.note:
-    st.caption(offered.note)
+    st.caption(tr(offered.note))
 if choices:
     st.selectbox(_("Model"), choices, key="gpu_model", format_func=model_label)
     st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)

@@ -22,7 +22,7 @@ from rag.mcp import client as mcp_client
 from rag.mcp import server as mcp_server
 from ui import resources, widgets
 from ui.format import first_line
-from ui.i18n import _, count
+from ui.i18n import _, count, tr
 
 STATE_ICONS = {"running": "🟢", "starting": "🟡", "failed": "🔴", "stopped": "⚪", "disabled": "⚪"}
 
@@ -34,12 +34,12 @@ def load_manager() -> mcp_client.McpManager | None:
         with st.spinner(_("Starting the MCP servers…")):
             return mcp_client.shared_manager()
     except mcp_client.McpConfigMissing as exc:
-        st.info(str(exc), icon="ℹ️")
+        st.info(tr(exc), icon="ℹ️")
         st.code(json.dumps({"mcpServers": {"filesystem": {
             "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/folder"],
             "env": {}}}}, indent=2), language="json")
     except RagError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(tr(exc), icon="⚠️")
     return None
 
 
@@ -57,7 +57,7 @@ def server_panel(manager: mcp_client.McpManager, status: mcp_client.ServerStatus
                     manager.restart(status.name)
                 st.rerun()
         if status.error:
-            st.error(status.error, icon="⚠️")
+            st.error(tr(status.error), icon="⚠️")
         if status.stderr_tail and status.state != "running":
             with st.expander(_("Server's stderr (last lines)")):
                 st.code(status.stderr_tail)
@@ -107,7 +107,7 @@ def call_by_hand(key: str, which: str, schema: Any, call: Callable[[dict[str, An
                 with st.spinner(_("Calling {tool}…", tool=which)):
                     st.session_state[result_key] = {"result": call(arguments)}
             except RagError as exc:
-                st.session_state[result_key] = {"error": str(exc)}
+                st.session_state[result_key] = {"error": tr(exc)}
     shown = st.session_state.get(result_key)
     if not shown:
         return
@@ -134,7 +134,7 @@ def own_tools_section() -> None:
         tools = resources.kb_tools()
         names = tools.tool_names()
     except RagError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(tr(exc), icon="⚠️")
         return
     name = st.selectbox(_("Tool"), names, key="own_tool")
     with st.expander(f"`{name}` — {first_line(tools.description(name))}"):
@@ -187,7 +187,7 @@ def web_and_routes_section() -> None:
     try:
         routes = generate.agent_routes(settings)
     except RagError as exc:
-        st.error(str(exc), icon="⚠️")
+        st.error(tr(exc), icon="⚠️")
         return
     path = routes_path(settings)
     st.caption(_("Routes from `{path}`", path=path) if path.exists() else

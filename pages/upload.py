@@ -29,7 +29,7 @@ from rag.ingest.preview import SAMPLE_CHARS
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, count
+from ui.i18n import _, count, tr
 
 log = logging.getLogger("pages.upload")
 
@@ -63,7 +63,7 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
         return ingest.load(_data, filename, progress), ""
     except RagError as exc:
         advice = ingest.unreadable_advice(filename)
-        return None, advice or ingest.failure_reason(exc)
+        return None, tr(advice or ingest.failure_reason(exc))
     finally:
         bar.empty()
 
@@ -140,7 +140,7 @@ def _apply_chunk_lab_settings() -> None:
     widgets.set_chunk_settings(WIDGET, settings)
     st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
     st.info(_("Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** "
-              "to store with them.", settings=chunking.summary(settings)), icon="🧩")
+              "to store with them.", settings=tr(chunking.summary(settings))), icon="🧩")
 
 
 # -- knowledge base choice --------------------------------------------------------------------
@@ -244,9 +244,9 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     blocker = ingest.embedder_blocker(kb, embedder.name, resources.ollama_status() if needs_ollama else None)
     if blocker is not None:
         if blocker.refused:
-            st.error(blocker.message, icon="🚫")
+            st.error(tr(blocker.message), icon="🚫")
         else:
-            st.warning(blocker.message, icon="🟠")
+            st.warning(tr(blocker.message), icon="🟠")
     return Target(name, kb, embedder, blocker.short if blocker else "")
 
 
@@ -258,7 +258,7 @@ def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
         st.caption(_("'{kb}' was last ingested with these settings but an older version of the splitter: its "
                      "documents are cut again when they are ingested.", kb=kb.name))
         return
-    st.caption(_("'{kb}' was last ingested with {settings}.", kb=kb.name, settings=chunking.summary(kb.chunk_settings)))
+    st.caption(_("'{kb}' was last ingested with {settings}.", kb=kb.name, settings=tr(chunking.summary(kb.chunk_settings))))
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
@@ -350,7 +350,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
     m = st.columns(5)
     m[0].metric(_("Pages"), f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
                 help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"))
-    m[1].metric(_("Chunks"), stats.count, help=f"{chunking.summary(settings)}")
+    m[1].metric(_("Chunks"), stats.count, help=f"{tr(chunking.summary(settings))}")
     m[2].metric(_("Tokens per chunk"), f"{stats.mean_tokens:.0f}" if stats.count else "–",
                 help=_("mean; smallest {smallest}, largest {largest} (cl100k tokens)", smallest=stats.min_tokens,
                        largest=stats.max_tokens))
@@ -359,7 +359,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
                      "of the thought it starts."))
     m[4].metric(_("Dropped pieces"), stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
     for issue in _issues(p, max_tokens):
-        st.warning(issue, icon="⚠️")
+        st.warning(tr(issue), icon="⚠️")
 
     chunks_tab, pages_tab, text_tab = st.tabs([_("🧩 Chunks"), _("📄 Pages"), _("🎨 Whole text")])
     with chunks_tab:
@@ -484,7 +484,7 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
                 reached.update(stage=stage, fraction=min(max(float(fraction), 0.0), 1.0))
                 running["stage"] = stage
-                bar.progress(reached["fraction"], text=f"{_(stage)} ({step}/{stages}) · {message}")
+                bar.progress(reached["fraction"], text=f"{_(stage)} ({step}/{stages}) · {tr(message)}")
 
             # Said again each time: the browser keeps an expander at this place closed if one was before.
             status.update(label=_("Ingesting {number}/{total}: {file}…", number=number, total=total, file=name),
@@ -500,7 +500,7 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                                        f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}")
             else:
                 bar.progress(reached["fraction"], text="❌ " + _("failed during {stage}", stage=_(reached["stage"])))
-                st.error(_("**{file}** failed: {reason}", file=fmt.md(name), reason=result.reason), icon="🚫")
+                st.error(_("**{file}** failed: {reason}", file=fmt.md(name), reason=tr(result.reason)), icon="🚫")
             results.append(result)
             running.update(current=None, stage=None)
         failed = sum(not r.ok for r in results)
@@ -545,15 +545,15 @@ def _show_results() -> None:
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
     done = sum(IngestResult(**r).ok for r in results)
-    message = (f"Last ingest into **{fmt.md(last['kb'])}** at {last['at']:%H:%M:%S}: "
-               f"{done} of {fmt.plural(len(results), 'file')} in the knowledge base.")
+    message = _("Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.",
+                kb=fmt.md(last["kb"]), time=f"{last['at']:%H:%M:%S}", done=done, files=count(len(results), "file"))
     if last.get("stopped"):
-        st.info(message + " It was stopped: press **Ingest** to go on (files already stored are skipped).",
+        st.info(message + _(" It was stopped: press **Ingest** to go on (files already stored are skipped)."),
                 icon="⏹️")
     elif failed:
-        st.warning(message + " See the reasons below; fix them and ingest again.", icon="⚠️")
+        st.warning(message + _(" See the reasons below; fix them and ingest again."), icon="⚠️")
     else:
-        st.success(message + " See it in the **Library** tab.", icon="✅")
+        st.success(message + _(" See it in the **Library** tab."), icon="✅")
     frame = pd.DataFrame(
         [{"": STATUS_ICONS.get(r["status"], ""), "file": r["filename"], "status": r["status"],
           "pages": None if r["status"] == "failed" else r["pages"],
@@ -594,7 +594,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
         plan.caption(_("To ingest: ") + _("; ").join(_(b) for b in (blockers or ["choose a knowledge base"])) + _("."))
         return _show_results()
     plan.markdown(f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
-                  f"`{target.embedder.name}` · {chunking.summary(settings)}")
+                  f"`{target.embedder.name}` · {tr(chunking.summary(settings))}")
     texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
     notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
@@ -742,7 +742,7 @@ def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
         def on_stage(name: str):  # noqa: ANN202 - the progress callback of one file
             bar = bars.setdefault(name, st.progress(0.0, text=f"{name}: {_('waiting')}"))
             return lambda stage, fraction, message: bar.progress(min(max(fraction, 0.0), 1.0),
-                                                                 text=f"{name}: {_(stage)} · {message}")
+                                                                 text=f"{name}: {_(stage)} · {tr(message)}")
 
         try:
             embedder = ingest.embedder_for_kb(store, resources.settings(), kb.name)
@@ -752,10 +752,10 @@ def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
             status.update(label=_("Sync of '{kb}' failed", kb=kb.name), state="error")
             widgets.show_error(exc, "Sync")
             return
-        status.update(label=report.summary(), state="error" if report.failed else "complete",
+        status.update(label=tr(report.summary()), state="error" if report.failed else "complete",
                       expanded=bool(report.failed))
     failures = "".join(f"\n- {fmt.md(r.line())}" for r in report.results if not r.ok)
-    st.session_state["_lib_flash"] = ("warning" if report.failed else "success", report.summary() + failures)
+    st.session_state["_lib_flash"] = ("warning" if report.failed else "success", tr(report.summary()) + failures)
     st.rerun()
 
 
@@ -763,7 +763,7 @@ def _library_tab(store: Store | None) -> None:
     flash = st.session_state.pop("_lib_flash", None)
     if flash:
         kind, message = flash
-        {"success": st.success, "warning": st.warning}.get(kind, st.error)(message)
+        {"success": st.success, "warning": st.warning}.get(kind, st.error)(tr(message))
     if store is None:
         st.info(_("The library needs the database: see the error at the top of the page."))
         return
@@ -780,7 +780,7 @@ def _library_tab(store: Store | None) -> None:
         pd.DataFrame(
             [{"knowledge base": kb.name, "documents": kb.documents, "chunks": kb.chunks,
               "embedder": kb.embedder, "dimension": kb.dimension,
-              "chunk settings": chunking.summary(kb.chunk_settings, short=True), "created": kb.created_at} for kb in kbs],
+              "chunk settings": tr(chunking.summary(kb.chunk_settings, short=True)), "created": kb.created_at} for kb in kbs],
             columns=["knowledge base", "documents", "chunks", "embedder", "dimension", "chunk settings", "created"],
         ),
         hide_index=True, width="stretch",
@@ -803,7 +803,7 @@ def _library_tab(store: Store | None) -> None:
     m[2].metric(_("Dimension"), kb.dimension)
     m[3].metric(_("Embedder"), kb.embedder.split(":", 1)[0], help=kb.embedder)
     st.caption(_("Embedder `{embedder}` · chunk settings of the latest ingest: {settings}", embedder=kb.embedder,
-                 settings=chunking.summary(kb.chunk_settings)))
+                 settings=tr(chunking.summary(kb.chunk_settings))))
     if kb.source_folder:
         _sync_panel(store, kb)
     try:
@@ -816,7 +816,7 @@ def _library_tab(store: Store | None) -> None:
         pd.DataFrame(
             [{"filename": d.original_filename, "pages": d.page_count, "chunks": d.chunk_count,
               "size": fmt.size(d.size_bytes), "ingested at": d.ingested_at,
-              "chunk settings": chunking.summary(d.chunk_settings, short=True)} for d in docs],
+              "chunk settings": tr(chunking.summary(d.chunk_settings, short=True))} for d in docs],
             columns=["filename", "pages", "chunks", "size", "ingested at", "chunk settings"],
         ),
         hide_index=True, width="stretch",

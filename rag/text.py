@@ -18,3 +18,12 @@ class Text(str):
         made.template = template
         made.values = values
         return made
+
+
+def text_of(value: str | BaseException) -> str:
+    """What a UI should show for `value`: an exception's message as it was made (a `Text` keeps its template
+    for translation; `str(exc)` would make it a plain string), else the text itself."""
+    if isinstance(value, BaseException):
+        first = value.args[0] if len(value.args) == 1 else None
+        return first if isinstance(first, Text) else str(value)
+    return value

@@ -39,12 +39,14 @@ def _(message: str, **values: object) -> str:
     return text.format(**values) if values else text
 
 
-def tr(text: str) -> str:
-    """A library message in the user's language: a `rag.text.Text` by its template, other text as it is."""
-    from rag.text import Text
+def tr(text: str | BaseException) -> str:
+    """A library message in the user's language: a `rag.text.Text` (or an exception made with one) by its
+    template, with its values translated the same way; other text as it is."""
+    from rag.text import Text, text_of
 
+    text = text_of(text)
     if isinstance(text, Text):
-        return _(text.template, **text.values)
+        return _(text.template, **{k: tr(v) if isinstance(v, str) else v for k, v in text.values.items()})
     return text
 
 

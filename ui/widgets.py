@@ -13,7 +13,7 @@ from rag.retrieve import filters
 from rag.store import Store
 from ui import format as fmt
 from ui import resources
-from ui.i18n import _
+from ui.i18n import _, tr
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +22,10 @@ def show_error(exc: BaseException, what: str = "") -> None:
     """A rag error as one readable line; anything else logged, with a short message. A filter error
     shows the text as typed with a caret under the problem (as `rag search --filter` prints it)."""
     if isinstance(exc, FilterSyntaxError):
-        st.error(f"{what + ': ' if what else ''}{fmt.md(exc.reason)} (position {exc.position}):", icon="⚠️")
+        st.error(f"{what + ': ' if what else ''}{fmt.md(tr(exc.reason))} (position {exc.position}):", icon="⚠️")
         st.code(filters.caret(exc.expression, exc.position), language=None)
     elif isinstance(exc, RagError):
-        st.error(f"{what}: {exc}" if what else str(exc), icon="⚠️")
+        st.error(f"{what}: {tr(exc)}" if what else tr(exc), icon="⚠️")
     else:
         log.exception("unexpected error")
         st.error(f"{what or 'Something went wrong'}: {type(exc).__name__}: {exc}", icon="⚠️")

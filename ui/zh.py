@@ -526,4 +526,12 @@ ZH: dict[str, str] = {
     "no NVIDIA GPU found ({reason})": "没有找到 NVIDIA GPU（{reason}）",
     "models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)": "模型在 CPU 上运行；要使用 GPU，请安装 NVIDIA 驱动（Docker 还需要 Container Toolkit）",
     "New knowledge base…": "新建知识库…",
+    "Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.": "上次导入 **{kb}**（{time}）：{files}中有 {done} 个已在知识库中。",
+    " It was stopped: press **Ingest** to go on (files already stored are skipped).": "导入已停止：点击 **导入** 继续（已存入的文件会跳过）。",
+    " See the reasons below; fix them and ingest again.": "原因见下方；修正后再次导入。",
+    " See it in the **Library** tab.": "可在 **文档库** 标签页查看。",
 }
+
+from ui.zh_lib import LIBRARY  # noqa: E402 - the library's messages, after the pages' own words
+
+ZH.update(LIBRARY)

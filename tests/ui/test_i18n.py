@@ -37,7 +37,7 @@ DYNAMIC = (
 
 def used_ids() -> set[str]:
     ids = {m for f in TRANSLATED for m in i18n.message_ids(str(ROOT / f))}
-    ids |= set(text_templates(ROOT / "rag" / "status.py"))  # library messages made as rag.text.Text
+    ids |= {t for path in sorted((ROOT / "rag").rglob("*.py")) for t in text_templates(path)}  # rag.text.Text
     from rag import chunking
 
     chunk_words = {chunking.CUSTOM, *chunking.PRESETS, *chunking.PRESET_HELP.values(), *chunking.STRATEGY_LABELS.values()}
