@@ -1,6 +1,8 @@
 """User-facing errors: each message is one line that says what went wrong and what to do."""
 from __future__ import annotations
 
+from rag.text import Text
+
 ONE_LINE_LIMIT = 300
 """Characters of a folded error text shown to a user; past it the text is cut with '…'."""
 
@@ -30,7 +32,7 @@ class DocumentError(RagError):
     def __init__(self, filename: str, reason: str) -> None:
         self.filename = filename
         self.reason = reason
-        super().__init__(f"{filename}: {reason}")
+        super().__init__(Text("{filename}: {reason}", filename=filename, reason=reason))
 
 
 class ChunkSettingsError(RagError, ValueError):

@@ -219,3 +219,15 @@ def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> N
     allowed += [chunking.summary(s) for s in chunking.PRESETS.values()]
     found = english_phrases(shown_texts(at), allowed)
     assert found == [], "\n".join(found)
+
+
+def test_a_library_error_is_shown_in_chinese_with_its_values_translated_too() -> None:
+    script = ("from rag.errors import DocumentError\nfrom rag.text import Text\nfrom ui.i18n import tr\nimport streamlit as st\n"
+              "exc = DocumentError('a.pdf', Text('{filename}: {reason}', filename='inner', reason='x'))\n"
+              "st.write(tr(exc))\nst.write(tr(str(exc)))")
+    at = AppTest.from_string(script)
+    at.query_params["lang"] = "zh"
+    at.run()
+    # The exception keeps its template (str(exc) would not: it is the English line), and a Text value
+    # inside is translated by its own template.
+    assert [m.value for m in at.markdown] == ["a.pdf：inner：x", "a.pdf: inner: x"]

@@ -2,4 +2,5 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    "{filename}: {reason}": "{filename}：{reason}",
 }
