@@ -12,9 +12,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/pip install -r requirements-dev.txt
 	touch $(STAMP)
 
+ADDRESS ?= 127.0.0.1
+
 run: $(STAMP)
 	@scripts/ensure-tesseract
-	$(BIN)/streamlit run app.py
+	$(BIN)/streamlit run app.py --server.address $(ADDRESS)
 
 test: $(STAMP)
 	@scripts/ensure-chromium

@@ -12,6 +12,7 @@ from rag import gpu
 from rag import status as rag_status
 from rag.errors import RagError
 from ui import resources
+from ui.gate import password_gate
 from ui.i18n import _, language_switch, tr
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
@@ -46,7 +47,7 @@ def sidebar() -> None:
                                                            pg=info.postgres_version, vector=info.pgvector_version,
                                                            where=where)))
     except RagError as exc:
-        checks.append(rag_status.Check("Database", False, str(exc),
+        checks.append(rag_status.Check("Database", False, tr(exc),
                                        _("check DATABASE_URL, or unset it to use the embedded database")))
     ollama = resources.ollama_status()
     if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
@@ -55,7 +56,7 @@ def sidebar() -> None:
     try:
         checks.append(rag_status.embedder_check(settings, ollama, resources.default_embedder().name))
     except RagError as exc:
-        checks.append(rag_status.Check("Embedder", False, str(exc), _("set RAG_EMBEDDER=local to work offline")))
+        checks.append(rag_status.Check("Embedder", False, tr(exc), _("set RAG_EMBEDDER=local to work offline")))
     checks.append(rag_status.gpu_check(resources.gpu_presence()))
     language_switch()
     with st.sidebar:
@@ -67,6 +68,13 @@ def sidebar() -> None:
                 st.caption(f"↳ {tr(check.fix)}")
 
 
+try:
+    app_settings = resources.settings()
+except (RagError, ValueError) as exc:  # a bad environment value: say which, never a traceback
+    st.error(tr(exc), icon="⚠️")
+    st.stop()
+if not password_gate(app_settings.app_password):
+    st.stop()
 page = st.navigation([HOME, *PAGES])
 resources.gpu_sampler(gpu.selected_nvml())
 sidebar()

@@ -223,8 +223,10 @@ def _pick_model(settings: Settings) -> ModelChoice:
     else:
         st.session_state["chat_model"] = default
 
+    labels = {o: tr(choice_label(o, pulled, local_ok)) for o in options}  # made in the run (see ui/i18n.py)
+
     def label(choice: str) -> str:
-        return choice_label(choice, pulled, local_ok)
+        return labels.get(choice) or choice_label(choice, pulled, local_ok)
 
     raw = st.selectbox(_("Model"), options, key="chat_model", format_func=label, accept_new_options=True,
                        help=_("Ollama's chat models and the embedded one. Type another Ollama model's "
@@ -232,7 +234,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
     choice = normalise_choice(str(raw or default))
     if choice == LOCAL:
         if not local_ok:
-            return ModelChoice(choice, None, local_reason if pulled else _no_model_message(settings, local_reason))
+            return ModelChoice(choice, None, tr(local_reason) if pulled else _no_model_message(settings, local_reason))
         model = llms.resolve_chat_model(settings, LOCAL)
         return ModelChoice(choice, model, context=model.context_length(),
                            context_note=_("fixed when the embedded model is loaded"))
@@ -299,7 +301,7 @@ def _open_conversation(store: Store, conversation_id: str) -> None:
     try:
         info, turns = generate.load_conversation(store.conversations, conversation_id)
     except RagError as exc:
-        st.session_state["_chat_flash"] = _("The conversation cannot be opened: {error}", error=exc)
+        st.session_state["_chat_flash"] = _("The conversation cannot be opened: {error}", error=tr(exc))
         return
     st.session_state[TURNS] = turns
     st.session_state[CONVERSATION] = str(info.id)
@@ -312,7 +314,7 @@ def _delete_conversation(store: Store, conversation_id: str) -> None:
     try:
         store.conversations.delete(conversation_id)
     except RagError as exc:
-        st.session_state["_chat_flash"] = _("The conversation was not deleted: {error}", error=exc)
+        st.session_state["_chat_flash"] = _("The conversation was not deleted: {error}", error=tr(exc))
         return
     if st.session_state.get(CONVERSATION) == conversation_id:
         _clear()
@@ -404,7 +406,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
             ok, reason = False, _("Agent mode needs a model with tool calling.")
         if not ok:
             st.session_state["chat_agent"] = False
-        use_agent = st.toggle(_("Agent mode (tools)"), key="chat_agent", disabled=not ok, help=reason)
+        use_agent = st.toggle(_("Agent mode (tools)"), key="chat_agent", disabled=not ok, help=tr(reason))
         route = _route_picker(settings, use_agent)
 
         with st.expander(_("Retrieval"), expanded=True, icon="🔎"):
@@ -587,7 +589,7 @@ def _budget_bar(budget: Budget | None, model: str) -> None:
     st.caption(_("system {system} · sources {sources} · ", system=f"{budget.system:,}", sources=f"{budget.sources:,}")
                + summary + _("history {history} · question {question} · kept for the answer {reserve} ({counted})",
                              history=f"{budget.history:,}", question=f"{budget.question:,}",
-                             reserve=f"{budget.reserve:,}", counted=_md(budget.counted_with)))
+                             reserve=f"{budget.reserve:,}", counted=_md(tr(budget.counted_with))))
     if not budget.fits:
         st.warning(_("The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's "
                      "{limit}-token window: the model would lose the start of it (the instructions and the first "
@@ -633,9 +635,9 @@ def _answer(turn: Turn) -> None:
     if turn.route:
         tools = ", ".join(f"`{t}`" for t in turn.route_tools) or _("no tools")
         st.caption("🧭 " + _("Route **{route}** ({reason}) · {tools} · budget {budget}", route=_md(turn.route),
-                              reason=_(turn.route_reason), tools=tools, budget=turn.route_budget))
+                              reason=tr(turn.route_reason), tools=tools, budget=turn.route_budget))
     if turn.steps:
-        with st.expander(f"🛠️ {turn.agent_summary or count(len(turn.steps), 'tool call')}"):
+        with st.expander(f"🛠️ {tr(turn.agent_summary) or count(len(turn.steps), 'tool call')}"):
             _steps(turn.steps)
     if turn.web_warning:
         st.warning(tr(turn.web_warning), icon="🌐")
@@ -812,7 +814,7 @@ def _save(turn: Turn) -> None:
         st.session_state[CONVERSATION] = generate.save_turn(store.conversations, st.session_state.get(CONVERSATION),
                                                             turn)
     except RagError as exc:
-        st.warning(_("This turn was not saved: {error}", error=exc), icon="💾")
+        st.warning(_("This turn was not saved: {error}", error=tr(exc)), icon="💾")
 
 
 def _follow_live(live: Live, slot: Any) -> None:
@@ -851,7 +853,7 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
         started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
                                history=generate.history_messages(_turns()), memory=generate.memory_of(_turns()),
                                model_problem=c.model.problem,
-                               busy=st.spinner, warn=lambda text: st.warning(tr(text), icon="🧰"))
+                               busy=lambda text: st.spinner(tr(text)), warn=lambda text: st.warning(tr(text), icon="🧰"))
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _save(started)

@@ -20,7 +20,7 @@ from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, count
+from ui.i18n import _, count, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -376,7 +376,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         questions = evaluation.questions_from_rows(
             zip(edited["question"].tolist(), edited["expected"].tolist()))
     except RagError as exc:
-        widgets.show_error(exc, "Questions")
+        widgets.show_error(exc, _("Questions"))
     signature = (*_signature(source, settings, questions), mode)
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
     run = c1.button(_("Run retrieval check"), key="lab_run_check", type="primary",
@@ -398,7 +398,7 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         try:
             _run_check(source, chunk_sets, questions, signature, mode)
         except RagError as exc:
-            widgets.show_error(exc, "Retrieval check")
+            widgets.show_error(exc, _("Retrieval check"))
             return
         previous, stale = st.session_state[REPORT_KEY], False
     if previous is None:
@@ -444,10 +444,12 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     st.dataframe(summary, hide_index=True, key="lab_check_summary",
                  column_config={f"hit@{k}": st.column_config.NumberColumn(format="percent") for k in report.ks}
                  | {"MRR": st.column_config.NumberColumn(format="%.3f")})
-    trivial = [f"{r.label} has only {fmt.plural(r.n_chunks, 'chunk')}" for r in reading.trivial(report)]
+    trivial = [_("{label} has only {chunks}", label=r.label, chunks=count(r.n_chunks, "chunk"))
+               for r in reading.trivial(report)]
     if trivial:
-        st.caption("⚠️ " + "; ".join(trivial) + f": with k at least the number of chunks, hit@k is 100 % "
-                   "whatever the ranking. Compare MRR and hit@1, or use a longer document.")
+        st.caption("⚠️ " + _("; ").join(trivial) + _(": with k at least the number of chunks, hit@k is 100 % "
+                                                   "whatever the ranking. Compare MRR and hit@1, or use a longer "
+                                                   "document."))
 
     rows = []
     for qi, question in enumerate(report.questions):
@@ -456,7 +458,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
             q = r.questions[qi]
             row[f"{_letter(r.label)} rank"] = q.rank
             row[f"{_letter(r.label)} score"] = q.score
-        row["Notes"] = "; ".join(reading.question_notes(report, qi, name=_letter))
+        row["Notes"] = "; ".join(tr(n) for n in reading.question_notes(report, qi, name=_letter))
         rows.append(row)
     per_question = pd.DataFrame(rows)
     for r in report.results:
@@ -497,8 +499,9 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
             left.text(fmt.clip(top.text))
             if q.targets:
                 target = by_index[q.targets[0]]
-                right.caption(f"Holds the passage: chunk {target.index} (score {q.score:.3f})"
-                              if q.score is not None else f"Holds the passage: chunk {target.index}")
+                right.caption(_("Holds the passage: chunk {index} (score {score})", index=target.index,
+                                score=f"{q.score:.3f}") if q.score is not None
+                              else _("Holds the passage: chunk {index}", index=target.index))
                 right.text(evaluation.excerpt(target.text, q.question.expected))
             else:
                 right.caption(_("No chunk holds the expected passage."))
@@ -535,16 +538,16 @@ def main() -> None:
     try:
         source = _pick_document()
     except RagError as exc:
-        widgets.show_error(exc, "Document")
+        widgets.show_error(exc, _("Document"))
         st.info(_("Pick another document, upload the file again on the Upload page, or use the built-in sample."))
         return
     except Exception as exc:  # noqa: BLE001 - shown, never a traceback
-        widgets.show_error(exc, "Document")
+        widgets.show_error(exc, _("Document"))
         return
     doc = source.doc
     st.caption(_("{kind} · {with_text} page(s) with text of {total} · {chars} characters", kind=doc.kind.upper(),
                  with_text=len(doc.pages), total=doc.page_count, chars=f"{len(doc.text):,}")
-               + (f" · ⚠️ {'; '.join(doc.warnings)}" if doc.warnings else ""))
+               + (f" · ⚠️ {'; '.join(tr(w) for w in doc.warnings)}" if doc.warnings else ""))
 
     settings = _pick_settings()
     if not settings:
@@ -555,10 +558,10 @@ def main() -> None:
         chunked = {label: _chunked(source.sha, s, tokenized, doc) for label, s in settings.items()}
         chunk_sets = {label: c.chunk_set for label, c in chunked.items()}
     except RagError as exc:
-        widgets.show_error(exc, "Chunking")
+        widgets.show_error(exc, _("Chunking"))
         return
     except Exception as exc:  # noqa: BLE001
-        widgets.show_error(exc, "Chunking")
+        widgets.show_error(exc, _("Chunking"))
         return
     st.caption(_("{n} cl100k tokens, tokenised once; each setting re-splits the same tokens.", n=f"{len(tokenized):,}"))
     _stats_table(chunked)
@@ -566,19 +569,19 @@ def main() -> None:
     try:
         _views(source, chunk_sets)
     except Exception as exc:  # noqa: BLE001 - RagError or not, one line to the user
-        widgets.show_error(exc, "Views")
+        widgets.show_error(exc, _("Views"))
 
     st.divider()
     try:
         _retrieval_check(source, chunk_sets, settings)
     except Exception as exc:  # noqa: BLE001
-        widgets.show_error(exc, "Retrieval check")
+        widgets.show_error(exc, _("Retrieval check"))
 
     st.divider()
     try:
         _export(source, settings)
     except Exception as exc:  # noqa: BLE001
-        widgets.show_error(exc, "Export")
+        widgets.show_error(exc, _("Export"))
 
 
 main()

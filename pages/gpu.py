@@ -50,7 +50,7 @@ def fmt(value: float | int | None, unit: str = "", scale: float = 1.0, digits: i
 def unload(host: str, name: str) -> None:
     try:
         unload_model(host, name)
-        st.session_state["gpu_unload_msg"] = (True, f"Asked Ollama to unload {name}: watch VRAM drop.")
+        st.session_state["gpu_unload_msg"] = (True, _("Asked Ollama to unload {name}: watch VRAM drop.", name=name))
     except RagError as exc:
         st.session_state["gpu_unload_msg"] = (False, tr(exc))
 
@@ -98,7 +98,7 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
             fig.add_vrect(x0=when(start), x1=when(end), fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
                           opacity=0.22, line_width=0, layer="below", row=row, col=1)
     for phase in dict.fromkeys(phase for phase, *_rest in spans):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=PHASE_TITLES.get(phase, phase),
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=tr(PHASE_TITLES.get(phase, phase)),
                                  legendgroup="phases", marker={"symbol": "square", "size": 12, "opacity": 0.5,
                                                                "color": PHASE_COLOURS.get(phase, "#cccccc")}),
                       row=1, col=1)
@@ -113,7 +113,7 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
         else:
             groups.append((start, [label]))
     for start, labels in groups:
-        text = " · ".join(labels)
+        text = " · ".join(tr(label) for label in labels)
         near_the_end = now - start < 0.3 * window  # written leftwards, so it is not cut off
         fig.add_annotation(x=when(start), y=1.0, xref="x", yref="y domain", text=text, hovertext=text,
                            showarrow=False, xanchor="right" if near_the_end else "left", yanchor="bottom",
@@ -266,7 +266,7 @@ if status.devices:  # found, even if one has failed since
                   cuda=status.cuda or "?"))
 else:
     st.info(_("No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, so "
-              "CPU and RAM are shown instead.", reason=status.reason, hint=gpu.no_gpu_hint(status.reason)), icon="ℹ️")
+              "CPU and RAM are shown instead.", reason=tr(status.reason), hint=tr(gpu.no_gpu_hint(status.reason))), icon="ℹ️")
 
 
 @st.fragment(run_every=PLACEMENT_REFRESH_SECONDS)
@@ -299,7 +299,7 @@ def placement() -> None:
         "In VRAM (GiB)": [round(m.size_vram / GIB, 2) for m in models],
         "Placement": [m.share_on_gpu for m in models],
         "Context": [m.context_length for m in models],
-        "Unloads in": [unloads_in(m.expires_at, now) for m in models],
+        "Unloads in": [tr(unloads_in(m.expires_at, now)) for m in models],
     })
     st.dataframe(table, hide_index=True, key="gpu_placement")
     st.caption(_("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart."))

@@ -63,7 +63,7 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
         return ingest.load(_data, filename, progress), ""
     except RagError as exc:
         advice = ingest.unreadable_advice(filename)
-        return None, tr(advice or ingest.failure_reason(exc))
+        return None, advice or ingest.failure_reason(exc)  # a Text: translated where it is shown (this is cached)
     finally:
         bar.empty()
 
@@ -135,7 +135,7 @@ def _apply_chunk_lab_settings() -> None:
     try:
         settings = chunking.settings_from_dict(dict(pending))
     except (RagError, TypeError, ValueError) as exc:
-        st.error(_("The settings sent from the Chunk Lab were not applied: {error}", error=exc), icon="⚠️")
+        st.error(_("The settings sent from the Chunk Lab were not applied: {error}", error=tr(exc)), icon="⚠️")
         return
     widgets.set_chunk_settings(WIDGET, settings)
     st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
@@ -173,7 +173,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
-        widgets.show_error(exc, "Knowledge bases")
+        widgets.show_error(exc, _("Knowledge bases"))
         return Target(None, None, None, _("the database is not available"))
     by_name = {kb.name: kb for kb in kbs}
     options = [*by_name, NEW_KB]
@@ -218,7 +218,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         try:
             name = ingest.validate_kb_name(raw)
         except RagError as exc:
-            widgets.show_error(exc, "Knowledge base name")
+            widgets.show_error(exc, _("Knowledge base name"))
             return Target(None, None, None, _("fix the knowledge base name"))
         kb = by_name.get(name)
         if kb is not None:
@@ -230,7 +230,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     try:
         embedder = ingest.embedder_for_kb(store, resources.settings(), name)
     except RagError as exc:
-        widgets.show_error(exc, "Embedder")
+        widgets.show_error(exc, _("Embedder"))
         return Target(name, kb, None, _("the embedder is not available"))
 
     if kb is not None:
@@ -287,7 +287,7 @@ def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePr
             prepared, error = _prepare(data, sha, name, settings)
         except Exception as exc:  # noqa: BLE001 - one bad file must not take the page down
             log.exception("preparing %r failed", name)
-            prepared, error = None, f"unexpected error while reading it ({type(exc).__name__}: {exc})"
+            prepared, error = None, _("unexpected error while reading it ({error})", error=f"{type(exc).__name__}: {exc}")
         out.append(FilePreview(name, data, sha, prepared, error))
     return out
 
@@ -311,8 +311,8 @@ def _read_by(doc: documents.Document) -> str:
     """Which reader read the file, and the OCR'd pages with their lowest confidence."""
     scanned = doc.ocr_pages
     if not scanned:
-        return doc.reader
-    return doc.reader + _(" (confidence ≥ {confidence}%)", confidence=f"{min(p.ocr or 0 for p in scanned):.0f}")
+        return tr(doc.reader)
+    return tr(doc.reader) + _(" (confidence ≥ {confidence}%)", confidence=f"{min(p.ocr or 0 for p in scanned):.0f}")
 
 
 def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
@@ -328,7 +328,7 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
             "size": fmt.size(len(p.data)),
             "pages": doc.page_count if doc else None,
             "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
-            "check": ("❌ " + p.error) if p.error else (
+            "check": ("❌ " + tr(p.error)) if p.error else (
                 f"⚠️ {fmt.plural(len(issues), 'warning')}" if issues else "✅ ok"),
             "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
         })
@@ -340,7 +340,7 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
 
 def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | None) -> None:
     if p.prepared is None:
-        st.error(_("**{file}** cannot be read: {reason}", file=fmt.md(p.name), reason=p.error), icon="🚫")
+        st.error(_("**{file}** cannot be read: {reason}", file=fmt.md(p.name), reason=tr(p.error)), icon="🚫")
         return
     doc, chunk_set = p.prepared.document, p.prepared.chunk_set
     chunks = chunk_set.chunks
@@ -557,7 +557,7 @@ def _show_results() -> None:
     frame = pd.DataFrame(
         [{"": STATUS_ICONS.get(r["status"], ""), "file": r["filename"], "status": r["status"],
           "pages": None if r["status"] == "failed" else r["pages"],
-          "chunks": None if r["status"] == "failed" else r["chunks"], "reason": r["reason"]}
+          "chunks": None if r["status"] == "failed" else r["chunks"], "reason": tr(r["reason"])}
          for r in results],
         columns=["", "file", "status", "pages", "chunks", "reason"],
     )
@@ -591,7 +591,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
                             help=_("Parse, chunk, embed and store every file above. A file already "
                                  "stored with the same content and settings is skipped."))
     if not ready:
-        plan.caption(_("To ingest: ") + _("; ").join(_(b) for b in (blockers or ["choose a knowledge base"])) + _("."))
+        plan.caption(_("To ingest: ") + _("; ").join(tr(b) for b in (blockers or ["choose a knowledge base"])) + _("."))
         return _show_results()
     plan.markdown(f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
                   f"`{target.embedder.name}` · {tr(chunking.summary(settings))}")
@@ -600,9 +600,9 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
     notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
                               len(texts), sample)
     if notes.duration:
-        plan.caption(f"⏱️ {notes.duration} " + _("**Stop ingesting** ends it early; the files done by then stay."))
+        plan.caption(f"⏱️ {tr(notes.duration)} " + _("**Stop ingesting** ends it early; the files done by then stay."))
     if notes.language:
-        plan.caption(f"🈶 {notes.language}")
+        plan.caption(f"🈶 {tr(notes.language)}")
     if clicked:
         results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads), target.kb is None)
         _record(target.name, results, target.kb is None)
@@ -614,7 +614,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
 def _ocr_note() -> str:
     if ocr.available():
         return _("Scanned pages are read by OCR ({engine}, a few seconds a page).", engine=ocr.engine_name())
-    return _("Scanned pages cannot be read yet: {hint}.", hint=ocr.ENABLE_HINT)
+    return _("Scanned pages cannot be read yet: {hint}.", hint=tr(ocr.ENABLE_HINT))
 
 
 def _files_column() -> dict[str, bytes]:
@@ -625,9 +625,9 @@ def _files_column() -> dict[str, bytes]:
         _("Documents"), accept_multiple_files=True, key="upload_files",
         on_change=_sync_uploads,
         help=_("{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is "
-               "stored until you press Ingest.", types=ingest.READ_TYPES, limit=limit),
+               "stored until you press Ingest.", types=tr(ingest.READ_TYPES), limit=limit),
     ) or []
-    st.caption(_("Read: {types}.", types=ingest.READ_TYPES) + f" {_ocr_note()}")
+    st.caption(_("Read: {types}.", types=tr(ingest.READ_TYPES)) + f" {_ocr_note()}")
     uploads = _uploads()
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
@@ -681,7 +681,7 @@ def _upload_tab(store: Store | None) -> None:
         try:
             existing = {d.original_filename: d for d in store.list_documents(target.kb.name)}
         except RagError as exc:
-            widgets.show_error(exc, "Documents")
+            widgets.show_error(exc, _("Documents"))
     _overview(previews, existing, settings, max_tokens, target.name)
     labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + fmt.md(p.name) for p in previews]
     for tab, p in zip(st.tabs(labels), previews):
@@ -699,27 +699,27 @@ def _delete_document(knowledge: str, filename: str) -> None:
     try:
         removed = resources.store().delete_document(knowledge, filename)
     except RagError as exc:
-        _flash("error", f"Could not delete '{filename}' from '{knowledge}': {exc}")
+        _flash("error", _("Could not delete '{file}' from '{kb}': {error}", file=filename, kb=knowledge, error=tr(exc)))
         return
     st.session_state["lib_doc_confirm"] = False
     if removed:
-        _flash("success", f"Deleted '{filename}' and its chunks from '{knowledge}'.")
+        _flash("success", _("Deleted '{file}' and its chunks from '{kb}'.", file=filename, kb=knowledge))
     else:
-        _flash("warning", f"'{filename}' was no longer in '{knowledge}'.")
+        _flash("warning", _("'{file}' was no longer in '{kb}'.", file=filename, kb=knowledge))
 
 
 def _delete_knowledge_base(knowledge: str) -> None:
     try:
         removed = resources.store().delete_knowledge_base(knowledge)
     except RagError as exc:
-        _flash("error", f"Could not delete the knowledge base '{knowledge}': {exc}")
+        _flash("error", _("Could not delete the knowledge base '{kb}': {error}", kb=knowledge, error=tr(exc)))
         return
     st.session_state["lib_kb_confirm"] = False
     st.session_state["lib_doc_confirm"] = False
     if removed:
-        _flash("success", f"Deleted the knowledge base '{knowledge}' with all its documents and chunks.")
+        _flash("success", _("Deleted the knowledge base '{kb}' with all its documents and chunks.", kb=knowledge))
     else:
-        _flash("warning", f"The knowledge base '{knowledge}' was already gone.")
+        _flash("warning", _("The knowledge base '{kb}' was already gone.", kb=knowledge))
 
 
 def _reset_confirmations() -> None:
@@ -747,14 +747,15 @@ def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
         try:
             embedder = ingest.embedder_for_kb(store, resources.settings(), kb.name)
             report = ingest.sync(store, embedder, kb.source_folder, kb.name, settings,
-                                 delete_missing=delete_missing, on_line=st.text, on_stage=on_stage)
+                                 delete_missing=delete_missing, on_line=lambda line: st.text(tr(line)),
+                                 on_stage=on_stage)
         except RagError as exc:
             status.update(label=_("Sync of '{kb}' failed", kb=kb.name), state="error")
-            widgets.show_error(exc, "Sync")
+            widgets.show_error(exc, _("Sync"))
             return
         status.update(label=tr(report.summary()), state="error" if report.failed else "complete",
                       expanded=bool(report.failed))
-    failures = "".join(f"\n- {fmt.md(r.line())}" for r in report.results if not r.ok)
+    failures = "".join(f"\n- {fmt.md(tr(r.line()))}" for r in report.results if not r.ok)
     st.session_state["_lib_flash"] = ("warning" if report.failed else "success", tr(report.summary()) + failures)
     st.rerun()
 
@@ -770,7 +771,7 @@ def _library_tab(store: Store | None) -> None:
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
-        widgets.show_error(exc, "Knowledge bases")
+        widgets.show_error(exc, _("Knowledge bases"))
         return
     if not kbs:
         st.info(_("No knowledge bases yet: upload files on the first tab and press **Ingest**."), icon="📚")
@@ -809,7 +810,7 @@ def _library_tab(store: Store | None) -> None:
     try:
         docs = store.list_documents(name)
     except RagError as exc:
-        widgets.show_error(exc, "Documents")
+        widgets.show_error(exc, _("Documents"))
         return
     widgets.table(
         "lib_docs",

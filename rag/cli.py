@@ -174,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, cli, gpu, insert, search, retrieval, answers); "
-                        "repeatable")
+                   help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, peers, "
+                        "retrieval, answers); repeatable")
     return parser
 
 
@@ -228,15 +228,19 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     with Store.open(settings) as store:
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, len(paths))
-        for index, path in enumerate(paths):
-            progress.index = index
-            result = ingest.ingest_path(
-                store, embedder, path, knowledge, chunk_settings,
-                on_stage=lambda stage, fraction, message, name=path.name: progress.update(
-                    name, stage, fraction, message),
-                on_plan=lambda chunks, expected, name=path.name: _say_duration(
-                    err, progress, name, embedder.name, chunks, expected),
-            )
+        index = {path.name: i for i, path in enumerate(paths)}
+
+        def on_stage(name: str) -> ingest.StageCallback:
+            def update(stage: str, fraction: float, message: str) -> None:
+                progress.index = index[name]
+                progress.update(name, stage, fraction, message)
+            return update
+
+        # One file is written while the next is read and embedded (ingest_paths): results come in order.
+        for result in ingest.ingest_paths(
+                store, embedder, paths, knowledge, chunk_settings, on_stage=on_stage,
+                on_plan=lambda name: lambda chunks, expected: _say_duration(
+                    err, progress, name, embedder.name, chunks, expected)):
             progress.clear()
             failed += not result.ok
             print(result.line(), file=out, flush=True)

@@ -1,7 +1,23 @@
 """User-facing errors: each message is one line that says what went wrong and what to do."""
 from __future__ import annotations
 
+import re
+
 from rag.text import Text
+
+_URL_PASSWORD = re.compile(r"(//[^:/@\s'\"]*):([^@\s'\"]+)@")
+_KEY_VALUE_SECRET = re.compile(
+    r"(?i)(?<![a-z])(password|passwd|pwd|api[_-]?key|secret|token)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,;&]+)"
+    r"|(?<![a-z])(bearer)(\s+)(\S+)")
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with the password of any URL (`//user:password@host`, also in a malformed
+    `postgres//...`) and any `password=` / `api_key=` value replaced by `***`: psycopg quotes a bad
+    connection string whole in its error, and error texts reach pages and logs."""
+    text = _URL_PASSWORD.sub(r"\1:***@", text)
+    return _KEY_VALUE_SECRET.sub(lambda m: f"{m[1] or m[4]}{m[2] or m[5]}***", text)
+
 
 ONE_LINE_LIMIT = 300
 """Characters of a folded error text shown to a user; past it the text is cut with '…'."""
@@ -9,8 +25,9 @@ ONE_LINE_LIMIT = 300
 
 def one_line(value: str | BaseException, limit: int | None = ONE_LINE_LIMIT, *, with_type: bool = False) -> str:
     """`value` (a text or an exception) as one line: white space folded to single spaces, cut to `limit`
-    characters with '…' (None: never cut). An exception group speaks through its first leaf; an exception
-    with no text is named by its class, and `with_type` puts the class name before its text."""
+    characters with '…' (None: never cut), secrets masked (`mask_secrets`). An exception group speaks through
+    its first leaf; an exception with no text is named by its class, and `with_type` puts the class name
+    before its text."""
     if isinstance(value, BaseException):
         while isinstance(value, BaseExceptionGroup) and value.exceptions:
             value = value.exceptions[0]
@@ -19,6 +36,7 @@ def one_line(value: str | BaseException, limit: int | None = ONE_LINE_LIMIT, *, 
         text = f"{name}: {text}" if text and with_type else text or name
     else:
         text = " ".join(str(value).split())
+    text = mask_secrets(text)
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -47,7 +65,8 @@ class FilterSyntaxError(RagError, ValueError):
         self.position = position
         self.reason = reason
         # The text as typed (rag.retrieve.filters.caret draws '^' under the position).
-        super().__init__(f"filter error at position {position}: {reason} in: {expression}")
+        super().__init__(Text("filter error at position {position}: {reason} in: {expression}", position=position,
+                              reason=reason, expression=expression))
 
 
 class EmbedderError(RagError):

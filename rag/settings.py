@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag.text import Text
+
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 DEFAULT_OLLAMA_EMBED_MODEL = "nomic-embed-text"
 
@@ -40,6 +42,9 @@ class Settings:
     """RAG_WEB_SEARCH_EXTRA_BODY: a JSON object merged into the request body at the top level
     (DashScope's private `enable_search` flag by default: the reason for plain HTTP, frameworks drop
     such fields). Kept as checked JSON text so that Settings stays hashable; `extra_body()` parses it."""
+    app_password: str | None = field(default=None, repr=False)
+    """RAG_APP_PASSWORD: asked for before any page opens (for a demo on a network); None: no login, and
+    the app listens on 127.0.0.1 only (.streamlit/config.toml)."""
     web_search_timeout: float = 30.0
     routes_file: Path | None = None
     """RAG_ROUTES_FILE: the agent's routes (default: routes.toml in the working folder, if any)."""
@@ -64,10 +69,10 @@ class Settings:
         if embedder not in ("auto", "local") and not any(
             embedder.startswith(prefix) and len(embedder) > len(prefix) for prefix in ("ollama:", "local:")
         ):
-            raise ValueError(
-                f"RAG_EMBEDDER={embedder!r} is not understood: use 'auto', 'local', 'local:e5', "
-                "'local:wordllama' or 'ollama:<model>'"
-            )
+            raise ValueError(Text(
+                "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', "
+                "'local:wordllama' or 'ollama:<model>'", embedder=repr(embedder)
+            ))
         host = env.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_HOST
         if "://" not in host:
             # Ollama's own CLI accepts a bare host or host:port and defaults the port to 11434.
@@ -91,7 +96,11 @@ class Settings:
             web_search_extra_body=_extra_body(env.get("RAG_WEB_SEARCH_EXTRA_BODY", "")),
             web_search_timeout=float(env.get("RAG_WEB_SEARCH_TIMEOUT", "") or 30.0),
             routes_file=Path(env["RAG_ROUTES_FILE"]).expanduser() if env.get("RAG_ROUTES_FILE", "").strip() else None,
+            app_password=env.get("RAG_APP_PASSWORD", "") or None,
         )
+
+
+_EXAMPLE_BODY = '{"enable_search": true}'
 
 
 def _extra_body(raw: str) -> str:
@@ -100,10 +109,12 @@ def _extra_body(raw: str) -> str:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({exc.msg} at character {exc.pos}): "
-                         'give an object such as {"enable_search": true}') from None
+        raise ValueError(Text("RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({error} at character {position}): "
+                              "give an object such as {example}", error=exc.msg, position=exc.pos,
+                              example=_EXAMPLE_BODY)) from None
     if not isinstance(value, dict):
-        raise ValueError('RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {"enable_search": true}')
+        raise ValueError(Text("RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {example}",
+                              example=_EXAMPLE_BODY))
     return raw.strip()
 
 
@@ -114,7 +125,8 @@ def _bm25_parameter(env: Mapping[str, str], name: str, default: float, highest: 
     except ValueError:
         value = float("nan")
     if not 0 <= value <= highest:  # also refuses nan
-        raise ValueError(f"{name}={raw!r} is not understood: use a number from 0 to {highest:g}")
+        raise ValueError(Text("{name}={value} is not understood: use a number from 0 to {highest}", name=name,
+                              value=repr(raw), highest=f"{highest:g}"))
     return value
 
 

@@ -221,7 +221,7 @@ def test_app_is_built_and_wired_to_postgres_and_ollama(services: dict[str, Any])
                                    f"@postgres:5432/{pg_env['POSTGRES_DB']}")
     assert env["RAG_CHAT_MODEL"] == f"ollama:{MODELS[0]}"
     assert "RAG_EMBEDDER" not in env  # auto: nomic-embed-text once pulled, and existing bases keep theirs
-    assert app["ports"] == ["8501:8501"]
+    assert app["ports"] == ["127.0.0.1:8501:8501"]  # this machine only: the app has no login
     assert app["init"] is True  # reaps children; Streamlit as PID 1 would leave zombies
 
 

@@ -41,13 +41,13 @@ def _(message: str, **values: object) -> str:
 
 def tr(text: str | BaseException) -> str:
     """A library message in the user's language: a `rag.text.Text` (or an exception made with one) by its
-    template, with its values translated the same way; other text as it is."""
+    template, with its values translated the same way; plain text by the catalogue, else as it is."""
     from rag.text import Text, text_of
 
     text = text_of(text)
     if isinstance(text, Text):
-        return _(text.template, **{k: tr(v) if isinstance(v, str) else v for k, v in text.values.items()})
-    return text
+        return _(text.template, **{k: tr(v) if isinstance(v, Text) else v for k, v in text.values.items()})
+    return ZH.get(text, text) if language() == "zh" else text  # a plain message id (a page's own words)
 
 
 def _remember() -> None:

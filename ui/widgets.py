@@ -28,7 +28,7 @@ def show_error(exc: BaseException, what: str = "") -> None:
         st.error(f"{what}: {tr(exc)}" if what else tr(exc), icon="⚠️")
     else:
         log.exception("unexpected error")
-        st.error(f"{what or 'Something went wrong'}: {type(exc).__name__}: {exc}", icon="⚠️")
+        st.error(f"{what or _('Something went wrong')}: {type(exc).__name__}: {exc}", icon="⚠️")
 
 
 def try_store() -> Store | None:
@@ -36,7 +36,7 @@ def try_store() -> Store | None:
     try:
         return resources.store()
     except RagError as exc:
-        show_error(exc, "Database")
+        show_error(exc, _("Database"))
         return None
 
 

@@ -7,6 +7,7 @@ from rag.errors import ModelError
 from rag.llms.choice import default_local_name
 from rag.llms.local import LocalChatModel
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+from rag.text import Text, text_of
 
 SUGGESTED_TOOL_MODEL = SUGGESTED_OLLAMA_MODEL
 
@@ -17,8 +18,8 @@ def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
     name = model if isinstance(model, str) else getattr(model, "name", str(model))
     if name == "local" or name.startswith("local:") or isinstance(model, LocalChatModel):
         shown = name if name.startswith("local:") else default_local_name()
-        return False, (f"The embedded model ({shown}) cannot call tools: agent mode "
-                       f"needs an Ollama model with tool calling, e.g. 'ollama pull {SUGGESTED_TOOL_MODEL}'")
+        return False, Text("The embedded model ({model}) cannot call tools: agent mode needs an Ollama model "
+                           "with tool calling, e.g. 'ollama pull {suggested}'", model=shown, suggested=SUGGESTED_TOOL_MODEL)
     if isinstance(model, str):
         from rag.llms.ollama.chat import OllamaChatModel
         from rag.settings import get_settings
@@ -31,14 +32,18 @@ def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
     show = getattr(model, "show", None)
     if show is None:
         ok = bool(getattr(model, "supports_tools", False))
-        return ok, f"{name} supports tool calling" if ok else f"{name} cannot call tools"
+        return ok, Text("{model} supports tool calling", model=name) if ok else Text("{model} cannot call tools",
+                                                                                      model=name)
     try:
         shown = show()
     except ModelError as exc:
-        return False, f"Cannot tell whether {name} can call tools: {exc}"
+        return False, Text("Cannot tell whether {model} can call tools: {error}", model=name, error=text_of(exc))
     capabilities = model_capabilities(shown)
     if "tools" in capabilities:
-        return True, f"{name} supports tool calling"
-    listed = ", ".join(capabilities) or "none listed"
-    return False, (f"{name} has no tool calling (its capabilities: {listed}): choose an Ollama model with "
-                   f"tools, e.g. {SUGGESTED_TOOL_MODEL}")
+        return True, Text("{model} supports tool calling", model=name)
+    if not capabilities:
+        return False, Text("{model} has no tool calling (its capabilities: none listed): choose an Ollama model "
+                           "with tools, e.g. {suggested}", model=name, suggested=SUGGESTED_TOOL_MODEL)
+    return False, Text("{model} has no tool calling (its capabilities: {capabilities}): choose an Ollama model "
+                       "with tools, e.g. {suggested}", model=name, capabilities=", ".join(capabilities),
+                       suggested=SUGGESTED_TOOL_MODEL)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import RagError
+from rag.text import Text
 
 CHIT_CHAT = "chit-chat"
 DEFAULT = "default"
@@ -85,29 +86,31 @@ def load_routes(path: Path | None) -> tuple[Route, ...]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise RagError(f"{path}: cannot read the routes ({exc})") from None
+        raise RagError(Text("{path}: cannot read the routes ({error})", path=str(path), error=str(exc))) from None
     except tomllib.TOMLDecodeError as exc:
-        raise RagError(f"{path}: not valid TOML ({exc})") from None
+        raise RagError(Text("{path}: not valid TOML ({error})", path=str(path), error=str(exc))) from None
     table = data.get("routes")
     if not isinstance(table, dict) or not table:
-        raise RagError(f"{path}: no [routes.NAME] tables (see routes.example.toml)")
+        raise RagError(Text("{path}: no [routes.NAME] tables (see routes.example.toml)", path=str(path)))
     routes = []
     for name, spec in table.items():
         if not isinstance(spec, dict):
-            raise RagError(f"{path}: routes.{name} must be a table")
+            raise RagError(Text("{path}: routes.{name} must be a table", path=str(path), name=name))
         budget = spec.get("budget", 6)
         if not isinstance(budget, int) or isinstance(budget, bool) or not 0 <= budget <= 100:
-            raise RagError(f"{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget!r}")
+            raise RagError(Text("{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget}",
+                                path=str(path), name=name, budget=repr(budget)))
         tools = spec.get("tools", [])
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-            raise RagError(f"{path}: routes.{name}.tools must be a list of tool names (or [\"*\"])")
+            raise RagError(Text('{path}: routes.{name}.tools must be a list of tool names (or ["*"])', path=str(path),
+                                name=name))
         keywords = spec.get("keywords", [])
         if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
-            raise RagError(f"{path}: routes.{name}.keywords must be a list of words")
+            raise RagError(Text("{path}: routes.{name}.keywords must be a list of words", path=str(path), name=name))
         routes.append(Route(str(name), tuple(tools), budget, str(spec.get("description", "")),
                             tuple(k.lower() for k in keywords if k.strip())))
     if not any(r.name == DEFAULT for r in routes):
-        raise RagError(f"{path}: a route named 'default' is needed (the one most questions take)")
+        raise RagError(Text("{path}: a route named 'default' is needed (the one most questions take)", path=str(path)))
     return tuple(routes)
 
 
@@ -117,13 +120,13 @@ def pick_route(question: str, routes: Sequence[Route], forced: str | None = None
     by_name = {r.name: r for r in routes}
     if forced and forced != AUTO:
         if forced not in by_name:
-            raise RagError(f"no route named {forced!r} (routes: {', '.join(by_name)})")
-        return RouteChoice(by_name[forced], "chosen by you")
+            raise RagError(Text("no route named {route} (routes: {routes})", route=repr(forced), routes=", ".join(by_name)))
+        return RouteChoice(by_name[forced], Text("chosen by you"))
     if CHIT_CHAT in by_name and is_small_talk(question):
-        return RouteChoice(by_name[CHIT_CHAT], "small talk: no tools needed")
+        return RouteChoice(by_name[CHIT_CHAT], Text("small talk: no tools needed"))
     lowered = question.lower()
     for route in routes:
         hit = next((k for k in route.keywords if k in lowered), None)
         if hit:
-            return RouteChoice(route, f"the question holds {hit!r}")
-    return RouteChoice(by_name[DEFAULT], "the default route")
+            return RouteChoice(route, Text("the question holds {keyword}", keyword=repr(hit)))
+    return RouteChoice(by_name[DEFAULT], Text("the default route"))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.agent.tools import ToolOutput, compact
 from rag.scripts import language_of
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -169,16 +170,16 @@ class WebSearchTool:
             response = httpx.post(f"{self.url}/chat/completions", json=self.request_body(query), headers=headers,
                                   timeout=timeout)
         except httpx.TimeoutException:
-            return "", f"no answer within {timeout:g} s"
+            return "", Text("no answer within {seconds} s", seconds=f"{timeout:g}")
         except httpx.HTTPError as exc:
-            return "", f"cannot reach the search endpoint ({type(exc).__name__})"
+            return "", Text("cannot reach the search endpoint ({error})", error=type(exc).__name__)
         if response.status_code != 200:
-            return "", f"the search endpoint answered HTTP {response.status_code}"
+            return "", Text("the search endpoint answered HTTP {status}", status=response.status_code)
         try:
             payload = response.json()
             content = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            return "", "the search endpoint's reply is not an OpenAI chat completion"
+            return "", Text("the search endpoint's reply is not an OpenAI chat completion")
         if not isinstance(content, str):
-            return "", "the search endpoint's reply has no text"
+            return "", Text("the search endpoint's reply has no text")
         return content, ""

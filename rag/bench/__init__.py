@@ -5,7 +5,8 @@ database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One m
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
 turn before the model), `retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer,
 embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
-`readers` (document readers' throughput, OCR pages/s and accuracy).
+`readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
+against LangChain's and LlamaIndex's on the same PDFs).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rag.bench.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
-BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "retrieval", "answers")
+BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "peers", "retrieval", "answers")
 
 
 def bench_gpu(report: Report, quick: bool) -> None:
@@ -58,8 +59,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         from rag.bench.quality import bench_answers
 
         bench_answers(report, quick)
-    if {"insert", "search", "retrieval"} & set(chosen):
-        from rag.bench import database, retrieval, search
+    if {"insert", "search", "peers", "retrieval"} & set(chosen):
+        from rag.bench import database, peers, retrieval, search
         from rag.store import Store, embedded_server_uri
 
         base = settings.database_url or embedded_server_uri(settings.pgdata)
@@ -70,6 +71,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
                 database.bench_insert(report, uri, quick)
             if "search" in chosen:
                 search.bench_search(report, uri, quick)
+            if "peers" in chosen:
+                peers.bench_ingest_peers(report, uri, quick)
             if "retrieval" in chosen:
                 retrieval.bench_retrieval(report, uri, settings, quick)
         finally:

@@ -90,3 +90,10 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
                 f"the server alone needs {floor_t:.2f} s to take the {len(payload) / 1e6:.0f} MB")
     report.ratio("binary COPY vs one INSERT per row (execute in a loop)", ours_t, single_t, 5)
     report.ratio("binary COPY vs psycopg executemany (pipelined)", ours_t, pipelined_t, 5)
+    from rag.bench.peers import langchain_insert
+
+    peer_t = langchain_insert(uri, [r[1] for r in rows], vectors, [r[2].obj for r in rows])
+    if peer_t is None:
+        report.line("langchain-postgres: not installed (pip install -r requirements-dev.txt)")
+    else:  # the user's real alternative: PGVector.add_embeddings, what add_documents runs per batch
+        report.ratio("binary COPY vs langchain-postgres PGVector.add_embeddings (1,000 a batch)", ours_t, peer_t, 5)

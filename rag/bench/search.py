@@ -55,6 +55,7 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
         plan = store.explain_search(dim, "kb3", k)
         report.line(f"KB-filtered plan uses the HNSW index: {f'vector_store_hnsw_{dim}' in plan}")
         queries = clustered(60 if quick else 100, dim, rng, centers)
+        ours_p: list[tuple[str | None, tuple[float, float]]] = []
         for label, names in (("no filter", [f"kb{i}" for i in range(kbs)]), ("KB filter, 10% of rows", ["kb3"])):
             approx_t, approx_ids = [], []
             exact_t, exact_ids = [], []
@@ -76,6 +77,10 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
                         f"{p95[1] / p95[0]:.1f}x; recall@{k} vs exact {recall:.3f} "
                         f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
                         f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}")
+            ours_p.append((names[0] if len(names) == 1 else None, (p50[0], p95[0])))
+        from rag.bench.peers import langchain_search
+
+        langchain_search(report, uri, dim, queries, k, ours_p)
         _bench_chat_overhead(report, store, queries, k, kbs)
         _bench_keyword_exact(report, store, [f"kb{i}" for i in range(kbs)], 20 if quick else 40)
     finally:

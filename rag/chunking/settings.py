@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.errors import ChunkSettingsError
+from rag.text import Text
 
 STRATEGIES = ("spring", "spring-exact", "token", "recursive")
 SPRING_STRATEGIES = ("spring", "spring-exact")
@@ -44,22 +45,21 @@ class ChunkSettings:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ChunkSettingsError(
-                f"unknown chunking strategy {self.strategy!r} (choose one of: {', '.join(STRATEGIES)})"
-            )
+            raise ChunkSettingsError(Text("unknown chunking strategy {strategy} (choose one of: {choices})",
+                                          strategy=repr(self.strategy), choices=", ".join(STRATEGIES)))
         if self.chunk_size < 1:
-            raise ChunkSettingsError(f"chunk_size must be at least 1 token, got {self.chunk_size}")
+            raise ChunkSettingsError(Text("chunk_size must be at least 1 token, got {value}", value=self.chunk_size))
         if self.chunk_overlap < 0:
-            raise ChunkSettingsError(f"chunk_overlap must not be negative, got {self.chunk_overlap}")
+            raise ChunkSettingsError(Text("chunk_overlap must not be negative, got {value}", value=self.chunk_overlap))
         if not is_spring(self.strategy) and self.chunk_overlap >= self.chunk_size:
-            raise ChunkSettingsError(
-                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
-            )
+            raise ChunkSettingsError(Text("chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
+                                          overlap=self.chunk_overlap, size=self.chunk_size))
         for name in ("min_chunk_size_chars", "min_chunk_length_to_embed"):
             if getattr(self, name) < 0:
-                raise ChunkSettingsError(f"{name} must not be negative, got {getattr(self, name)}")
+                raise ChunkSettingsError(Text("{name} must not be negative, got {value}", name=name,
+                                              value=getattr(self, name)))
         if self.max_num_chunks < 1:
-            raise ChunkSettingsError(f"max_num_chunks must be at least 1, got {self.max_num_chunks}")
+            raise ChunkSettingsError(Text("max_num_chunks must be at least 1, got {value}", value=self.max_num_chunks))
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -237,25 +237,30 @@ def summary(settings: ChunkSettings | dict | None, *, short: bool = False) -> st
     shown as stored.
     """
     if settings is None:
-        return "unknown settings"
+        return Text("unknown settings")
     if isinstance(settings, dict):
         try:
             settings = settings_from_dict(settings)
         except (ChunkSettingsError, TypeError, ValueError):
             return str(settings)
     preset = preset_name(settings)
+    # A preset's name is a PRESETS key, whose Chinese the settings widget's catalogue has (ui/zh.py).
+    named = Text(preset) if preset else None
+    size, chars, overlap = settings.chunk_size, settings.min_chunk_size_chars, settings.chunk_overlap
     if short:
-        if preset:
-            return preset
+        if named:
+            return named
         if is_spring(settings.strategy):
-            return f"{settings.strategy} {settings.chunk_size} tokens / {settings.min_chunk_size_chars} chars"
-        return f"{settings.strategy} {settings.chunk_size} / {settings.chunk_overlap} tokens"
-    if is_spring(settings.strategy):
-        kind = "Spring AI splitter" if settings.strategy == "spring" else "Spring AI splitter, exact"
-        text = (f"{kind}, {settings.chunk_size} tokens, cut after a separator beyond "
-                f"{settings.min_chunk_size_chars} chars")
+            return Text("{strategy} {size} tokens / {chars} chars", strategy=settings.strategy, size=size, chars=chars)
+        return Text("{strategy} {size} / {overlap} tokens", strategy=settings.strategy, size=size, overlap=overlap)
+    if settings.strategy == "spring":
+        text = Text("Spring AI splitter, {size} tokens, cut after a separator beyond {chars} chars", size=size,
+                    chars=chars)
+    elif is_spring(settings.strategy):
+        text = Text("Spring AI splitter, exact, {size} tokens, cut after a separator beyond {chars} chars", size=size,
+                    chars=chars)
     elif settings.strategy == "token":
-        text = f"token windows of {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
+        text = Text("token windows of {size} tokens, {overlap} overlap", size=size, overlap=overlap)
     else:
-        text = f"recursive, {settings.chunk_size} tokens, {settings.chunk_overlap} overlap"
-    return f"{preset} ({text})" if preset else text
+        text = Text("recursive, {size} tokens, {overlap} overlap", size=size, overlap=overlap)
+    return Text("{preset} ({text})", preset=named, text=text) if named else text

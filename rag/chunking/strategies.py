@@ -62,7 +62,8 @@ def _utf16_len(text: str) -> int:
     # Java counts UTF-16 code units; characters beyond the BMP count twice.
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    # The codec counts in C: the loop over characters was 0.1 s of a 12-PDF Chinese ingest.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _java_trim_span(text: str) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 scanned pages), Word, PowerPoint, Excel (office.py), web pages and CSV (web.py), TXT and MD.
 
 Every failure is a `DocumentError(filename, reason)` whose reason is one plain-English line,
-because the app shows it to the user as is.
+because the app shows it to the user as is; the reason is a `rag.text.Text`, so the app can show
+it in the user's language (ui/zh_lib/documents.py).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import zipfile
 from rag.documents.model import KIND_LABELS, Document, Page, Progress
 from rag.documents.text import decode_text
 from rag.errors import DocumentError
+from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
 
@@ -30,8 +32,8 @@ READERS = {"pdf": "MuPDF", "epub": "MuPDF", "xps": "MuPDF", "docx": "python-docx
            "xlsx": "openpyxl", "xls": "xlrd", "html": "trafilatura", "htm": "trafilatura", "csv": "csv",
            "txt": "text", "md": "text"}
 
-READ_TYPES = ("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), "
-              "CSV, TXT and Markdown")
+READ_TYPES = Text("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), "
+                  "CSV, TXT and Markdown")
 """The file types that are read, in words."""
 
 
@@ -58,7 +60,7 @@ def load_path(path: str | os.PathLike[str]) -> Document:
     except OSError as exc:
         logger.debug("cannot read %r", path_str, exc_info=True)
         cause = exc.strerror or exc.__class__.__name__
-        raise DocumentError(filename, f"cannot read the file ({cause})") from None
+        raise DocumentError(filename, Text("cannot read the file ({cause})", cause=cause)) from None
     return load_bytes(data, filename)
 
 
@@ -67,7 +69,7 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
     a PDF (OCR is slow)."""
     kind = _kind_of(filename)
     if not data:
-        raise DocumentError(filename, "empty file (0 bytes)")
+        raise DocumentError(filename, Text("empty file (0 bytes)"))
     warnings: tuple[str, ...] = ()
     reader = READERS[kind]
     scanned = 0
@@ -113,18 +115,19 @@ def _numbered(texts: list[str], confidences: list[float | None] | None = None) -
     return pages, len(texts)
 
 
-def _nothing_read(kind: str, scanned: int) -> str:
+def _nothing_read(kind: str, scanned: int) -> Text:
     if kind in ("txt", "md"):
-        return "no text (the file is blank)"
+        return Text("no text (the file is blank)")
     if kind in _MUPDF:
         from rag.documents import ocr
 
         if not scanned:
-            return "no extractable text: its pages hold neither text nor a scanned page image"
+            return Text("no extractable text: its pages hold neither text nor a scanned page image")
         if not ocr.available():
-            return f"no extractable text: its pages are scanned images and no OCR engine is installed ({ocr.ENABLE_HINT})"
-        return "no text: OCR found none on its scanned pages"
-    return f"no text: the {KIND_LABELS[kind]} file holds no text (only images, or nothing)"
+            return Text("no extractable text: its pages are scanned images and no OCR engine is installed ({hint})",
+                        hint=ocr.ENABLE_HINT)
+        return Text("no text: OCR found none on its scanned pages")
+    return Text("no text: the {kind} file holds no text (only images, or nothing)", kind=KIND_LABELS[kind])
 
 
 def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]:
@@ -133,7 +136,7 @@ def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]
     if kind in _OOXML:
         _check_ooxml(data, filename, kind)
     elif kind == "xls" and not data.startswith(_CFB_MAGIC):
-        raise DocumentError(filename, "not an Excel 97-2003 file (no OLE header); is the extension wrong?")
+        raise DocumentError(filename, Text("not an Excel 97-2003 file (no OLE header); is the extension wrong?"))
     try:
         if kind in ("html", "htm"):
             from rag.documents import web
@@ -158,13 +161,15 @@ def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]
     except DocumentError:
         raise
     except MemoryError:
-        raise DocumentError(filename, f"the {label} file is too large to read in memory") from None
+        raise DocumentError(filename, Text("the {kind} file is too large to read in memory", kind=label)) from None
     except Exception as exc:  # the readers raise KeyError, BadZipFile, XLRDError, lxml errors, ...
         logger.debug("%s reader failed on %r", label, filename, exc_info=True)
         cause = " ".join(str(exc).split())[:160] or exc.__class__.__name__
         if "encrypted" in cause.lower() or "password" in cause.lower():
-            raise DocumentError(filename, f"password-protected {label} file: remove the password and try again") from None
-        raise DocumentError(filename, f"corrupt or unreadable {label} file: {cause}") from None
+            raise DocumentError(filename, Text("password-protected {kind} file: remove the password and try again",
+                                               kind=label)) from None
+        raise DocumentError(filename, Text("corrupt or unreadable {kind} file: {cause}", kind=label,
+                                           cause=cause)) from None
 
 
 def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
@@ -172,37 +177,48 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
     if data.startswith(_CFB_MAGIC):
         # Office wraps an encrypted package in a compound file with EncryptionInfo/EncryptedPackage streams.
         if "Encrypt".encode("utf-16-le") in data[:1 << 20]:
-            raise DocumentError(filename, f"password-protected {label} file: remove the password (File › Info › "
-                                          "Protect) and save it again")
+            raise DocumentError(filename, Text("password-protected {kind} file: remove the password (File › Info › "
+                                               "Protect) and save it again", kind=label))
         old = {"docx": ".doc", "pptx": ".ppt", "xlsx": ".xls"}[kind]
-        raise DocumentError(filename, f"an old binary Office file ({old}) named .{kind}: save it as .{kind} "
-                                      f"in {label} first" + (", or rename it to .xls" if kind == "xlsx" else ""))
+        if kind == "xlsx":
+            raise DocumentError(filename, Text("an old binary Office file ({old}) named .{ext}: save it as .{ext} "
+                                               "in {kind} first, or rename it to .xls", old=old, ext=kind, kind=label))
+        raise DocumentError(filename, Text("an old binary Office file ({old}) named .{ext}: save it as .{ext} "
+                                           "in {kind} first", old=old, ext=kind, kind=label))
     if not data.startswith(_ZIP_MAGIC):
-        raise DocumentError(filename, f"not {_a(label)} {label} file (its content is not a ZIP archive); is the "
-                                      "extension wrong?")
+        raise DocumentError(filename, _not_zip(label))
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = archive.namelist()
             broken = archive.testzip()
     except (zipfile.BadZipFile, EOFError, ValueError):
-        raise DocumentError(filename, f"truncated or damaged {label} file (its ZIP archive cannot be read); "
-                                      "the file is incomplete") from None
+        raise DocumentError(filename, Text("truncated or damaged {kind} file (its ZIP archive cannot be read); "
+                                           "the file is incomplete", kind=label)) from None
     if broken is not None:
-        raise DocumentError(filename, f"damaged {label} file: its part {broken} is corrupt")
+        raise DocumentError(filename, Text("damaged {kind} file: its part {part} is corrupt", kind=label, part=broken))
     if "[Content_Types].xml" not in names or not any(n.startswith(_OOXML[kind]) for n in names):
-        raise DocumentError(filename, f"not {_a(label)} {label} file: a ZIP archive without the {_OOXML[kind]} part "
-                                      f"every .{kind} has")
+        values = {"kind": label, "part": _OOXML[kind], "ext": kind}
+        raise DocumentError(filename, Text("not an {kind} file: a ZIP archive without the {part} part every .{ext} has",
+                                           **values) if _an(label) else
+                            Text("not a {kind} file: a ZIP archive without the {part} part every .{ext} has", **values))
 
 
-def _a(label: str) -> str:
-    return "an" if label[0] in "AEIOX" else "a"  # an Excel, an XPS, an EPUB; a Word, a PowerPoint
+def _an(label: str) -> bool:
+    return label[0] in "AEIOX"  # an Excel, an XPS, an EPUB; a Word, a PowerPoint
+
+
+def _not_zip(label: str) -> Text:
+    if _an(label):
+        return Text("not an {kind} file (its content is not a ZIP archive); is the extension wrong?", kind=label)
+    return Text("not a {kind} file (its content is not a ZIP archive); is the extension wrong?", kind=label)
 
 
 def _kind_of(filename: str) -> str:
     extension = os.path.splitext(filename)[1].lower()
     if extension not in SUPPORTED_EXTENSIONS:
-        shown = extension or "(no extension)"
-        raise DocumentError(filename, f"unsupported file type '{shown}' (supported: {READ_TYPES})")
+        shown = extension or Text("(no extension)")
+        raise DocumentError(filename, Text("unsupported file type '{extension}' (supported: {types})",
+                                           extension=shown, types=READ_TYPES))
     return extension.lstrip(".")
 
 
@@ -212,17 +228,14 @@ def _check_magic(data: bytes, filename: str, kind: str) -> None:
     if kind == "pdf":
         if _PDF_MAGIC not in data[:_PDF_HEADER_WINDOW]:
             raise DocumentError(
-                filename, "not a PDF file (its content does not start with %PDF-); is the extension wrong?"
+                filename, Text("not a PDF file (its content does not start with %PDF-); is the extension wrong?")
             )
         # MuPDF would "repair" a cut-off PDF into whatever pages survived; an incomplete
         # upload should be re-sent instead of indexed partially.
         if b"%%EOF" not in data[-_PDF_TRAILER_WINDOW:]:
-            raise DocumentError(filename, "truncated PDF (no end-of-file marker); the file is incomplete")
+            raise DocumentError(filename, Text("truncated PDF (no end-of-file marker); the file is incomplete"))
     elif not data.startswith(_ZIP_MAGIC):
-        label = KIND_LABELS[kind]
-        raise DocumentError(
-            filename, f"not an {label} file (its content is not a ZIP archive); is the extension wrong?"
-        )
+        raise DocumentError(filename, _not_zip(KIND_LABELS[kind]))
 
 
 

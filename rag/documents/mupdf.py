@@ -14,6 +14,7 @@ from rag.documents import ocr
 from rag.documents.model import KIND_LABELS, Progress
 from rag.documents.sections import markdown_table
 from rag.errors import DocumentError
+from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
 
@@ -55,7 +56,7 @@ CELL_SHARE = 0.3
 """A table cell's text is narrower than this share of the page on average."""
 
 
-def _table_hints(page: pymupdf.Page) -> tuple[bool, bool]:
+def _table_hints(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[bool, bool]:
     """Whether the page may hold a ruled table (at least 4 drawn lines or boxes) and an unruled one
     (3 lines whose words fall into cells: pieces a column gap apart, on average narrower than
     `CELL_SHARE` of the page; two-column prose has gaps too, but its pieces are half the page wide).
@@ -63,7 +64,7 @@ def _table_hints(page: pymupdf.Page) -> tuple[bool, bool]:
     a 50-page book took 24 s instead of 0.05 s, a two-column paper 390 ms a page before the width test."""
     ruled = sum(1 for path in page.get_cdrawings() for item in path.get("items", ()) if item[0] in ("l", "re")) >= 4
     rows: dict[int, list[tuple[float, float]]] = {}
-    for x0, y0, x1, y1, *_ in page.get_text("words"):
+    for x0, y0, x1, y1, *_ in page.get_text("words", textpage=textpage):
         rows.setdefault(round(y1), []).append((x0, x1))
     widest = CELL_SHARE * page.rect.width
     cell_rows = 0
@@ -91,12 +92,12 @@ def _table_markdown(page: pymupdf.Page, table) -> str:  # noqa: ANN001 - pymupdf
     return markdown_table(rows)
 
 
-def _with_tables(page: pymupdf.Page, text: str) -> tuple[str, int]:
+def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | None = None) -> tuple[str, int]:
     """The page's text with each table written as Markdown rows (a row's cells on one line), and
     how many tables there were; the text is unchanged on a page without tables. Ruled tables are
     found by their lines; a page without any is searched for unruled ones by text alignment
     (no false table on 20 prose pages of the English eval set; an unruled 7-row price list found)."""
-    ruled, aligned = _table_hints(page)
+    ruled, aligned = _table_hints(page, textpage)
     if not (ruled or aligned):
         return text, 0
     try:
@@ -140,30 +141,32 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
         with pymupdf.open(stream=data, filetype=kind) as doc:
             if doc.needs_pass:
                 raise DocumentError(
-                    filename, f"password-protected {label}: remove the password and try again"
+                    filename, Text("password-protected {kind}: remove the password and try again", kind=label)
                 )
             if doc.page_count == 0:
-                raise DocumentError(filename, f"corrupt or unreadable {label}: it has no pages")
+                raise DocumentError(filename, Text("corrupt or unreadable {kind}: it has no pages", kind=label))
             pages: list[RawPage] = []
             total = doc.page_count
             for page_number in range(1, total + 1):
                 page = doc.load_page(page_number - 1)
-                text = page.get_text("text")
+                textpage = page.get_textpage()  # read once: the text and the table hints' words share it
+                text = page.get_text("text", textpage=textpage)
                 if len(text.strip()) < SCANNED_CHARS and _image_share(page) >= IMAGE_SHARE:
                     ocr_wanted += 1
                     if ocr.available():
-                        tell(page_number - 1, total, f"OCR of page {page_number} of {total}")
+                        tell(page_number - 1, total,
+                             Text("OCR of page {page} of {total}", page=page_number, total=total))
                         in_ocr = True
                         raw, language = _ocr_page(page, language)
                         pages.append(raw)
                         in_ocr = False
-                        tell(page_number, total, f"OCR of page {page_number} of {total}")
+                        tell(page_number, total, Text("OCR of page {page} of {total}", page=page_number, total=total))
                         continue
                 elif kind == "pdf":
-                    text, found = _with_tables(page, text)
+                    text, found = _with_tables(page, text, textpage)
                     tables += found
                 pages.append(RawPage(text))
-                tell(page_number, total, f"page {page_number} of {total}")
+                tell(page_number, total, Text("page {page} of {total}", page=page_number, total=total))
             # Read after extraction: MuPDF also repairs lazily, when a page refers to an
             # object that the xref places wrongly.
             repaired = doc.is_repaired
@@ -173,26 +176,40 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
         if not in_ocr:
             raise _unreadable(filename, label, page_number, exc) from None
         logger.debug("OCR failed on %r page %d", filename, page_number, exc_info=True)
-        raise DocumentError(filename, f"OCR of page {page_number} failed: {_short_cause(exc)}") from None
+        raise DocumentError(filename, Text("OCR of page {page} failed: {cause}", page=page_number,
+                                           cause=_short_cause(exc))) from None
     warnings: list[str] = []
     if repaired:
         # info, not warning: the user already sees it in Document.warnings.
         logger.info("MuPDF repaired %r while reading it", filename)
-        warnings.append("MuPDF repaired a damaged xref; some text may be missing or out of order")
+        warnings.append(Text("MuPDF repaired a damaged xref; some text may be missing or out of order"))
     read_by_ocr = sum(1 for p in pages if p.ocr is not None)
     if ocr_wanted and not read_by_ocr:
-        warnings.append(f"{ocr_wanted} page{'s are' if ocr_wanted > 1 else ' is'} scanned images and no OCR "
-                        f"engine is installed: {ocr.ENABLE_HINT}.")
-    reader = "MuPDF" + (f" + {ocr.engine_name()} OCR on {read_by_ocr} page{'s' if read_by_ocr > 1 else ''}"
-                        if read_by_ocr else "") + (f" ({tables} table{'s' if tables > 1 else ''} as rows)"
-                                                   if tables else "")
-    return Extracted(pages, tuple(warnings), reader, ocr_wanted)
+        warnings.append(Text("{n} pages are scanned images and no OCR engine is installed: {hint}.", n=ocr_wanted,
+                             hint=ocr.ENABLE_HINT) if ocr_wanted > 1 else
+                        Text("{n} page is scanned images and no OCR engine is installed: {hint}.", n=ocr_wanted,
+                             hint=ocr.ENABLE_HINT))
+    return Extracted(pages, tuple(warnings), _reader(read_by_ocr, tables), ocr_wanted)
+
+
+def _reader(read_by_ocr: int, tables: int) -> str:
+    """'MuPDF', 'MuPDF + Tesseract eng OCR on 2 pages', 'MuPDF (1 table as rows)'."""
+    if not (read_by_ocr or tables):
+        return "MuPDF"
+    by_ocr = ("" if not read_by_ocr else
+              Text(" + {engine} OCR on {n} pages", engine=ocr.engine_name(), n=read_by_ocr) if read_by_ocr > 1 else
+              Text(" + {engine} OCR on {n} page", engine=ocr.engine_name(), n=read_by_ocr))
+    as_rows = ("" if not tables else
+               Text(" ({n} tables as rows)", n=tables) if tables > 1 else Text(" ({n} table as rows)", n=tables))
+    return Text("MuPDF{ocr}{tables}", ocr=by_ocr, tables=as_rows)
 
 
 def _unreadable(filename: str, label: str, page_number: int, exc: BaseException) -> DocumentError:
-    where = f"page {page_number}: " if page_number else ""
-    logger.debug("MuPDF failed on %r (%s)", filename, where or "open", exc_info=True)
-    return DocumentError(filename, f"corrupt or unreadable {label}: {where}{_short_cause(exc)}")
+    logger.debug("MuPDF failed on %r (%s)", filename, f"page {page_number}" if page_number else "open", exc_info=True)
+    if page_number:
+        return DocumentError(filename, Text("corrupt or unreadable {kind}: page {page}: {cause}", kind=label,
+                                            page=page_number, cause=_short_cause(exc)))
+    return DocumentError(filename, Text("corrupt or unreadable {kind}: {cause}", kind=label, cause=_short_cause(exc)))
 
 
 def _short_cause(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ import subprocess
 from dataclasses import dataclass
 
 from rag.scripts import CJK
+from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
 
@@ -33,8 +34,8 @@ RETRY_CONFIDENCE = 70.0
 DPI = 200
 """Resolution pages are rendered at for OCR (300 read no better on the probe and costs 2.2x pixels)."""
 TIMEOUT_SECONDS = 120.0
-ENABLE_HINT = ("install Tesseract to read scanned pages: `apt-get install tesseract-ocr tesseract-ocr-eng "
-               "tesseract-ocr-chi-sim` (make run and make test do it as root)")
+ENABLE_HINT = Text("install Tesseract to read scanned pages: `apt-get install tesseract-ocr tesseract-ocr-eng "
+                   "tesseract-ocr-chi-sim` (make run and make test do it as root)")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def available() -> bool:
 
 
 def engine_name() -> str:
-    return "Tesseract " + "+".join(languages()) if available() else "no OCR engine"
+    return "Tesseract " + "+".join(languages()) if available() else Text("no OCR engine")
 
 
 def read_image(png: bytes, prefer: str | None = None) -> OcrText:

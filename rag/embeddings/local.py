@@ -15,6 +15,7 @@ import numpy as np
 
 from rag.embeddings import batches
 from rag.errors import EmbedderError, one_line
+from rag.text import Text
 
 if TYPE_CHECKING:
     from wordllama import WordLlamaInference
@@ -55,10 +56,10 @@ class LocalEmbedder:
         except EmbedderError:
             raise
         except Exception as exc:  # noqa: BLE001 - the library raises assorted types
-            raise EmbedderError(
-                f"The local embedder failed ({type(exc).__name__}: {one_line(str(exc), 200)}): "
-                f"reinstall wordllama or use Ollama"
-            ) from exc
+            raise EmbedderError(Text(
+                "The local embedder failed ({error}: {detail}): reinstall wordllama or use Ollama",
+                error=type(exc).__name__, detail=one_line(str(exc), 200),
+            )) from exc
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """The same as passages: WordLlama has no query prefix."""
@@ -80,7 +81,7 @@ def _load_wordllama(config: str, dim: int) -> WordLlamaInference:
         import wordllama
     except ImportError as exc:
         raise EmbedderError(
-            "The local embedder needs the 'wordllama' package: run 'pip install wordllama'"
+            Text("The local embedder needs the 'wordllama' package: run 'pip install wordllama'")
         ) from exc
     finally:
         # wordllama calls logging.basicConfig(level=INFO) on import, which would make every
@@ -96,10 +97,10 @@ def _load_wordllama(config: str, dim: int) -> WordLlamaInference:
             config=config, dim=dim, cache_dir=package_dir, disable_download=True
         )
     except Exception as exc:  # noqa: BLE001 - FileNotFoundError, safetensors and tokenizer errors
-        raise EmbedderError(
-            f"The local embedder's weights could not be loaded from {package_dir} "
-            f"({one_line(str(exc), 200)}): run 'pip install --force-reinstall wordllama'"
-        ) from exc
+        raise EmbedderError(Text(
+            "The local embedder's weights could not be loaded from {folder} ({detail}): "
+            "run 'pip install --force-reinstall wordllama'", folder=str(package_dir), detail=one_line(str(exc), 200),
+        )) from exc
     log.info("Loaded WordLlama %s (%d-d) from %s", config, dim, package_dir)
     return model
 

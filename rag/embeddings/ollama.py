@@ -11,6 +11,7 @@ from rag.errors import EmbedderError
 from rag.llms.ollama.embed import OllamaEmbedClient
 from rag.llms.ollama.names import strip_latest
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.embeddings import ProgressCallback
@@ -42,7 +43,7 @@ class OllamaEmbedder:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         model = model.strip()
         if not model:
-            raise EmbedderError("No Ollama embedding model given: use RAG_EMBEDDER=ollama:<model>")
+            raise EmbedderError(Text("No Ollama embedding model given: use RAG_EMBEDDER=ollama:<model>"))
         # One spelling of 'x' and 'x:latest' keeps the stored identity stable.
         self._model = strip_latest(model)
         self._host = host
@@ -80,23 +81,24 @@ class OllamaEmbedder:
 
     def _validate(self, embeddings: Sequence[Sequence[float]], expected: int) -> np.ndarray:
         if len(embeddings) != expected:
-            raise EmbedderError(
-                f"Ollama returned {len(embeddings)} embeddings for {expected} texts with "
-                f"'{self._model}': is '{self._model}' an embedding model?"
-            )
+            raise EmbedderError(Text(
+                "Ollama returned {count} embeddings for {expected} texts with '{model}': is '{model}' an embedding model?",
+                count=len(embeddings), expected=expected, model=self._model,
+            ))
         sizes = sorted({len(row) for row in embeddings})
         if len(sizes) != 1 or sizes[0] == 0:
-            raise EmbedderError(
-                f"Ollama returned embeddings of inconsistent dimensions {sizes} with '{self._model}'"
-            )
+            raise EmbedderError(Text(
+                "Ollama returned embeddings of inconsistent dimensions {sizes} with '{model}'",
+                sizes=str(sizes), model=self._model,
+            ))
         if self._dimension is not None and sizes[0] != self._dimension:
             # Happens when the model was re-pulled or replaced while we were running.
-            raise EmbedderError(
-                f"Ollama returned {sizes[0]}-dimensional embeddings with '{self._model}' "
-                f"after {self._dimension}-dimensional ones: was the model replaced?"
-            )
+            raise EmbedderError(Text(
+                "Ollama returned {now}-dimensional embeddings with '{model}' after {before}-dimensional ones: "
+                "was the model replaced?", now=sizes[0], model=self._model, before=self._dimension,
+            ))
         vectors = np.asarray(embeddings, dtype=np.float32)
         if not np.isfinite(vectors).all():
-            raise EmbedderError(f"Ollama returned non-finite numbers in embeddings with '{self._model}'")
+            raise EmbedderError(Text("Ollama returned non-finite numbers in embeddings with '{model}'", model=self._model))
         self._dimension = sizes[0]
         return vectors

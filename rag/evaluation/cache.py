@@ -11,6 +11,7 @@ import numpy as np
 
 from rag.embeddings import Embedder, ProgressCallback
 from rag.errors import RagError
+from rag.text import Text
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,10 @@ class EmbeddingCache:
             part = pending[start:start + self.SLICE]
             fresh = np.asarray(embedder.embed([text for _, text in part]), dtype=np.float32)
             if fresh.ndim != 2 or fresh.shape[0] != len(part):
-                raise RagError(
-                    f"the embedder {name} returned {fresh.shape[0] if fresh.ndim else 0} vectors for "
-                    f"{len(part)} texts"
-                )
+                raise RagError(Text(
+                    "the embedder {name} returned {got} vectors for {count} texts", name=name,
+                    got=fresh.shape[0] if fresh.ndim else 0, count=len(part),
+                ))
             fresh.flags.writeable = False
             with self._lock:
                 for (key, _), vector in zip(part, fresh):

@@ -12,6 +12,7 @@ from functools import cached_property
 
 from rag.errors import RagError
 from rag.evaluation.normalise import normalise
+from rag.text import Text
 
 MAX_QUESTIONS = 500
 
@@ -40,7 +41,7 @@ class Question:
 _COLUMNS = ("question", "file", "expected")
 
 
-def parse_questions(data: bytes, source: str = "questions file", *, limit: int | None = None) -> list[Question]:
+def parse_questions(data: bytes, source: str = Text("questions file"), *, limit: int | None = None) -> list[Question]:
     """Questions from JSONL (one `{"question", "file"}` and/or `{"question", "expected"}` object a
     line) or from a CSV whose header names `question` and `file` and/or `expected`, in any order.
 
@@ -53,7 +54,8 @@ def parse_questions(data: bytes, source: str = "questions file", *, limit: int |
     else:
         questions = _parse_csv(text, source, need_expected=False)
     if limit is not None and len(questions) > limit:
-        raise RagError(f"{source}: {len(questions)} questions; at most {limit} are checked at once")
+        raise RagError(Text("{source}: {count} questions; at most {limit} are checked at once", source=source,
+                            count=len(questions), limit=limit))
     return questions
 
 
@@ -64,9 +66,11 @@ def parse_questions_csv(data: bytes) -> list[Question]:
     Blank lines are skipped; a row with a missing question or passage, or with more cells than
     the header, is an error naming its line.
     """
-    questions = _parse_csv(_decode(data, "questions CSV"), "questions CSV", need_expected=True)
+    source = Text("questions CSV")
+    questions = _parse_csv(_decode(data, source), source, need_expected=True)
     if len(questions) > MAX_QUESTIONS:
-        raise RagError(f"questions CSV: {len(questions)} questions; at most {MAX_QUESTIONS} are checked at once")
+        raise RagError(Text("{source}: {count} questions; at most {limit} are checked at once", source=source,
+                            count=len(questions), limit=MAX_QUESTIONS))
     return questions
 
 
@@ -74,10 +78,10 @@ def _decode(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise RagError(
-            f"{source}: not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "save it as UTF-8"
-        ) from None
+        raise RagError(Text(
+            "{source}: not UTF-8 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
+            source=source, byte=f"{data[exc.start]:02x}", offset=exc.start,
+        )) from None
 
 
 def _parse_jsonl(text: str, source: str) -> list[Question]:
@@ -85,40 +89,45 @@ def _parse_jsonl(text: str, source: str) -> list[Question]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        where = f"{source}: line {number}"
+        where = Text("{source}: line {line}", source=source, line=number)
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise RagError(f"{where}: not JSON ({exc.msg}); write one object per line") from None
+            raise RagError(Text("{where}: not JSON ({error}); write one object per line", where=where,
+                                error=exc.msg)) from None
         if not isinstance(row, dict):
-            raise RagError(f'{where}: expected an object like {{"question": ..., "file": ...}}, got {line[:60]!r}')
+            raise RagError(Text('{where}: expected an object like {{"question": ..., "file": ...}}, got {line}',
+                                where=where, line=repr(line[:60])))
         cells = {key: row.get(key) for key in _COLUMNS}
         bad = [key for key, value in cells.items() if value is not None and not isinstance(value, str)]
         if bad:
-            raise RagError(f"{where}: {bad[0]!r} must be a string, got {cells[bad[0]]!r}")
+            raise RagError(Text("{where}: {key} must be a string, got {value}", where=where, key=repr(bad[0]),
+                                value=repr(cells[bad[0]])))
         questions.append(_question((cells["question"] or "").strip(), (cells["expected"] or "").strip(), where,
                                    file=(cells["file"] or "").strip() or None, need_expected=False))
     if not questions:
-        raise RagError(f'{source}: no questions; write one {{"question", "file"}} object per line')
+        raise RagError(Text('{source}: no questions; write one {{"question", "file"}} object per line', source=source))
     return questions
 
 
 def _parse_csv(text: str, source: str, *, need_expected: bool) -> list[Question]:
-    wanted = "'question,expected'" if need_expected else "'question' and 'file' and/or 'expected'"
+    wanted = "'question,expected'" if need_expected else Text("'question' and 'file' and/or 'expected'")
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
         while header is not None and not any(cell.strip() for cell in header):
             header = next(reader, None)
         if header is None:
-            raise RagError(f"{source}: the file is empty; the first line must be 'question,expected'")
+            raise RagError(Text("{source}: the file is empty; the first line must be 'question,expected'",
+                                source=source))
         names = [cell.strip().lower() for cell in header]
         while names and not names[-1]:
             names.pop()
         known = (set(names) <= set(_COLUMNS) and len(set(names)) == len(names) and "question" in names
                  and ("expected" in names if need_expected else len(names) > 1))
         if not known:
-            raise RagError(f"{source}: line {reader.line_num}: the header must be {wanted}, got {','.join(header)!r}")
+            raise RagError(Text("{source}: line {line}: the header must be {wanted}, got {header}", source=source,
+                                line=reader.line_num, wanted=wanted, header=repr(",".join(header))))
         questions: list[Question] = []
         line = reader.line_num + 1
         for row in reader:
@@ -129,17 +138,21 @@ def _parse_csv(text: str, source: str, *, need_expected: bool) -> list[Question]
             if not any(cells):
                 continue
             if len(cells) != len(names):
-                raise RagError(
-                    f"{source}: line {first_line}: expected {len(names)} columns ({','.join(names)}), got "
-                    f"{len(cells)}; put a cell that contains commas in double quotes"
-                )
+                raise RagError(Text(
+                    "{source}: line {line}: expected {count} columns ({names}), got {got}; put a cell that "
+                    "contains commas in double quotes", source=source, line=first_line, count=len(names),
+                    names=",".join(names), got=len(cells),
+                ))
             value = dict(zip(names, cells))
-            questions.append(_question(value["question"], value.get("expected", ""), f"{source}: line {first_line}",
+            questions.append(_question(value["question"], value.get("expected", ""),
+                                       Text("{source}: line {line}", source=source, line=first_line),
                                        file=value.get("file") or None, need_expected=need_expected))
     except csv.Error as exc:
-        raise RagError(f"{source}: line {reader.line_num}: {exc}") from None
+        raise RagError(Text("{source}: line {line}: {error}", source=source, line=reader.line_num,
+                            error=str(exc))) from None
     if not questions:
-        raise RagError(f"{source}: no questions below the header {','.join(names)!r}")
+        raise RagError(Text("{source}: no questions below the header {header}", source=source,
+                            header=repr(",".join(names))))
     return questions
 
 
@@ -153,9 +166,10 @@ def questions_from_rows(rows: Iterable[tuple[object, object]]) -> list[Question]
         q, e = _cell(question), _cell(expected)
         if not q and not e:
             continue
-        questions.append(_question(q, e, f"row {number}"))
+        questions.append(_question(q, e, Text("row {row}", row=number)))
     if len(questions) > MAX_QUESTIONS:
-        raise RagError(f"{len(questions)} questions; at most {MAX_QUESTIONS} are checked at once")
+        raise RagError(Text("{count} questions; at most {limit} are checked at once", count=len(questions),
+                            limit=MAX_QUESTIONS))
     return questions
 
 
@@ -171,10 +185,11 @@ def _cell(value: object) -> str:
 def _question(question: str, expected: str, where: str, *, file: str | None = None,
               need_expected: bool = True) -> Question:
     if not question:
-        raise RagError(f"{where}: the question is empty; type it or delete the row")
+        raise RagError(Text("{where}: the question is empty; type it or delete the row", where=where))
     if not expected and (need_expected or file is None):
-        raise RagError(
-            f"{where}: no expected passage for {question[:60]!r}; paste the sentence of the document "
-            "that answers it" + ("" if need_expected else ", or name the file that does")
-        )
+        if need_expected:
+            raise RagError(Text("{where}: no expected passage for {question}; paste the sentence of the document "
+                                "that answers it", where=where, question=repr(question[:60])))
+        raise RagError(Text("{where}: no expected passage for {question}; paste the sentence of the document "
+                            "that answers it, or name the file that does", where=where, question=repr(question[:60])))
     return Question(question, expected, file)

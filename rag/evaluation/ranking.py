@@ -17,6 +17,7 @@ from rag.evaluation.normalise import NormalisedText, normalise
 from rag.evaluation.questions import Question
 from rag.evaluation.targets import find_targets
 from rag.retrieve.modes import MODES
+from rag.text import Text
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5)
 
@@ -108,16 +109,17 @@ def evaluate(
     `progress(done, total)` counts the texts that had to be embedded.
     """
     if not chunk_set_by_label:
-        raise RagError("no chunk settings to compare: add at least one")
+        raise RagError(Text("no chunk settings to compare: add at least one"))
     if not questions:
-        raise RagError("no questions to check: type at least one question with its expected passage")
+        raise RagError(Text("no questions to check: type at least one question with its expected passage"))
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
-        raise RagError(f"k must be at least 1, got {', '.join(str(k) for k in ks) or 'none'}")
+        raise RagError(Text("k must be at least 1, got {ks}", ks=", ".join(str(k) for k in ks)) if ks
+                       else Text("k must be at least 1, got none"))
     if top_n is not None and top_n < 1:
-        raise RagError(f"top_n must be at least 1, got {top_n}")
+        raise RagError(Text("top_n must be at least 1, got {top_n}", top_n=top_n))
     if mode not in MODES:
-        raise RagError(f"unknown search mode {mode!r} (choose one of: {', '.join(MODES)})")
+        raise RagError(Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES)))
     doc = NormalisedText.of(document_text) if document_text is not None else None
 
     before = cache.stats()

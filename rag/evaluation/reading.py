@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rag.evaluation.ranking import EvaluationReport, QuestionResult, SettingResult
+from rag.text import Text
 
 
 def trivial(report: EvaluationReport) -> tuple[SettingResult, ...]:
@@ -20,13 +21,14 @@ def question_notes(report: EvaluationReport, index: int,
     for r in report.results:
         q = r.questions[index]
         if q.split and q.targets:
-            notes.append(f"{name(r.label)}: split across chunks, chunk {', '.join(map(str, q.targets))} "
-                         f"holds {q.coverage:.0%}")
+            notes.append(Text("{setting}: split across chunks, chunk {chunks} holds {coverage}", setting=name(r.label),
+                              chunks=", ".join(map(str, q.targets)), coverage=f"{q.coverage:.0%}"))
         elif q.found and not q.targets:
-            notes.append(f"{name(r.label)}: the passage is only in text no chunk kept")
+            notes.append(Text("{setting}: the passage is only in text no chunk kept", setting=name(r.label)))
     if not any(r.questions[index].found for r in report.results):
         approximate = any(r.questions[index].targets for r in report.results)
-        notes.insert(0, "passage not found in the document" + (" (approximate match)" if approximate else ""))
+        notes.insert(0, Text("passage not found in the document (approximate match)") if approximate
+                     else Text("passage not found in the document"))
     return notes
 
 

@@ -18,6 +18,7 @@ from rag.generate.conversation import Live, Turn
 from rag.generate.prompt import Source, number_sources
 from rag.llms.stream import Runner
 from rag.llms.types import ChatModel, Message
+from rag.text import Text, text_of
 
 if TYPE_CHECKING:
     from rag.agent import Step
@@ -44,7 +45,7 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
     except mcp_client.McpConfigMissing:
         manager = None
     except RagError as exc:
-        warn(f"MCP servers: {exc}")
+        warn(Text("MCP servers: {error}", error=text_of(exc)))
         manager = None
     try:
         choice = pick_route(turn.question, agent_routes(settings), request.route)
@@ -57,7 +58,7 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
                                        temperature=request.temperature, num_ctx=request.num_ctx,
                                        system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM)
     except (RagError, ValueError) as exc:
-        return dataclasses.replace(turn, problem=f"Agent mode cannot start: {exc}")
+        return dataclasses.replace(turn, problem=Text("Agent mode cannot start: {error}", error=text_of(exc)))
     turn = dataclasses.replace(turn, route=choice.route.name, route_reason=choice.reason,
                                route_tools=tuple(t.name for t in tools), route_budget=choice.route.budget)
     question = turn.question
@@ -89,12 +90,14 @@ def finish_agent(turn: Turn, runner: Runner[Any], lookup: Callable[[str], Hit | 
     if result is None:
         return dataclasses.replace(turn, steps=steps, sources=sources, error=runner.error,
                                    stopped=runner.stop_requested, web_sources=web, web_warning=warning)
-    left = result.budget - result.calls_used
-    summary = (f"{len(result.steps)} tool call{'' if len(result.steps) == 1 else 's'} · "
-               f"{result.calls_used}/{result.budget} of the budget ({left} left) · {result.rounds} model "
-               f"request{'' if result.rounds == 1 else 's'}")
+    calls = len(result.steps)
+    summary = Text("{calls} · {used}/{budget} of the budget ({left} left) · {requests}",
+                   calls=Text("{n} tool call", n=calls) if calls == 1 else Text("{n} tool calls", n=calls),
+                   used=result.calls_used, budget=result.budget, left=result.budget - result.calls_used,
+                   requests=Text("{n} model request", n=result.rounds) if result.rounds == 1
+                   else Text("{n} model requests", n=result.rounds))
     if result.refused:
-        summary += f" · {result.refused} refused"
+        summary = Text("{summary} · {n} refused", summary=summary, n=result.refused)
     return dataclasses.replace(
         turn, answer=result.answer, thinking=result.thinking, steps=result.steps, sources=sources,
         stopped=result.stop_reason == "stopped" or runner.stop_requested, error=runner.error,
@@ -114,7 +117,8 @@ def web_sources(steps: Sequence[Step]) -> tuple[tuple[WebItem, ...], str]:
         if step.source != WEB_SOURCE or not step.data:
             continue
         if step.data.get("unavailable"):
-            warning = f"Web search was unavailable ({step.data['unavailable']}): the answer comes from the local knowledge."
+            warning = Text("Web search was unavailable ({reason}): the answer comes from the local knowledge.",
+                           reason=step.data["unavailable"])
         for found in step.data.get("items") or []:
             url = str(found.get("url", ""))
             if url and url not in seen:

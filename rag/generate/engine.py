@@ -31,6 +31,7 @@ from rag.llms.loops import guard_loops
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, Message
 from rag.retrieve import DEFAULT_MODE
+from rag.text import Text, text_of
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -38,10 +39,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ATTRIBUTED_NOTE = ("Citations were added by matching each sentence to the source it came from "
-                   "(the embedded model does not cite by itself): they show where a sentence's words are "
-                   "found, not that the model used that source.")
-LOOP_NOTE = "The model began repeating itself: the generation was ended there and the repeats were cut."
+ATTRIBUTED_NOTE = Text("Citations were added by matching each sentence to the source it came from "
+                        "(the embedded model does not cite by itself): they show where a sentence's words are "
+                        "found, not that the model used that source.")
+LOOP_NOTE = Text("The model began repeating itself: the generation was ended there and the repeats were cut.")
 
 Busy = Callable[[str], AbstractContextManager[Any]]
 """Shown while a step runs (the page passes `st.spinner`)."""
@@ -100,13 +101,14 @@ def find(store: Store, settings: Settings, query: str, request: Request) -> list
 def search(store: Store | None, settings: Settings, turn: Turn, request: Request, *, busy: Busy = _quietly) -> Turn:
     """The turn with the passages found for its query (or the problem that stopped the search)."""
     if store is None:
-        return dataclasses.replace(turn, problem="Search failed: the database is not available (see above).")
+        return dataclasses.replace(turn, problem=Text("Search failed: the database is not available (see above)."))
     started = time.perf_counter()
+    kbs = ", ".join(request.kbs)
     try:
-        with busy(f"Searching {', '.join(request.kbs) or 'the knowledge bases'}…"):
+        with busy(Text("Searching {kbs}…", kbs=kbs) if kbs else Text("Searching the knowledge bases…")):
             hits = find(store, settings, turn.query, request)
     except RagError as exc:
-        return dataclasses.replace(turn, problem=f"Search failed: {exc}")
+        return dataclasses.replace(turn, problem=Text("Search failed: {error}", error=text_of(exc)))
     return dataclasses.replace(turn, sources=tuple(number_sources(hits)),
                                search_ms=(time.perf_counter() - started) * 1000)
 
@@ -136,24 +138,28 @@ def start(
     notes: list[str] = []
     if request.rewrite and history and model is not None:
         thinks = request.thinks if request.thinks is not None else _thinks(model)
-        with busy("Rewriting the follow-up into a standalone query…"):
+        with busy(Text("Rewriting the follow-up into a standalone query…")):
             rewritten = rewrite_query(model, history, question, thinks=thinks)
         turn = dataclasses.replace(turn, query=rewritten.query)
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
     if model is None and not turn.problem:
-        turn = dataclasses.replace(turn, problem=f"No answer: no chat model is available. {model_problem}")
+        turn = dataclasses.replace(turn, problem=Text("No answer: no chat model is available. {problem}",
+                                                      problem=model_problem))
     if turn.problem or model is None:
         return dataclasses.replace(turn, notes=tuple(notes))
     limit = request.context or window(model, request.num_ctx)
     try:
         packed, memory, folded = _pack_with_memory(question, turn, request, model, limit, history, memory, busy)
     except RagError as exc:
-        return dataclasses.replace(turn, problem=str(exc), notes=tuple(notes))
+        return dataclasses.replace(turn, problem=text_of(exc), notes=tuple(notes))
     notes += packed.notes()
-    if folded:
-        notes.append(f"The {folded} oldest exchange{'s were' if folded > 1 else ' was'} folded into the summary "
-                     "of the earlier conversation, so that the prompt fits the model's window.")
+    if folded > 1:
+        notes.append(Text("The {n} oldest exchanges were folded into the summary of the earlier conversation, "
+                          "so that the prompt fits the model's window.", n=folded))
+    elif folded:
+        notes.append(Text("The {n} oldest exchange was folded into the summary of the earlier conversation, "
+                          "so that the prompt fits the model's window.", n=folded))
     if memory is not None:
         turn = dataclasses.replace(turn, summary=memory.summary, summary_covers=memory.covers)
     messages = list(packed.messages)
@@ -190,7 +196,7 @@ def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatMo
     recent = exchanges_of(rest)
     left_out, kept = recent[:packed.dropped], recent[packed.dropped:]
     try:
-        with busy("Summarising the earlier conversation to fit the model's window…"):
+        with busy(Text("Summarising the earlier conversation to fit the model's window…")):
             summary = summarize(model, [m for ex in left_out for m in ex], memory.summary if memory else "",
                                 language=language)
     except ModelError as exc:
@@ -216,7 +222,8 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
         # The GPU page draws every generation's phases on its timeline (epoch seconds).
         to_epoch = time.time() - time.monotonic()
         TIMELINE.mark_generation(
-            f"chat: {turn.model.removeprefix('ollama:')}", runner.started + to_epoch, runner.finished + to_epoch,
+            Text("chat: {model}", model=turn.model.removeprefix("ollama:")), runner.started + to_epoch,
+            runner.finished + to_epoch,
             folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
     if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:
         # Ollama counted the prompt itself: the next estimates for this model learn from it.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from rag.errors import ModelError
 from rag.llms.types import ChatModel, Message
 from rag import scripts
+from rag.text import Text
 
 SUMMARY_CHARS = 1500
 """A summary longer than this is cut (a small model that does not stop)."""
@@ -65,5 +66,5 @@ def summarize(model: ChatModel, exchanges: Sequence[Message], previous: str = ""
                 stop.set()
     text = " ".join("".join(parts).split())
     if not text:
-        raise ModelError("the model wrote an empty summary")
+        raise ModelError(Text("the model wrote an empty summary"))
     return text[:SUMMARY_CHARS]

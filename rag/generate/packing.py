@@ -24,6 +24,7 @@ from rag.generate.sentences import sentence_spans
 from rag.generate.support import content_terms
 from rag.llms.counting import MESSAGE_FRAMING, TokenCounter
 from rag.llms.types import Message
+from rag.text import Text
 
 MIN_PART = 48
 """Below this many tokens a part of a source says too little to be worth its label."""
@@ -61,23 +62,33 @@ class Packed:
         return tuple(s.n for s in self.sources if s.text is not None)
 
     def notes(self) -> list[str]:
-        """What a reader should know about what the model was not given, one line each."""
+        """What a reader should know about what the model was not given, one line each (a `rag.text.Text`)."""
         notes = []
         found = len(self.sources) + len(self.left_out)
         if self.left_out:
             numbers = [s.n for s in self.left_out]
-            which = f"{numbers[0]}" if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
-            room = (f"this model reads at most {self.source_limit:,} tokens of sources, to answer sooner"
-                    if self.source_limit else f"window {self.budget.limit:,} tokens")
-            notes.append(f"Passage{'s' if len(numbers) > 1 else ''} {which} of the {found} found "
-                         f"{'were' if len(numbers) > 1 else 'was'} left out so that the prompt fits "
-                         f"({room}; {self.budget.sources:,} tokens of sources given).")
+            room = (Text("this model reads at most {tokens} tokens of sources, to answer sooner",
+                         tokens=f"{self.source_limit:,}")
+                    if self.source_limit else Text("window {tokens} tokens", tokens=f"{self.budget.limit:,}"))
+            given = f"{self.budget.sources:,}"
+            if len(numbers) == 1:
+                notes.append(Text("Passage {which} of the {found} found was left out so that the prompt fits "
+                                  "({room}; {given} tokens of sources given).", which=numbers[0], found=found,
+                                  room=room, given=given))
+            else:
+                notes.append(Text("Passages {which} of the {found} found were left out so that the prompt fits "
+                                  "({room}; {given} tokens of sources given).",
+                                  which=f"{numbers[0]}-{numbers[-1]}", found=found, room=room, given=given))
         if self.in_part:
             parts = ", ".join(f"[{n}]" for n in self.in_part)
-            notes.append(f"Given to the model in part (the sentences that best match the question): {parts}.")
-        if self.dropped:
-            notes.append(f"Left out the {self.dropped} oldest exchange{'s' if self.dropped > 1 else ''} of the "
-                         "conversation so that the prompt fits the model's window.")
+            notes.append(Text("Given to the model in part (the sentences that best match the question): {parts}.",
+                              parts=parts))
+        if self.dropped > 1:
+            notes.append(Text("Left out the {n} oldest exchanges of the conversation so that the prompt fits the "
+                              "model's window.", n=self.dropped))
+        elif self.dropped:
+            notes.append(Text("Left out the {n} oldest exchange of the conversation so that the prompt fits the "
+                              "model's window.", n=self.dropped))
         return notes
 
 
@@ -173,9 +184,10 @@ def pack_prompt(
     fixed = (counter.prompt(build_messages(question, probe, system_template=template))
              - counter.text(format_sources(probe)))
     if fixed > room:
-        raise RagError(f"The question and the instructions take {fixed:,} tokens, more than the model's "
-                       f"{limit:,}-token window leaves with {reserve:,} kept for the answer: shorten the question "
-                       "or the system prompt, or use a model with a larger window")
+        raise RagError(Text("The question and the instructions take {tokens} tokens, more than the model's "
+                            "{limit}-token window leaves with {reserve} kept for the answer: shorten the question "
+                            "or the system prompt, or use a model with a larger window",
+                            tokens=f"{fixed:,}", limit=f"{limit:,}", reserve=f"{reserve:,}"))
     exchanges = exchanges_of(history)
     cost = [sum(counter.text(m.content) + MESSAGE_FRAMING for m in ex) for ex in exchanges]
     summary = list(summary)

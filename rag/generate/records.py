@@ -18,6 +18,7 @@ from rag.generate.conversation import Turn
 from rag.generate.prompt import Source
 from rag.llms.types import GenerationStats
 from rag.store.records import Hit
+from rag.text import Text
 
 VERSION = 1
 _PLAIN = ("id", "question", "query", "mode", "search_ms", "problem", "model", "agent", "answer", "thinking",
@@ -72,8 +73,8 @@ def turn_from_record(record: dict[str, Any]) -> Turn:
 
     version = record.get("version")
     if not isinstance(version, int) or version > VERSION:
-        raise RagError(f"a stored turn has record version {version!r}; this version of the app reads up to "
-                       f"{VERSION}: update the app")
+        raise RagError(Text("a stored turn has record version {version}; this version of the app reads up to "
+                            "{supported}: update the app", version=repr(version), supported=VERSION))
     try:
         values: dict[str, Any] = {name: record[name] for name in _PLAIN if name in record}
         values.update(
@@ -88,4 +89,5 @@ def turn_from_record(record: dict[str, Any]) -> Turn:
         )
         return Turn(**values)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RagError(f"a stored turn cannot be read ({type(exc).__name__}: {exc})") from None
+        raise RagError(Text("a stored turn cannot be read ({error}: {detail})", error=type(exc).__name__,
+                            detail=str(exc))) from None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rag.errors import ModelError
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
+from rag.text import Text, text_of
 
 REWRITE_PROMPT = (
     "Rewrite the last question of this conversation as one standalone search query that can be "
@@ -68,9 +69,10 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
-        return Rewrite(question, f"Rewriting the follow-up failed ({exc}); searched for the question as asked.")
+        return Rewrite(question, Text("Rewriting the follow-up failed ({error}); searched for the question as asked.",
+                                      error=text_of(exc)))
     query = clean_rewrite("".join(parts), question)
     if answered_instead(query, question):
-        return Rewrite(question, "The model answered the follow-up instead of rewriting it; searched for the "
-                                 "question as asked.")
+        return Rewrite(question, Text("The model answered the follow-up instead of rewriting it; searched for the "
+                                      "question as asked."))
     return Rewrite(query)

@@ -12,11 +12,13 @@ from collections import deque
 from dataclasses import dataclass
 
 from rag.llms.types import GenerationStats
+from rag.text import Text
 
 
 PHASES = ("load", "prompt", "thinking", "output")
 """The phases of a generation, in the order they happen."""
-PHASE_TITLES = {"load": "model load", "prompt": "prompt evaluation", "thinking": "thinking", "output": "output"}
+PHASE_TITLES = {"load": Text("model load"), "prompt": Text("prompt evaluation"), "thinking": Text("thinking"),
+                "output": Text("output")}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rag.llms.ollama.admin import list_ollama_chat_models
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, GenerationStats, Message, StreamEvent
+from rag.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,10 @@ class WatchedGeneration:
         num_ctx: int | None = None,
     ) -> None:
         if not prompt.strip():
-            raise ValueError("the prompt is empty: type a question first")
+            raise ValueError(Text("the prompt is empty: type a question first"))
         self._model = model
         self._prompt = prompt
-        self._label = label or f"gpu page: {model.name.removeprefix('ollama:')}"
+        self._label = label or Text("gpu page: {model}", model=model.name.removeprefix("ollama:"))
         self._timeline = timeline if timeline is not None else TIMELINE
         self._clock = clock
         self._num_ctx = num_ctx
@@ -167,12 +168,13 @@ def watch_choices(host: str, local: tuple[bool, str]) -> WatchChoices:
     chat_models = list_ollama_chat_models(host)
     local_ok, local_reason = local
     choices = tuple(f"ollama:{m}" for m in chat_models or ()) + (("local",) if local_ok else ())
-    fallback = (" The embedded model generates on the CPU instead: watch the CPU chart." if local_ok
-                else f" ({local_reason})")
+    fallback = (Text(" The embedded model generates on the CPU instead: watch the CPU chart.") if local_ok
+                else Text(" ({reason})", reason=local_reason))
     if chat_models is None:
-        note = f"Ollama is not reachable at {host}.{fallback}"
+        note = Text("Ollama is not reachable at {host}.{fallback}", host=host, fallback=fallback)
     elif not chat_models:
-        note = f"Ollama has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'.{fallback}"
+        note = Text("Ollama has no chat model: run 'ollama pull {model}'.{fallback}", model=SUGGESTED_OLLAMA_MODEL,
+                    fallback=fallback)
     else:
         note = ""
     return WatchChoices(choices, note)

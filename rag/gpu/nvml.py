@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from rag.text import Text
+
 try:  # nvidia-ml-py is a requirement, but the app must still run (and say why) without it
     import pynvml
 except ImportError:  # pragma: no cover - exercised only on a broken install
@@ -80,7 +82,7 @@ NvmlFactory = Callable[[], Nvml]
 def load_pynvml() -> Nvml:
     """The real NVML (ImportError when nvidia-ml-py is not installed)."""
     if pynvml is None:
-        raise ImportError("nvidia-ml-py is not installed: run 'pip install nvidia-ml-py'")
+        raise ImportError(Text("nvidia-ml-py is not installed: run 'pip install nvidia-ml-py'"))
     return pynvml  # type: ignore[return-value]
 
 
@@ -142,14 +144,14 @@ def no_gpu_hint(reason: str) -> str:
     """What to check, for the reason NVML gave for not seeing a GPU."""
     low = reason.lower()
     if "not installed" in low:
-        return "install it: pip install nvidia-ml-py"
+        return Text("install it: pip install nvidia-ml-py")
     if "library not found" in low:
-        return ("no NVIDIA driver is installed here, or (in a container) the container was not given "
-                "the GPU: see docs/gpu.md")
+        return Text("no NVIDIA driver is installed here, or (in a container) the container was not given "
+                    "the GPU: see docs/gpu.md")
     if "driver not loaded" in low:
-        return "the NVIDIA driver is installed but not loaded: run 'nvidia-smi' and see docs/gpu.md"
+        return Text("the NVIDIA driver is installed but not loaded: run 'nvidia-smi' and see docs/gpu.md")
     if "no nvidia gpu" in low:
-        return "the driver is loaded but sees no GPU: check 'nvidia-smi'"
+        return Text("the driver is loaded but sees no GPU: check 'nvidia-smi'")
     if "insufficient permissions" in low:
-        return "this user may not open the GPU device: check the permissions of /dev/nvidia*"
-    return "see docs/gpu.md for the driver and container checks"
+        return Text("this user may not open the GPU device: check the permissions of /dev/nvidia*")
+    return Text("see docs/gpu.md for the driver and container checks")

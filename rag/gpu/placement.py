@@ -13,6 +13,7 @@ from datetime import datetime
 from rag.gpu.samples import GpuStatus, Sample
 from rag.llms.ollama.admin import ollama_loaded_models
 from rag.llms.types import LoadedModel
+from rag.text import Text
 
 
 @dataclass(frozen=True)
@@ -35,41 +36,51 @@ def placement_advice(
     if not status.available:
         return PlacementAdvice(
             "info",
-            f"{names}: on the CPU, as expected, since this app sees no NVIDIA GPU ({status.reason}). "
-            "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.",
+            Text("{names}: on the CPU, as expected, since this app sees no NVIDIA GPU ({reason}). "
+                 "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.",
+                 names=names, reason=status.reason),
         )
     devices = latest.devices if latest else ()
     free = [(d.memory_total - d.memory_used) for d in devices if d.memory_total is not None and d.memory_used is not None]
     total = [d.memory_total for d in devices if d.memory_total is not None]
     others = [p for p in (latest.processes if latest else ()) if not p.is_ollama and p.gpu_memory]
     gpu_names = ", ".join(d.name for d in status.devices)
-    vram = (f"free VRAM now {_gib(sum(free))} of {_gib(sum(total))}" if free and total else "free VRAM unknown")
+    vram = (Text("free VRAM now {free} of {total}", free=_gib(sum(free)), total=_gib(sum(total))) if free and total
+            else Text("free VRAM unknown"))
     causes: list[str] = []
     if on_cpu:
         causes += [
-            "Ollama was not given the GPU: 'docker compose exec ollama nvidia-smi' must list it; the "
-            "compose file must reserve it (deploy.resources.reservations.devices with driver: nvidia, "
-            "capabilities: [gpu]) and you must not be using the CPU-only override.",
-            "The NVIDIA Container Toolkit is missing or Docker is not set up for it (on Windows: "
-            "Docker Desktop's WSL2 integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must "
-            "show the GPU.",
-            "Ollama found no usable GPU backend: 'docker compose logs ollama' showing only "
-            "'loaded CPU backend', or 'no compatible GPUs were discovered', means it fell back to the "
-            "CPU; a driver older than Ollama's CUDA needs (see 'nvidia-smi') does this too.",
+            Text("Ollama was not given the GPU: 'docker compose exec ollama nvidia-smi' must list it; the "
+                 "compose file must reserve it (deploy.resources.reservations.devices with driver: nvidia, "
+                 "capabilities: [gpu]) and you must not be using the CPU-only override."),
+            Text("The NVIDIA Container Toolkit is missing or Docker is not set up for it (on Windows: "
+                 "Docker Desktop's WSL2 integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must "
+                 "show the GPU."),
+            Text("Ollama found no usable GPU backend: 'docker compose logs ollama' showing only "
+                 "'loaded CPU backend', or 'no compatible GPUs were discovered', means it fell back to the "
+                 "CPU; a driver older than Ollama's CUDA needs (see 'nvidia-smi') does this too."),
         ]
     largest = max((*on_cpu, *split), key=lambda m: m.size)
-    context = f", context {largest.context_length} tokens" if largest.context_length else ""
-    causes.append(
-        f"Not enough VRAM for the model and its context: {largest.name} needs {_gib(largest.size)}{context}; "
-        f"{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
-        "models (keep-alive control below)."
-    )
+    if largest.context_length:
+        causes.append(Text(
+            "Not enough VRAM for the model and its context: {model} needs {size}, context {tokens} tokens; "
+            "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
+            "models (keep-alive control below).", model=largest.name, size=_gib(largest.size),
+            tokens=largest.context_length, vram=vram))
+    else:
+        causes.append(Text(
+            "Not enough VRAM for the model and its context: {model} needs {size}; "
+            "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
+            "models (keep-alive control below).", model=largest.name, size=_gib(largest.size), vram=vram))
     if others:
         listed = ", ".join(f"{p.name or 'pid ' + str(p.pid)} ({_gib(p.gpu_memory or 0)})" for p in others[:5])
-        causes.append(f"Other programs hold VRAM: {listed}.")
-    what = "runs on the CPU" if on_cpu and not split else "runs partly or wholly on the CPU"
-    return PlacementAdvice("error", f"{names} {what} although this machine has a GPU ({gpu_names}).",
-                           tuple(causes))
+        causes.append(Text("Other programs hold VRAM: {programs}.", programs=listed))
+    if on_cpu and not split:
+        title = Text("{names} runs on the CPU although this machine has a GPU ({gpus}).", names=names, gpus=gpu_names)
+    else:
+        title = Text("{names} runs partly or wholly on the CPU although this machine has a GPU ({gpus}).",
+                     names=names, gpus=gpu_names)
+    return PlacementAdvice("error", title, tuple(causes))
 
 
 def _gib(n: int | float) -> str:
@@ -100,7 +111,7 @@ def unloads_in(expires_at: datetime | None, now: datetime) -> str:
         return "?"
     seconds = (expires_at - now).total_seconds()
     if seconds > 365 * 86400:  # Ollama writes keep_alive -1 as an expiry centuries away
-        return "never (keep_alive -1)"
+        return Text("never (keep_alive -1)")
     if seconds <= 0:
-        return "now"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+        return Text("now")
+    return Text("{minutes} min {seconds} s", minutes=int(seconds // 60), seconds=int(seconds % 60))

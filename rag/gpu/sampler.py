@@ -25,6 +25,7 @@ from rag.gpu.nvml import (
     load_pynvml, nvml_text,
 )
 from rag.gpu.samples import DeviceInfo, DeviceSample, GpuProcess, GpuStatus, HostSample, Sample, samples_csv
+from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ class GpuSampler:
         try:
             nvml = self._factory()
         except ImportError as exc:
-            self._set_status(GpuStatus(False, str(exc)))
+            self._set_status(GpuStatus(False, text_of(exc)))
             return
         except Exception as exc:  # noqa: BLE001 - a broken install must not break the page
             self._set_status(GpuStatus(False, f"{type(exc).__name__}: {exc}"))
@@ -226,12 +227,14 @@ class GpuSampler:
                 name = f"GPU {index}"
             self._devices.append(_Device(index, handle, name))
         if not self._devices:
-            reason = f"NVML found no NVIDIA GPU (driver {driver})" if driver else "NVML found no NVIDIA GPU"
+            reason = (Text("NVML found no NVIDIA GPU (driver {driver})", driver=driver) if driver
+                      else Text("NVML found no NVIDIA GPU"))
             self._set_status(GpuStatus(False, reason, driver, cuda))
             return
         self._watching = any(d.lost is None for d in self._devices)
         self._set_status(GpuStatus(
-            self._watching, "" if self._watching else f"every GPU failed: {'; '.join(problems)}", driver, cuda,
+            self._watching, "" if self._watching else Text("every GPU failed: {problems}", problems="; ".join(problems)),
+            driver, cuda,
             tuple(DeviceInfo(d.index, d.name) for d in self._devices), tuple(problems),
         ))
 
@@ -437,7 +440,7 @@ class GpuSampler:
                 status,
                 problems=(*status.problems, problem),
                 available=alive,
-                reason="" if alive else f"every GPU failed: {problem}",
+                reason="" if alive else Text("every GPU failed: {problems}", problems=problem),
             )
 
     def _set_status(self, status: GpuStatus) -> None:

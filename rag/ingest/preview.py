@@ -10,6 +10,7 @@ import os
 from rag import chunking
 from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
 from rag.documents.model import KIND_LABELS
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.ingest.pipeline import Prepared
@@ -46,7 +47,8 @@ def all_fail(destinies: list[Destiny]) -> bool:
 _SAVE_AS = {
     ".doc": ("Word", ".docx"), ".odt": ("LibreOffice Writer", ".docx"), ".rtf": ("Word", ".docx"),
     ".ppt": ("PowerPoint", ".pptx"), ".odp": ("LibreOffice Impress", ".pptx"),
-    ".ods": ("LibreOffice Calc", ".xlsx"), ".mht": ("the browser", ".html"), ".mhtml": ("the browser", ".html"),
+    ".ods": ("LibreOffice Calc", ".xlsx"), ".mht": (Text("the browser"), ".html"),
+    ".mhtml": (Text("the browser"), ".html"),
 }
 
 
@@ -58,9 +60,9 @@ def unreadable_advice(filename: str) -> str | None:
     saved = _SAVE_AS.get(extension)
     if saved is not None:
         program, target = saved
-        return (f"{extension} files are not read: open it in {program}, save it as {target} (File › Save As) "
-                "and upload that.")
-    return f"only {READ_TYPES} files are read: convert it to one of them and upload that."
+        return Text("{extension} files are not read: open it in {program}, save it as {target} (File › Save As) "
+                    "and upload that.", extension=extension, program=program, target=target)
+    return Text("only {types} files are read: convert it to one of them and upload that.", types=READ_TYPES)
 
 
 def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
@@ -72,36 +74,43 @@ def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
     out: list[str] = []
     if doc.dropped_pages:
         pages = page_label(doc.dropped_pages)
-        many = len(doc.dropped_pages) > 1
-        out.append(f"Page{'s' if many else ''} {pages} ha{'ve' if many else 's'} no extractable text: "
-                   "nothing there will be searchable.")
+        if len(doc.dropped_pages) > 1:
+            out.append(Text("Pages {pages} have no extractable text: nothing there will be searchable.", pages=pages))
+        else:
+            out.append(Text("Page {pages} has no extractable text: nothing there will be searchable.", pages=pages))
     out.extend(doc.warnings)
     if not chunk_set.chunks:
-        out.append("No chunks: every piece is shorter than the minimum length to embed "
-                   f"({chunk_set.settings.min_chunk_length_to_embed} chars); ingesting it will fail. "
-                   "Lower that setting.")
+        out.append(Text("No chunks: every piece is shorter than the minimum length to embed ({chars} chars); "
+                        "ingesting it will fail. Lower that setting.",
+                        chars=chunk_set.settings.min_chunk_length_to_embed))
     broken = [c.index for c in chunk_set.chunks if REPLACEMENT in c.text]
     if broken:
-        many = len(broken) > 1
         if REPLACEMENT in doc.text:
-            why = ("the text read from the file already holds it (a broken encoding or extraction): "
-                   "check the file, or convert it to UTF-8 text first")
+            why = Text("the text read from the file already holds it (a broken encoding or extraction): "
+                       "check the file, or convert it to UTF-8 text first")
         else:
-            why = (f"the `{chunk_set.settings.strategy}` strategy cut inside a character that cl100k "
-                   "spreads over several tokens: choose `spring`, which keeps every character whole")
-        out.append(f"{len(broken)} chunk{'s' if many else ''} (# {page_label(broken)}) hold{'' if many else 's'} the "
-                   f"replacement character � (U+FFFD) instead of a real character, and would be stored, "
-                   f"searched and exported so: {why}.")
+            why = Text("the `{strategy}` strategy cut inside a character that cl100k spreads over several tokens: "
+                       "choose `spring`, which keeps every character whole", strategy=chunk_set.settings.strategy)
+        values = {"n": len(broken), "chunks": page_label(broken), "why": why}
+        out.append(Text("{n} chunks (# {chunks}) hold the replacement character � (U+FFFD) instead of a real "
+                        "character, and would be stored, searched and exported so: {why}.", **values)
+                   if len(broken) > 1 else
+                   Text("{n} chunk (# {chunks}) holds the replacement character � (U+FFFD) instead of a real "
+                        "character, and would be stored, searched and exported so: {why}.", **values))
     if max_tokens is not None:
         long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
         if long:
-            out.append(f"{len(long)} chunk{'s are' if len(long) > 1 else ' is'} longer than the "
-                       f"{max_tokens} tokens the embedder reads (largest {max(c.tokens for c in long)}): "
-                       "their ends would be ignored when embedding. Lower the chunk size.")
+            values = {"n": len(long), "max": max_tokens, "largest": max(c.tokens for c in long)}
+            out.append(Text("{n} chunks are longer than the {max} tokens the embedder reads (largest {largest}): "
+                            "their ends would be ignored when embedding. Lower the chunk size.", **values)
+                       if len(long) > 1 else
+                       Text("{n} chunk is longer than the {max} tokens the embedder reads (largest {largest}): "
+                            "their ends would be ignored when embedding. Lower the chunk size.", **values))
     stats = chunking.stats(chunk_set)
     if stats.over_size:
-        out.append(f"The last chunk holds {stats.max_tokens} tokens: the maximum number of chunks "
-                   f"({chunk_set.settings.max_num_chunks}) was reached and the rest became one chunk.")
+        out.append(Text("The last chunk holds {tokens} tokens: the maximum number of chunks ({max}) was reached "
+                        "and the rest became one chunk.", tokens=stats.max_tokens,
+                        max=chunk_set.settings.max_num_chunks))
     return out
 
 
@@ -126,11 +135,11 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
     """
     if kb is not None and kb.embedder != embedder_name:
         return Blocker(
-            "the knowledge base was built with another embedder",
-            f"'{kb.name}' was built with `{kb.embedder}`, but this app would embed with "
-            f"`{embedder_name}`: mixing the two vector spaces would make search meaningless, so "
-            f"ingesting is refused. Set RAG_EMBEDDER=auto (or RAG_EMBEDDER={kb.embedder}) and "
-            "restart, or ingest into another knowledge base.",
+            Text("the knowledge base was built with another embedder"),
+            Text("'{kb}' was built with `{built}`, but this app would embed with `{embedder}`: mixing the two "
+                 "vector spaces would make search meaningless, so ingesting is refused. Set RAG_EMBEDDER=auto "
+                 "(or RAG_EMBEDDER={built}) and restart, or ingest into another knowledge base.",
+                 kb=kb.name, built=kb.embedder, embedder=embedder_name),
             refused=True,
         )
     model = ollama_model(embedder_name)
@@ -139,11 +148,12 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
     from rag.embeddings import ollama_has_model
 
     if not ollama.reachable:
-        return Blocker("Ollama is not reachable",
-                       f"This knowledge base embeds with Ollama (`{model}`), which is not reachable at "
-                       f"{ollama.host}: start it with `ollama serve` before ingesting.")
+        return Blocker(Text("Ollama is not reachable"),
+                       Text("This knowledge base embeds with Ollama (`{model}`), which is not reachable at {host}: "
+                            "start it with `ollama serve` before ingesting.", model=model, host=ollama.host))
     if not ollama_has_model(ollama.models, model):
-        return Blocker(f"Ollama lacks {model}", f"Ollama has no `{model}`: run `ollama pull {model}` before ingesting.")
+        return Blocker(Text("Ollama lacks {model}", model=model),
+                       Text("Ollama has no `{model}`: run `ollama pull {model}` before ingesting.", model=model))
     return None
 
 
@@ -161,10 +171,10 @@ SAMPLE_CHARS = 20_000
 
 def _duration(seconds: float) -> str:
     if seconds < 90:
-        return f"{max(round(seconds), 1)} s"
+        return Text("{n} s", n=max(round(seconds), 1))
     if seconds < 5400:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
+        return Text("{n} min", n=round(seconds / 60))
+    return Text("{n} h", n=f"{seconds / 3600:.1f}")
 
 
 @dataclass(frozen=True)
@@ -190,5 +200,7 @@ def duration_note(embedder_name: str, expected: float | None, chunks: int) -> st
     long enough to say (`expected` seconds, None: no estimate); the caller says how to stop it."""
     if expected is None or expected < WORTH_SAYING_SECONDS:
         return None
-    return (f"Embedding {chunks} chunk{'' if chunks == 1 else 's'} with {embedder_name} should take "
-            f"about {_duration(expected)} on this machine.")
+    values = {"chunks": chunks, "embedder": embedder_name, "duration": _duration(expected)}
+    if chunks == 1:
+        return Text("Embedding {chunks} chunk with {embedder} should take about {duration} on this machine.", **values)
+    return Text("Embedding {chunks} chunks with {embedder} should take about {duration} on this machine.", **values)

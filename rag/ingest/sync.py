@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rag import documents
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
+from rag.text import Text
 from rag.ingest.pipeline import IngestResult, StageCallback, expand_paths, ingest_bytes, unchanged, validate_kb_name
 
 if TYPE_CHECKING:
@@ -55,12 +56,19 @@ class SyncReport:
         return sum(1 for r in self.results if r.status == status)
 
     def summary(self, dry_run: bool = False) -> str:
-        verb = "would sync" if dry_run else "synced"
-        parts = [f"{self.count('stored')} new", f"{self.count('replaced')} replaced",
-                 f"{self.count('unchanged')} unchanged", f"{len(self.deleted)} deleted", f"{self.failed} failed"]
+        counts = {"new": self.count("stored"), "replaced": self.count("replaced"), "unchanged": self.count("unchanged"),
+                  "deleted": len(self.deleted), "failed": self.failed}
         if self.kept_missing:
-            parts.append(f"{len(self.kept_missing)} missing kept (--delete-missing removes them)")
-        return f"{verb} {self.folder} into '{self.knowledge}': " + ", ".join(parts)
+            parts = Text("{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed, "
+                         "{kept} missing kept (--delete-missing removes them)", kept=len(self.kept_missing), **counts)
+        else:
+            parts = Text("{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed",
+                         **counts)
+        if dry_run:
+            return Text("would sync {folder} into '{knowledge}': {counts}", folder=self.folder,
+                        knowledge=self.knowledge, counts=parts)
+        return Text("synced {folder} into '{knowledge}': {counts}", folder=self.folder, knowledge=self.knowledge,
+                    counts=parts)
 
 
 def document_name(folder: Path, path: Path) -> str:
@@ -87,7 +95,8 @@ def _from_folder(doc: StoredDocument, folder: Path) -> bool:
 def plan(store: Store, folder: str | os.PathLike[str], knowledge: str, settings: ChunkSettings) -> SyncPlan:
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
-        raise RagError(f"{folder}: not a folder (give the folder to keep the knowledge base in step with)")
+        raise RagError(Text("{folder}: not a folder (give the folder to keep the knowledge base in step with)",
+                            folder=str(folder)))
     knowledge = validate_kb_name(knowledge)
     stored = {d.original_filename: d for d in store.list_documents(knowledge)}
     new, changed, same = [], [], []
@@ -135,7 +144,8 @@ def sync(
         try:
             data = path.read_bytes()
         except OSError as exc:
-            result = IngestResult(name, "failed", reason=f"cannot read the file ({exc.strerror or exc})")
+            result = IngestResult(name, "failed", reason=Text("cannot read the file ({cause})",
+                                                              cause=exc.strerror or str(exc)))
         else:
             result = ingest_bytes(store, embedder, data, name, knowledge, settings, path=str(path),
                                   on_stage=on_stage(name) if on_stage else None, cancel=cancel)
@@ -145,10 +155,10 @@ def sync(
         if delete_missing:
             store.delete_document(knowledge, name)
             report.deleted.append(name)
-            say(f"{name}: deleted (its file is gone)")
+            say(Text("{name}: deleted (its file is gone)", name=name))
         else:
             report.kept_missing.append(name)
-            say(f"{name}: missing from the folder, kept")
+            say(Text("{name}: missing from the folder, kept", name=name))
     if store.get_knowledge_base(knowledge) is not None:
         store.set_source_folder(knowledge, str(steps.folder))
     return report
@@ -161,15 +171,17 @@ def dry_run(store: Store, folder: str | os.PathLike[str], knowledge: str, settin
     say = on_line or (lambda line: None)
     report = SyncReport(str(steps.folder), knowledge)
     for name in steps.unchanged:
-        report.results.append(IngestResult(name, "unchanged"))
-        say(f"{name}: unchanged")
+        result = IngestResult(name, "unchanged")
+        report.results.append(result)
+        say(result.line())
     for name, _ in steps.new:
         report.results.append(IngestResult(name, "stored"))
-        say(f"{name}: would be stored")
+        say(Text("{name}: would be stored", name=name))
     for name, _ in steps.changed:
         report.results.append(IngestResult(name, "replaced"))
-        say(f"{name}: would be replaced (changed)")
+        say(Text("{name}: would be replaced (changed)", name=name))
     for name in steps.missing:
         (report.deleted if delete_missing else report.kept_missing).append(name)
-        say(f"{name}: would be deleted (its file is gone)" if delete_missing else f"{name}: missing, would be kept")
+        say(Text("{name}: would be deleted (its file is gone)", name=name) if delete_missing
+            else Text("{name}: missing, would be kept", name=name))
     return report

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_latest
+from rag.text import Text
 
 LOCAL = "local"
 """The choice that names the embedded model."""
@@ -45,9 +46,9 @@ def normalise_choice(value: str) -> str:
 def model_label(choice: str) -> str:
     """How a normalised choice reads in a picker: 'gemma3-270m · embedded', 'qwen2.5:7b · Ollama'."""
     if choice == LOCAL:
-        return f"{default_local_name().removeprefix('local:')} · embedded"
+        return Text("{model} · embedded", model=default_local_name().removeprefix("local:"))
     if choice in EMBEDDED_NAMES:
-        return f"{choice.removeprefix('local:')} · embedded"
+        return Text("{model} · embedded", model=choice.removeprefix("local:"))
     return f"{choice.removeprefix('ollama:')} · Ollama"
 
 
@@ -86,9 +87,9 @@ def choice_label(choice: str, pulled: Sequence[str] | None, local_ok: bool) -> s
     """`model_label`, marked 'unavailable' (embedded model that cannot run) or 'not pulled'."""
     text = model_label(choice)
     if choice == LOCAL and not local_ok:
-        return text + " · unavailable"
+        return Text("{label} · unavailable", label=text)
     if choice.startswith("ollama:") and pulled is not None and not is_pulled(choice.removeprefix("ollama:"), pulled):
-        return text + " · not pulled"
+        return Text("{label} · not pulled", label=text)
     return text
 
 
@@ -104,10 +105,13 @@ def ollama_unavailable(choice: str, pulled: Sequence[str] | None, host: str, loc
     """None when Ollama at `host` has the chosen model; else the reason, one line with the fix."""
     name = choice.removeprefix("ollama:")
     if pulled is None:
-        alternative = " Or choose the embedded model." if local_ok else ""
-        return Unavailable(f"Ollama is not reachable at {host}: start it with 'ollama serve' "
-                           f"(or set OLLAMA_HOST), then run 'ollama pull {name}'.{alternative}")
+        if local_ok:
+            return Unavailable(Text("Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
+                                    "OLLAMA_HOST), then run 'ollama pull {model}'. Or choose the embedded model.",
+                                    host=host, model=name))
+        return Unavailable(Text("Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
+                                "OLLAMA_HOST), then run 'ollama pull {model}'.", host=host, model=name))
     if not is_pulled(name, pulled):
-        return Unavailable(f"Ollama at {host} has no '{name}' yet: press Pull, or run 'ollama pull {name}'.",
-                           pull=name)
+        return Unavailable(Text("Ollama at {host} has no '{model}' yet: press Pull, or run 'ollama pull {model}'.",
+                                host=host, model=name), pull=name)
     return None

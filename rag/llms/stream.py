@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from rag.errors import RagError
 from rag.llms.types import GenerationStats, StreamEvent
+from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +77,13 @@ class Runner(Generic[T]):
                 if close is not None:
                     close()
         except RagError as exc:
-            error, exception = str(exc), exc
+            error, exception = text_of(exc), exc
         except Exception as exc:  # noqa: BLE001 - shown to the user as one line, never a dead thread
             if self._log_unexpected:
                 log.exception("the generation failed")
-            error, exception = f"The generation failed unexpectedly ({type(exc).__name__}: {exc})", exc
+            error = Text("The generation failed unexpectedly ({error}: {detail})", error=type(exc).__name__,
+                         detail=str(exc))
+            exception = exc
         finally:
             with self._cond:
                 self.error = error

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import McpConfigError, McpConfigMissing, McpError, RagError, one_line
+from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,9 @@ DEFAULT_STARTUP_TIMEOUT = 60.0
 DEFAULT_CALL_TIMEOUT = 60.0
 PASSED_ENV_PREFIXES = ("RAG_", "OLLAMA_")
 PASSED_ENV_NAMES = ("DATABASE_URL",)
-"""Besides the SDK's safe defaults (PATH, HOME, ...), children get the app's own settings, so that
-our own server, started from the config, uses the same database; `env` in the config adds more."""
+"""Besides the SDK's safe defaults (PATH, HOME, ...), our own server (`python -m rag mcp`, started from
+the config) gets the app's settings, so that it uses the same database. Any other server gets only the
+defaults and what its config's `env` names: DATABASE_URL and RAG_WEB_SEARCH_API_KEY hold secrets."""
 
 STATES = ("starting", "running", "failed", "stopped", "disabled")
 _STDERR_TAIL = 2000
@@ -78,7 +80,9 @@ class McpConfig:
         for s in self.servers:
             if s.name == name:
                 return s
-        raise McpError(f"no MCP server named {name!r} in {self.path or 'the config'}")
+        if self.path:
+            raise McpError(Text("no MCP server named {name} in {path}", name=repr(name), path=str(self.path)))
+        raise McpError(Text("no MCP server named {name} in the config", name=repr(name)))
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -98,27 +102,34 @@ def load_config(path: str | os.PathLike[str] | None = None) -> McpConfig:
     try:
         text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError as exc:
-        how = f"{CONFIG_ENV} points to {file}, which does not exist" if from_env else f"{file} does not exist"
-        raise McpConfigMissing(
-            f"No MCP servers configured: {how}; copy mcp-servers.example.json to {CONFIG_FILENAME} "
-            f"and edit it (see docs/mcp.md)"
-        ) from exc
+        if from_env:
+            raise McpConfigMissing(Text(
+                "No MCP servers configured: {env} points to {file}, which does not exist; copy "
+                "mcp-servers.example.json to {config} and edit it (see docs/mcp.md)",
+                env=CONFIG_ENV, file=str(file), config=CONFIG_FILENAME,
+            )) from exc
+        raise McpConfigMissing(Text(
+            "No MCP servers configured: {file} does not exist; copy mcp-servers.example.json to {config} "
+            "and edit it (see docs/mcp.md)", file=str(file), config=CONFIG_FILENAME,
+        )) from exc
     except OSError as exc:
-        raise McpConfigError(f"{file}: cannot read it ({exc.strerror or exc})") from exc
+        raise McpConfigError(Text("{file}: cannot read it ({error})", file=str(file), error=str(exc.strerror or exc))) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise McpConfigError(
-            f"{file}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
-        ) from exc
+        raise McpConfigError(Text(
+            "{file}: invalid JSON at line {line} column {column} ({error})", file=str(file), line=exc.lineno,
+            column=exc.colno, error=exc.msg,
+        )) from exc
     return parse_config(data, file)
 
 
 def parse_config(data: Any, path: Path | None = None) -> McpConfig:
-    where = str(path) if path else "MCP config"
+    where = str(path) if path else Text("MCP config")
     base = path.parent if path else Path.cwd()
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        raise McpConfigError(f"{where}: expected an object with \"mcpServers\", like {_EXAMPLE}")
+        raise McpConfigError(Text('{where}: expected an object with "mcpServers", like {example}', where=where,
+                                  example=_EXAMPLE))
     servers = []
     for name, entry in data["mcpServers"].items():
         servers.append(_parse_server(where, base, name, entry))
@@ -126,31 +137,32 @@ def parse_config(data: Any, path: Path | None = None) -> McpConfig:
 
 
 def _parse_server(where: str, base: Path, name: str, entry: Any) -> ServerConfig:
-    label = f"{where}: server {name!r}"
+    label = Text("{where}: server {name}", where=where, name=repr(name))
     if not name.strip():
-        raise McpConfigError(f"{where}: a server has an empty name")
+        raise McpConfigError(Text("{where}: a server has an empty name", where=where))
     if not isinstance(entry, dict):
-        raise McpConfigError(f"{label} must be an object with \"command\", \"args\" and \"env\"")
+        raise McpConfigError(Text('{server} must be an object with "command", "args" and "env"', server=label))
     command = entry.get("command")
     if command is None and "url" in entry:
-        raise McpConfigError(f"{label}: only stdio servers (\"command\") are supported, not \"url\"")
+        raise McpConfigError(Text('{server}: only stdio servers ("command") are supported, not "url"', server=label))
     if not isinstance(command, str) or not command.strip():
-        raise McpConfigError(f"{label} needs a \"command\" (the program to start), e.g. \"npx\"")
+        raise McpConfigError(Text('{server} needs a "command" (the program to start), e.g. "npx"', server=label))
     args = entry.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise McpConfigError(f"{label}: \"args\" must be a list of strings")
+        raise McpConfigError(Text('{server}: "args" must be a list of strings', server=label))
     env = entry.get("env", {})
     if env is None:
         env = {}
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise McpConfigError(f"{label}: \"env\" must map names to string values, e.g. {{\"KEY\": \"1\"}}")
+        raise McpConfigError(Text('{server}: "env" must map names to string values, e.g. {example}', server=label,
+                                  example='{"KEY": "1"}'))
     cwd_raw = entry.get("cwd")
     if cwd_raw is not None and (not isinstance(cwd_raw, str) or not cwd_raw.strip()):
-        raise McpConfigError(f"{label}: \"cwd\" must be a folder path")
+        raise McpConfigError(Text('{server}: "cwd" must be a folder path', server=label))
     cwd = (base / Path(cwd_raw).expanduser()).resolve() if cwd_raw else base
     disabled = entry.get("disabled", False)
     if not isinstance(disabled, bool):
-        raise McpConfigError(f"{label}: \"disabled\" must be true or false")
+        raise McpConfigError(Text('{server}: "disabled" must be true or false', server=label))
     command = command.strip()
     # A relative program path ("./server", ".venv/bin/python") is taken from the server's folder;
     # made absolute without following links (a venv's python is a link that must stay one).
@@ -160,13 +172,21 @@ def _parse_server(where: str, base: Path, name: str, entry: Any) -> ServerConfig
                         cwd=cwd, disabled=disabled)
 
 
-def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+def is_own_server(command: str, args: Sequence[str]) -> bool:
+    """Whether a configured server is this app's (`python -m rag mcp ...` or `python -m rag.mcp.server`)."""
+    words = [os.path.basename(command), *args]
+    return any(words[i:i + 3] == ["-m", "rag", "mcp"] or words[i:i + 2] in (["-m", "rag.mcp.server"], ["-m", "rag.mcp"])
+               for i in range(len(words)))
+
+
+def child_environment(extra: Mapping[str, str], own: bool = False) -> dict[str, str]:
     from mcp.client.stdio import get_default_environment
 
     env = get_default_environment()
-    for key, value in os.environ.items():
-        if key.startswith(PASSED_ENV_PREFIXES) or key in PASSED_ENV_NAMES:
-            env[key] = value
+    if own:
+        for key, value in os.environ.items():
+            if key.startswith(PASSED_ENV_PREFIXES) or key in PASSED_ENV_NAMES:
+                env[key] = value
     env.pop(CONFIG_ENV, None)
     env.update(extra)
     return env
@@ -322,14 +342,16 @@ class McpManager:
         try:
             return self._servers[name]
         except KeyError:
-            known = ", ".join(self._servers) or "none configured"
-            raise McpError(f"no MCP server named {name!r} (configured: {known})") from None
+            if self._servers:
+                raise McpError(Text("no MCP server named {name} (configured: {known})", name=repr(name),
+                                    known=", ".join(self._servers))) from None
+            raise McpError(Text("no MCP server named {name} (configured: none configured)", name=repr(name))) from None
 
     def _start(self, name: str) -> None:
         server = self._get(name)
         with self._lock:
             if self._closed:
-                raise McpError("the MCP manager is closed")
+                raise McpError(Text("the MCP manager is closed"))
             if server.config.disabled or server.state in ("starting", "running"):
                 return
             server.state = "starting"
@@ -368,8 +390,8 @@ class McpManager:
             server.stderr.close()
         server.stderr = tempfile.TemporaryFile("a+b", prefix=f"mcp-{cfg.name}-")
         stop = server.stop if server.stop is not None else asyncio.Event()
-        params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=child_environment(cfg.env),
-                                       cwd=cfg.cwd)
+        env = child_environment(cfg.env, own=is_own_server(cfg.command, cfg.args))
+        params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd)
         ready = False
         timed_out = False
         try:
@@ -407,7 +429,8 @@ class McpManager:
                 finally:
                     watchdog.cancel()
             if timed_out:
-                self._failed(server, f"did not answer the MCP handshake within {self.startup_timeout:g} s")
+                self._failed(server, Text("did not answer the MCP handshake within {seconds} s",
+                                          seconds=f"{self.startup_timeout:g}"))
             else:
                 with self._lock:
                     server.client = None
@@ -425,7 +448,8 @@ class McpManager:
                 raise
             message = _describe(exc, cfg, running=ready)
             last = server.stderr_tail().splitlines()[-1:] if not ready else []
-            self._failed(server, f"{message}; its stderr ends with: {last[0].strip()}" if last else message)
+            self._failed(server, Text("{error}; its stderr ends with: {line}", error=message, line=last[0].strip())
+                         if last else message)
 
     def _failed(self, server: _Server, message: str) -> None:
         log.warning("MCP server %r: %s", server.config.name, message)
@@ -461,8 +485,11 @@ class McpManager:
                 return t
         if not status.ok:
             raise McpError(_not_running(status))
-        raise McpError(f"MCP server {server!r} has no tool {name!r} (it has: "
-                       f"{', '.join(t.name for t in status.tools) or 'none'})")
+        if status.tools:
+            raise McpError(Text("MCP server {server} has no tool {name} (it has: {tools})", server=repr(server),
+                                name=repr(name), tools=", ".join(t.name for t in status.tools)))
+        raise McpError(Text("MCP server {server} has no tool {name} (it has: none)", server=repr(server),
+                            name=repr(name)))
 
     def call_tool(
         self, server: str, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
@@ -483,15 +510,18 @@ class McpManager:
             result = future.result(limit + 5)
         except (TimeoutError, asyncio.TimeoutError) as exc:
             future.cancel()
-            raise McpError(f"tool {name!r} of MCP server {server!r} did not answer within {limit:g} s") from exc
+            raise McpError(Text("tool {name} of MCP server {server} did not answer within {seconds} s",
+                                name=repr(name), server=repr(server), seconds=f"{limit:g}")) from exc
         except McpError as exc:
-            raise McpError(f"{exc} (MCP server {server!r})") from exc
+            raise McpError(Text("{error} (MCP server {server})", error=text_of(exc), server=repr(server))) from exc
         except Exception as exc:  # noqa: BLE001 - transport failures
             text = one_line(exc, None, with_type=True)
             if isinstance(exc, _ConnectionClosed) or _looks_closed(exc):
-                self._failed(entry, f"the server exited or closed its connection ({text})")
-                raise McpError(f"MCP server {server!r} exited or closed its connection: {text}") from exc
-            raise McpError(f"calling {name!r} on MCP server {server!r} failed: {text}") from exc
+                self._failed(entry, Text("the server exited or closed its connection ({error})", error=text))
+                raise McpError(Text("MCP server {server} exited or closed its connection: {error}",
+                                    server=repr(server), error=text)) from exc
+            raise McpError(Text("calling {name} on MCP server {server} failed: {error}", name=repr(name),
+                                server=repr(server), error=text)) from exc
         return ToolCallResult(text=result[0], is_error=result[1], structured=result[2],
                               duration=time.perf_counter() - started)
 
@@ -520,7 +550,8 @@ async def _call(client: Any, name: str, arguments: dict[str, Any], timeout: floa
         result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
     except MCPError as exc:
         if exc.error.code == REQUEST_TIMEOUT:
-            raise McpError(f"tool {name!r} did not answer within {timeout:g} s") from exc
+            raise McpError(Text("tool {name} did not answer within {seconds} s", name=repr(name),
+                                seconds=f"{timeout:g}")) from exc
         if exc.error.code == CONNECTION_CLOSED:
             raise _ConnectionClosed(exc.error.message) from exc
         # A protocol-level refusal (unknown tool, invalid params, ...) is the caller's to read.
@@ -580,8 +611,14 @@ def content_text(content: Sequence[Any], structured: Any = None) -> str:
 
 def _not_running(status: ServerStatus) -> str:
     if status.state == "failed":
-        return f"MCP server {status.name!r} failed to start: {status.error}"
-    return f"MCP server {status.name!r} is {status.state}, not running"
+        return Text("MCP server {server} failed to start: {error}", server=repr(status.name), error=status.error)
+    if status.state == "starting":
+        return Text("MCP server {server} is starting, not running", server=repr(status.name))
+    if status.state == "stopped":
+        return Text("MCP server {server} is stopped, not running", server=repr(status.name))
+    if status.state == "disabled":
+        return Text("MCP server {server} is disabled, not running", server=repr(status.name))
+    return Text("MCP server {server} is {state}, not running", server=repr(status.name), state=status.state)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -602,13 +639,17 @@ def _describe(exc: BaseException, cfg: ServerConfig, *, running: bool) -> str:
     leaves = _leaves(exc)
     for leaf in leaves:
         if isinstance(leaf, FileNotFoundError):
-            return f"cannot start {cfg.command!r}: no such program (check \"command\" and PATH)"
+            return Text('cannot start {command}: no such program (check "command" and PATH)',
+                        command=repr(cfg.command))
         if isinstance(leaf, PermissionError):
-            return f"cannot start {cfg.command!r}: permission denied"
+            return Text("cannot start {command}: permission denied", command=repr(cfg.command))
         if isinstance(leaf, NotADirectoryError) or (isinstance(leaf, OSError) and cfg.cwd and not cfg.cwd.is_dir()):
-            return f"cannot start {cfg.command!r}: the folder {cfg.cwd} does not exist"
-    what = "stopped" if running else "exited or broke the connection before the MCP handshake"
-    return f"{what} ({one_line(exc, None, with_type=True)})"
+            return Text("cannot start {command}: the folder {folder} does not exist", command=repr(cfg.command),
+                        folder=str(cfg.cwd))
+    if running:
+        return Text("stopped ({error})", error=one_line(exc, None, with_type=True))
+    return Text("exited or broke the connection before the MCP handshake ({error})",
+                error=one_line(exc, None, with_type=True))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from decimal import Decimal
 from typing import Literal, TypeAlias
 
 from rag.errors import FilterSyntaxError
+from rag.text import Text
 
 __all__ = [
     "And",
@@ -160,7 +161,7 @@ class _Token:
 
     def describe(self) -> str:
         if self.kind == "eof":
-            return "end of expression"
+            return Text("end of expression")
         text = self.text if len(self.text) <= 30 else self.text[:27] + "..."
         # Strings already carry their own quotes; wrapping them again reads badly.
         return text if self.kind == "string" else f"'{text}'"
@@ -208,7 +209,7 @@ class _Lexer:
             self.i += 1
             return _Token(ch, ch, start)
         if ch in "=&|":
-            raise self.error(start, f"unknown operator '{ch}'")
+            raise self.error(start, Text("unknown operator '{operator}'", operator=ch))
         if ch in "'\"":
             return self._string(start)
         number = _NUMBER.match(src, start)
@@ -221,7 +222,7 @@ class _Lexer:
             self.i = end
             return _Token("word", src[start:end], start)
         shown = ch if ch.isprintable() else repr(ch)
-        raise self.error(start, f"unexpected character '{shown}'")
+        raise self.error(start, Text("unexpected character '{character}'", character=shown))
 
     def _string(self, start: int) -> _Token:
         src, quote = self.src, self.src[start]
@@ -237,13 +238,13 @@ class _Lexer:
                     break
                 escaped = src[i + 1]
                 if escaped not in _ESCAPES:
-                    raise self.error(i, f"unknown escape '\\{escaped}'; write '\\\\' for a backslash")
+                    raise self.error(i, Text("unknown escape '\\{escape}'; write '\\\\' for a backslash", escape=escaped))
                 out.append(_ESCAPES[escaped])
                 i += 2
                 continue
             out.append(ch)
             i += 1
-        raise self.error(start, "unclosed string")
+        raise self.error(start, Text("unclosed string"))
 
     def _number(self, start: int, end: int) -> _Token:
         src = self.src
@@ -256,7 +257,7 @@ class _Lexer:
             bad_end = end
             while bad_end < len(src) and _is_key_char(src[bad_end]):
                 bad_end += 1
-            raise self.error(start, f"invalid number '{src[start:bad_end]}'")
+            raise self.error(start, Text("invalid number '{number}'", number=src[start:bad_end]))
         self.i = end
         value: Scalar = int(text) if is_integer else Decimal(text)
         return _Token("number", src[start:end], start, value)
@@ -285,16 +286,17 @@ class _Parser:
     def at_word(self, *words: str) -> bool:
         return self.tok.kind == "word" and self.tok.text.lower() in words
 
-    def after(self) -> str:
-        return f" after {self.prev.describe()}" if self.prev is not None else ""
+    def previous(self) -> str | None:
+        """The token before the current one, as an error names it (None at the start)."""
+        return self.prev.describe() if self.prev is not None else None
 
     def parse(self) -> Node:
         node = self.or_expr()
         if self.tok.kind != "eof":
             if self.tok.kind == ")":
-                raise self.error(self.tok.pos, "unexpected ')'")
+                raise self.error(self.tok.pos, Text("unexpected ')'"))
             raise self.error(
-                self.tok.pos, f"unexpected {self.tok.describe()}; join conditions with && or ||"
+                self.tok.pos, Text("unexpected {token}; join conditions with && or ||", token=self.tok.describe())
             )
         return node
 
@@ -315,7 +317,7 @@ class _Parser:
     def enter(self) -> None:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
-            raise self.error(self.tok.pos, f"expression nested more than {_MAX_DEPTH} levels deep")
+            raise self.error(self.tok.pos, Text("expression nested more than {depth} levels deep", depth=_MAX_DEPTH))
 
     def unary(self) -> Node:
         if self.tok.kind == "!" or self.at_word("not"):
@@ -329,7 +331,7 @@ class _Parser:
             self.advance()
             node = self.or_expr()
             if self.tok.kind != ")":
-                raise self.error(self.tok.pos, "expected ')'")
+                raise self.error(self.tok.pos, Text("expected ')'"))
             self.advance()
             self.depth -= 1
             return node
@@ -344,23 +346,24 @@ class _Parser:
         if tok.kind == "word":
             word = tok.text.lower()
             if word in _KEYWORDS and word not in ("and", "or"):
-                raise self.error(tok.pos, f"'{tok.text}' is a keyword; quote it to use it as a key")
+                raise self.error(tok.pos, Text("'{word}' is a keyword; quote it to use it as a key", word=tok.text))
             if word not in _KEYWORDS:
                 parts = tok.text.split(".")
                 offset = tok.pos
                 for part in parts[:-1]:
                     offset += len(part) + 1
                     if not part:
-                        raise self.error(offset - 1, "unexpected '.' in key")
+                        raise self.error(offset - 1, Text("unexpected '.' in key"))
                 if not parts[-1]:
-                    raise self.error(tok.pos + len(tok.text) - 1, "unexpected '.' in key")
+                    raise self.error(tok.pos + len(tok.text) - 1, Text("unexpected '.' in key"))
                 self.advance()
                 return tuple(parts)
         if tok.kind == ")" and (self.prev is None or self.prev.kind != "("):
-            raise self.error(tok.pos, "unexpected ')'")
-        if self.prev is None:
-            raise self.error(tok.pos, f"unexpected {tok.describe()}; a filter starts with a key")
-        raise self.error(tok.pos, f"expected a key{self.after()}")
+            raise self.error(tok.pos, Text("unexpected ')'"))
+        prev = self.previous()
+        if prev is None:
+            raise self.error(tok.pos, Text("unexpected {token}; a filter starts with a key", token=tok.describe()))
+        raise self.error(tok.pos, Text("expected a key after {token}", token=prev))
 
     def value(self) -> Scalar:
         tok = self.tok
@@ -374,11 +377,15 @@ class _Parser:
                 self.advance()
                 return word == "true"
             if word == "null":
-                raise self.error(tok.pos, "null is not a value; use KEY IS NULL or KEY IS NOT NULL")
-            raise self.error(
-                tok.pos, f"expected a value{self.after()}; put text in quotes: '{tok.text}'"
-            )
-        raise self.error(tok.pos, f"expected a value{self.after()}")
+                raise self.error(tok.pos, Text("null is not a value; use KEY IS NULL or KEY IS NOT NULL"))
+            prev = self.previous()
+            raise self.error(tok.pos, Text("expected a value; put text in quotes: '{word}'", word=tok.text)
+                             if prev is None else
+                             Text("expected a value after {token}; put text in quotes: '{word}'", token=prev,
+                                  word=tok.text))
+        prev = self.previous()
+        raise self.error(tok.pos, Text("expected a value") if prev is None
+                         else Text("expected a value after {token}", token=prev))
 
     def condition(self) -> Node:
         key = self.key()
@@ -388,7 +395,7 @@ class _Parser:
             value_tok = self.tok
             value = self.value()
             if tok.text in _ORDERING_OPS and isinstance(value, bool):
-                raise self.error(value_tok.pos, f"'{tok.text}' needs a number or a string")
+                raise self.error(value_tok.pos, Text("'{operator}' needs a number or a string", operator=tok.text))
             return Comparison(key, tok.text, value)  # type: ignore[arg-type]
         if self.at_word("in", "nin"):
             negated = self.advance().text.lower() == "nin"
@@ -396,7 +403,7 @@ class _Parser:
         if self.at_word("not"):
             self.advance()
             if not self.at_word("in"):
-                raise self.error(self.tok.pos, "expected 'in' after 'not'")
+                raise self.error(self.tok.pos, Text("expected 'in' after 'not'"))
             self.advance()
             return InList(key, self.list_values(), True)
         if self.at_word("is"):
@@ -405,23 +412,29 @@ class _Parser:
             if negated:
                 self.advance()
             if not self.at_word("null"):
-                raise self.error(self.tok.pos, f"expected NULL{self.after()}")
+                prev = self.previous()
+                raise self.error(self.tok.pos, Text("expected NULL") if prev is None
+                                 else Text("expected NULL after {token}", token=prev))
             self.advance()
             return IsNull(key, negated)
-        raise self.error(tok.pos, f"expected an operator{self.after()}")
+        prev = self.previous()
+        raise self.error(tok.pos, Text("expected an operator") if prev is None
+                         else Text("expected an operator after {token}", token=prev))
 
     def list_values(self) -> tuple[Scalar, ...]:
         if self.tok.kind != "[":
-            raise self.error(self.tok.pos, f"expected '['{self.after()}")
+            prev = self.previous()
+            raise self.error(self.tok.pos, Text("expected '['") if prev is None
+                             else Text("expected '[' after {token}", token=prev))
         self.advance()
         if self.tok.kind == "]":
-            raise self.error(self.tok.pos, "empty list; give at least one value")
+            raise self.error(self.tok.pos, Text("empty list; give at least one value"))
         values = [self.value()]
         while self.tok.kind == ",":
             self.advance()
             values.append(self.value())
         if self.tok.kind != "]":
-            raise self.error(self.tok.pos, "expected ']'")
+            raise self.error(self.tok.pos, Text("expected ']'"))
         self.advance()
         return tuple(values)
 
@@ -449,11 +462,11 @@ def parse(expression: str) -> Node:
     # here with a position instead of failing later inside the driver.
     for pos, ch in enumerate(expression):
         if ch == "\x00":
-            raise FilterSyntaxError(expression, pos, "NUL character is not allowed")
+            raise FilterSyntaxError(expression, pos, Text("NUL character is not allowed"))
         if "\ud800" <= ch <= "\udfff":
-            raise FilterSyntaxError(expression, pos, "invalid character (lone surrogate)")
+            raise FilterSyntaxError(expression, pos, Text("invalid character (lone surrogate)"))
     if not expression.strip():
-        raise FilterSyntaxError(expression, 0, "empty expression")
+        raise FilterSyntaxError(expression, 0, Text("empty expression"))
     return _Parser(expression).parse()
 
 
@@ -520,8 +533,7 @@ class _Compiler:
             if not node.values:
                 raise ValueError("an in/nin list needs at least one value")
             path = _json_path(node.key)
-            alternatives = " || ".join(f"@ == {self.var(v)}" for v in node.values)
-            test = f"exists({path} ? ({alternatives}))"
+            test = f"exists({path} ? ({_balanced_or([f'@ == {self.var(v)}' for v in node.values])}))"
             return f"!({test})" if node.negated else test
         if isinstance(node, IsNull):
             # `@ != null` is true for every non-null value, including objects and arrays.
@@ -535,6 +547,16 @@ class _Compiler:
             joiner = " && " if isinstance(node, And) else " || "
             return "(" + joiner.join(self.node(child) for child in node.children) + ")"
         raise TypeError(f"not a filter node: {type(node).__name__}")
+
+
+def _balanced_or(tests: list[str]) -> str:
+    """`a || b || c ...` grouped as a balanced tree: PostgreSQL evaluates a flat chain as a tree as deep
+    as the list is long, and a 16,000-value `in` list failed with "stack depth limit exceeded"; balanced,
+    the depth is log2 of the length (14 for 16,000)."""
+    if len(tests) <= 2:
+        return " || ".join(tests)
+    middle = len(tests) // 2
+    return f"({_balanced_or(tests[:middle])}) || ({_balanced_or(tests[middle:])})"
 
 
 def to_sql(expression: str | Node, column: str = "metadata") -> SqlFilter:

@@ -19,6 +19,7 @@ from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
 from rag.retrieve.modes import DEFAULT_MODE, MODES
 from rag.settings import Settings
 from rag.store import Hit, Store
+from rag.text import Text
 
 _KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
 
@@ -48,19 +49,22 @@ def search(
     hybrid); keyword hits are kept on their own merit.
     """
     if mode not in MODES:
-        raise RagError(f"unknown search mode {mode!r} (choose one of: {', '.join(MODES)})")
+        raise RagError(Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES)))
     if not query.strip():
-        raise RagError("the query is empty: type a question or some keywords")
+        raise RagError(Text("the query is empty: type a question or some keywords"))
     if not knowledge_bases:
-        raise RagError("no knowledge base chosen: pick at least one")
+        raise RagError(Text("no knowledge base chosen: pick at least one"))
     if top_k < 1:
-        raise RagError(f"top-k must be at least 1, got {top_k}")
+        raise RagError(Text("top-k must be at least 1, got {top_k}", top_k=top_k))
     sql_filter = filters.to_sql(filter_expression) if filter_expression and filter_expression.strip() else None
     known = {kb.name: kb for kb in store.list_knowledge_bases()}
     missing = [name for name in knowledge_bases if name not in known]
     if missing:
-        existing = ", ".join(sorted(known)) or "none yet; ingest a file first"
-        raise RagError(f"no knowledge base named {missing[0]!r} (existing: {existing})")
+        if known:
+            raise RagError(Text("no knowledge base named {name} (existing: {existing})", name=repr(missing[0]),
+                                existing=", ".join(sorted(known))))
+        raise RagError(Text("no knowledge base named {name} (existing: none yet; ingest a file first)",
+                            name=repr(missing[0])))
     names = list(dict.fromkeys(knowledge_bases))
     depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
     vector_hits: list[Hit] = []

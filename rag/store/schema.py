@@ -12,6 +12,7 @@ from psycopg import sql
 from rag.errors import StoreError
 from rag.store.bm25_stats import BM25_SCHEMA
 from rag.store.conversations import CONVERSATIONS_SCHEMA
+from rag.text import Text
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
 
@@ -85,7 +86,7 @@ def dimension_sql(dimension: int) -> sql.Composable:
     """`dimension` as an SQL literal, after checking it is a vector size pgvector accepts."""
     # The dimension comes from an embedder, never from a user; still, only an int gets here.
     if not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
-        raise StoreError(f"invalid vector dimension {dimension!r}")
+        raise StoreError(Text("invalid vector dimension {dimension}", dimension=repr(dimension)))
     return sql.Literal(dimension)
 
 

@@ -31,6 +31,7 @@ from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, W
                                mismatch_message)
 from rag.store.conversations import Conversations
 from rag.store.schema import SCHEMA, create_hnsw_index
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.chunking import Chunk
@@ -53,12 +54,17 @@ class Store:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 conn.execute(SCHEMA)
         except psycopg.OperationalError as exc:
-            raise StoreError(
-                f"cannot connect to PostgreSQL ({one_line(exc, None)}): check DATABASE_URL, or unset it "
-                "to use the embedded database"
-            ) from exc
+            raise StoreError(Text(
+                "cannot connect to PostgreSQL ({error}): check DATABASE_URL, or unset it "
+                "to use the embedded database", error=one_line(exc, None)
+            )) from exc
         except psycopg.errors.FeatureNotSupported as exc:  # pragma: no cover - server-specific
-            raise StoreError(f"PostgreSQL lacks pgvector: {one_line(exc, None)}") from exc
+            raise StoreError(Text("PostgreSQL lacks pgvector: {error}", error=one_line(exc, None))) from exc
+        except psycopg.ProgrammingError as exc:  # a malformed connection string: psycopg quotes it whole
+            raise StoreError(Text(
+                "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as "
+                "postgresql://user:password@host:5432/dbname, or unset it to use the embedded database",
+                error=one_line(exc, None))) from None
         self._pool = ConnectionPool(
             conninfo, min_size=1, max_size=max_size, configure=_configure, open=True,
             kwargs={"connect_timeout": 10},
@@ -86,10 +92,10 @@ class Store:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
-            raise StoreError(f"database connection failed: {one_line(exc, None)}") from exc
+            raise StoreError(Text("database connection failed: {error}", error=one_line(exc, None))) from exc
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.
-            raise StoreError(f"the database refused the operation: {one_line(exc, None)}") from exc
+            raise StoreError(Text("the database refused the operation: {error}", error=one_line(exc, None))) from exc
 
     @property
     def conversations(self) -> Conversations:
@@ -193,13 +199,16 @@ class Store:
         """Store one document and its chunks in one transaction: all of it or nothing. `extras`:
         more metadata per chunk (where it is: 'location'; read by OCR: 'ocr')."""
         if extras is not None and len(extras) != len(chunks):
-            raise StoreError(f"{filename}: {len(chunks)} chunks but {len(extras)} metadata extras")
+            raise StoreError(Text("{filename}: {chunks} chunks but {extras} metadata extras", filename=filename,
+                                  chunks=len(chunks), extras=len(extras)))
         if len(chunks) != len(embeddings):
-            raise StoreError(f"{filename}: {len(chunks)} chunks but {len(embeddings)} embeddings")
+            raise StoreError(Text("{filename}: {chunks} chunks but {embeddings} embeddings", filename=filename,
+                                  chunks=len(chunks), embeddings=len(embeddings)))
         if len(chunks) and embeddings.shape[1] != dimension:
-            raise StoreError(
-                f"{filename}: embeddings are {embeddings.shape[1]}-d, the knowledge base is {dimension}-d"
-            )
+            raise StoreError(Text(
+                "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d", filename=filename,
+                got=embeddings.shape[1], dimension=dimension
+            ))
         with self._conn() as conn, conn.transaction():
             create_hnsw_index(conn, dimension)  # first: its lock must come before any write
             kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings)

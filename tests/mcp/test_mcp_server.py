@@ -259,6 +259,39 @@ def test_confine_refuses_unsupported_types_and_read_only(folders):
         mcp_server.resolve_roots([docs / "notes.txt"])
 
 
+def test_a_file_swapped_for_a_link_after_the_check_is_not_read(folders):
+    """Issue 18 (7): confine() approved notes.txt; before it is read, it becomes a link to a file outside
+    the allowed folder (and, in a second case, its folder does). The read opens once and checks what it
+    opened: refused, the outside text never returned."""
+    docs, secret = folders["docs"], folders["secret"]
+    roots = mcp_server.resolve_roots([docs])
+    approved = mcp_server.confine("notes.txt", roots)
+    assert mcp_server.read_confined(approved, roots) == NOTES.encode()
+    approved.unlink()
+    approved.symlink_to(secret)
+    with pytest.raises(RagError, match="cannot open the file .*a symbolic link is refused"):
+        mcp_server.read_confined(approved, roots)
+    # A folder on the way swapped for a link: O_NOFOLLOW guards only the last part, the opened
+    # descriptor's own path shows where it really is.
+    (docs / "sub" / "inner.txt").write_text("inside", encoding="utf-8")
+    checked = mcp_server.confine("sub/inner.txt", roots)
+    outside = folders["root"] / "outside"
+    outside.mkdir()
+    (outside / "inner.txt").write_text("The vault code is 1234.", encoding="utf-8")
+    (docs / "sub" / "inner.txt").unlink()
+    (docs / "sub").rmdir()
+    (docs / "sub").symlink_to(outside)
+    with pytest.raises(RagError, match="changed after it was checked and now leads outside"):
+        mcp_server.read_confined(checked, roots)
+
+
+def test_a_file_over_the_size_limit_is_refused_with_its_size(folders):
+    roots = mcp_server.resolve_roots([folders["docs"]])
+    approved = mcp_server.confine("notes.txt", roots)
+    with pytest.raises(RagError, match=r"^notes.txt: 0 MB is more than this server ingests \(0 MB\)$"):
+        mcp_server.read_confined(approved, roots, limit=10)
+
+
 def test_in_process_tools_match_what_clients_see(handbook, settings):
     server, tools = mcp_server.build_server(settings, store=handbook)
 

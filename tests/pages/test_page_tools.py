@@ -215,9 +215,17 @@ def test_config_paths_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert venv.command_line == f"{tmp_path / '.venv/bin/python'} -m rag mcp"
     monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
     monkeypatch.setenv("RAG_CHAT_MODEL", "ollama:qwen")
-    env = mcp_client.child_environment(venv.env)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://rag:S3cret@db/rag")
+    monkeypatch.setenv("RAG_WEB_SEARCH_API_KEY", "sk-do-not-leak")
+    assert mcp_client.is_own_server(venv.command, venv.args) and not mcp_client.is_own_server("npx", ("-y", "x"))
+    env = mcp_client.child_environment(venv.env, own=True)
     assert env["EXTRA"] == "1" and env["RAG_CHAT_MODEL"] == "ollama:qwen" and env["PATH"]
+    assert env["DATABASE_URL"] == "postgresql://rag:S3cret@db/rag"  # our own server shares the database
     assert "SECRET_TOKEN" not in env
+    # Another server gets the SDK's defaults and its own config's env: no database password, no API key.
+    other = mcp_client.child_environment({"ROOT": "/data"})
+    assert other["ROOT"] == "/data" and other["PATH"]
+    assert not {"DATABASE_URL", "RAG_WEB_SEARCH_API_KEY", "RAG_CHAT_MODEL", "SECRET_TOKEN"} & set(other)
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(path))
     assert mcp_client.config_path() == path
     monkeypatch.delenv(mcp_client.CONFIG_ENV)

@@ -745,3 +745,11 @@ def test_database_agrees_with_reference(
     expected = {i for i, doc in stored.items() if evaluate(tree, doc)}
     assert select(conn, tree, "prop") == expected
     assert select(conn, render(tree, rnd), "prop") == expected
+
+
+def test_an_in_list_of_16000_values_runs(conn: psycopg.Connection[Any], docs: dict[int, Any]) -> None:
+    """Issue 18 (10): the alternatives were one flat `||` chain, which PostgreSQL evaluates 16,000 deep
+    ("stack depth limit exceeded", reported as a lost connection); grouped, the list simply works."""
+    values = ", ".join(str(2022 + 2 * i) for i in range(16_000))  # 2022 is row 8's year; the rest match nothing
+    assert select(conn, f"year in [{values}]") == {8}
+    assert select(conn, f"year nin [{values}]") == ALL - {8}

@@ -20,7 +20,7 @@ from ui import i18n
 from ui.zh import ZH
 
 TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/chunk-lab.py", "pages/tools.py", "pages/gpu.py",
-              "ui/widgets.py")
+              "ui/widgets.py", "ui/gate.py")
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
     # passed to _() through a name, not a literal

@@ -21,6 +21,7 @@ from rag.llms.ollama.errors import (
 )
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_latest
 from rag.llms.types import LoadedModel
+from rag.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def pull_model(host: str, model: str, progress: PullProgress, *, timeout: float 
     """Streamed POST /api/pull; returns when Ollama reports success, ModelError otherwise."""
     model = model.strip()
     if not model:
-        raise ModelError("No model to pull given: name one, e.g. " + SUGGESTED_OLLAMA_MODEL)
+        raise ModelError(Text("No model to pull given: name one, e.g. {model}", model=SUGGESTED_OLLAMA_MODEL))
     succeeded = False
     try:
         with client(host, timeout) as c:
@@ -134,36 +135,37 @@ def pull_model(host: str, model: str, progress: PullProgress, *, timeout: float 
                 succeeded = succeeded or status == "success"
     except ollama.ResponseError as exc:
         text = one_line(str(exc.error)) or f"HTTP {exc.status_code}"
-        raise ModelError(
-            f"Ollama could not pull '{model}' ({text}): check the name on https://ollama.com/library"
-        ) from exc
+        raise ModelError(Text(
+            "Ollama could not pull '{model}' ({text}): check the name on https://ollama.com/library", model=model, text=text
+        )) from exc
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise ModelError(unreachable_message(host, exc, timeout)) from exc
     except httpx.TransportError as exc:
-        raise ModelError(
-            f"The connection to Ollama at {display_host(host)} broke while pulling '{model}' "
-            f"({one_line(str(exc), 160) or type(exc).__name__}): run 'ollama pull {model}' to resume"
-        ) from exc
+        raise ModelError(Text(
+            "The connection to Ollama at {host} broke while pulling '{model}' ({detail}): "
+            "run 'ollama pull {model}' to resume",
+            host=display_host(host), model=model, detail=one_line(str(exc), 160) or type(exc).__name__,
+        )) from exc
     except ValueError as exc:
         raise ModelError(invalid_answer_message(host, "/api/pull", exc)) from exc
     if not succeeded:
-        raise ModelError(
-            f"Ollama stopped pulling '{model}' before it finished: run 'ollama pull {model}' to resume"
-        )
+        raise ModelError(Text(
+            "Ollama stopped pulling '{model}' before it finished: run 'ollama pull {model}' to resume", model=model
+        ))
 
 
 def unload_model(host: str, model: str, timeout: float = 10.0) -> None:
     """Ask Ollama to unload `model` now (POST /api/generate with keep_alive 0); ModelError if it cannot."""
     model = model.strip()
     if not model:
-        raise ModelError("No model to unload given")
+        raise ModelError(Text("No model to unload given"))
     try:
         with client(host, timeout) as c:
             c.generate(model=model, keep_alive=0)
     except ollama.ResponseError as exc:
         text = response_error_text(exc)
         if exc.status_code == 404:
-            raise ModelError(f"Ollama has no model '{model}' to unload ({text})") from exc
-        raise ModelError(f"Ollama could not unload '{model}': {text}") from exc
+            raise ModelError(Text("Ollama has no model '{model}' to unload ({text})", model=model, text=text)) from exc
+        raise ModelError(Text("Ollama could not unload '{model}': {text}", model=model, text=text)) from exc
     except (ConnectionError, httpx.TransportError) as exc:
         raise ModelError(unreachable_message(host, exc, timeout)) from exc

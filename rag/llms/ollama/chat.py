@@ -24,6 +24,7 @@ from rag.llms.ollama.names import same_model, strip_latest
 from rag.llms.ollama.think import ThinkSplitter
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message, StreamEvent, check_messages
+from rag.text import Text
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class OllamaChatModel:
     ) -> None:
         model = strip_latest(model)
         if not model:
-            raise ModelError("No Ollama chat model given: use RAG_CHAT_MODEL=ollama:<model>")
+            raise ModelError(Text("No Ollama chat model given: use RAG_CHAT_MODEL=ollama:<model>"))
         self._host = host
         self._model = model
         self._timeout = timeout
@@ -166,8 +167,8 @@ class OllamaChatModel:
                 except ollama.ResponseError as exc:
                     if exc.status_code == -1:  # an {"error": ...} line in the stream
                         raise GenerationError(
-                            f"Ollama failed mid-answer with '{self._model}' "
-                            f"({one_line(str(exc.error))}): try again, or see Ollama's server log",
+                            Text("Ollama failed mid-answer with '{model}' ({error}): try again, or see Ollama's "
+                                 "server log", model=self._model, error=one_line(str(exc.error))),
                             "".join(content), "".join(thinking),
                         ) from exc
                     raise GenerationError(
@@ -195,8 +196,8 @@ class OllamaChatModel:
                 if chunk is _END:
                     yield from events(splitter.flush())
                     raise GenerationError(
-                        f"Ollama at {display_host(self._host)} ended the answer without finishing it: "
-                        f"check that it is still running ('ollama serve') and try again",
+                        Text("Ollama at {host} ended the answer without finishing it: check that it is still "
+                             "running ('ollama serve') and try again", host=display_host(self._host)),
                         "".join(content), "".join(thinking),
                     )
                 message = chunk.message
@@ -249,14 +250,15 @@ class OllamaChatModel:
             )
         if isinstance(exc, httpx.TimeoutException):
             return GenerationError(
-                f"Ollama sent nothing for {self._timeout:g} s in the middle of the answer with "
-                f"'{self._model}': try again, or raise RAG_OLLAMA_TIMEOUT if the machine is busy",
+                Text("Ollama sent nothing for {seconds} s in the middle of the answer with '{model}': try again, "
+                     "or raise RAG_OLLAMA_TIMEOUT if the machine is busy", seconds=f"{self._timeout:g}",
+                     model=self._model),
                 "".join(content), "".join(thinking),
             )
         detail = one_line(str(exc), 160) or type(exc).__name__
         return GenerationError(
-            f"The connection to Ollama at {display_host(self._host)} broke mid-answer ({detail}): "
-            f"check that it is still running ('ollama serve') and try again",
+            Text("The connection to Ollama at {host} broke mid-answer ({detail}): check that it is still "
+                 "running ('ollama serve') and try again", host=display_host(self._host), detail=detail),
             "".join(content), "".join(thinking),
         )
 

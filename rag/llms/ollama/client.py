@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -20,12 +21,18 @@ from rag.llms.ollama.errors import (
     display_host, invalid_answer_message, not_found_message, response_error_text, unreachable_message,
 )
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+from rag.text import Text
 
 METADATA_TIMEOUT = 3.0
 """For the small requests (/api/show, /api/ps, /api/tags) that a UI makes while drawing a page."""
 
-ANSWER_FAILED = "Ollama could not answer with '{model}' (HTTP {status})"
-"""How an error answer to a request for `model` begins, unless the caller words its own."""
+Failed = Callable[[str, int], str]
+"""How an error answer to a request begins, made from the model's name and the HTTP status."""
+
+
+def answer_failed(model: str, status: int) -> str:
+    """How an error answer to a request for `model` begins, unless the caller words its own."""
+    return Text("Ollama could not answer with '{model}' (HTTP {status})", model=model, status=status)
 
 
 @functools.cache
@@ -69,23 +76,24 @@ def _json(host: str, method: str, endpoint: str, timeout: float, body: dict[str,
 
 
 def response_message(
-    exc: ollama.ResponseError, model: str, host: str, endpoint: str, failed: str = ANSWER_FAILED
+    exc: ollama.ResponseError, model: str, host: str, endpoint: str, failed: Failed = answer_failed
 ) -> str:
-    """One line for an HTTP error Ollama answered about `model` before any output; `failed` begins
-    the message for an error with no advice of its own ({model} and {status} are filled in)."""
+    """One line for an HTTP error Ollama answered about `model` before any output; `failed(model, status)`
+    begins the message for an error with no advice of its own."""
     text = response_error_text(exc)
     low = text.lower()
     if exc.status_code == 404:
         return not_found_message(text, model, host, endpoint)
     if "does not support thinking" in low:
-        return f"'{model}' does not support thinking: turn thinking off for this model"
+        return Text("'{model}' does not support thinking: turn thinking off for this model", model=model)
     if "does not support tools" in low:
-        return f"'{model}' does not support tool calling: choose a model with tools, e.g. {SUGGESTED_OLLAMA_MODEL}"
-    return f"{failed.format(model=model, status=exc.status_code)}: {text}"
+        return Text("'{model}' does not support tool calling: choose a model with tools, e.g. {suggested}",
+                    model=model, suggested=SUGGESTED_OLLAMA_MODEL)
+    return Text("{failed}: {text}", failed=failed(model, exc.status_code), text=text)
 
 
 def failure_message(
-    exc: BaseException, model: str, host: str, endpoint: str, timeout: float | None, failed: str = ANSWER_FAILED
+    exc: BaseException, model: str, host: str, endpoint: str, timeout: float | None, failed: Failed = answer_failed
 ) -> str:
     """One line for a request that failed before any output (one of QUERY_ERRORS): Ollama answered
     an error, could not be reached, or answered what Ollama does not send."""

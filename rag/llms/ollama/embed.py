@@ -8,8 +8,12 @@ import ollama
 from rag.errors import EmbedderError
 from rag.llms.ollama.client import client, failure_message
 from rag.llms.ollama.errors import QUERY_ERRORS
+from rag.text import Text
 
-EMBED_FAILED = "Ollama failed to embed with '{model}'"
+
+def embed_failed(model: str, status: int) -> str:
+    """How an error answer to an embedding request begins."""
+    return Text("Ollama failed to embed with '{model}'", model=model)
 
 
 class OllamaEmbedClient:
@@ -27,5 +31,5 @@ class OllamaEmbedClient:
             return self._client.embed(model=self._model, input=list(texts)).embeddings
         except QUERY_ERRORS as exc:
             # ValueError: invalid JSON or a body without `embeddings`: something other than Ollama answered.
-            message = failure_message(exc, self._model, self._host, "/api/embed", self._timeout, EMBED_FAILED)
+            message = failure_message(exc, self._model, self._host, "/api/embed", self._timeout, embed_failed)
             raise EmbedderError(message) from exc

@@ -11,6 +11,7 @@ import httpx
 import ollama
 
 from rag.errors import one_line
+from rag.text import Text
 
 QUERY_ERRORS: tuple[type[Exception], ...] = (
     ConnectionError,
@@ -33,18 +34,18 @@ def display_host(host: str) -> str:
 
 def not_reachable_message(where: str, detail: str) -> str:
     """The message for a connection to Ollama at `where` that failed with `detail`."""
-    reason = "connection refused" if "refused" in detail.lower() else detail
-    return f"Ollama is not reachable at {where} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST"
+    reason = Text("connection refused") if "refused" in detail.lower() else detail
+    return Text("Ollama is not reachable at {host} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST",
+                host=where, reason=reason)
 
 
 def unreachable_message(host: str, exc: BaseException, timeout: float | None) -> str:
     """The message for a request through the ollama client that never reached Ollama."""
     where = display_host(host)
     if isinstance(exc, httpx.TimeoutException):
-        return (
-            f"Ollama is not reachable at {where} (no answer within {timeout:g} s): start it with "
-            f"'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT"
-        )
+        return Text("Ollama is not reachable at {host} (no answer within {seconds} s): start it with "
+                    "'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT",
+                    host=where, seconds=f"{timeout:g}")
     # The ollama client replaces httpx.ConnectError with a generic ConnectionError but keeps the
     # original as __context__, which says whether the port was closed or the name did not resolve
     # (its streaming path lets the httpx error through as is).
@@ -54,20 +55,18 @@ def unreachable_message(host: str, exc: BaseException, timeout: float | None) ->
 
 def invalid_answer_message(host: str, endpoint: str, exc: BaseException) -> str:
     """The message for an answer to `endpoint` that is not what Ollama sends (bad JSON, fields missing)."""
-    return (
-        f"{display_host(host)} did not answer {endpoint} like Ollama does "
-        f"({one_line(str(exc), 120)}): check OLLAMA_HOST"
-    )
+    return Text("{host} did not answer {endpoint} like Ollama does ({detail}): check OLLAMA_HOST",
+                host=display_host(host), endpoint=endpoint, detail=one_line(str(exc), 120))
 
 
 def missing_model_message(model: str) -> str:
     """The message for a model that Ollama has not pulled."""
-    return f"Ollama has no model '{model}': run 'ollama pull {model}'"
+    return Text("Ollama has no model '{model}': run 'ollama pull {model}'", model=model)
 
 
 def response_error_text(exc: ollama.ResponseError) -> str:
     """The error Ollama answered with, on one line; its HTTP status when the body was empty."""
-    return one_line(str(exc.error)) or f"HTTP {exc.status_code} with an empty body"
+    return one_line(str(exc.error)) or Text("HTTP {status} with an empty body", status=exc.status_code)
 
 
 def not_found_message(text: str, model: str, host: str, endpoint: str) -> str:
@@ -75,7 +74,8 @@ def not_found_message(text: str, model: str, host: str, endpoint: str) -> str:
     # Ollama's own 404 names the model; a bare "404 page not found" means no such endpoint.
     if "model" in text.lower():
         return missing_model_message(model)
-    return f"{display_host(host)} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST"
+    return Text("{host} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST",
+                host=display_host(host), endpoint=endpoint, text=text)
 
 
 def log_unanswered(log: logging.Logger, host: str, exc: BaseException, failed: str) -> None:

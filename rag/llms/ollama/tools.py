@@ -12,6 +12,7 @@ from typing import Any
 from rag.errors import ModelError, one_line
 from rag.llms.ollama.client import failure_message, post_json
 from rag.llms.ollama.errors import QUERY_ERRORS, invalid_answer_message
+from rag.text import Text
 
 
 class OllamaToolChat:
@@ -21,7 +22,7 @@ class OllamaToolChat:
         self.host = host.rstrip("/")
         self.model = model.removeprefix("ollama:").strip()
         if not self.model:
-            raise ModelError("No Ollama model given for agent mode: choose one with tool calling")
+            raise ModelError(Text("No Ollama model given for agent mode: choose one with tool calling"))
         self.timeout = timeout
 
     def chat(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
@@ -38,5 +39,6 @@ class OllamaToolChat:
         if not isinstance(data.get("message"), dict):
             raise ModelError(invalid_answer_message(self.host, "/api/chat", ValueError("no message")))
         if data.get("error"):
-            raise ModelError(f"Ollama failed with '{self.model}': {one_line(str(data['error']), None)}")
+            raise ModelError(Text("Ollama failed with '{model}': {error}", model=self.model,
+                                  error=one_line(str(data["error"]), None)))
         return data

@@ -1,0 +1,470 @@
+"""Whole ingest pipelines against the stacks our users would pick instead, on the same PDFs, the same
+embedder and the same PostgreSQL: LangChain (`PyMuPDFLoader` + `TokenTextSplitter` + langchain-postgres
+`PGVector`) and LlamaIndex (its `SentenceSplitter` + `PGVectorStore` with hybrid search), then hit@5 of
+each on questions from the public sets whose passages the PDFs hold.
+
+The corpus is made here: PDFs of 10-50 pages (English from en_race, Chinese from zh_c3 and
+zh_cmrc_trial; passages are cycled to fill the pages, so every question's passage is in some PDF).
+A question counts as a hit when one of the top 5 chunks holds one of its passage's sentences (white
+space ignored: each splitter cuts elsewhere and PDF text breaks lines). Everyone embeds with the same
+in-process WordLlama (e5 would make this an embedding benchmark: ~3 chunks/s on 2 cores).
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import psycopg
+
+from rag.bench.report import Report
+from rag.evaluation.sets import eval_set
+
+CHUNK_TOKENS = 800
+"""Every splitter cuts at the same size: our default (Spring AI's 800 tokens, no overlap)."""
+TOP_K = 5
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])")
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    folder: Path
+    files: tuple[Path, ...]
+    pages: int
+    questions: tuple[tuple[str, tuple[str, ...]], ...]
+    """(question, the sentences of its passage with white space removed)."""
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _lines(text: str, chinese: bool) -> list[str]:
+    if chinese:  # no spaces to break at: 38 characters fill a line of 10 pt CJK type (80 Latin ones)
+        flat = _squash(text)
+        return [flat[i:i + 38] for i in range(0, len(flat), 38)]
+    return textwrap.wrap(text, 80)
+
+
+def make_corpus(folder: Path, n_docs: int, pages: tuple[int, int], questions: int, seed: int = 17) -> Corpus:
+    """`n_docs` PDFs (half English, half Chinese) of `pages` pages, and `questions` questions about them."""
+    import pymupdf
+
+    rng = random.Random(seed)
+    english = [eval_set("en_race")]
+    chinese = [eval_set("zh_c3"), eval_set("zh_cmrc_trial")]
+    files, total_pages = [], 0
+    used: set[str] = set()
+    for d in range(n_docs):
+        is_zh = d % 2 == 1
+        sets = chinese if is_zh else english
+        passages = [p for s in sets for p in s.passages]
+        want = rng.randint(*pages)
+        lines: list[str] = []
+        start = rng.randrange(len(passages))
+        i = 0
+        while len(lines) < want * 50:
+            p = passages[(start + i) % len(passages)]
+            used.add(p.key)
+            lines += _lines(p.text, is_zh) + [""]
+            i += 1
+        doc = pymupdf.open()
+        for page_no in range(want):
+            # One text insertion a page (a call per line is 0.1 s/page and embeds the font each time), in
+            # china-s: it has CJK, Latin and the full-width punctuation en_race's passages use.
+            doc.new_page().insert_text((50, 60), "\n".join(lines[page_no * 50:(page_no + 1) * 50]), fontsize=10,
+                                       fontname="china-s", lineheight=1.4)
+        path = folder / f"{'zh' if is_zh else 'en'}-{d:03d}.pdf"
+        doc.save(path, garbage=3, deflate=True)
+        doc.close()
+        files.append(path)
+        total_pages += want
+    by_key = {p.key: p for s in english + chinese for p in s.passages}
+    pool = [(q.text, by_key[q.file]) for s in english + chinese for q in s.questions if q.file in used]
+    rng.shuffle(pool)
+    picked = []
+    for question, passage in pool[:questions]:
+        anchors = tuple(a for a in (_squash(s) for s in _SENTENCE_END.split(passage.text)) if len(a) >= 20)
+        picked.append((question, anchors or (_squash(passage.text)[:60],)))
+    return Corpus(folder, tuple(files), total_pages, tuple(picked))
+
+
+def hit_rate(corpus: Corpus, search: Callable[[str], Sequence[str]]) -> float:
+    hits = 0
+    for question, anchors in corpus.questions:
+        texts = [_squash(t) for t in search(question)]
+        hits += any(a in t for t in texts for a in anchors)
+    return hits / max(len(corpus.questions), 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    name: str
+    seconds: float
+    chunks: int
+    hit5: float
+    stages: dict[str, float] = dataclasses.field(default_factory=dict)
+    skipped: str = ""
+
+
+def _sqlalchemy_uri(uri: str, driver: str) -> str:
+    """`uri` (a libpq URI or key=value string) as SQLAlchemy's `postgresql+<driver>://` URL."""
+    from sqlalchemy.engine import URL
+
+    info = psycopg.conninfo.conninfo_to_dict(uri)
+    host = info.get("host")
+    query = {"host": host} if host and host.startswith("/") else {}
+    return URL.create(f"postgresql+{driver}", username=info.get("user"), password=info.get("password"),
+                      host=None if query else host, port=int(info["port"]) if info.get("port") else None,
+                      database=info.get("dbname"), query=query).render_as_string(hide_password=False)
+
+
+def run_ours(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001 - an Embedder
+    """What `rag ingest FOLDER` does (ingest_paths: one file written while the next is read and embedded)."""
+    from rag.chunking import ChunkSettings
+    from rag.ingest import ingest_paths
+    from rag.retrieve import search
+    from rag.retrieve.embedders import use_embedder
+    from rag.settings import get_settings
+    from rag.store import Store
+
+    store = Store(uri)
+    settings = ChunkSettings(chunk_size=CHUNK_TOKENS)
+    stages: dict[str, float] = {}
+    clocks: dict[str, tuple[str, float]] = {}  # per file: its stage and since when (two files overlap)
+
+    def on_stage(name: str):  # noqa: ANN202
+        def tick(stage: str, fraction: float, message: str) -> None:
+            now = time.perf_counter()
+            last, since = clocks.get(name, ("", now))
+            if last:
+                stages[last] = stages.get(last, 0.0) + now - since
+            clocks[name] = ("" if stage == "store" and fraction >= 1.0 else stage, now)
+        return tick
+
+    try:
+        start = time.perf_counter()
+        chunks = 0
+        for result in ingest_paths(store, embedder, corpus.files, "peers-ours", settings, on_stage=on_stage):
+            if not result.ok:
+                raise RuntimeError(f"{result.filename}: {result.reason}")
+            chunks += result.chunks
+        seconds = time.perf_counter() - start
+        app_settings = get_settings()
+        with use_embedder(embedder):
+            hit5 = hit_rate(corpus, lambda q: [h.content for h in search(store, app_settings, q, ["peers-ours"],
+                                                                          top_k=TOP_K, mode="hybrid")])
+    finally:
+        store.close()
+    return Run("ours (rag ingest: our reader, spring 800, binary COPY; hybrid search)", seconds, chunks, hit5, stages)
+
+
+def run_langchain(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
+    try:
+        from langchain_community.document_loaders import PyMuPDFLoader
+        from langchain_core.embeddings import Embeddings
+        from langchain_postgres import PGVector
+        from langchain_text_splitters import TokenTextSplitter
+    except ImportError as exc:
+        return Run("langchain", 0, 0, 0, skipped=f"not installed ({exc.name}): pip install -r requirements-dev.txt")
+
+    class Ours(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed(texts).tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.embed_queries([text])[0].tolist()
+
+    from rag.chunking import encoding
+
+    # cl100k from the offline wheel (the name "cl100k_base" would download it)
+    splitter = TokenTextSplitter(encoding_name=encoding().name, chunk_size=CHUNK_TOKENS, chunk_overlap=0)
+    drop_langchain_tables(uri)
+    store = PGVector(embeddings=Ours(), collection_name="peers", connection=_sqlalchemy_uri(uri, "psycopg"),
+                     embedding_length=embedder.dimension, use_jsonb=True)
+    stages = {"load": 0.0, "split": 0.0, "embed + insert": 0.0}
+    start = time.perf_counter()
+    chunks = 0
+    for path in corpus.files:
+        t0 = time.perf_counter()
+        pages = PyMuPDFLoader(str(path)).load()
+        t1 = time.perf_counter()
+        pieces = splitter.split_documents(pages)
+        t2 = time.perf_counter()
+        store.add_documents(pieces)
+        t3 = time.perf_counter()
+        stages["load"] += t1 - t0
+        stages["split"] += t2 - t1
+        stages["embed + insert"] += t3 - t2
+        chunks += len(pieces)
+    seconds = time.perf_counter() - start
+    hit5 = hit_rate(corpus, lambda q: [d.page_content for d in store.similarity_search(q, k=TOP_K)])
+    return Run("LangChain (PyMuPDFLoader + TokenTextSplitter 800 + PGVector; similarity_search)",
+               seconds, chunks, hit5, stages)
+
+
+def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
+    try:
+        from llama_index.core import Document, StorageContext, VectorStoreIndex
+        from llama_index.core.embeddings import BaseEmbedding
+        from llama_index.core.node_parser import SentenceSplitter
+        from llama_index.core.vector_stores.types import VectorStoreQueryMode
+        from llama_index.vector_stores.postgres import PGVectorStore
+    except ImportError as exc:
+        return Run("llamaindex", 0, 0, 0, skipped=f"not installed ({exc.name}): pip install -r requirements-dev.txt")
+    import pymupdf
+
+    from rag.chunking import encoding
+
+    class Ours(BaseEmbedding):
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return embedder.embed([text])[0].tolist()
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed(texts).tolist()
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return embedder.embed_queries([query])[0].tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    embed_model = Ours(model_name=embedder.name, embed_batch_size=64)
+    vector_store = PGVectorStore.from_params(
+        connection_string=_sqlalchemy_uri(uri, "psycopg2"), async_connection_string=_sqlalchemy_uri(uri, "asyncpg"),
+        table_name="peers_llama", embed_dim=embedder.dimension, hybrid_search=True, text_search_config="english")
+    context = StorageContext.from_defaults(vector_store=vector_store)
+    splitter = SentenceSplitter(chunk_size=CHUNK_TOKENS, chunk_overlap=0, tokenizer=encoding().encode)
+    stages = {"load": 0.0, "split + embed + insert": 0.0}
+    start = time.perf_counter()
+    chunks = 0
+    index = None
+    for path in corpus.files:
+        t0 = time.perf_counter()
+        with pymupdf.open(path) as pdf:  # what llama-index-readers-file's PyMuPDFReader does: a Document a page
+            docs = [Document(text=page.get_text(), metadata={"file": path.name, "page": page.number + 1})
+                    for page in pdf]
+        t1 = time.perf_counter()
+        nodes = splitter.get_nodes_from_documents(docs)
+        if index is None:
+            index = VectorStoreIndex(nodes, storage_context=context, embed_model=embed_model)
+        else:
+            index.insert_nodes(nodes)
+        stages["load"] += t1 - t0
+        stages["split + embed + insert"] += time.perf_counter() - t1
+        chunks += len(nodes)
+    seconds = time.perf_counter() - start
+    retriever = index.as_retriever(similarity_top_k=TOP_K, vector_store_query_mode=VectorStoreQueryMode.HYBRID,
+                                   sparse_top_k=TOP_K)
+    hit5 = hit_rate(corpus, lambda q: [n.node.get_content() for n in retriever.retrieve(q)][:TOP_K])
+    return Run("LlamaIndex (PyMuPDF pages + SentenceSplitter 800 + PGVectorStore; hybrid retriever)",
+               seconds, chunks, hit5, stages)
+
+
+def _sample_texts(corpus: Corpus, n: int = 60) -> list[str]:
+    """Chunk texts of the corpus's first PDFs, English and Chinese, as our ingest cut them."""
+    from rag import documents
+    from rag.chunking import ChunkSettings, split
+
+    texts: list[str] = []
+    for path in corpus.files[:6]:
+        doc = documents.load_bytes(path.read_bytes(), path.name)
+        texts += [c.text for c in split(doc.text, ChunkSettings(chunk_size=CHUNK_TOKENS)).chunks]
+    return texts[:n]
+
+
+def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
+    from rag.embeddings import WORDLLAMA_NAME, embedder_for_name
+    from rag.settings import get_settings
+
+    n_docs, pages, n_questions = (12, (4, 10), 60) if quick else (200, (10, 50), 300)
+    embedder = embedder_for_name(WORDLLAMA_NAME, get_settings())
+    with tempfile.TemporaryDirectory(prefix="rag-peers-") as tmp:
+        t0 = time.perf_counter()
+        corpus = make_corpus(Path(tmp), n_docs, pages, n_questions)
+        report.section(f"Ingest, documents -> searchable rows: {n_docs} PDFs, {corpus.pages:,} pages (en + zh), "
+                       f"same embedder ({embedder.name}), same PostgreSQL")
+        report.line(f"corpus made in {time.perf_counter() - t0:.1f} s; hit@{TOP_K} on {len(corpus.questions)} "
+                    "questions of en_race / zh_c3 / zh_cmrc_trial whose passages the PDFs hold")
+        from rag.chunking import warm_up
+
+        embedder.embed(["warm up"])
+        warm_up()  # cl100k's tables load once per process (0.5 s): not part of anyone's ingest
+        runs = [run_ours(corpus, uri, embedder), run_langchain(corpus, uri, embedder),
+                run_llamaindex(corpus, uri, embedder)]
+        store_profile(report, uri, _sample_texts(corpus), embedder.dimension)
+    ours = runs[0]
+    for run in runs:
+        if run.skipped:
+            report.line(f"{run.name}: skipped: {run.skipped}")
+            continue
+        # Stage times add up to more than the whole where stages overlap (ours writes one file while
+        # reading the next).
+        shares = ", ".join(f"{k} {v:.1f} s" for k, v in run.stages.items())
+        report.line(f"{run.name}: {run.seconds:.1f} s, {corpus.pages / run.seconds:.1f} pages/s, "
+                    f"{run.chunks:,} chunks, hit@{TOP_K} {run.hit5:.3f} ({shares})")
+    for run in runs[1:]:
+        if not run.skipped:
+            met = report.ratio(f"ingest throughput vs {run.name.split(' ')[0]}", ours.seconds, run.seconds, 3)
+            report.line(f"  hit@{TOP_K} ours {ours.hit5:.3f} vs {run.hit5:.3f}: "
+                        f"{'equal or better' if ours.hit5 >= run.hit5 else 'WORSE'}"
+                        f"{'' if met else ' (throughput goal not met)'}")
+
+
+def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> None:
+    """Where the database's share of our ingest goes: the same rows copied with everything on, without
+    the BM25 statistics triggers, without the HNSW index, and into a bare table (what a vector-only
+    store such as LangChain's writes)."""
+    import uuid
+
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    from rag.store import copy_rows
+    from rag.store.schema import create_hnsw_index
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(len(texts), dim)).astype(np.float32)
+
+    def rows():  # noqa: ANN202
+        return [(uuid.uuid4(), t, {"knowledge": "peers-profile", "chunk_index": i}, vectors[i], None)
+                for i, t in enumerate(texts)]
+
+    with psycopg.connect(uri) as conn:
+        register_vector(conn)
+        create_hnsw_index(conn, dim)
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_copy (LIKE vector_store INCLUDING DEFAULTS INCLUDING GENERATED)")
+        conn.commit()
+
+        def timed(table: str, setup: str = "") -> float:
+            best = float("inf")
+            for _ in range(3):
+                data = rows()
+                start = time.perf_counter()
+                if setup:
+                    conn.execute(setup)
+                copy_rows(conn, data, table=table)
+                conn.commit()
+                best = min(best, time.perf_counter() - start)
+                conn.execute("DELETE FROM vector_store WHERE metadata->>'knowledge' = 'peers-profile'")
+                conn.execute("TRUNCATE bench_copy")
+                conn.commit()
+            return best
+
+        everything = timed("vector_store")
+        try:  # a superuser may switch triggers off for the session (the embedded server's user is one)
+            no_triggers = timed("vector_store", "SET session_replication_role = replica")
+            conn.execute("SET session_replication_role = origin")
+        except psycopg.Error:
+            conn.rollback()
+            no_triggers = None
+        bare = timed("bench_copy")
+    per_row = 1000 / max(len(texts), 1)
+    parts = [f"everything {everything * per_row:.1f} ms"]
+    if no_triggers is not None:
+        parts.append(f"without the BM25 statistics triggers {no_triggers * per_row:.1f} ms")
+    parts.append(f"bare table (tsvector column, no index, no trigger) {bare * per_row:.1f} ms")
+    report.line(f"our store stage per chunk, {len(texts)} of the corpus's chunks copied again: " + "; ".join(parts))
+
+
+def drop_langchain_tables(uri: str) -> None:
+    """langchain-postgres keeps one table for every collection, its vector column sized by the first
+    (768-d for the search bench, 256-d for the ingest one), and makes its ORM classes once per process
+    with that size: each bench starts without either."""
+    import langchain_postgres.vectorstores as lc
+    from sqlalchemy.orm import declarative_base
+
+    lc._classes = None
+    lc.Base = declarative_base()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS langchain_pg_embedding, langchain_pg_collection CASCADE")
+
+
+def _langchain_store(uri: str, dim: int, collection: str):  # noqa: ANN202 - a PGVector, or None
+    """langchain-postgres' PGVector on `uri` (its own tables), for inserting and searching vectors we
+    already have (no embedder: the vectors are passed in); None when it is not installed."""
+    try:
+        from langchain_core.embeddings import Embeddings
+        from langchain_postgres import PGVector
+    except ImportError:
+        return None
+    drop_langchain_tables(uri)
+
+    class Unused(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            raise NotImplementedError("the bench passes vectors")
+
+        def embed_query(self, text: str) -> list[float]:
+            raise NotImplementedError("the bench passes vectors")
+
+    return PGVector(embeddings=Unused(), collection_name=collection, connection=_sqlalchemy_uri(uri, "psycopg"),
+                    embedding_length=dim, use_jsonb=True)
+
+
+def langchain_insert(uri: str, texts: Sequence[str], vectors, metadatas: Sequence[dict], batch: int = 1000) -> float | None:  # noqa: ANN001
+    """Seconds langchain-postgres' insert path (`add_embeddings`, as `add_documents` calls it per batch)
+    takes for these rows; None when it is not installed."""
+    store = _langchain_store(uri, vectors.shape[1], "bench_insert")
+    if store is None:
+        return None
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        store.add_embeddings(list(texts[i:i + batch]), vectors[i:i + batch].tolist(), list(metadatas[i:i + batch]))
+    seconds = time.perf_counter() - start
+    store.delete_collection()
+    return seconds
+
+
+def langchain_search(report: Report, uri: str, dim: int, queries, k: int,  # noqa: ANN001
+                     cases: Sequence[tuple[str | None, tuple[float, float]]]) -> None:
+    """langchain-postgres' `similarity_search_by_vector` over the same rows as our search (copied from
+    vector_store into its tables, with the HNSW index its docs add), p50/p95 beside ours."""
+    import statistics
+
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
+    store = _langchain_store(uri, dim, "bench_search")
+    if store is None:
+        report.line("  langchain-postgres: not installed (pip install -r requirements-dev.txt)")
+        return
+    start = time.perf_counter()
+    with psycopg.connect(uri) as conn:
+        register_vector(conn)
+        with conn.cursor(name="rows") as cur:
+            cur.execute("SELECT content, metadata, embedding FROM vector_store")
+            while True:
+                rows = cur.fetchmany(5000)
+                if not rows:
+                    break
+                store.add_embeddings([r[0] for r in rows], [np.asarray(r[2]).tolist() for r in rows],
+                                     [{"knowledge": r[1]["knowledge"]} for r in rows])
+    loaded = time.perf_counter() - start
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        t0 = time.perf_counter()
+        conn.execute("CREATE INDEX IF NOT EXISTS langchain_hnsw ON langchain_pg_embedding "
+                     "USING hnsw (embedding vector_cosine_ops)")
+        built = time.perf_counter() - t0
+        conn.execute("ANALYZE langchain_pg_embedding")
+    report.line(f"langchain-postgres on the same rows: loaded with add_embeddings in {loaded:.0f} s, its HNSW index "
+                f"built in {built:.0f} s")
+    for kb, (ours_p50, ours_p95) in cases:
+        times, returned = [], []
+        for q in queries:
+            t = time.perf_counter()
+            got = store.similarity_search_by_vector(np.asarray(q).tolist(), k=k,
+                                                    filter={"knowledge": kb} if kb else None)
+            times.append(time.perf_counter() - t)
+            returned.append(len(got))
+        p50, p95 = statistics.median(times), float(np.percentile(times, 95))
+        report.line(f"  similarity_search_by_vector{' with filter knowledge=' + kb if kb else ''}: p50 {p50 * 1000:.1f} ms, "
+                    f"p95 {p95 * 1000:.1f} ms; ours p50 {ours_p50 * 1000:.1f} ms, p95 {ours_p95 * 1000:.1f} ms -> "
+                    f"{p50 / ours_p50:.1f}x / {p95 / ours_p95:.1f}x; rows returned {min(returned)}..{max(returned)} "
+                    f"of {k} (HNSW filters after the scan: a filter keeping few rows leaves fewer than k)")
+    store.delete_collection()
