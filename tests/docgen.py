@@ -81,6 +81,22 @@ def _first_page_xref(data: bytes) -> int:
         return doc.page_xref(0)
 
 
+def make_repeated_stream_pdf(pages: int = 15, repeats: int = 200) -> bytes:
+    """A small PDF whose pages all draw one content stream that repeats a text block `repeats` times:
+    ~20 KB of file, ~1.5 million characters a page (the memory bomb of issue 18)."""
+    doc = pymupdf.open()
+    doc.new_page().insert_text((40, 40), "\n".join(["lorem ipsum dolor sit amet " * 3] * 60), fontsize=3)
+    for _ in range(pages - 1):
+        doc.new_page()
+    shared = doc[0].get_contents()[0]
+    doc.update_stream(shared, doc.xref_stream(shared) * repeats)
+    for number in range(1, pages):
+        doc.xref_set_key(doc[number].xref, "Contents", f"{shared} 0 R")
+    data = doc.tobytes(garbage=1, deflate=True)
+    doc.close()
+    return data
+
+
 def make_png(width: int = 32, height: int = 32) -> bytes:
     """A solid-colour PNG."""
     pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, width, height), False)

@@ -129,6 +129,18 @@ def _ocr_page(page: pymupdf.Page, prefer: str | None) -> tuple[RawPage, str]:
     return RawPage(read.text, round(read.confidence, 1)), read.language
 
 
+TEXT_PER_BYTE = 100
+"""Characters of text a file may yield per byte of itself (beyond MIN_TEXT_LIMIT): text streams deflate
+3-10x, so more means pages that repeat one content stream (a 38 KB PDF whose 15 pages share one
+stream asked for 57 GiB further down the pipeline)."""
+MIN_TEXT_LIMIT = 10_000_000
+
+
+def text_limit(size: int) -> int:
+    """The most characters a file of `size` bytes may yield."""
+    return max(MIN_TEXT_LIMIT, TEXT_PER_BYTE * size)
+
+
 def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | None = None) -> Extracted:
     label = KIND_LABELS[kind]
     page_number = 0
@@ -137,6 +149,7 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
     language: str | None = None  # the OCR language of the page before
     in_ocr = False
     tables = 0
+    extracted, limit = 0, text_limit(len(data))
     try:
         with pymupdf.open(stream=data, filetype=kind) as doc:
             if doc.needs_pass:
@@ -166,6 +179,13 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                     text, found = _with_tables(page, text, textpage)
                     tables += found
                 pages.append(RawPage(text))
+                extracted += len(text)
+                if extracted > limit:
+                    raise DocumentError(filename, Text(
+                        "its text ({chars} million characters by page {page}) is absurdly larger than the file "
+                        "({size} KB): the pages repeat one content stream (a crafted or broken {kind}); refused",
+                        chars=f"{extracted / 1e6:,.0f}", page=page_number, size=f"{len(data) / 1024:,.0f}",
+                        kind=label))
                 tell(page_number, total, Text("page {page} of {total}", page=page_number, total=total))
             # Read after extraction: MuPDF also repairs lazily, when a page refers to an
             # object that the xref places wrongly.

@@ -41,6 +41,25 @@ def by_count(total: int, size: int) -> list[range]:
     return [range(start, min(start + size, total)) for start in range(0, total, size)]
 
 
+def by_padded_size(lengths: Sequence[int], max_items: int, budget: int) -> list[range]:
+    """Consecutive ranges of at most `max_items` whose padded size (count x the longest) stays within
+    `budget` (a longer text alone): an embedder that pads a batch to its longest text needs memory for
+    that product, not for the sum."""
+    if max_items < 1 or budget < 1:
+        raise ValueError(f"max_items and budget must be at least 1, got {max_items}, {budget}")
+    spans: list[range] = []
+    start, longest = 0, 0
+    for i, length in enumerate(lengths):
+        wider = max(longest, length)
+        if i > start and (i - start >= max_items or (i - start + 1) * wider > budget):
+            spans.append(range(start, i))
+            start, wider = i, length
+        longest = wider
+    if start < len(lengths):
+        spans.append(range(start, len(lengths)))
+    return spans
+
+
 def by_tokens(tokens: Sequence[int], budget: int) -> list[range]:
     """Consecutive ranges whose token counts sum to at most `budget` (a longer text alone)."""
     if budget < 1:

@@ -43,18 +43,32 @@ class LocalEmbedder:
     name = NAME
     dimension = DIMENSION
     max_input_tokens = None
-    """Mean pooling reads every token: there is no window to overflow."""
+    """Mean pooling reads every token: there is no window to overflow (but see MAX_CHARS)."""
+    MAX_CHARS = 16_000
+    """Characters of a text it reads (about 4,000 tokens; the stored text stays whole): it pads a batch
+    to its longest text, and the one chunk Spring AI's splitter leaves after max_num_chunks (1.16 MB
+    from a 50 MB TXT) made a batch ask for 7.9 GB. The mean over 4,000 tokens stands for the rest."""
+    PADDED_CHARS = 1_000_000
+    """A batch's count x its longest text, in characters (256 chunks of 800 tokens; ~250 MB padded)."""
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
               cancel: CancelSignal | None = None) -> np.ndarray:
-        return batches.embed_in_batches(texts, lambda: self.DIMENSION, lambda items: (items, batches.by_count(
-            len(items), self._batch_size)), self._embed_batch, progress, cancel)
+        def plan(items: list[str]) -> tuple[list[str], list[range]]:
+            inputs = [t[: self.MAX_CHARS] for t in items]
+            return inputs, batches.by_padded_size([len(t) for t in inputs], self._batch_size, self.PADDED_CHARS)
+
+        return batches.embed_in_batches(texts, lambda: self.DIMENSION, plan, self._embed_batch, progress, cancel)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         try:
             return np.asarray(self._load().embed(batch, norm=False, batch_size=len(batch)))
         except EmbedderError:
             raise
+        except MemoryError as exc:  # not a broken install: say what was too big
+            raise EmbedderError(Text(
+                "The local embedder ran out of memory on {count} texts (the longest {chars} characters): "
+                "free memory or ingest fewer files at once", count=len(batch),
+                chars=f"{max(map(len, batch), default=0):,}")) from exc
         except Exception as exc:  # noqa: BLE001 - the library raises assorted types
             raise EmbedderError(Text(
                 "The local embedder failed ({error}: {detail}): reinstall wordllama or use Ollama",

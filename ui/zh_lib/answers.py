@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    "The local embedder ran out of memory on {count} texts (the longest {chars} characters): free memory or ingest fewer files at once": "本地嵌入模型处理 {count} 段文本（最长 {chars} 个字符）时内存不足：请释放内存或一次导入更少的文件",
     # -- rag.generate.engine: the question -> answer flow (notes, problems, what runs)
     "Citations were added by matching each sentence to the source it came from (the embedded model does not cite "
     "by itself): they show where a sentence's words are found, not that the model used that source.":

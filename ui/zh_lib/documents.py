@@ -6,6 +6,7 @@ embed, store), the statuses (stored, replaced, unchanged, failed, stopped), the 
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    "its text ({chars} million characters by page {page}) is absurdly larger than the file ({size} KB): the pages repeat one content stream (a crafted or broken {kind}); refused": "读出的文本（到第 {page} 页已有 {chars} 百万字符）远远超过文件本身（{size} KB）：各页重复同一个内容流（构造的或损坏的 {kind}）；已拒绝",
     # -- rag.documents.loading: which files are read, and why one cannot be
     "PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), CSV, TXT and Markdown":
         "PDF、EPUB、XPS、Word（.docx）、PowerPoint（.pptx）、Excel（.xlsx、.xls）、网页（.html、.htm）、CSV、TXT 和 Markdown",

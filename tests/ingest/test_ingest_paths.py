@@ -1,0 +1,45 @@
+"""`ingest_paths` (what `rag ingest FOLDER` runs): one file written while the next is read and embedded,
+results in the files' order, a bad file between good ones failing alone, every file whole."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from rag.chunking import ChunkSettings
+from rag.embeddings.local import LocalEmbedder
+from rag.ingest import ingest_paths
+
+SETTINGS = ChunkSettings(chunk_size=120)
+
+
+def test_results_come_in_order_and_each_file_is_whole(store, tmp_path: Path) -> None:  # noqa: ANN001
+    names = ["a.txt", "b.pdf", "c.txt", "missing.txt", "d.md"]
+    (tmp_path / "a.txt").write_text("Harbour log. " * 300, encoding="utf-8")
+    (tmp_path / "b.pdf").write_bytes(b"%PDF-1.7 truncated")  # fails in the parse stage
+    (tmp_path / "c.txt").write_text("灯塔看守人每晚记录天气。" * 200, encoding="utf-8")
+    (tmp_path / "d.md").write_text("# Tides\n\n" + "High water at dawn. " * 250, encoding="utf-8")
+    writers: set[str] = set()
+    stages: dict[str, list[str]] = {}
+
+    def on_stage(name: str):  # noqa: ANN202
+        def tick(stage: str, fraction: float, message: str) -> None:
+            stages.setdefault(name, []).append(stage)
+            if stage == "store":
+                writers.add(threading.current_thread().name)
+        return tick
+
+    results = list(ingest_paths(store, LocalEmbedder(), [tmp_path / n for n in names], "paths-kb", SETTINGS,
+                                on_stage=on_stage))
+    assert [r.filename for r in results] == names
+    assert [r.status for r in results] == ["stored", "failed", "stored", "failed", "stored"]
+    assert "No such file" in results[3].reason
+    assert all(name.startswith("rag-ingest-write") for name in writers)  # the writes ran beside the reads
+    for r in results:
+        if r.ok:
+            stored = store.find_document("paths-kb", r.filename)
+            assert stored.chunk_count == r.chunks > 0
+            assert stages[r.filename][-1] == "store"
+    assert store.find_document("paths-kb", "b.pdf") is None
+    # Again: nothing changed, nothing written twice.
+    again = list(ingest_paths(store, LocalEmbedder(), [tmp_path / n for n in names], "paths-kb", SETTINGS))
+    assert [r.status for r in again] == ["unchanged", "failed", "unchanged", "failed", "unchanged"]
