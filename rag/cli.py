@@ -15,6 +15,7 @@ from rag import chunking, retrieve
 from rag.chunking import ChunkSettings
 from rag.errors import RagError, one_line
 from rag.settings import Settings, get_settings
+from rag.text import printable
 
 if TYPE_CHECKING:
     from rag.store import Hit
@@ -212,7 +213,7 @@ def _say_duration(err: TextIO, progress: _Progress, filename: str, embedder: str
     note = duration_note(embedder, expected, chunks)
     if note:
         progress.clear()
-        print(f"{filename}: {note} Ctrl+C stops it; the files done by then stay.", file=err, flush=True)
+        print(f"{printable(filename)}: {note} Ctrl+C stops it; the files done by then stay.", file=err, flush=True)
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
@@ -243,7 +244,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
                     err, progress, name, embedder.name, chunks, expected)):
             progress.clear()
             failed += not result.ok
-            print(result.line(), file=out, flush=True)
+            print(printable(result.line()), file=out, flush=True)
     stored = len(paths) - failed
     print(f"{stored} of {len(paths)} files in '{knowledge}' ({embedder.name})", file=err)
     return 1 if failed else 0
@@ -254,10 +255,10 @@ def _print_hits(hits: Sequence[Hit], out: TextIO) -> None:
         print("no hits", file=out)
     for rank, hit in enumerate(hits, 1):
         where = hit.location or "-"
-        preview = one_line(hit.content, None)[:160]
+        preview = printable(one_line(hit.content, None)[:160])
         # A hybrid hit shows where each search put it: its fused score alone (0.03) reads as irrelevant.
         score = hit.ranking if hit.fused_rank is not None else f"{hit.score:.3f}"
-        print(f"{rank:2}. {score}  {hit.original_filename} {where}  [{hit.knowledge}]", file=out)
+        print(f"{rank:2}. {score}  {printable(hit.original_filename)} {where}  [{hit.knowledge}]", file=out)
         print(f"    {preview}", file=out)
 
 
@@ -446,12 +447,12 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
             out.write(json.dumps([c.as_dict() for c in chunk_set.chunks], ensure_ascii=False) + "\n")
             continue
         st = chunking.stats(chunk_set)
-        print(f"{doc.filename}: {len(doc.pages)} pages, {st.count} chunks, tokens "
+        print(f"{printable(doc.filename)}: {len(doc.pages)} pages, {st.count} chunks, tokens "
               f"mean {st.mean_tokens:.0f} min {st.min_tokens} max {st.max_tokens}, "
               f"{st.mid_sentence_share:.0%} end mid-sentence, {st.dropped} dropped", file=out)
         for c in chunk_set.chunks:
             pages = ",".join(map(str, c.pages))
-            preview = one_line(c.text, None)[:80]
+            preview = printable(one_line(c.text, None)[:80])
             print(f"  #{c.index:<4} {c.tokens:5} tok  p.{pages:<8} {preview}", file=out)
     return status
 
@@ -533,10 +534,21 @@ COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "conversations": cmd_convers
             "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM ends the process as Ctrl+C would, through the exit handlers: the embedded PostgreSQL this
+    process started stops with it (by default SIGTERM kills Python without running them)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
+    exit_on_sigterm()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=err,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

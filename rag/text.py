@@ -27,3 +27,9 @@ def text_of(value: str | BaseException) -> str:
         first = value.args[0] if len(value.args) == 1 else None
         return first if isinstance(first, Text) else str(value)
     return value
+
+
+def printable(text: str) -> str:
+    """`text` for a terminal: control characters (escape sequences, carriage returns, newlines in a file
+    name) written as Python escapes, so that a crafted file name cannot rewrite what the CLI printed."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

@@ -391,3 +391,19 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
     assert f"{6 - len(after_kill)} new, 0 replaced, {len(after_kill)} unchanged" in again.stderr
     final = stored()
     assert len(final) == 6 and all(expected == found > 0 for expected, found in final.values())
+
+
+def test_a_file_name_with_control_characters_is_printed_escaped_and_top_k_is_capped(
+        tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+    """Issue 18 (10): a name holding an escape sequence and a carriage return rewrote the terminal's line;
+    --top-k 1000000000 returned the whole knowledge base."""
+    crafted = tmp_path / "report\x1b[2K\rtotally-safe.txt"
+    crafted.write_text("Harbour fees rose by four percent in the second quarter.", encoding="utf-8")
+    done = rag(["ingest", str(crafted), "--kb", "names"], cli_env)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    assert done.stdout.startswith("report\\x1b[2K\\rtotally-safe.txt: stored")
+    found = rag(["search", "harbour fees", "--kb", "names"], cli_env)
+    assert "report\\x1b[2K\\rtotally-safe.txt" in found.stdout and "\x1b" not in found.stdout
+    capped = rag(["search", "harbour fees", "--kb", "names", "--top-k", "1000000000"], cli_env)
+    assert capped.returncode != 0 and "top-k must be at most 100, got 1000000000" in capped.stderr

@@ -604,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from rag.cli import exit_on_sigterm
+
+    exit_on_sigterm()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),

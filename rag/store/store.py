@@ -8,6 +8,7 @@ they queue there rather than deadlock on the statistics.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from rag.retrieve.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows
-from rag.store.embedded import embedded_server_uri
+from rag.store.embedded import embedded_server_uri, revive_embedded_server
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
 from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
                                mismatch_message)
@@ -46,9 +47,11 @@ class Store:
     """One connection pool; every public method is safe to call from several threads."""
 
     def __init__(self, conninfo: str, *, embedded: bool = False, max_size: int = 4,
-                 bm25: Bm25 = DEFAULT_BM25) -> None:
+                 bm25: Bm25 = DEFAULT_BM25, pgdata: Path | None = None) -> None:
         self.conninfo = conninfo
         self.embedded = embedded
+        self.pgdata = pgdata
+        """The embedded server's data folder: a dead server there is started again (revive_embedded_server)."""
         self.bm25 = bm25
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
@@ -68,6 +71,8 @@ class Store:
         self._pool = ConnectionPool(
             conninfo, min_size=1, max_size=max_size, configure=_configure, open=True,
             kwargs={"connect_timeout": 10},
+            # A local server gives a connection at once: waiting 30 s for one only delays the message.
+            timeout=5 if pgdata is not None else 30,
         )
 
     @classmethod
@@ -75,7 +80,7 @@ class Store:
         bm25 = Bm25(settings.bm25_k1, settings.bm25_b)
         if settings.database_url:
             return cls(settings.database_url, embedded=False, bm25=bm25)
-        return cls(embedded_server_uri(settings.pgdata), embedded=True, bm25=bm25)
+        return cls(embedded_server_uri(settings.pgdata), embedded=True, bm25=bm25, pgdata=settings.pgdata)
 
     def close(self) -> None:
         self._pool.close()
@@ -92,6 +97,10 @@ class Store:
             with self._pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
+            if self.pgdata is not None and revive_embedded_server(self.pgdata):
+                self._pool.check()  # drop the connections to the dead server; new ones go to the new one
+                raise StoreError(Text("the embedded database had stopped (its server process was killed) and "
+                                      "has been started again: try once more")) from exc
             raise StoreError(Text("database connection failed: {error}", error=one_line(exc, None))) from exc
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    "the embedded database had stopped (its server process was killed) and has been started again: try once more": "内置数据库曾停止（其服务进程被终止），现已重新启动：请再试一次",
+    "the embedded PostgreSQL in {pgdata} stopped and could not be started again: {error}": "{pgdata} 中的内置 PostgreSQL 已停止且无法重新启动：{error}",
+    "top-k must be at most {most}, got {top_k}": "top-k 最多为 {most}，收到的是 {top_k}",
     "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as postgresql://user:password@host:5432/dbname, or unset it to use the embedded database": "DATABASE_URL 不是有效的 PostgreSQL 连接串（{error}）：请写成 postgresql://user:password@host:5432/dbname，或取消设置以使用内置数据库",
     # -- rag.errors
     "{filename}: {reason}": "{filename}：{reason}",
