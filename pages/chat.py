@@ -39,6 +39,7 @@ import streamlit as st
 
 from ui import resources, widgets
 from ui.format import md as _md
+from ui.format import no_images
 from ui.i18n import _, count, tr
 from rag import agent, generate, documents, llms, retrieve
 from rag.agent import routes as route_names
@@ -183,6 +184,8 @@ class Controls:
     model: ModelChoice
     route: str | None = None
     """Agent mode's forced route; None: the router picks."""
+    allowed_tools: tuple[str, ...] = ()
+    """Tools that may change things which the user allowed (agent mode runs no other such tool)."""
 
 
 def _turns() -> list[Turn]:
@@ -408,6 +411,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
             st.session_state["chat_agent"] = False
         use_agent = st.toggle(_("Agent mode (tools)"), key="chat_agent", disabled=not ok, help=tr(reason))
         route = _route_picker(settings, use_agent)
+        allowed = _consent_picker(use_agent)
 
         with st.expander(_("Retrieval"), expanded=True, icon="🔎"):
             mode = st.radio(_("Search mode"), retrieve.MODES, key="chat_mode", horizontal=True,
@@ -467,7 +471,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         filter=expression if expression.strip() else None, mode=str(mode), temperature=float(temperature),
         think=bool(think) if model.thinks else None, rewrite=bool(rewrite), agent=bool(use_agent and ok),
         template=text if edited and text.strip() else None, num_ctx=int(num_ctx) or None, model=model,
-        route=route,
+        route=route, allowed_tools=allowed,
     )
 
 
@@ -614,7 +618,7 @@ def _stats_line(turn: Turn) -> str:
 
 def _steps(steps: Sequence[agent.Step]) -> None:
     for step in steps:
-        with st.expander(f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {step.status} · "
+        with st.expander(f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {_(step.status)} · "
                          f"{step.duration:.2f} s", type="step", icon="✅" if step.ok else "⚠️"):
             st.json(dict(step.arguments))
             st.code(step.result, wrap_lines=True, language=None)
@@ -645,7 +649,8 @@ def _answer(turn: Turn) -> None:
         with st.expander("💭 " + _("Thinking"), type="compact"):
             st.markdown(_md(turn.thinking))
     if turn.answer:
-        st.markdown(turn.answer.replace("$", "\\$") if turn.agent else answer_markdown(turn.answer, turn.grounding))
+        st.markdown(no_images(turn.answer.replace("$", "\\$") if turn.agent
+                              else answer_markdown(turn.answer, turn.grounding)))
     elif not turn.problem and not turn.error:
         st.caption(_("(the model wrote nothing)") if not turn.stopped else _("(stopped before the first word)"))
     if turn.web_sources:
@@ -738,7 +743,7 @@ def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[
     """The answer's text as it arrives (for st.write_stream); thinking goes to `on_thinking`."""
     seen = 0
     writing = thinking = False
-    shown = ""
+    shown = last = ""
     while True:
         items, finished = runner.wait(seen, POLL_SECONDS)
         seen += len(items)
@@ -752,7 +757,10 @@ def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[
             status.caption(line)
             shown = line
         if arrived.text:
-            yield arrived.text.replace("$", "\\$")  # a price is not LaTeX
+            # No picture loads from what the model writes, also when "![" comes in two pieces.
+            text = no_images(("\\" if last == "!" and arrived.text.startswith("[") else "") + arrived.text)
+            last = arrived.text[-1]
+            yield text.replace("$", "\\$")  # a price is not LaTeX
         if finished:
             status.empty()
             return
@@ -838,11 +846,26 @@ def _render_live(live: Live) -> None:
 
 # -- a new question ------------------------------------------------------------------------------
 
+def _consent_picker(use_agent: bool) -> tuple[str, ...]:
+    """The MCP tools that may change things (not marked read-only): agent mode runs only those ticked here."""
+    if not use_agent:
+        return ()
+    changing = generate.tools_needing_consent()
+    if not changing:
+        return ()
+    picked = st.multiselect(_("Allow tools that may change things"), changing, key="chat_allowed_tools",
+                            placeholder=_("none: they are not run"),
+                            help=_("These tools are not marked read-only by their servers. A document or web "
+                                   "page can ask the model to call them; each runs only if you tick it here."))
+    return tuple(picked)
+
+
 def _request(c: Controls) -> engine.Request:
     return engine.Request(
         kbs=c.kbs, top_k=c.top_k, min_score=c.min_score, filter=c.filter, mode=c.mode, rewrite=c.rewrite,
         template=c.template, temperature=c.temperature, think=c.think, num_ctx=c.num_ctx,
         context=c.model.context, thinks=c.model.thinks, agent=c.agent, route=c.route,
+        allowed_tools=c.allowed_tools,
     )
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from ui import resources
+from ui.format import no_images
 from ui.i18n import _, count, tr
 from rag import gpu
 from rag.errors import RagError
@@ -230,10 +231,10 @@ def generation_panel(view: GenerationView, now: float) -> None:
         st.caption(_("Generating with {model}… {s} s", model=model, s=f"{now - view.started_at:.1f}"))
     if view.thinking:
         with st.expander(_("Thinking"), expanded=False):
-            st.markdown(view.thinking)
+            st.markdown(no_images(view.thinking))
     if view.text:
         with st.container(border=True):
-            st.markdown(view.text)
+            st.markdown(no_images(view.text))
     if view.error:
         st.error(tr(view.error), icon="⚠️")
     stats = view.stats

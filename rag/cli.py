@@ -527,7 +527,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     from rag.mcp import server as mcp_server
 
     return mcp_server.serve(settings, http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
-                            answer_model=args.answer)
+                            answer_model=args.answer, allow_origins=args.allow_origin or ())
 
 
 COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "conversations": cmd_conversations, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,

@@ -81,6 +81,10 @@ class StoreError(RagError):
     """The database is unreachable or refused an operation."""
 
 
+class StoreBusyError(StoreError):
+    """A transaction rolled back by a deadlock or a serialization failure: running it again may work."""
+
+
 class ModelError(RagError):
     """The chat model is unreachable, missing or failed mid-answer."""
 

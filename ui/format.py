@@ -44,3 +44,10 @@ def first_line(text: str | None, limit: int = 140, empty: str = "no description"
 def clip(text: str, limit: int = 600) -> str:
     """A long text cut after `limit` characters, marked with ' …'."""
     return text if len(text) <= limit else text[:limit] + " …"
+
+
+def no_images(text: str) -> str:
+    """Markdown that loads no picture by itself: `![alt](http://...)` written by a model (or planted in a
+    document it quotes) would make the browser fetch that URL as the page renders; escaped, it shows as
+    text. Links stay links: they load only when clicked."""
+    return text.replace("![", "!\\[")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.format import plural
+from ui.format import no_images, plural
 from ui.zh import ZH
 
 LANGUAGES = {"en": "English", "zh": "中文"}
@@ -46,8 +46,10 @@ def tr(text: str | BaseException) -> str:
 
     text = text_of(text)
     if isinstance(text, Text):
-        return _(text.template, **{k: tr(v) if isinstance(v, Text) else v for k, v in text.values.items()})
-    return ZH.get(text, text) if language() == "zh" else text  # a plain message id (a page's own words)
+        shown = _(text.template, **{k: tr(v) if isinstance(v, Text) else v for k, v in text.values.items()})
+    else:
+        shown = ZH.get(text, text) if language() == "zh" else text  # a plain message id (a page's own words)
+    return no_images(shown)  # its values may be names a user chose: no picture loads from them
 
 
 def _remember() -> None:

@@ -548,6 +548,14 @@ ZH: dict[str, str] = {
     "unexpected error while reading it ({error})": "读取时发生意外错误（{error}）",
     "{label} has only {chunks}": "{label} 只有 {chunks}",
     "Password": "密码",
+    "ok": "完成",
+    "error": "出错",
+    "invalid": "无效",
+    "refused": "已拒绝",
+    "not allowed": "未获允许",
+    "Allow tools that may change things": "允许可能修改内容的工具",
+    "none: they are not run": "无：这些工具不会运行",
+    "These tools are not marked read-only by their servers. A document or web page can ask the model to call them; each runs only if you tick it here.": "这些工具未被其服务器标记为只读。文档或网页可能诱导模型调用它们；只有在这里勾选的工具才会运行。",
     "Wrong password.": "密码错误。",
 }
 

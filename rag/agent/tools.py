@@ -45,6 +45,11 @@ class AgentTool(Protocol):
         """'knowledge base' or the MCP server's name (shown with each step)."""
         ...
 
+    @property
+    def read_only(self) -> bool:
+        """It changes nothing (MCP's readOnlyHint): agent mode runs any other tool only where the user allowed it."""
+        ...
+
     def call(self, arguments: Mapping[str, Any], timeout: float) -> ToolOutput: ...
 
 
@@ -57,6 +62,7 @@ class KnowledgeBaseSearchTool:
 
     name = "search_knowledge_base"
     source = KB_SOURCE
+    read_only = True
 
     def __init__(self, tools: KnowledgeBaseTools, knowledge_bases: Sequence[str] = ()) -> None:
         self._tools = tools
@@ -88,6 +94,7 @@ class McpTool:
         self.description = info.description or f"Tool {info.name} of the MCP server {info.server}."
         self.parameters: Mapping[str, Any] = info.input_schema or {"type": "object", "properties": {}}
         self.source = info.server
+        self.read_only = info.read_only
 
     def call(self, arguments: Mapping[str, Any], timeout: float) -> ToolOutput:
         result = self._manager.call_tool(self.info.server, self.info.name, arguments, timeout=timeout)

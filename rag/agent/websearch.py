@@ -107,6 +107,7 @@ class WebSearchTool:
 
     name = NAME
     source = WEB_SOURCE
+    read_only = True
     description = ("Search the web (through a search-enabled model) for recent or public information that "
                    "the knowledge base does not hold: laws, regulations, news, official announcements. "
                    "Returns results with a summary, the site, the URL and the date.")

@@ -6,7 +6,7 @@ below it each do one step and can be used (and tested) alone.
 """
 from __future__ import annotations
 
-from rag.generate.agent_turn import agent_routes
+from rag.generate.agent_turn import agent_routes, tools_needing_consent
 from rag.generate.budget import ANSWER_RESERVE, Budget, context_budget
 from rag.generate.citations import (
     CitationCheck, Grounding, SentenceCheck, Status, annotate, attribute_citations, check_citations, check_grounding,
@@ -29,7 +29,7 @@ __all__ = [
     "ANSWER_RESERVE", "REWRITE_PROMPT", "SYSTEM_PROMPT_EN", "SYSTEM_PROMPT_ZH",
     "Budget", "CitationCheck", "Grounding", "Live", "PackLimits", "Packed", "Rewrite", "SentenceCheck", "Source",
     "Status", "Turn",
-    "agent_routes", "annotate", "attribute_citations", "best_part", "build_messages", "check_citations", "check_grounding",
+    "agent_routes", "tools_needing_consent", "annotate", "attribute_citations", "best_part", "build_messages", "check_citations", "check_grounding",
     "citation_numbers", "cites_by_itself", "clean_rewrite", "context_budget", "conversation_markdown",
     "default_system_prompt", "export_markdown", "format_sources", "history_from_json", "history_messages",
     "is_default_prompt", "load_history", "marker_spans", "number_sources", "pack_limits", "pack_prompt",

@@ -56,7 +56,8 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
         tools = [t for t in offered if choice.route.offers(t.name)]
         runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout, budget=choice.route.budget,
                                        temperature=request.temperature, num_ctx=request.num_ctx,
-                                       system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM)
+                                       system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM,
+                                       allowed=request.allowed_tools)
     except (RagError, ValueError) as exc:
         return dataclasses.replace(turn, problem=Text("Agent mode cannot start: {error}", error=text_of(exc)))
     turn = dataclasses.replace(turn, route=choice.route.name, route_reason=choice.reason,
@@ -64,6 +65,19 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
     question = turn.question
     return Live(turn, Runner(lambda stop: runner.events(question, history=history, stop_event=stop),
                              name="chat-agent"))
+
+
+def tools_needing_consent() -> tuple[str, ...]:
+    """The MCP tools agent mode would offer that may change things (not marked read-only), by the names
+    the model sees: each runs only when the user allows it (Request.allowed_tools)."""
+    from rag import agent
+    from rag.mcp import client as mcp_client
+
+    try:
+        manager = mcp_client.shared_manager()
+    except RagError:  # no config, or a broken one (agent mode says why when it starts)
+        return ()
+    return tuple(t.name for t in agent.build_tools(None, (), manager) if not getattr(t, "read_only", False))
 
 
 def agent_routes(settings: Settings) -> tuple[Route, ...]:

@@ -75,6 +75,8 @@ class Request:
     agent: bool = False
     route: str | None = None
     """Agent mode's route, forced ('default', 'expert', ...); None or 'auto': the router picks."""
+    allowed_tools: tuple[str, ...] = ()
+    """Agent tools that may change things (not read-only) which the user allowed to run."""
 
 
 def window(model: ChatModel, num_ctx: int | None = None) -> int:

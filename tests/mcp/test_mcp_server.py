@@ -187,6 +187,27 @@ def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
         proc.stderr.close()
 
 
+def test_http_accepts_browser_requests_only_from_its_own_origin(http_server):
+    """Issue 18 (9): the SDK's default accepted any http://localhost:* Origin, so a page on another local port
+    could call the tools. A client without an Origin (every non-browser client) still gets in."""
+    import httpx
+
+    port, proc = http_server
+    wait_for_port(port, proc)
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    url = f"http://127.0.0.1:{port}/mcp"
+    other = httpx.post(url, json=hello, headers={**headers, "Origin": "http://localhost:5173"}, timeout=30)
+    assert other.status_code == 403
+    own = httpx.post(url, json=hello, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}, timeout=30)
+    assert own.status_code == 200
+    no_origin = httpx.post(url, json=hello, headers=headers, timeout=30)
+    assert no_origin.status_code == 200
+    settings = mcp_server.transport_security(8765, ["http://localhost:5173/"])
+    assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://localhost:5173"]  # before the test below, which stops the module's server
+
+
 def test_http_serves_read_only_tools(handbook, http_server):
     port, proc = http_server
     wait_for_port(port, proc)

@@ -32,6 +32,7 @@ DYNAMIC = (
     "page", "slide", "sheet", "section", "table", "Slide", "Sheet", "Section", "Table",
     "Text", "On the page", "Chunk sizes",  # the Chunk Lab's views
     "New knowledge base…",  # the Upload page's last knowledge-base option
+    "ok", "error", "invalid", "refused", "not allowed",  # an agent step's status (rag.agent.loop.Step)
 )
 
 

