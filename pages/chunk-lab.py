@@ -20,7 +20,7 @@ from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, count, tr
+from ui.i18n import _, columns, count, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -195,16 +195,17 @@ def _stats_table(chunked: dict[str, Chunked]) -> None:
             "Dropped (too short)": s.dropped_share,
             "Split in ms": round(c.split_ms, 1),
         })
+    stats = pd.DataFrame(rows)
     st.dataframe(
-        pd.DataFrame(rows), hide_index=True, key="lab_stats",
-        column_config={
+        stats, hide_index=True, key="lab_stats",
+        column_config=columns(stats, {
             "Cut mid-sentence": st.column_config.NumberColumn(
                 format="percent", help=_("Share of chunks whose text stops inside a sentence.")),
             "Dropped (too short)": st.column_config.NumberColumn(
                 format="percent", help=_("Share of pieces discarded as too short to embed.")),
             "Split in ms": st.column_config.NumberColumn(
                 help=_("Time to split the document (tokenised once) the first time with these settings.")),
-        },
+        }),
     )
 
 
@@ -442,8 +443,9 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         for r in report.results
     ])
     st.dataframe(summary, hide_index=True, key="lab_check_summary",
-                 column_config={f"hit@{k}": st.column_config.NumberColumn(format="percent") for k in report.ks}
-                 | {"MRR": st.column_config.NumberColumn(format="%.3f")})
+                 column_config=columns(summary, {f"hit@{k}": st.column_config.NumberColumn(format="percent")
+                                                 for k in report.ks}
+                                       | {"MRR": st.column_config.NumberColumn(format="%.3f")}))
     trivial = [_("{label} has only {chunks}", label=r.label, chunks=count(r.n_chunks, "chunk"))
                for r in reading.trivial(report)]
     if trivial:
@@ -465,8 +467,8 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
     st.markdown(_("**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage."))
     st.dataframe(per_question, hide_index=True, key="lab_check_questions",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in per_question.columns if c.endswith(" score")})
+                 column_config=columns(per_question, {c: st.column_config.NumberColumn(format="%.3f")
+                                                      for c in per_question.columns if c.endswith(" score")}))
     if report.not_found:
         st.warning(
             _("{n} expected passage(s) are not in the document word for word, so they count as misses: copy the "

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from ui import resources
 from ui.format import no_images
-from ui.i18n import _, count, tr
+from ui.i18n import _, columns, count, tr
 from rag import gpu
 from rag.errors import RagError
 from rag.generate.telemetry import PHASE_TITLES, Mark
@@ -222,7 +222,7 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
     styled = table.style.apply(
         lambda row: ["background-color: #e6f4ea; font-weight: 600" if row["Ollama"] else "" for _cell in row], axis=1
     )
-    st.dataframe(styled, hide_index=True, key="gpu_processes")
+    st.dataframe(styled, hide_index=True, key="gpu_processes", column_config=columns(table))
 
 
 def generation_panel(view: GenerationView, now: float) -> None:
@@ -302,7 +302,7 @@ def placement() -> None:
         "Context": [m.context_length for m in models],
         "Unloads in": [tr(unloads_in(m.expires_at, now)) for m in models],
     })
-    st.dataframe(table, hide_index=True, key="gpu_placement")
+    st.dataframe(table, hide_index=True, key="gpu_placement", column_config=columns(table))
     st.caption(_("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart."))
     cols = st.columns(min(len(models), 4))
     for i, m in enumerate(models):

@@ -8,10 +8,15 @@ from its id's, and when a translated page shows English while Chinese is on. The
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from ui.format import no_images, plural
 from ui.zh import ZH
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 QUERY_KEY = "lang"
@@ -50,6 +55,33 @@ def tr(text: str | BaseException) -> str:
     else:
         shown = ZH.get(text, text) if language() == "zh" else text  # a plain message id (a page's own words)
     return no_images(shown)  # its values may be names a user chose: no picture loads from them
+
+
+COLUMNS = (
+    "Setting", "Chunks", "Mean tokens", "Min tokens", "Max tokens", "Cut mid-sentence", "Dropped (too short)",
+    "Split in ms", "Target size", "Overlap", "Question", "question", "expected", "Notes", "Process",
+    "VRAM (MiB)", "Model", "Size (GiB)", "In VRAM (GiB)", "Placement", "Context", "Unloads in", "route",
+    "tools", "budget", "keywords", "what for", "tokens", "characters", "pages", "first words", "file",
+    "type", "read by", "size", "chunks", "check", "on ingest", "status", "reason", "knowledge base",
+    "documents", "embedder", "dimension", "chunk settings", "created", "ingested at",
+)
+"""The tables' column names the pages use; their Chinese is in ui/zh.py (tests/ui/test_i18n.py checks)."""
+
+
+def columns(frame: pd.DataFrame, config: dict[str, object] | None = None) -> dict[str, object]:
+    """`config` (st.dataframe's column_config) with each column of `frame` labelled in the user's language:
+    the label only, so the data, its keys and what tests read stay English."""
+    out = dict(config or {})
+    for name in map(str, frame.columns):
+        label = tr(name)
+        if label == name:
+            continue
+        entry = out.get(name)
+        if entry is None:
+            out[name] = st.column_config.Column(label)
+        elif isinstance(entry, dict):
+            out[name] = {**entry, "label": label}
+    return out
 
 
 def _remember() -> None:

@@ -13,6 +13,7 @@ from rag.retrieve import filters
 from rag.store import Store
 from ui import format as fmt
 from ui import resources
+from ui import i18n
 from ui.i18n import _, tr
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,9 @@ def try_store() -> Store | None:
 
 
 def table(key: str, frame: pd.DataFrame, **kwargs: object) -> None:
-    """A read-only table in a keyed container (a display dataframe has no key of its own)."""
+    """A read-only table in a keyed container (a display dataframe has no key of its own), its column
+    names in the user's language."""
+    kwargs["column_config"] = i18n.columns(frame, kwargs.get("column_config"))  # type: ignore[arg-type]
     with st.container(key=key):
         st.dataframe(frame, **kwargs)
 

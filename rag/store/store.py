@@ -7,12 +7,13 @@ they queue there rather than deadlock on the statistics.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from pathlib import Path
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -40,11 +41,25 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _configure(conn: psycopg.Connection) -> None:
     register_vector(conn)
     conn.commit()  # leave the pooled connection idle, not inside a transaction
+
+
+def _once_more_if_busy(method: Callable[..., T]) -> Callable[..., T]:
+    """Run a write once more when PostgreSQL rolled it back for a deadlock or a serialization failure
+    (the transaction left nothing behind, so the second run starts clean)."""
+    @functools.wraps(method)
+    def run(self: Store, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except StoreBusyError:
+            log.info("%s lost a deadlock; running it once more", method.__name__)
+            return method(self, *args, **kwargs)
+    return run
 
 
 class Store:
@@ -196,6 +211,7 @@ class Store:
             row = conn.execute("SELECT content FROM documents WHERE id = %s", (document_id,)).fetchone()
             return bytes(row[0]) if row else None
 
+    @_once_more_if_busy
     def delete_document(self, knowledge: str, filename: str) -> bool:
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT 1 FROM knowledge_bases WHERE name = %s FOR UPDATE", (knowledge,))
@@ -205,6 +221,7 @@ class Store:
             )
             return cur.rowcount > 0
 
+    @_once_more_if_busy
     def write_document(
         self,
         *,
@@ -223,35 +240,7 @@ class Store:
     ) -> WriteResult:
         """Store one document and its chunks in one transaction: all of it or nothing. `extras`:
         more metadata per chunk (where it is: 'location'; read by OCR: 'ocr'). A transaction that lost a
-        deadlock (rolled back whole) is run once more."""
-        try:
-            return self._write_document(knowledge=knowledge, embedder=embedder, dimension=dimension,
-                                        chunk_settings=chunk_settings, filename=filename, path=path, data=data,
-                                        sha256=sha256, page_count=page_count, chunks=chunks,
-                                        embeddings=embeddings, extras=extras)
-        except StoreBusyError:
-            log.info("writing %r lost a deadlock; trying once more", filename)
-            return self._write_document(knowledge=knowledge, embedder=embedder, dimension=dimension,
-                                        chunk_settings=chunk_settings, filename=filename, path=path, data=data,
-                                        sha256=sha256, page_count=page_count, chunks=chunks,
-                                        embeddings=embeddings, extras=extras)
-
-    def _write_document(
-        self,
-        *,
-        knowledge: str,
-        embedder: str,
-        dimension: int,
-        chunk_settings: dict[str, Any],
-        filename: str,
-        path: str | None,
-        data: bytes,
-        sha256: str,
-        page_count: int,
-        chunks: Sequence[Chunk],
-        embeddings: np.ndarray,
-        extras: Sequence[dict[str, Any]] | None = None,
-    ) -> WriteResult:
+        deadlock (rolled back whole) is run once more (`_once_more_if_busy`)."""
         if extras is not None and len(extras) != len(chunks):
             raise StoreError(Text("{filename}: {chunks} chunks but {extras} metadata extras", filename=filename,
                                   chunks=len(chunks), extras=len(extras)))

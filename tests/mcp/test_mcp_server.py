@@ -187,6 +187,7 @@ def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
         proc.stderr.close()
 
 
+# Before test_http_serves_read_only_tools, which stops the module's server.
 def test_http_accepts_browser_requests_only_from_its_own_origin(http_server):
     """Issue 18 (9): the SDK's default accepted any http://localhost:* Origin, so a page on another local port
     could call the tools. A client without an Origin (every non-browser client) still gets in."""
@@ -205,7 +206,7 @@ def test_http_accepts_browser_requests_only_from_its_own_origin(http_server):
     no_origin = httpx.post(url, json=hello, headers=headers, timeout=30)
     assert no_origin.status_code == 200
     settings = mcp_server.transport_security(8765, ["http://localhost:5173/"])
-    assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://localhost:5173"]  # before the test below, which stops the module's server
+    assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://localhost:5173"]
 
 
 def test_http_serves_read_only_tools(handbook, http_server):

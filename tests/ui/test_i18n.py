@@ -39,6 +39,7 @@ DYNAMIC = (
 def used_ids() -> set[str]:
     ids = {m for f in TRANSLATED for m in i18n.message_ids(str(ROOT / f))}
     ids |= {t for path in sorted((ROOT / "rag").rglob("*.py")) for t in text_templates(path)}  # rag.text.Text
+    ids |= set(i18n.COLUMNS)  # the tables' column labels
     from rag import chunking
 
     chunk_words = {chunking.CUSTOM, *chunking.PRESETS, *chunking.PRESET_HELP.values(), *chunking.STRATEGY_LABELS.values()}
@@ -204,7 +205,6 @@ def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp
 
     kb_tools = resources.kb_tools()  # the tools' own descriptions (rag.mcp.server) are English
     allowed = [kb_tools.description(n) for n in kb_tools.tool_names()] + ["Claude Desktop"]
-    allowed += [e.value for e in at.info if e.value.startswith("No MCP servers configured")]  # rag.mcp.client
     found = english_phrases(shown_texts(at), allowed)
     assert found == [], "\n".join(found)
 
@@ -217,7 +217,6 @@ def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> N
     run(at)
     assert at.title[0].value == "🧩 分块实验室"
     allowed = ["Northwind", "Spring AI", "TokenTextSplitter", "spring-exact", "hit@k", "MRR", "BM25", "CSV"]
-    allowed += [chunking.summary(s) for s in chunking.PRESETS.values()]
     found = english_phrases(shown_texts(at), allowed)
     assert found == [], "\n".join(found)
 
@@ -232,3 +231,33 @@ def test_a_library_error_is_shown_in_chinese_with_its_values_translated_too() ->
     # The exception keeps its template (str(exc) would not: it is the English line), and a Text value
     # inside is translated by its own template.
     assert [m.value for m in at.markdown] == ["a.pdf：inner：x", "a.pdf: inner: x"]
+
+
+def test_the_gpu_page_in_chinese_shows_no_english_of_its_own() -> None:
+    """Without an NVIDIA GPU (this machine) the page says why, in Chinese, and shows CPU and RAM."""
+    at = AppTest.from_file(str(ROOT / "pages/gpu.py"), default_timeout=240)
+    at.query_params["lang"] = "zh"
+    run(at)
+    assert at.title[0].value.endswith("GPU 监控")
+    allowed = ["NVIDIA", "NVML", "CUDA", "Ollama", "VRAM", "CPU", "RAM", "keep_alive", "GiB", "ollama serve"]
+    allowed += [e.value.split("“", 1)[1].split("”", 1)[0] for e in at.info if "“" in e.value]  # NVML's own words
+    found = english_phrases(shown_texts(at), allowed)
+    assert found == [], "\n".join(found)
+
+
+def test_table_columns_are_labelled_in_chinese_and_keep_their_data_keys() -> None:
+    script = ("import pandas as pd, streamlit as st\nfrom ui.i18n import columns\n"
+              "frame = pd.DataFrame({'file': ['a.pdf'], 'chunks': [3], 'score': [0.5]})\n"
+              "config = columns(frame, {'chunks': st.column_config.NumberColumn(format='%d')})\n"
+              "st.write({k: (v or {}).get('label') for k, v in config.items()})\n"
+              "st.write(sorted(config), list(frame.columns))")
+    at = AppTest.from_string(script)
+    at.query_params["lang"] = "zh"
+    at.run()
+    import json
+
+    assert json.loads(at.json[0].value) == {"chunks": "分块", "file": "文件"}  # 'score' is not a page's column
+    assert [json.loads(j.value) for j in at.json[1:3]] == [["chunks", "file"], ["file", "chunks", "score"]]
+    at.query_params["lang"] = "en"
+    at.run()
+    assert json.loads(at.json[0].value) == {"chunks": None}  # English: the page's own config, untouched
