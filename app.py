@@ -10,12 +10,13 @@ import streamlit as st
 
 from rag import gpu
 from rag import status as rag_status
-from rag.errors import RagError
+from rag.errors import RagError, install_log_masking
 from ui import resources
 from ui.gate import password_gate
 from ui.i18n import _, language_switch, tr
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
+install_log_masking()  # a driver's error quoted in a log line may hold a connection string
 
 # Each URL path is the page's file name (chunk-lab too): ui/routing.py relies on it.
 UPLOAD = st.Page("pages/upload.py", title=_("Upload & preview"), icon="📄", url_path="upload")
@@ -48,7 +49,9 @@ def sidebar() -> None:
                                                            where=where)))
     except RagError as exc:
         checks.append(rag_status.Check("Database", False, tr(exc),
-                                       _("check DATABASE_URL, or unset it to use the embedded database")))
+                                       _("check DATABASE_URL, or unset it to use the embedded database")
+                                       if settings.database_url else
+                                       _("the embedded database did not answer: see the message, then reload")))
     ollama = resources.ollama_status()
     if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
         resources.preload_embedded_model(settings.chat_model)  # the first question need not wait for it

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 # `chunk` do not pay for pymupdf, psycopg, ollama or llama.cpp (tests/test_cli.py checks it).
 from rag import chunking, retrieve
 from rag.chunking import ChunkSettings
-from rag.errors import RagError, one_line
+from rag.errors import RagError, install_log_masking, one_line
 from rag.settings import Settings, get_settings
 from rag.text import printable
 
@@ -549,6 +549,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     err = err or sys.stderr
     args = build_parser().parse_args(argv)
     exit_on_sigterm()
+    install_log_masking()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=err,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -19,6 +19,27 @@ def mask_secrets(text: str) -> str:
     return _KEY_VALUE_SECRET.sub(lambda m: f"{m[1] or m[4]}{m[2] or m[5]}***", text)
 
 
+def install_log_masking() -> None:
+    """Every log record's message with `mask_secrets` applied (once per process; the CLI, the MCP server
+    and the app call it): a driver's error quoted in a log line may hold a connection string."""
+    import logging
+
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "masks_secrets", False):
+        return
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        message = record.getMessage()
+        masked = mask_secrets(message)
+        if masked != message:
+            record.msg, record.args = masked, ()
+        return record
+
+    factory.masks_secrets = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 ONE_LINE_LIMIT = 300
 """Characters of a folded error text shown to a user; past it the text is cut with '…'."""
 

@@ -548,6 +548,7 @@ ZH: dict[str, str] = {
     "unexpected error while reading it ({error})": "读取时发生意外错误（{error}）",
     "{label} has only {chunks}": "{label} 只有 {chunks}",
     "Password": "密码",
+    "the embedded database did not answer: see the message, then reload": "内置数据库没有响应：请查看上面的信息，然后刷新页面",
     # -- table columns (ui.widgets.COLUMNS: labels only, the data keeps its English keys)
     "Setting": "设置",
     "Mean tokens": "平均 token",

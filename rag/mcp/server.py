@@ -623,8 +623,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rag.cli import exit_on_sigterm
+    from rag.errors import install_log_masking
 
     exit_on_sigterm()
+    install_log_masking()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
         return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),

@@ -99,3 +99,14 @@ def test_a_new_embedded_database_on_a_full_disk_says_the_disk_is_full(tiny_tmpfs
         embedded_server_uri(pgdata)
     assert str(info.value).startswith(f"the disk holding the embedded database ({pgdata}) is full")
     shutil.rmtree(pgdata, ignore_errors=True)
+
+
+def test_log_lines_never_hold_a_password(caplog) -> None:  # noqa: ANN001
+    import logging
+
+    from rag.errors import install_log_masking
+
+    install_log_masking()
+    install_log_masking()  # once is enough: a second call changes nothing
+    logging.getLogger("rag.test").warning("connect failed for %s", "postgresql://rag:S3cretPW@db/rag")
+    assert "S3cretPW" not in caplog.text and "postgresql://rag:***@db/rag" in caplog.text
