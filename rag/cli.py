@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
                    help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, peers, "
-                        "retrieval, answers); repeatable")
+                        "memory, retrieval, answers); repeatable")
     return parser
 
 

@@ -6,7 +6,8 @@ family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (
 turn before the model), `retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer,
 embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
 `readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
-against LangChain's and LlamaIndex's on the same PDFs).
+against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
+and PDF).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from rag.bench.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
-BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "peers", "retrieval", "answers")
+BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "peers", "memory", "retrieval",
+           "answers")
 
 
 def bench_gpu(report: Report, quick: bool) -> None:
@@ -59,8 +61,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         from rag.bench.quality import bench_answers
 
         bench_answers(report, quick)
-    if {"insert", "search", "peers", "retrieval"} & set(chosen):
-        from rag.bench import database, peers, retrieval, search
+    if {"insert", "search", "peers", "memory", "retrieval"} & set(chosen):
+        from rag.bench import database, memory, peers, retrieval, search
         from rag.store import Store, embedded_server_uri
 
         base = settings.database_url or embedded_server_uri(settings.pgdata)
@@ -73,6 +75,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
                 search.bench_search(report, uri, quick)
             if "peers" in chosen:
                 peers.bench_ingest_peers(report, uri, quick)
+            if "memory" in chosen:
+                memory.bench_memory(report, uri, quick)
             if "retrieval" in chosen:
                 retrieval.bench_retrieval(report, uri, settings, quick)
         finally:

@@ -406,7 +406,8 @@ def _langchain_store(uri: str, dim: int, collection: str):  # noqa: ANN202 - a P
                     embedding_length=dim, use_jsonb=True)
 
 
-def langchain_insert(uri: str, texts: Sequence[str], vectors, metadatas: Sequence[dict], batch: int = 1000) -> float | None:  # noqa: ANN001
+def langchain_insert(uri: str, texts: Sequence[str], vectors, metadatas: Sequence[dict],  # noqa: ANN001
+                     batch: int = 1000) -> float | None:
     """Seconds langchain-postgres' insert path (`add_embeddings`, as `add_documents` calls it per batch)
     takes for these rows; None when it is not installed."""
     store = _langchain_store(uri, vectors.shape[1], "bench_insert")
@@ -463,7 +464,8 @@ def langchain_search(report: Report, uri: str, dim: int, queries, k: int,  # noq
             times.append(time.perf_counter() - t)
             returned.append(len(got))
         p50, p95 = statistics.median(times), float(np.percentile(times, 95))
-        report.line(f"  similarity_search_by_vector{' with filter knowledge=' + kb if kb else ''}: p50 {p50 * 1000:.1f} ms, "
+        where = f" with filter knowledge={kb}" if kb else ""
+        report.line(f"  similarity_search_by_vector{where}: p50 {p50 * 1000:.1f} ms, "
                     f"p95 {p95 * 1000:.1f} ms; ours p50 {ours_p50 * 1000:.1f} ms, p95 {ours_p95 * 1000:.1f} ms -> "
                     f"{p50 / ours_p50:.1f}x / {p95 / ours_p95:.1f}x; rows returned {min(returned)}..{max(returned)} "
                     f"of {k} (HNSW filters after the scan: a filter keeping few rows leaves fewer than k)")

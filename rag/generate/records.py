@@ -26,6 +26,23 @@ _PLAIN = ("id", "question", "query", "mode", "search_ms", "problem", "model", "a
           "looped", "summary", "summary_covers")
 
 
+_TEXTS = ("problem", "error", "agent_summary", "route_reason", "web_warning")
+"""Fields that may hold a `rag.text.Text`: kept with their template under "texts" too, so that a reopened
+turn's messages are translated as they were when it was asked (the plain fields stay for older readers)."""
+
+
+def _text_out(value: Any) -> Any:
+    if isinstance(value, Text):
+        return {"template": value.template, "values": {k: _text_out(v) for k, v in value.values.items()}}
+    return value
+
+
+def _text_in(value: Any) -> Any:
+    if isinstance(value, dict) and isinstance(value.get("template"), str):
+        return Text(value["template"], **{k: _text_in(v) for k, v in (value.get("values") or {}).items()})
+    return value
+
+
 def _hit(hit: Hit) -> dict[str, Any]:
     return {"id": str(hit.id), "content": hit.content, "metadata": hit.metadata, "score": hit.score,
             "vector_score": hit.vector_score, "keyword_score": hit.keyword_score, "fused_rank": hit.fused_rank,
@@ -52,6 +69,11 @@ def turn_record(turn: Turn) -> dict[str, Any]:
                                                 "data": dict(s.data) if s.data is not None else None}
                        for s in turn.steps]
     record["web_sources"] = [dataclasses.asdict(w) for w in turn.web_sources]
+    texts = {name: _text_out(getattr(turn, name)) for name in _TEXTS if isinstance(getattr(turn, name), Text)}
+    if any(isinstance(n, Text) for n in turn.notes):
+        texts["notes"] = [_text_out(n) if isinstance(n, Text) else None for n in turn.notes]
+    if texts:
+        record["texts"] = texts
     return record
 
 
@@ -87,6 +109,12 @@ def turn_from_record(record: dict[str, Any]) -> Turn:
             steps=tuple(Step(**s) for s in record.get("steps") or ()),
             web_sources=tuple(WebItem(**w) for w in record.get("web_sources") or ()),
         )
+        texts = record.get("texts") or {}
+        for name in _TEXTS:
+            if name in texts:
+                values[name] = _text_in(texts[name])
+        if isinstance(texts.get("notes"), list) and len(texts["notes"]) == len(values["notes"]):
+            values["notes"] = tuple(_text_in(t) if t is not None else n for t, n in zip(texts["notes"], values["notes"]))
         return Turn(**values)
     except (KeyError, TypeError, ValueError) as exc:
         raise RagError(Text("a stored turn cannot be read ({error}: {detail})", error=type(exc).__name__,

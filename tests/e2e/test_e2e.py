@@ -477,3 +477,128 @@ def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chro
     assert "lang=en" in page.url
     context.close()
     assert errors == []
+
+
+WINDOW = 2048
+"""The stand-in model's context window: three long answers overflow it."""
+
+
+def _falcon_ollama():  # noqa: ANN202 - a started HTTPServer
+    """An Ollama stand-in (its documented wire format) with a 2,048-token model: answers are long and cite
+    [1]; a summary request gets the summary; a rewrite request gets the question back."""
+    from pytest_httpserver import HTTPServer
+    from werkzeug import Request, Response
+
+    from rag.generate.memory import PROMPT
+    from tests.generate.standin import FINAL, SHOW, TAGS
+    from tests.ollama_wire import NDJSON, chunk, ndjson
+
+    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server.expect_request("/api/tags", method="GET").respond_with_json(TAGS)
+    server.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
+    server.expect_request("/api/version", method="GET").respond_with_json({"version": "0.12.6"})
+    show = SHOW | {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": WINDOW}}
+    server.expect_request("/api/show", method="POST").respond_with_json(show)
+    from rag.evaluation.sets import eval_set
+
+    # Real Chinese prose, long and never repeating itself (the loop guard would cut a repeated filler).
+    filler = "".join(p.text for p in eval_set("zh_cmrc_trial").passages[:3])[:700]
+
+    def chat(request: Request) -> Response:
+        last = request.get_json()["messages"][-1]["content"]
+        if any(last.startswith(p.split("{previous}")[0]) for p in PROMPT.values()):
+            text = "用户的项目编号是 FALCON-7，发布日期是 3 月 14 日；用户还问了董事会讨论的内容。"
+        elif last.rstrip().endswith("Standalone query:"):
+            text = last.rsplit("\n", 2)[-2].split(":", 1)[-1].split("：", 1)[-1].strip() or "FALCON-7"
+        else:
+            text = f"您的项目编号是 FALCON-7，发布日期是 3 月 14 日 [1]。{filler}"
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    server.expect_request("/api/chat", method="POST").respond_with_handler(chat)
+    server.start()
+    return server
+
+
+def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window(  # noqa: ANN001
+        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+    """Issue 16's Done-when, walked in a zh-CN browser: three questions, the tab closed, the app restarted,
+    the conversation reopened with its citation badge and source page, continued past the model's window
+    with the first turn's fact kept (as the summary), the UI in Chinese throughout."""
+    import json
+
+    from rag import ingest, retrieve
+    from rag.chunking import SPRING_DEFAULT
+    from rag.generate.memory import OPENING
+    from rag.llms import Message
+    from rag.llms.counting import CL100K
+    from rag.settings import Settings
+    from rag.store import Store
+    from tests.ollama_wire import MODEL
+
+    wipe(pg_uri)
+    with Store(pg_uri) as store:
+        embedder = retrieve.embedder_named("local:e5", Settings.from_env(app_env))
+        brief = make_pdf(["项目简报。项目编号是 FALCON-7，计划于 3 月 14 日发布。"], fontname="china-s")
+        assert ingest.ingest_bytes(store, embedder, brief, "项目简报.pdf", "e2e-falcon", SPRING_DEFAULT).ok
+    ollama = _falcon_ollama()
+    env = app_env | {"OLLAMA_HOST": ollama.url_for("/").rstrip("/"), "RAG_CHAT_MODEL": f"ollama:{MODEL}"}
+    questions = ["我的项目编号是什么？", "董事会讨论了什么？", "订阅收入怎么样？"]
+    errors: list[str] = []
+
+    def open_chat(url: str):  # noqa: ANN202
+        context = chromium.new_context(viewport={"width": 1440, "height": 1800}, locale="zh-CN")
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{url}/chat", wait_until="networkidle")
+        expect(page.locator("h1").first).to_have_text("💬 对话", timeout=120_000)
+        page.locator('[data-testid="stChatInputTextArea"]').wait_for(timeout=120_000)
+        wait_idle(page)
+        return context, page
+
+    def ask(page, question: str, answers: int) -> None:  # noqa: ANN001
+        box = page.locator('[data-testid="stChatInputTextArea"]')
+        box.fill(question)
+        box.press("Enter")
+        said = page.locator('[data-testid="stChatMessage"]').filter(has_text="您的项目编号是 FALCON-7")
+        expect(said).to_have_count(answers, timeout=180_000)
+        wait_idle(page)
+
+    try:
+        with running_app(env, tmp_path / "first.log") as url:
+            context, page = open_chat(url)
+            for n, question in enumerate(questions, 1):
+                ask(page, question, n)
+            shot(page, "chat-zh-three-questions")
+            context.close()  # the tab is closed; then the app stops
+        with running_app(env, tmp_path / "second.log") as url:
+            context, page = open_chat(url)
+            page.get_by_text("对话记录", exact=True).first.click()
+            wait_idle(page)
+            choose(page, "以往的对话", questions[0])
+            page.locator(".st-key-chat_open button").click()
+            wait_idle(page)
+            citation = page.get_by_role("button", name=re.compile(r"\[1\] 项目简报\.pdf"))
+            citation.first.wait_for(timeout=60_000)
+            expect(page.locator('[data-testid="stChatMessage"]').filter(has_text="您的项目编号是 FALCON-7")
+                   ).to_have_count(3, timeout=60_000)
+            citation.first.click()
+            page.get_by_text(re.compile(r"项目简报\.pdf，第 1 页")).first.wait_for(timeout=120_000)
+            wait_idle(page)
+            before = len([r for r, _ in ollama.log if r.path == "/api/chat"])
+            ask(page, "发布日期是哪天？", 4)
+            page.get_by_text(re.compile(r"此前的对话（.*已摘要）")).first.wait_for(timeout=60_000)
+            body = page.locator("body").inner_text()
+            # The fold's note, also that of a turn reopened from the database, is in Chinese.
+            assert "oldest exchange" not in body and "已并入此前对话的摘要" in body
+            shot(page, "chat-zh-past-the-window")
+            context.close()
+    finally:
+        sent = [json.loads(r.get_data()) for r, _ in ollama.log if r.path == "/api/chat"]
+        ollama.clear()
+        ollama.stop()
+    final = sent[-1]["messages"]
+    assert len(sent) > before
+    # The first turn's fact is in the prompt as the running summary, and the prompt fits the window.
+    assert any(m["content"].startswith(OPENING["zh"]) and "FALCON-7" in m["content"] for m in final)
+    assert CL100K.prompt([Message(m["role"], m["content"]) for m in final]) < WINDOW
+    assert errors == []

@@ -25,7 +25,8 @@ def test_measure_set_scores_every_mode_and_the_bm25_peer(store: Store, settings:
     with retrieve.use_embedder(CachedEmbedder(cache)) as cached:
         figures = measure_set(store, pg_uri, settings, small, cached, 20)
     assert (figures.passages, figures.questions) == (len(small.passages), 20)
-    assert set(figures.hit5) == set(figures.mrr) == {*retrieve.MODES, "bm25"}
+    assert set(figures.hit5) == set(figures.mrr) == {*retrieve.MODES, "bm25", "bm25s"}
+    assert figures.hit5["bm25s"] > 0.5 and set(figures.peer_ms) == {"bm25", "bm25s"}
     # Every passage and question was embedded once, through the cache, with the real embedder.
     assert cache.embedded == len(small.passages) + 20
     stored = cache.vectors([small.passages[0].text])

@@ -44,6 +44,25 @@ def test_a_turn_survives_its_json_record() -> None:
         generate.turn_from_record({"version": 1, "id": "x"})
 
 
+def test_a_reopened_turn_keeps_its_messages_translatable() -> None:
+    """The notes and problems of a turn are `Text`; reopened, they are again (the page then shows them in the
+    user's language instead of the English they were stored as)."""
+    from rag.text import Text
+
+    folded = Text("The {n} oldest exchanges were folded into the summary of the earlier conversation, so that "
+                  "the prompt fits the model's window.", n=2)
+    turn = dataclasses.replace(full_turn(), notes=("a plain note", folded),
+                               web_warning=Text("Web search was unavailable ({reason}): the answer uses the local "
+                                                "knowledge only.", reason=Text("timed out")))
+    back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(turn))))
+    assert back == turn
+    assert isinstance(back.notes[1], Text) and back.notes[1].template == folded.template
+    assert back.notes[1].values == {"n": 2} and not isinstance(back.notes[0], Text)
+    assert isinstance(back.web_warning.values["reason"], Text)
+    older = {k: v for k, v in generate.turn_record(turn).items() if k != "texts"}  # a record from before
+    assert generate.turn_from_record(older).notes == turn.notes  # the same English, as plain text
+
+
 def test_conversations_are_saved_listed_renamed_reopened_and_deleted(store: Store, settings: Settings) -> None:
     conversations = store.conversations
     assert conversations.list() == []
