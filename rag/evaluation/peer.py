@@ -48,6 +48,9 @@ class Bm25sPeer:
             import bm25s
         except ImportError as exc:
             raise RagError("the bm25s peer needs bm25s: pip install -r requirements-dev.txt") from exc
+        import logging
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets its own logger to DEBUG on import
         corpus = [tokens(t) for t in texts]
         self._vocabulary = {w for doc in corpus for w in doc}
         self._bm25 = bm25s.BM25()
