@@ -76,6 +76,6 @@ def gpu_presence() -> rag_status.GpuPresence:
     return rag_status.gpu_presence()
 
 
-@st.cache_data(ttl=60, show_spinner=False)
+@st.cache_data(ttl=10, show_spinner=False)  # a server killed under the app shows within 10 s (a ~1 ms query)
 def server_info() -> ServerInfo:
     return store().server_info()
