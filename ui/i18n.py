@@ -53,7 +53,7 @@ def tr(text: str | BaseException) -> str:
     if isinstance(text, Text):
         shown = _(text.template, **{k: tr(v) if isinstance(v, Text) else v for k, v in text.values.items()})
     else:
-        shown = ZH.get(text, text) if language() == "zh" else text  # a plain message id (a page's own words)
+        shown = _(text)  # a plain message id (a page's own words)
     return no_images(shown)  # its values may be names a user chose: no picture loads from them
 
 

@@ -261,6 +261,14 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             yield path
 
 
+def _read(path: Path) -> bytes | IngestResult:
+    """The file's bytes, or its `failed` result when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
+
+
 def ingest_path(
     store: Store,
     embedder: Embedder,
@@ -272,10 +280,9 @@ def ingest_path(
     on_plan: PlanCallback | None = None,
     cancel: CancelSignal | None = None,
 ) -> IngestResult:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
+    data = _read(path)
+    if isinstance(data, IngestResult):
+        return data
     return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
                         path=str(path), on_stage=on_stage, on_plan=on_plan, cancel=cancel)
 
@@ -301,13 +308,10 @@ def ingest_paths(
         pending: Future[IngestResult] | None = None
         for path in paths:
             notify = on_stage(path.name) if on_stage else (lambda stage, fraction, message: None)
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                ready: _Embedded | IngestResult = IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
-            else:
-                ready = _embedded(store, embedder, data, path.name, knowledge, settings, str(path), notify,
-                                  on_plan(path.name) if on_plan else None, None)
+            data = _read(path)
+            ready = data if isinstance(data, IngestResult) else _embedded(
+                store, embedder, data, path.name, knowledge, settings, str(path), notify,
+                on_plan(path.name) if on_plan else None, None)
             if pending is not None:
                 yield pending.result()
                 pending = None

@@ -76,21 +76,16 @@ def _postmaster_dead(info: Any) -> bool:
     stays a zombie until reaped, and psutil (so pgserver) calls a zombie running: it is reaped here."""
     import os
 
-    import psutil
-
     process = getattr(info, "process", None)
     if process is None:
         return True
+    if _alive(process.pid):
+        return False
     try:
-        if process.status() == psutil.STATUS_ZOMBIE:
-            try:
-                os.waitpid(process.pid, os.WNOHANG)
-            except ChildProcessError:  # not our child: its parent reaps it
-                pass
-            return True
-        return not process.is_running()
-    except psutil.NoSuchProcess:
-        return True
+        os.waitpid(process.pid, os.WNOHANG)
+    except ChildProcessError:  # gone, or not our child: its parent reaps it
+        pass
+    return True
 
 
 def _clear_stale_locks(pgdata: Path) -> None:
@@ -111,20 +106,21 @@ def _forget_dead_handles(server: Any) -> None:
     """Drop the processes that joined the server and died without leaving (SIGKILL) from pgserver's list of
     handles: the last process to leave stops the server only when the list holds nobody else, so one stale
     PID kept a server running forever. (pgserver's list and lock are private; it has no API for this.)"""
-    import psutil
-
     handles = getattr(server, "global_process_id_list", None)
     lock = getattr(server, "_lock", None)
     if handles is None or lock is None:  # pragma: no cover - another pgserver version
         return
     with lock:
         pids = handles._get()
-        alive = [pid for pid in pids if _alive(psutil, pid)]
+        alive = [pid for pid in pids if _alive(pid)]
         if alive != pids:
             handles.put(alive)
 
 
-def _alive(psutil: Any, pid: int) -> bool:
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (psutil's is_running() counts a zombie as running)."""
+    import psutil
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
