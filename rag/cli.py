@@ -175,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, peers, "
-                        "memory, retrieval, answers); repeatable")
+                   help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, scale, "
+                        "external, peers, memory, retrieval, answers, sessions); repeatable")
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +29,9 @@ def dead_port() -> int:
 # The app's Settings are read from the environment once per process, so the environment the
 # pages (AppTest runs them in this process) see is fixed here, before anything reads it.
 SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="rag-tests-"))
+# mkdtemp makes it 0700; as root the embedded server runs as the user pgserver (with root's group),
+# which must pass through it, and rag.store no longer opens folders outside the data folder up.
+SESSION_DATA_DIR.chmod(0o711)
 os.environ["RAG_DATA_DIR"] = str(SESSION_DATA_DIR)
 # WordLlama, explicitly: ~200 passages/s against e5's 0.5-0.7 on 2 loaded cores keeps the suite fast. The
 # e5 embedder has its own tests (tests/embeddings/test_e5.py) and the browser test runs it as the app does.
@@ -39,6 +43,15 @@ os.environ["OLLAMA_HOST"] = f"http://127.0.0.1:{dead_port()}"
 os.environ.pop("DATABASE_URL", None)
 if os.environ.get("TEST_DATABASE_URL"):
     os.environ["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's tmp_path, passable by the embedded server's user: pytest makes it, `pytest-N` and
+    `pytest-of-root` 0700, and tests start embedded servers in data folders below it."""
+    for folder in (tmp_path, tmp_path.parent, tmp_path.parent.parent):
+        folder.chmod(stat.S_IMODE(folder.stat().st_mode) | 0o011)  # g+x (root's group), o+x
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

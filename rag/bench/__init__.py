@@ -3,11 +3,12 @@
 Speed goals live here, never in timed tests. The database benchmarks run in a scratch
 database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One module per
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
-turn before the model), `retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer,
-embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
+turn before the model; `scale`: a million rows at 768-d and 384-d in databases kept between runs,
+made by `datasets`), `external` (a second PostgreSQL over TCP standing for a managed one),
+`retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer, embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
 `readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
 against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
-and PDF).
+and PDF), `sessions` (peak RSS of the running app with one and three browser sessions).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from rag.bench.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
-BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "peers", "memory", "retrieval",
-           "answers")
+BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "scale", "external", "peers", "memory",
+           "retrieval", "answers", "sessions")
 
 
 def bench_gpu(report: Report, quick: bool) -> None:
@@ -61,8 +62,8 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         from rag.bench.quality import bench_answers
 
         bench_answers(report, quick)
-    if {"insert", "search", "peers", "memory", "retrieval"} & set(chosen):
-        from rag.bench import database, memory, peers, retrieval, search
+    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "sessions"} & set(chosen):
+        from rag.bench import database, external, memory, peers, retrieval, search, sessions
         from rag.store import Store, embedded_server_uri
 
         base = settings.database_url or embedded_server_uri(settings.pgdata)
@@ -73,12 +74,18 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
                 database.bench_insert(report, uri, quick)
             if "search" in chosen:
                 search.bench_search(report, uri, quick)
+            if "scale" in chosen:
+                search.bench_scale(report, base, quick)
+            if "external" in chosen:
+                external.bench_external(report, base, quick, database.scratch_database)
             if "peers" in chosen:
                 peers.bench_ingest_peers(report, uri, quick)
             if "memory" in chosen:
                 memory.bench_memory(report, uri, quick)
             if "retrieval" in chosen:
                 retrieval.bench_retrieval(report, uri, settings, quick)
+            if "sessions" in chosen:
+                sessions.bench_sessions(report, uri, quick)
         finally:
             drop()
     return 0

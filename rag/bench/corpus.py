@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 
 import numpy as np
@@ -34,22 +35,24 @@ def synthetic_text(tokens_wanted: int, seed: int = 0) -> str:
 @functools.cache
 def _vocabulary(size: int = 20_000) -> tuple[list[str], list[float]]:
     """Pseudo-words with Zipf frequencies, as in real text (a tiny vocabulary would make every
-    keyword match every chunk, which no real corpus does)."""
+    keyword match every chunk, which no real corpus does), and their cumulative weights: given
+    those, `random.choices` draws the same words without summing 20,000 weights per call (1.4 ms
+    a sentence before, what made a million rows take 23 minutes to make)."""
     rng = random.Random(7)
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(4, 10)))
                                for _ in range(size)))
-    return words, [1.0 / (rank + 1) for rank in range(len(words))]
+    return words, list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
 
 
 def sentences(n: int, seed: int) -> list[str]:
     """`n` chunk texts of 40-120 Zipf-distributed pseudo-words with stop words between them."""
     rng = random.Random(seed)
-    words, weights = _vocabulary()
+    words, cumulative = _vocabulary()
     out = []
     for _ in range(n):
         length = rng.randint(40, 120)
-        content = rng.choices(words, weights=weights, k=length)
+        content = rng.choices(words, cum_weights=cumulative, k=length)
         text = [w if rng.random() > 0.4 else f"{rng.choice(STOPWORDS)} {w}" for w in content]
         out.append(" ".join(text).capitalize() + ".")
     return out

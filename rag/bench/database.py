@@ -16,9 +16,9 @@ from rag.retrieve import keywords
 from rag.store import copy_rows
 
 
-def scratch_database(base_uri: str) -> tuple[str, Callable[[], None]]:
-    """A fresh database `rag_bench_<pid>` on the server of `base_uri`, and the function that drops it."""
-    name = f"rag_bench_{os.getpid()}"
+def scratch_database(base_uri: str, suffix: str = "") -> tuple[str, Callable[[], None]]:
+    """A fresh database `rag_bench_<pid>[_suffix]` on the server of `base_uri`, and the function that drops it."""
+    name = f"rag_bench_{os.getpid()}" + (f"_{suffix}" if suffix else "")
     with psycopg.connect(base_uri, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

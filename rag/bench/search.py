@@ -4,88 +4,89 @@ from __future__ import annotations
 import random
 import statistics
 import time
-import uuid
 from collections.abc import Sequence
 
 import numpy as np
-import psycopg
-from pgvector.psycopg import register_vector
 
-from rag.bench.corpus import clustered, question_about, sentences
+from rag.bench import datasets
+from rag.bench.corpus import question_about, sentences
 from rag.bench.report import Report
 from rag.llms.counting import CL100K
-from rag.store import Store, copy_rows
+from rag.store import Store
+
+K = 10
 
 
 def bench_search(report: Report, uri: str, quick: bool) -> None:
-    n, dim, k = (20_000 if quick else 100_000), 768, 10
-    kbs = 10
-    report.section(f"Top-{k} search over {n:,} vectors ({dim}-d), HNSW vs exact scan")
-    rng = np.random.default_rng(11)
-    centers = rng.normal(size=(max(50, n // 100), dim)).astype(np.float32)
-    store = Store(uri)
+    """100,000 768-d chunks (20,000 quick) written as an ingest writes them, in the scratch database."""
+    n, dim = (20_000 if quick else 100_000), 768
+    report.section(f"Top-{K} search over {n:,} vectors ({dim}-d), HNSW vs exact scan, and a chat turn")
+    loaded, indexed, settings = datasets.fill(uri, n, dim, bulk=False)
+    data = datasets.Dataset(uri, n, dim, loaded, indexed, settings, reused=False)
+    report.line(f"{n:,} rows written as an ingest writes them (BM25 statistics kept by the triggers) in "
+                f"{loaded:.0f} s; HNSW build {indexed:.1f} s (m=16, ef_construction=64; {settings})")
+    _measure(report, data, quick, limits={"keyword": 0.03, "hybrid + prompt": 0.05}, langchain_load="add_embeddings")
+
+
+SCALES = ((100_000, 384), (1_000_000, 768), (1_000_000, 384))
+
+
+def bench_scale(report: Report, base_uri: str, quick: bool) -> None:
+    """A million chunks at 768-d and 384-d (and 100,000 at 384-d), each in a database kept between runs."""
+    if quick:
+        report.section("Search at scale (1,000,000 vectors, 768-d and 384-d)")
+        report.line("skipped in --quick: the first full run builds the kept databases (about an hour on 2 cores)")
+        return
+    for rows, dim in SCALES:
+        report.section(f"Search at scale: top-{K} over {rows:,} vectors ({dim}-d), kept between runs")
+        t = time.perf_counter()
+        data = datasets.kept(base_uri, rows, dim)
+        index_mb, table_mb = data.sizes()
+        how = ("reused from an earlier run (its first run: " if data.reused
+               else f"built by this run in {time.perf_counter() - t:.0f} s (")
+        report.line(f"{how}load + BM25 statistics {data.load_seconds:.0f} s, HNSW build {data.index_seconds:.0f} s "
+                    f"with {data.settings}); HNSW index {index_mb:,.0f} MB, table with its other indexes "
+                    f"{table_mb:,.0f} MB")
+        limit = 0.05 if rows <= 100_000 else 0.15
+        _measure(report, data, quick, limits={"hybrid + prompt": limit}, langchain_load="sql")
+
+
+def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[str, float],
+             langchain_load: str) -> None:
+    store = Store(data.uri)
     try:
-        with psycopg.connect(uri) as conn:
-            register_vector(conn)
-            conn.execute("SET maintenance_work_mem = '1GB'")
-            batch = 10_000
-            for start in range(0, n, batch):
-                vectors = clustered(min(batch, n - start), dim, rng, centers)
-                texts = sentences(len(vectors), seed=start)
-                rows = ((uuid.uuid4(), texts[i],
-                         {"knowledge": f"kb{(start + i) % kbs}", "chunk_index": start + i,
-                          "original_filename": f"doc{(start + i) // 50}.pdf", "pages": [1 + i % 30]}, v, None)
-                        for i, v in enumerate(vectors))
-                copy_rows(conn, rows)
-            for i in range(kbs):
-                # The knowledge-base bookkeeping a real ingest writes; search sizes ef_search from it.
-                conn.execute("INSERT INTO knowledge_bases (name, embedder, dimension, chunk_settings) "
-                             "VALUES (%s, 'bench', %s, '{}')", (f"kb{i}", dim))
-                conn.execute("INSERT INTO documents (id, knowledge, original_filename, sha256, content, "
-                             "size_bytes, page_count, chunk_count, chunk_settings) "
-                             "VALUES (%s, %s, 'bench', '', '', 0, 1, %s, '{}')",
-                             (uuid.uuid4(), f"kb{i}", n // kbs))
-            conn.commit()
-            t0 = time.perf_counter()
-            conn.execute(f"CREATE INDEX vector_store_hnsw_{dim} ON vector_store USING hnsw "
-                         f"((embedding::vector({dim})) vector_cosine_ops) WHERE vector_dims(embedding) = {dim}")
-            conn.execute("ANALYZE vector_store")
-            conn.commit()
-            report.line(f"HNSW build: {time.perf_counter() - t0:.1f} s (m=16, ef_construction=64)")
-        plan = store.explain_search(dim, "kb3", k)
-        report.line(f"KB-filtered plan uses the HNSW index: {f'vector_store_hnsw_{dim}' in plan}")
-        queries = clustered(60 if quick else 100, dim, rng, centers)
-        ours_p: list[tuple[str | None, tuple[float, float]]] = []
-        for label, names in (("no filter", [f"kb{i}" for i in range(kbs)]), ("KB filter, 10% of rows", ["kb3"])):
+        plan = store.explain_search(data.dim, "tenth", K)
+        report.line(f"KB-filtered plan uses the HNSW index: {f'vector_store_hnsw_{data.dim}' in plan}")
+        queries = datasets.queries(data.rows, data.dim, 60 if quick else 100)
+        exact_count = 30 if data.rows <= 100_000 else 20  # a million-row exact scan takes seconds
+        ours: list[tuple[str | None, tuple[float, float], list[set]]] = []
+        for label, names in datasets.CASES:
             approx_t, approx_ids = [], []
-            exact_t, exact_ids = [], []
             for q in queries:
                 t = time.perf_counter()
-                hits = store.search(q, names, top_k=k)
+                hits = store.search(q, names, top_k=K)
                 approx_t.append(time.perf_counter() - t)
                 approx_ids.append({h.id for h in hits})
-            for q in queries[:30]:
-                t = time.perf_counter()
-                hits = store.search(q, names, top_k=k, exact=True)
-                exact_t.append(time.perf_counter() - t)
-                exact_ids.append({h.id for h in hits})
-            recall = statistics.mean(len(a & e) / k for a, e in zip(approx_ids, exact_ids))
+            truth, exact_t = datasets.exact_truth(data.uri, data.dim, label, queries[:exact_count], names, K,
+                                                  store.search)
+            recall = statistics.mean(len(a & e) / K for a, e in zip(approx_ids, truth))
             p50 = (statistics.median(approx_t), statistics.median(exact_t))
             p95 = (float(np.percentile(approx_t, 95)), float(np.percentile(exact_t, 95)))
             report.line(f"[{label}] p50 {p50[0] * 1000:.1f} ms vs exact {p50[1] * 1000:.1f} ms -> "
                         f"{p50[1] / p50[0]:.1f}x; p95 {p95[0] * 1000:.1f} ms vs {p95[1] * 1000:.1f} ms -> "
-                        f"{p95[1] / p95[0]:.1f}x; recall@{k} vs exact {recall:.3f} "
+                        f"{p95[1] / p95[0]:.1f}x; recall@{K} vs exact {recall:.3f} "
                         f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
                         f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}")
-            ours_p.append((names[0] if len(names) == 1 else None, (p50[0], p95[0])))
-        _bench_chat_overhead(report, store, queries, k, kbs)
-        _bench_keyword_exact(report, store, [f"kb{i}" for i in range(kbs)], 20 if quick else 40)
-        # Last, and its tables dropped after: another 100,000 rows and an HNSW index in the same database
-        # evict ours from the cache (keyword p95 went from ~30 to 48 ms when it ran first).
+            ours.append((names[0] if len(names) == 1 else None, (p50[0], p95[0]), truth))
+        _bench_chat_overhead(report, store, queries, list(datasets.NAMES), limits)
+        _bench_keyword_exact(report, store, list(datasets.NAMES), 20 if quick else (40 if data.rows <= 100_000 else 10))
+        # Last, and its tables dropped after a scratch run: another copy of the rows and an HNSW index in
+        # the same database evict ours from the cache (keyword p95 went from ~30 to 48 ms when it ran first).
         from rag.bench.peers import drop_langchain_tables, langchain_search
 
-        langchain_search(report, uri, dim, queries, k, ours_p)
-        drop_langchain_tables(uri)
+        langchain_search(report, data.uri, data.dim, queries, K, ours, load=langchain_load)
+        if langchain_load != "sql":
+            drop_langchain_tables(data.uri)
     finally:
         store.close()
 
@@ -105,13 +106,13 @@ class _KnownVector:
         return np.tile(self.vector, (len(texts), 1))
 
 
-def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: int, kbs: int) -> None:
+def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, names: list[str],
+                         limits: dict[str, float]) -> None:
     """What a chat turn costs before the model: retrieval (each mode, through retrieve.search as
     the chat calls it) and prompt assembly."""
     from rag import generate, retrieve
     from rag.settings import get_settings
 
-    names = [f"kb{i}" for i in range(kbs)]
     rng = random.Random(3)
     passages = sentences(len(queries), seed=0)  # the first rows stored are these texts
     known = _KnownVector(queries.shape[1])
@@ -134,7 +135,7 @@ def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, k: i
                 "embedder's time):")
     for label, values in timings.items():
         p95 = float(np.percentile(values, 95))
-        limit = {"keyword": 0.03, "hybrid + prompt": 0.05}.get(label)
+        limit = limits.get(label)
         goal = f" (goal p95 < {limit * 1000:.0f} ms: " + ("met)" if p95 < limit else "NOT met)") if limit else ""
         report.line(f"  {label:16} p50 {statistics.median(values) * 1000:6.1f} ms  p95 {p95 * 1000:6.1f} ms{goal}")
 

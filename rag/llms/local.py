@@ -70,6 +70,20 @@ def _route_llama_logs() -> None:
     _llama_log_callback = route  # kept alive: llama.cpp holds only a C pointer to it
 
 
+def _one_row_of_logits(llm: Llama) -> None:
+    """llama-cpp-python keeps a logits buffer of n_batch rows by the vocabulary (512 x 262,144 x 4 B =
+    512 MB for gemma-3) that it fills only with logits_all, which nothing here asks for: sampling runs
+    inside llama.cpp. Yet the prompt cache copies it with every prompt it saves (its byte limit counts
+    only llama.cpp's own state) and writes it whole when one is reloaded: one answer took the app from
+    324 to 2,379 MB, three sessions to 2,725 MB (`bench --only sessions`). save_state and load_state
+    slice it by token count, so one row serves them. (A smaller n_batch would shrink it too, but
+    evaluated prompts at 24 tokens/s instead of 42 with 128.)"""
+    import numpy as np
+
+    if getattr(llm, "_logits_all", True) is False and getattr(llm, "scores", None) is not None:
+        llm.scores = np.zeros((1, llm.scores.shape[1]), dtype=np.single)
+
+
 class LocalChatModel:
     """gemma-3-270m, a small BASE model (not instruction-tuned), in Q4_K_M, run in-process by
     llama-cpp-python. It completes text rather than chats, so messages become a Question/Answer
@@ -212,6 +226,7 @@ class LocalChatModel:
             # again after another prompt took 2.3 s to the first token instead of 26 s here.
             from llama_cpp import LlamaRAMCache
 
+            _one_row_of_logits(llm)
             llm.set_cache(LlamaRAMCache(capacity_bytes=cls.PROMPT_CACHE_BYTES))
             seconds = time.perf_counter() - started
             log.info("Loaded the local chat model from %s in %.1f s", path, seconds)

@@ -109,6 +109,20 @@ def test_local_model_answers_a_grounded_question() -> None:
 
 
 @needs_local
+def test_saved_prompts_keep_one_row_of_logits_and_a_reloaded_one_still_answers() -> None:
+    """llama-cpp-python's 512 x 262,144 logits buffer (512 MB, never filled: sampling runs in llama.cpp)
+    was copied into every prompt the cache saved and written whole on a reload: an answer added ~2 GB."""
+    model = LocalChatModel()
+    first = collect(model.stream(GROUNDED, temperature=0.0))[1]
+    llm = LocalChatModel._llm
+    assert llm is not None and llm.scores.shape[0] == 1
+    states = list(llm.cache.cache_state.values())
+    assert states and all(state.scores.nbytes <= llm.scores.shape[1] * 4 for state in states)
+    again = collect(model.stream(GROUNDED, temperature=0.0))[1]  # the same prompt: from the cache
+    assert "Zubrowka" in again and again == first
+
+
+@needs_local
 def test_local_stop_sequences_end_the_answer() -> None:
     # After an earlier turn a base model goes on inventing 'Question: ... Answer: ...' pairs.
     messages = [

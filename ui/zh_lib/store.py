@@ -11,6 +11,16 @@ ZH: dict[str, str] = {
     "the database ran out of memory: try a smaller request, or give PostgreSQL more memory": "数据库内存不足：请减小请求，或为 PostgreSQL 分配更多内存",
     "the embedded database had stopped (its server process was killed) and has been started again: try once more": "内置数据库曾停止（其服务进程被终止），现已重新启动：请再试一次",
     "the embedded PostgreSQL in {pgdata} stopped and could not be started again: {error}": "{pgdata} 中的内置 PostgreSQL 已停止且无法重新启动：{error}",
+    "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} (mode {mode}, owner {owner}) "
+    "to reach its data folder {pgdata}: allow it with {command}, or set RAG_DATA_DIR to a folder it can reach, or "
+    "set DATABASE_URL to use another server; permissions outside the data folder are left as they are":
+        "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了它的数据文件夹 {pgdata}："
+        "请用 {command} 允许其通过，或把 RAG_DATA_DIR 设为该用户能到达的文件夹，或设置 DATABASE_URL 使用其他服务器；"
+        "数据文件夹以外的权限保持不变",
+    "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} (mode {mode}, owner {owner}) "
+    "to reach {path}: allow it with {command}, or set DATABASE_URL to use another server":
+        "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了 {path}："
+        "请用 {command} 允许其通过，或设置 DATABASE_URL 使用其他服务器",
     "top-k must be at most {most}, got {top_k}": "top-k 最多为 {most}，收到的是 {top_k}",
     "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as postgresql://user:password@host:5432/dbname, or unset it to use the embedded database": "DATABASE_URL 不是有效的 PostgreSQL 连接串（{error}）：请写成 postgresql://user:password@host:5432/dbname，或取消设置以使用内置数据库",
     # -- rag.errors
