@@ -22,11 +22,13 @@ from rag.chunking.stats import ChunkStats, ends_mid_sentence, stats
 from rag.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rag.chunking.strategies import PagesForSpan, split, spring_split_reference
+    from rag.chunking.long import LongText
+    from rag.chunking.strategies import PagesForSpan, split, spring_split_reference, tokens_for_split
     from rag.chunking.tokens import TokenizedText, count_tokens, encoding, tokenize, warm_up
 
 _LAZY = {
-    **dict.fromkeys(("PagesForSpan", "split", "spring_split_reference"), "rag.chunking.strategies"),
+    "LongText": "rag.chunking.long",
+    **dict.fromkeys(("PagesForSpan", "split", "spring_split_reference", "tokens_for_split"), "rag.chunking.strategies"),
     **dict.fromkeys(("TokenizedText", "count_tokens", "encoding", "tokenize", "warm_up"), "rag.chunking.tokens"),
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
@@ -35,7 +37,8 @@ __all__ = [
     "FIELDS", "FIELD_BY_NAME", "HELP", "PRESETS", "PRESET_HELP", "SEED_PROJECT", "SPRING_DEFAULT",
     "SPRING_STRATEGIES", "STRATEGIES", "STRATEGY_LABELS", "is_spring", "CUSTOM", "custom_label",
     "from_widget_values", "preset_choice",
-    "Chunk", "ChunkSet", "ChunkSettings", "ChunkStats", "Field", "PagesForSpan", "TokenizedText",
+    "Chunk", "ChunkSet", "ChunkSettings", "ChunkStats", "Field", "LongText", "PagesForSpan", "TokenizedText",
     "chunks_in_span", "count_tokens", "encoding", "ends_mid_sentence", "label", "preset_name",
-    "settings_from_dict", "split", "spring_split_reference", "stats", "summary", "tokenize", "warm_up",
+    "settings_from_dict", "split", "spring_split_reference", "stats", "summary", "tokenize", "tokens_for_split",
+    "warm_up",
 ]

@@ -12,9 +12,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rag.chunking import long as long_texts
 from rag.chunking.chunks import Chunk, ChunkSet
+from rag.chunking.long import LongText
 from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings, is_spring
-from rag.chunking.tokens import TokenizedText, boundary_at_or_after, boundary_at_or_before, encoding, tokenize
+from rag.chunking.tokens import (
+    TokenizedText, boundary_at_or_after, boundary_at_or_before, encoding, is_continuation, tokenize,
+)
 
 # Java's String.trim() strips every char <= U+0020 and nothing else; Spring AI relies on it.
 _JAVA_WS = "".join(chr(c) for c in range(0x21))
@@ -29,18 +33,22 @@ PagesForSpan = Callable[[int, int], tuple[int, ...]]
 
 
 def split(
-    source: TokenizedText | str,
+    source: TokenizedText | LongText | str,
     settings: ChunkSettings = SPRING_DEFAULT,
     pages_for_span: PagesForSpan | None = None,
 ) -> ChunkSet:
-    """Chunk a text (tokenised once; pass the same TokenizedText to re-chunk cheaply)."""
-    tokenized = source if isinstance(source, TokenizedText) else tokenize(source)
-    if is_spring(settings.strategy):
-        pieces, dropped = _spring(tokenized, settings)
-    elif settings.strategy == "token":
-        pieces, dropped = _token_windows(tokenized, settings)
+    """Chunk a text (tokenised once; pass the same TokenizedText, or LongText, to re-chunk cheaply).
+
+    A long text (a str of `long.MIN_CHARS` or more, with more tokens than the windows before the
+    last chunk can take) is split from the tokens of a prefix only: the same chunks, a fraction of
+    the memory (long.py)."""
+    owned = isinstance(source, str)
+    if owned:
+        source = tokens_for_split(source, settings)
+    if isinstance(source, LongText):
+        pieces, dropped = _split_long(source, settings, keep_prefix=not owned)
     else:
-        pieces, dropped = _recursive(tokenized, settings)
+        pieces, dropped, _ = _strategy(settings)(source, settings, None)
     chunks = tuple(
         Chunk(
             index=i,
@@ -55,7 +63,85 @@ def split(
     return ChunkSet(chunks=chunks, dropped=dropped, settings=settings)
 
 
+def tokens_for_split(text: str, settings: ChunkSettings = SPRING_DEFAULT) -> TokenizedText | LongText:
+    """What `split` cuts `text` from: its TokenizedText, or a LongText when it is long (`long.MIN_CHARS`
+    characters or more) and holds more tokens than the windows of `settings` before the last chunk take
+    (a LongText still splits right under settings that take more: it then tokenises the whole)."""
+    if len(text) >= long_texts.MIN_CHARS:
+        candidate = LongText(text)
+        if candidate.estimated_tokens() > _reach(settings):
+            return candidate
+    return tokenize(text)
+
+
 _Piece = tuple[str, int, int, int]  # text, tokens, start, end
+_Rest = Callable[[], tuple["_Piece | None", int]]
+"""Makes the last chunk of a long text from the whole of it: (the piece or None, 1 if it was dropped)."""
+_Strategy = Callable[[TokenizedText, ChunkSettings, "LongText | None"], tuple[list[_Piece], int, "_Rest | None"]]
+
+
+class _Horizon(Exception):
+    """A window reached the end of a long text's tokenised prefix: what it holds, or whether it is
+    the last, depends on the text after the prefix. The split is made again from a longer one."""
+
+
+def _strategy(settings: ChunkSettings) -> _Strategy:
+    if is_spring(settings.strategy):
+        return _spring
+    return _token_windows if settings.strategy == "token" else _recursive
+
+
+def _reach(s: ChunkSettings) -> int:
+    """Tokens that the windows before the last chunk take at most, when none is blank or dropped: a
+    Spring window advances by chunk_size + 1 tokens at most (a snapped cut keeps a split character)."""
+    return (s.max_num_chunks + 1) * (s.chunk_size + 1)
+
+
+def _split_long(long: LongText, s: ChunkSettings, *, keep_prefix: bool) -> tuple[list[_Piece], int]:
+    """The pieces of a long text: the strategy cuts its windows from a tokenised prefix (longer each
+    time a window reaches its end) and the last chunk, all the rest, is made from the whole text,
+    its tokens counted. Unless `keep_prefix`, the prefix's tokens are freed before that chunk is made."""
+    strategy = _strategy(s)
+    need = _reach(s)
+    while True:
+        tt, whole = long.tokenized(need)
+        try:
+            pieces, dropped, rest = strategy(tt, s, None if whole else long)
+        except _Horizon:
+            need = 2 * max(need, len(tt))
+            continue
+        if rest is None:
+            return pieces, dropped
+        del tt
+        if not keep_prefix:
+            long.release()
+        piece, lost = rest()
+        if piece is not None:
+            pieces.append(piece)
+        return pieces, dropped + lost
+
+
+def _stripped_start(text: str, lo: int, hi: int, chars: str | None = None) -> int:
+    """The first index in [lo, hi) whose character `str.lstrip(chars)` keeps (hi if none), read in
+    slices: no copy of a long text."""
+    while lo < hi:
+        stop = min(hi, lo + 65536)
+        kept = len(text[lo:stop].lstrip(chars))
+        if kept:
+            return stop - kept
+        lo = stop
+    return hi
+
+
+def _stripped_end(text: str, lo: int, hi: int, chars: str | None = None) -> int:
+    """One past the last index in [lo, hi) whose character `str.rstrip(chars)` keeps (lo if none)."""
+    while hi > lo:
+        start = max(lo, hi - 65536)
+        kept = len(text[start:hi].rstrip(chars))
+        if kept:
+            return start + kept
+        hi = start
+    return lo
 
 
 def _utf16_len(text: str) -> int:
@@ -85,7 +171,7 @@ def _last_separator_between_rows(text: str) -> int:
     return last
 
 
-def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
+def _spring(tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
     """Spring AI's TokenTextSplitter.doSplit, cutting from the tokens encoded once.
 
     Spring advances by the token count of the *re-encoded* cut text; `_reencoded_length`
@@ -96,9 +182,12 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     starts at the first character that begins in it and ends before a character it holds only
     part of (or after it, when that character is all the window has), and the next window starts
     right after that text. Where no cut falls inside a character both are the same.
+
+    With `tail`, `tt` is a prefix of that long text: a window that could depend on what follows the
+    prefix raises `_Horizon`, and the last chunk is returned to be made from the whole text.
     """
-    if not tt.text.strip(_JAVA_WS):
-        return [], 0
+    if tail is None and not tt.text.strip(_JAVA_WS):
+        return [], 0, None
     snap = s.strategy == "spring"
     data, starts = tt.text_bytes, tt.byte_starts
     n_total = len(tt)
@@ -108,6 +197,8 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     begin = 0  # the byte where the window's text begins: token pos's first, or a boundary in it
     made = 0
     while pos < n_total and made < s.max_num_chunks:
+        if tail is not None and n_total - pos <= s.chunk_size:
+            raise _Horizon  # the window, and whether it is cut at a separator, need the tokens after it
         n = min(s.chunk_size, n_total - pos)
         first, stop = int(starts[pos]), int(starts[pos + n])
         if snap:
@@ -133,44 +224,79 @@ def _spring(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
         if begin == first and (end == stop or cut < len(chunk_text)):
             # Spring's own cut (a separator or the whole window): Spring's advance.
             advance = _reencoded_length(tt, pos, data[first:stop], cut_text)
-            piece = _spring_piece(tt, int(tt.char_starts[pos]), cut_text, advance, s)
+            piece = _spring_piece(len(tt.text), int(tt.char_starts[pos]), cut_text, advance, s)
             pos += advance
             begin = int(starts[pos]) if pos < n_total else len(data)
         else:
             # A snapped cut: the next window starts where this text ends.
             after = begin + len(cut_text.encode("utf-8"))
             last_token = tt.token_at_byte(after - 1)
-            piece = _spring_piece(tt, tt.char_at_byte(begin), cut_text, last_token - pos + 1, s)
+            piece = _spring_piece(len(tt.text), tt.char_at_byte(begin), cut_text, last_token - pos + 1, s)
             pos, begin = tt.token_at_byte(after), after
         if piece is None:
             dropped += 1
         else:
             pieces.append(piece)
         made += 1
+    if tail is not None:
+        if made < s.max_num_chunks or pos >= n_total:
+            raise _Horizon  # the prefix ended before the last window: the rest decides where
+        return pieces, dropped, _spring_rest(tt, s, tail, pos, begin)
     if pos < n_total:
         begin = boundary_at_or_after(data, max(begin, int(starts[pos]))) if snap else int(starts[pos])
         rest = data[begin:].decode("utf-8", errors="replace")
         first_char = tt.char_at_byte(begin) if snap else int(tt.char_starts[pos])
-        piece = _spring_piece(tt, first_char, rest.replace("\n", " "), n_total - pos,
+        piece = _spring_piece(len(tt.text), first_char, rest.replace("\n", " "), n_total - pos,
                               dataclasses.replace(s, keep_separator=True))
         if piece is None:
             dropped += 1
         else:
             pieces.append(piece)
-    return pieces, dropped
+    return pieces, dropped, None
 
 
-def _spring_piece(tt: TokenizedText, first_char: int, text: str, tokens: int, s: ChunkSettings) -> _Piece | None:
-    """The trimmed chunk of a cut text starting at character `first_char`; `tokens` is what Spring
-    advances by (the cut text before trimming)."""
+def _spring_rest(tt: TokenizedText, s: ChunkSettings, tail: LongText, pos: int, begin: int) -> _Rest:
+    """The last chunk of a long text, all of it from token `pos` (as the end of `_spring` makes it
+    from a whole TokenizedText), without a copy of the text's bytes."""
+    data, snap = tt.text_bytes, s.strategy == "spring"
+    begin = boundary_at_or_after(data, max(begin, int(tt.byte_starts[pos]))) if snap else int(tt.byte_starts[pos])
+    first_char = tt.char_at_byte(begin) if snap else int(tt.char_starts[pos])
+    tokens = len(tail) - pos
+    text, cut = tail.text, len(tt.text)
+    if begin < len(data) and is_continuation(data[begin]):
+        # spring-exact, cut inside a character: its bytes there decode to U+FFFD, as Spring's do.
+        head = data[begin:].decode("utf-8", errors="replace")
+
+        def rest_from_inside_a_character() -> tuple[_Piece | None, int]:
+            piece = _spring_piece(len(text), first_char, (head + text[cut:]).replace("\n", " "), tokens,
+                                  dataclasses.replace(s, keep_separator=True))
+            return piece, int(piece is None)
+
+        return rest_from_inside_a_character
+
+    def rest() -> tuple[_Piece | None, int]:
+        # The text decoded from `begin` is text[first_char:]; its Java trim is that of the text with
+        # "\n" made " " (both are trimmed), so only the kept span is copied, once.
+        left = _stripped_start(text, first_char, len(text), _JAVA_WS)
+        right = _stripped_end(text, left, len(text), _JAVA_WS)
+        if right - left <= s.min_chunk_length_to_embed and _utf16_len(text[left:right]) <= s.min_chunk_length_to_embed:
+            return None, 1
+        return (text[left:right].replace("\n", " "), tokens, left, right), 0
+
+    return rest
+
+
+def _spring_piece(length: int, first_char: int, text: str, tokens: int, s: ChunkSettings) -> _Piece | None:
+    """The trimmed chunk of a cut text starting at character `first_char` of a text of `length`
+    characters; `tokens` is what Spring advances by (the cut text before trimming)."""
     if not s.keep_separator:
         text = text.replace("\n", " ")
     left, right = _java_trim_span(text)
     trimmed = text[left:right]
     if _utf16_len(trimmed) <= s.min_chunk_length_to_embed:
         return None
-    start = min(first_char + left, len(tt.text))
-    end = min(start + len(trimmed), len(tt.text))
+    start = min(first_char + left, length)
+    end = min(start + len(trimmed), length)
     return trimmed, tokens, start, end
 
 
@@ -268,7 +394,26 @@ def _keep(pieces: list[_Piece], piece: _Piece | None, min_length: int) -> int:
     return 0
 
 
-def _token_windows(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
+def _windows_rest(tt: TokenizedText, s: ChunkSettings, tail: LongText, first: int) -> _Rest:
+    """The last window of a long text, all of it from token `first` (`_window_piece(tt, first,
+    len(tt))` of a whole TokenizedText, then `_keep`), copying only the span it keeps."""
+    start, text = int(tt.chars_before[first]), tail.text
+    tokens = len(tail) - first
+
+    def rest() -> tuple[_Piece | None, int]:
+        left = _stripped_start(text, start, len(text))
+        right = _stripped_end(text, left, len(text))
+        if right <= left:
+            return None, 0
+        if right - left <= s.min_chunk_length_to_embed:
+            return None, 1
+        return (text[left:right], tokens, left, right), 0
+
+    return rest
+
+
+def _token_windows(tt: TokenizedText, s: ChunkSettings,
+                   tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
     step = s.chunk_size - s.chunk_overlap
     pieces: list[_Piece] = []
     dropped = 0
@@ -277,16 +422,25 @@ def _token_windows(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], i
     while first < n:
         # As in Spring AI, the last chunk allowed by max_num_chunks takes the rest of the text.
         last_allowed = len(pieces) == s.max_num_chunks - 1
+        if tail is not None:
+            if last_allowed:
+                return pieces, dropped, _windows_rest(tt, s, tail, first)
+            if first + s.chunk_size >= n:
+                raise _Horizon
         stop = n if last_allowed else min(first + s.chunk_size, n)
         dropped += _keep(pieces, _window_piece(tt, first, stop), s.min_chunk_length_to_embed)
         if stop >= n:
             break
         first += step
-    return pieces, dropped
+    if tail is not None:
+        raise _Horizon
+    return pieces, dropped, None
 
 
-def _recursive(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
-    """Greedy windows that end at the coarsest boundary found in their second half."""
+def _recursive(tt: TokenizedText, s: ChunkSettings,
+               tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
+    """Greedy windows that end at the coarsest boundary found in their second half. (With `tail`:
+    boundaries below the prefix's last token are those of the whole text, and a window stays below.)"""
     n = len(tt)
     levels = [tt.boundaries(level) for level in ("paragraph", "sentence", "word")]
     words = levels[2]
@@ -295,6 +449,11 @@ def _recursive(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
     first = 0
     while first < n:
         limit = first + s.chunk_size
+        if tail is not None:
+            if len(pieces) == s.max_num_chunks - 1:
+                return pieces, dropped, _windows_rest(tt, s, tail, first)
+            if limit >= n:
+                raise _Horizon
         if limit >= n or len(pieces) == s.max_num_chunks - 1:
             # The last window, or the last one allowed: as in Spring AI it takes the rest.
             dropped += _keep(pieces, _window_piece(tt, first, n), s.min_chunk_length_to_embed)
@@ -315,4 +474,6 @@ def _recursive(tt: TokenizedText, s: ChunkSettings) -> tuple[list[_Piece], int]:
             if hi and first < words[hi - 1] < stop:
                 nxt = int(words[hi - 1])
         first = max(nxt, first + 1)
-    return pieces, dropped
+    if tail is not None:
+        raise _Horizon
+    return pieces, dropped, None

@@ -49,13 +49,15 @@ class LocalEmbedder:
     to its longest text, and the one chunk Spring AI's splitter leaves after max_num_chunks (1.16 MB
     from a 50 MB TXT) made a batch ask for 7.9 GB. The mean over 4,000 tokens stands for the rest."""
     PADDED_CHARS = 1_000_000
-    """A batch's count x its longest text, in characters (256 chunks of 800 tokens; ~250 MB padded)."""
+    """A batch's count x its longest text, in characters (256 chunks of 800 tokens; ~250 MB padded),
+    a character beyond ASCII counting as 7 to 19 (`padded_length`)."""
 
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
               cancel: CancelSignal | None = None) -> np.ndarray:
         def plan(items: list[str]) -> tuple[list[str], list[range]]:
             inputs = [t[: self.MAX_CHARS] for t in items]
-            return inputs, batches.by_padded_size([len(t) for t in inputs], self._batch_size, self.PADDED_CHARS)
+            return inputs, batches.by_padded_size([padded_length(t) for t in inputs], self._batch_size,
+                                                  self.PADDED_CHARS)
 
         return batches.embed_in_batches(texts, lambda: self.DIMENSION, plan, self._embed_batch, progress, cancel)
 
@@ -86,6 +88,18 @@ class LocalEmbedder:
             if self._model is None:
                 self._model = _load_wordllama(self.CONFIG, self.DIMENSION)
         return self._model
+
+
+def padded_length(text: str) -> int:
+    """What `text` weighs in a padded batch, in English characters: WordLlama's tokenizer gives ~0.25
+    token to an English character and up to 3 to a Chinese one (2.6 on average to characters drawn
+    from the first 3,000 of the CJK block), so a character of n UTF-8 bytes counts as 1 + 6 (n - 1).
+    Counted in plain characters, a batch holding the 16,000 characters read of a long Chinese chunk
+    was padded to ~42,000 tokens for each of its up to 62 texts: up to 2.7 GB of token vectors
+    (1.5 GB more than the rest of the ingest of a 200 MB Chinese TXT; issue 18)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + 6 * (len(text.encode("utf-8", "surrogatepass")) - len(text))
 
 
 def _load_wordllama(config: str, dim: int) -> WordLlamaInference:

@@ -77,14 +77,15 @@ class Loaded:
     """A parsed and tokenised file: what stays the same while chunk settings change."""
 
     document: documents.Document
-    tokenized: chunking.TokenizedText
+    tokenized: chunking.TokenizedText | chunking.LongText
+    """A long text's is a LongText: the tokens of the prefix the windows need, not all of them."""
     sha256: str
 
 
 def load(data: bytes, filename: str, progress: documents.Progress | None = None) -> Loaded:
     """Parse and tokenise; `progress` hears each page of a PDF (OCR takes seconds a page)."""
     doc = documents.load_bytes(data, filename, progress)
-    return Loaded(doc, chunking.tokenize(doc.text), documents.sha256_hex(data))
+    return Loaded(doc, chunking.tokens_for_split(doc.text), documents.sha256_hex(data))
 
 
 def prepare(data: bytes, filename: str, settings: ChunkSettings, loaded: Loaded | None = None) -> Prepared:
@@ -164,8 +165,11 @@ class _Embedded:
     path: str | None
     data: bytes
     sha256: str
-    doc: documents.Document
+    page_count: int
     chunk_set: ChunkSet
+    extras: list[dict[str, object]]
+    """Each chunk's metadata from its document (where it is, OCR): the document itself, which holds
+    all its text once more, is not kept while the chunks are embedded and written."""
     vectors: object  # np.ndarray (numpy is not imported here)
 
 
@@ -185,10 +189,13 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
         notify("chunk", 0.1, Text("{n} pages", n=len(doc.pages)))
+        # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
         chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
         if not chunk_set.chunks:
             raise documents.DocumentError(filename, Text("no chunks: every piece was shorter than the "
                                                          "minimum chunk length to embed"))
+        page_count, extras = doc.page_count, [doc.chunk_extras(c.pages) for c in chunk_set.chunks]
+        del doc  # its text: 200 MB of a 200 MB TXT, which the chunks hold once already
         texts = [c.text for c in chunk_set.chunks]
         if on_plan is not None:
             from rag.embeddings import expected_seconds
@@ -201,7 +208,7 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
                                                 Text("{done}/{total} chunks embedded", done=done, total=total)),
             cancel=cancel,
         )
-        return _Embedded(knowledge, filename, path, data, sha, doc, chunk_set, vectors)
+        return _Embedded(knowledge, filename, path, data, sha, page_count, chunk_set, extras, vectors)
     except RagError as exc:
         return IngestResult(filename, "failed", reason=failure_reason(exc))
 
@@ -221,13 +228,13 @@ def _written(store: Store, embedder: Embedder, ready: _Embedded, settings: Chunk
             path=ready.path,
             data=ready.data,
             sha256=ready.sha256,
-            page_count=ready.doc.page_count,
+            page_count=ready.page_count,
             chunks=chunks,
             embeddings=ready.vectors,
-            extras=[ready.doc.chunk_extras(c.pages) for c in chunks],
+            extras=ready.extras,
         )
         notify("store", 1.0, status_word(result.status))
-        return IngestResult(ready.filename, result.status, len(chunks), ready.doc.page_count)
+        return IngestResult(ready.filename, result.status, len(chunks), ready.page_count)
     except RagError as exc:
         return IngestResult(ready.filename, "failed", reason=failure_reason(exc))
 
@@ -259,6 +266,19 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
                     yield child
         else:
             yield path
+
+
+OVERLAP_BYTES = 64 << 20
+"""`ingest_paths` writes one file while it reads the next unless the two hold more bytes than this:
+then the write is finished first, so that two big files (a 200 MB TXT's write holds its bytes, its
+chunks and the COPY of them) are never in memory at once."""
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # _read says why
 
 
 def _read(path: Path) -> bytes | IngestResult:
@@ -300,13 +320,18 @@ def ingest_paths(
     """`ingest_path` of each file, results in order, with one file's transaction written while the next
     is read and embedded: the database does its part (tsvector, HNSW and GIN inserts: ~half the time of
     an ingest with WordLlama) in its own process, so on 2 cores the two overlap. `on_stage(name)` and
-    `on_plan(name)` give a file's callbacks. Stopped (KeyboardInterrupt), the file being written is
-    finished or rolled back whole before this returns."""
+    `on_plan(name)` give a file's callbacks. Two files of more than `OVERLAP_BYTES` together do not
+    overlap. Stopped (KeyboardInterrupt), the file being written is finished or rolled back whole
+    before this returns."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-ingest-write") as writer:
         pending: Future[IngestResult] | None = None
+        pending_bytes = 0
         for path in paths:
+            if pending is not None and pending_bytes + _size(path) > OVERLAP_BYTES:
+                yield pending.result()
+                pending = None
             notify = on_stage(path.name) if on_stage else (lambda stage, fraction, message: None)
             data = _read(path)
             ready = data if isinstance(data, IngestResult) else _embedded(
@@ -318,6 +343,7 @@ def ingest_paths(
             if isinstance(ready, IngestResult):
                 yield ready
             else:
-                pending = writer.submit(_written, store, embedder, ready, settings, notify)
+                pending, pending_bytes = writer.submit(_written, store, embedder, ready, settings, notify), len(data)
+            data = ready = None  # the writer holds them: nothing of this file stays once it is written
         if pending is not None:
             yield pending.result()

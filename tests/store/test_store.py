@@ -253,3 +253,19 @@ def test_names_and_filter_values_are_stored_and_matched_literally(store: Store, 
                             filter=to_sql(f"original_filename == '{value}'"))
     assert {h.original_filename for h in filtered} == {filename} and len(filtered) == 3
     assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = %s", (kb,)) == 3
+
+
+def test_a_giant_chunk_is_stored_whole_and_keyword_indexed_by_its_beginning(store: Store) -> None:
+    """The last chunk Spring AI's splitter leaves can hold most of a file; PostgreSQL refused its
+    tsvector ("string is too long for tsvector") and the document was not stored."""
+    words = " ".join(f"w{i:06d}q" for i in range(160_000))  # 1.4 MB, 160,000 distinct terms
+    text = "Lighthouse ledger opens here. " + words
+    result = store.write_document(
+        knowledge="giant", embedder="local:test", dimension=8, chunk_settings={"chunk_size": 800},
+        filename="giant.txt", path="/docs/giant.txt", data=text.encode(), sha256="giant", page_count=1,
+        chunks=[Chunk(0, text, 400_000, 0, len(text), (1,))], embeddings=unit(1, 8))
+    assert result.chunks == 1
+    stored = list(store.iter_chunks("giant"))
+    assert len(stored) == 1 and stored[0].content == text
+    assert [h.content for h in store.keyword_search("lighthouse ledger", ["giant"], top_k=3)] == [text]
+    assert store.keyword_search("w159999q", ["giant"], top_k=3) == []  # past the indexed beginning
