@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import statistics
 import tempfile
 import threading
@@ -25,12 +24,7 @@ from psycopg import sql
 
 from rag.bench import datasets
 from rag.bench.report import Report
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rag.bench.sessions import free_port
 
 
 @contextmanager
@@ -50,7 +44,7 @@ def external_server(folder: Path) -> Iterator[str]:
     stop_embedded_server(folder)
     with (folder / "pg_hba.conf").open("a", encoding="utf-8") as hba:
         hba.write("\nhost all all 127.0.0.1/32 scram-sha-256\n")
-    port = _free_port()
+    port = free_port()
     run_as = {"user": "pgserver"} if os.geteuid() == 0 else {}  # the user pgserver runs the server as
     bin_path = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
     pgexec("pg_ctl", ("-w", "-o", f"-h 127.0.0.1 -p {port} -k {folder}", "-l", str(folder / "log"), "-D",

@@ -64,7 +64,8 @@ def browser_missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a server the bench starts)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -170,7 +171,7 @@ def running_app(env: dict[str, str], log_path: Path, timeout: float = 120) -> It
     """`streamlit run app.py` on a free port; yields its URL and pid once /_stcore/health answers."""
     import httpx
 
-    port = _free_port()
+    port = free_port()
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -206,7 +207,7 @@ def app_env(uri: str, data_dir: Path, embedder: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("RAG_") and k not in ("DATABASE_URL", "OLLAMA_HOST")}
     env.update(DATABASE_URL=uri, RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER=embedder, RAG_PRELOAD_MODEL="1",
-               OLLAMA_HOST=f"http://127.0.0.1:{_free_port()}", PYTHONPATH=str(_ROOT))
+               OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", PYTHONPATH=str(_ROOT))
     return env
 
 
