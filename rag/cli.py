@@ -177,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", default=None,
                    help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, scale, "
                         "external, peers, memory, retrieval, answers, sessions); repeatable")
+    p.add_argument("--scale", action="append", default=None, metavar="ROWSxDIM",
+                   help="the sizes `scale` searches (default 100000x384, 1000000x768 and 1000000x384); repeatable")
     return parser
 
 
@@ -520,7 +522,7 @@ def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextI
 def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag import bench
 
-    return bench.run(settings, out=out, quick=args.quick, only=args.only)
+    return bench.run(settings, out=out, quick=args.quick, only=args.only, scales=args.scale)
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:

@@ -22,6 +22,14 @@ BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "
            "retrieval", "answers", "sessions")
 
 
+SLOW_IN_QUICK = {
+    "answers": "it loads the embedded chat model and has it write 8 answers on the CPU (minutes)",
+    "external": "it starts a second PostgreSQL, ingests with one and two writers on both and builds four "
+                "HNSW indexes (minutes)",
+}
+"""Benchmarks whose small form still takes minutes (`scale` and `sessions` skip themselves in --quick)."""
+
+
 def bench_gpu(report: Report, quick: bool) -> None:
     """The GPU sampler's cost per tick against the two NVML calls every GPU monitor makes."""
     from rag.bench.gpu import tick_cost
@@ -36,13 +44,22 @@ def bench_gpu(report: Report, quick: bool) -> None:
                 f"bare calls {cost.peer * 1e6:.1f} µs -> {cost.ratio:.2f}x (goal <= 1.5x: {'met' if met else 'NOT met'})")
 
 
-def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None) -> int:
+def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None,
+        scales: list[str] | None = None) -> int:
     chosen = only or list(BENCHES)
     unknown = [b for b in chosen if b not in BENCHES]
     if unknown:
         raise RagError(f"unknown benchmark {unknown[0]!r} (choose from: {', '.join(BENCHES)})")
+    from rag.bench.search import SCALES, parse_scale
+
+    sizes = [parse_scale(s) for s in scales] if scales else list(SCALES)
     report = Report(out)
     report.line(f"# rag bench{' (quick)' if quick else ''}: ratios are peer time / our time, same process")
+    if quick and only is None:  # a plain --quick is a smoke run of under two minutes
+        for name, why in SLOW_IN_QUICK.items():
+            chosen.remove(name)
+            report.section(f"{name}: skipped in a plain --quick")
+            report.line(f"skipped: {why}; `--quick --only {name}` runs its small form")
     if {"rechunk", "spring", "cli"} & set(chosen):
         from rag.bench import splitting
 
@@ -75,7 +92,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
             if "search" in chosen:
                 search.bench_search(report, uri, quick)
             if "scale" in chosen:
-                search.bench_scale(report, base, quick)
+                search.bench_scale(report, base, quick, sizes)
             if "external" in chosen:
                 external.bench_external(report, base, quick, database.scratch_database)
             if "peers" in chosen:

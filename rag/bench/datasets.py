@@ -8,7 +8,6 @@ and later runs search them as they are. A kept database is rebuilt only when its
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 import uuid
@@ -20,9 +19,11 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from rag.bench.corpus import clustered, sentences
+from rag.cores import usable_cores
 from rag.store import Store, copy_rows
+from rag.store.schema import HNSW_OPTIONS, hnsw_index_name, hnsw_index_sql
 
-VERSION = 2
+VERSION = 3
 """Bump when what `fill` writes changes: kept databases of another version are rebuilt."""
 BATCH = 10_000
 
@@ -64,7 +65,7 @@ class Dataset:
         """MB of the HNSW index and of the table (with its TOAST and other indexes)."""
         with psycopg.connect(self.uri) as conn:
             row = conn.execute("SELECT pg_relation_size(%s::regclass), pg_total_relation_size('vector_store')",
-                               (f"vector_store_hnsw_{self.dim}",)).fetchone()
+                               (hnsw_index_name(self.dim),)).fetchone()
         return row[0] / 1e6, row[1] / 1e6
 
 
@@ -90,10 +91,10 @@ def _hnsw_settings(conn: psycopg.Connection, rows: int, dim: int) -> str:
     vectors measured), and one parallel worker per spare core: a graph that outgrows it is built
     on disk, several times slower (pgvector says so in a NOTICE)."""
     megabytes = max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
-    workers = max(0, len(os.sched_getaffinity(0)) - 1)
+    workers = usable_cores() - 1
     conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{megabytes}MB")))
     conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(workers)))
-    return f"maintenance_work_mem={megabytes}MB, max_parallel_maintenance_workers={workers}"
+    return f"{HNSW_OPTIONS}, maintenance_work_mem={megabytes}MB, max_parallel_maintenance_workers={workers}"
 
 
 def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, str]:
@@ -147,9 +148,7 @@ def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, st
     with psycopg.connect(uri) as conn:
         settings = _hnsw_settings(conn, rows, dim)
         t0 = time.perf_counter()
-        conn.execute(sql.SQL("CREATE INDEX vector_store_hnsw_{d} ON vector_store USING hnsw "
-                             "((embedding::vector({d})) vector_cosine_ops) WHERE vector_dims(embedding) = {d}")
-                     .format(d=sql.Literal(dim)))
+        conn.execute(hnsw_index_sql(dim))
         indexed = time.perf_counter() - t0
         conn.execute("ANALYZE vector_store")
         conn.commit()

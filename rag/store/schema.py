@@ -90,6 +90,26 @@ def dimension_sql(dimension: int) -> sql.Composable:
     return sql.Literal(dimension)
 
 
+HNSW_OPTIONS = "m = 16, ef_construction = 128"
+"""pgvector's default ef_construction of 64 leaves clustered rows in islands the search cannot leave: at
+300,000 384-d rows (3,000 clusters) one query in 40 found none of its 10 neighbours at ef_search 100
+(recall 0.968; at a million 0.755-0.860, flat past ef_search 200). Built with 128: recall 1.000 at
+ef_search 100, queries faster (7.9 vs 12.0 ms), the build ~2x longer (bench --only scale)."""
+
+
+def hnsw_index_name(dimension: int) -> str:
+    return f"vector_store_hnsw_{dimension}"
+
+
+def hnsw_index_sql(dimension: int) -> sql.Composed:
+    """The partial HNSW index of one dimension, as the app and the benchmarks build it."""
+    dim = dimension_sql(dimension)
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON vector_store USING hnsw "
+        "((embedding::vector({})) vector_cosine_ops) WITH ({}) WHERE vector_dims(embedding) = {}"
+    ).format(sql.Identifier(hnsw_index_name(dimension)), dim, sql.SQL(HNSW_OPTIONS), dim)
+
+
 def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
     """The partial HNSW index of one dimension (if missing), inside the caller's transaction.
 
@@ -98,14 +118,7 @@ def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
     its row-exclusive lock while waiting for the other's). It is only taken when the index is
     missing, and the first two ingests of a new dimension take turns on an advisory lock.
     """
-    name = f"vector_store_hnsw_{dimension}"
-    dim = dimension_sql(dimension)
-    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]:
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()[0]:
         return
     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON vector_store USING hnsw "
-            "((embedding::vector({})) vector_cosine_ops) WHERE vector_dims(embedding) = {}"
-        ).format(sql.Identifier(name), dim, dim)
-    )
+    conn.execute(hnsw_index_sql(dimension))

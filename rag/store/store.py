@@ -127,6 +127,10 @@ class Store:
         except psycopg.errors.OutOfMemory as exc:
             raise StoreError(Text("the database ran out of memory: try a smaller request, or give PostgreSQL "
                                   "more memory")) from exc
+        except psycopg.errors.ProgramLimitExceeded as exc:
+            # An OperationalError by its class (54), but the data's fault, not the connection's.
+            raise StoreError(Text("the data is too large for PostgreSQL ({error}); nothing was written",
+                                  error=one_line(exc, None))) from exc
         except psycopg.OperationalError as exc:
             if self.pgdata is not None and revive_embedded_server(self.pgdata):
                 self._pool.check()  # drop the connections to the dead server; new ones go to the new one

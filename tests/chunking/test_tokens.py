@@ -7,39 +7,82 @@ implementation's own output.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from rag.chunking import (
     SEED_PROJECT, SPRING_DEFAULT, ChunkSettings, count_tokens, encoding, split, spring_split_reference, tokenize,
 )
+from rag.chunking import cl100k
 from rag.chunking import tokens as chunk_tokens
 from tests.chunking.texts import ENC, long_text, mixed_text, sentences, token_char_spans
+from tests.conftest import ROOT
 
 
 def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
-    # Over 200_000 characters: any splitting of the text for speed (e.g. encoding parts on
-    # several threads) must give exactly tiktoken's tokens for the whole text.
+    # Over 200_000 characters: the text is encoded in pieces on several threads, and the pieces'
+    # tokens must be exactly tiktoken's tokens for the whole text.
     text = long_text(7, 230_000) + " tail" + "数字123 4567" * 10
     assert len(text) > 200_000
-    enc = encoding()
-    original = enc.encode_ordinary_batch
+    if cl100k.usable_cores() < 2:
+        monkeypatch.setattr(cl100k, "usable_cores", lambda: 2)
+    assert cl100k.start_workers(wait=60), "the encoding workers did not start"
+    monkeypatch.setattr(cl100k, "usable_cores", lambda: 4)  # four pieces: three go to the workers
+    monkeypatch.setattr(cl100k, "PARALLEL_CHARS", 50_000)
+    sent: list[str] = []
+    submit = cl100k._pool.submit
 
-    def checked_batch(parts, **kw):
-        assert "".join(parts) == text
-        return original(parts, **kw)
+    def recorded(fn, piece: str):  # noqa: ANN001, ANN202
+        sent.append(piece)
+        return submit(fn, piece)
 
-    monkeypatch.setattr(enc, "encode_ordinary_batch", checked_batch)
+    monkeypatch.setattr(cl100k._pool, "submit", recorded)
     expected = ENC.encode_ordinary(text)
-    assert chunk_tokens._encode(text) == expected
+    assert chunk_tokens._encode(text).tolist() == expected
+    assert len(sent) == 3 and text.endswith(sent[-1])  # three pieces went to the workers, one stayed here
     tt = tokenize(text)
     assert tt.tokens.tolist() == expected
     monkeypatch.undo()
     exact = dataclasses.replace(SPRING_DEFAULT, strategy="spring-exact")  # the text holds emoji and CJK
     assert [c.text for c in split(tt, exact).chunks] == spring_split_reference(text, exact)
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(text=mixed_text, count=st.integers(2, 9))
+def test_pieces_cut_at_seams_encode_to_the_whole_texts_tokens(text: str, count: int) -> None:
+    # Pieces of a few characters: every seam the cutter picks is tested, in every script.
+    parts = cl100k.pieces(text, count)
+    assert "".join(parts) == text and (all(parts) or not text) and len(parts) <= count
+    assert [t for part in parts for t in ENC.encode_ordinary(part)] == ENC.encode_ordinary(text)
+
+
+def test_a_text_without_a_seam_is_one_piece() -> None:
+    text = "😀🚀" * 200_000  # no ASCII and no CJK letter: no place where a cut is known to be exact
+    assert cl100k.pieces(text, 4) == [text]
+
+
+def test_a_killed_worker_costs_nothing_but_time(monkeypatch) -> None:
+    # The pool breaks (a worker killed by the OOM killer, say): the text is encoded here, then new workers start.
+    import os
+    import signal
+
+    monkeypatch.setattr(cl100k, "PARALLEL_CHARS", 50_000)
+    if cl100k.usable_cores() < 2:
+        monkeypatch.setattr(cl100k, "usable_cores", lambda: 2)
+    assert cl100k.start_workers(wait=60)
+    text = long_text(3, 120_000)
+    for pid in list(cl100k._pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    assert chunk_tokens._encode(text).tolist() == ENC.encode_ordinary(text)
+    assert cl100k.start_workers(wait=60), "no new workers after the old ones died"
+    assert chunk_tokens._encode(text).tolist() == ENC.encode_ordinary(text)
 
 
 @pytest.mark.parametrize(
@@ -53,7 +96,7 @@ def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
 )
 def test_encode_on_tricky_long_texts(text: str) -> None:
     assert len(text) > 200_000
-    assert chunk_tokens._encode(text) == ENC.encode_ordinary(text)
+    assert chunk_tokens._encode(text).tolist() == ENC.encode_ordinary(text)
 
 
 @hsettings(max_examples=80, deadline=None)
@@ -155,3 +198,23 @@ def test_vocab_tables_match_a_per_token_reading() -> None:
     assert checked == len(enc._mergeable_ranks) > 100_000
     # Tokens that hold each rule exist, so the comparison above covers both answers of each.
     assert vocab.paragraph.sum() > 0 and vocab.cjk_end.sum() > 0 and vocab.midchar.sum() > 0
+
+
+def test_one_long_text_starts_no_worker_and_a_second_starts_them(tmp_path) -> None:  # noqa: ANN001
+    # A one-off `rag chunk` must not pay for starting (and, at exit, waiting for) a worker process.
+    code = (
+        "from rag.chunking import cl100k\n"
+        "cl100k.PARALLEL_CHARS = 10_000\n"
+        "cl100k.usable_cores = lambda: 2\n"
+        "text = 'Words and more words, ' * 2_000\n"
+        "first = cl100k.encode(text)\n"
+        "assert cl100k._pool is None, 'one long text started the workers'\n"
+        "second = cl100k.encode(text)\n"
+        "assert cl100k._pool is not None, 'the second long text did not start them'\n"
+        "assert cl100k.start_workers(wait=60)\n"
+        "assert cl100k.encode(text).tolist() == first.tolist() == second.tolist()\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -36,7 +36,7 @@ def chromium() -> Iterator[object]:
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=path, headless=True,
-                                     args=[a for a in CHROMIUM_ARGS if a != "--headless"])
+                                     args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:

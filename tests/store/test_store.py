@@ -161,6 +161,9 @@ def test_kb_filtered_search_uses_hnsw_and_still_returns_k_rows(store: Store, pg_
         conn.execute("ANALYZE vector_store")
     plan = store.explain_search(dim, "kb3", top_k=10)  # 10 % of the rows: more than EXACT_SHARE
     assert f"vector_store_hnsw_{dim}" in plan, plan
+    with psycopg.connect(pg_uri) as conn:  # the graph built wide enough to leave no islands (schema.HNSW_OPTIONS)
+        options = conn.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (f"vector_store_hnsw_{dim}",)).fetchone()[0]
+    assert sorted(options) == ["ef_construction=128", "m=16"]
     hits = store.search(unit(1, dim)[0], ["kb3"], top_k=10)
     assert len(hits) == 10 and {h.knowledge for h in hits} == {"kb3"}
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -221,6 +224,18 @@ def test_get_chunk(store: Store) -> None:
     assert store.get_chunk(first.id).content == first.content
     assert store.get_chunk(uuid.uuid4()) is None
     assert store.get_chunk("not-a-uuid") is None
+
+
+def test_data_too_large_for_postgresql_is_worded_as_such_not_as_a_lost_connection(store: Store) -> None:
+    # 40,000 distinct 32-character words: a tsvector over PostgreSQL's 1 MB limit (ProgramLimitExceeded,
+    # which psycopg files under OperationalError, the class of a dropped connection).
+    with pytest.raises(StoreError) as caught:
+        with store._conn() as conn:
+            conn.execute("SELECT to_tsvector('simple', string_agg(md5(i::text), ' ')) FROM generate_series(1, 40000) i")
+    message = str(caught.value)
+    assert message.startswith("the data is too large for PostgreSQL (string is too long for tsvector")
+    assert "nothing was written" in message and "connection" not in message
+    assert store.search(np.ones(4, dtype=np.float32), ["none"], top_k=1) == []  # the store still answers
 
 
 def test_unreachable_database_is_one_clear_line() -> None:

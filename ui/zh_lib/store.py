@@ -32,6 +32,7 @@ ZH: dict[str, str] = {
     "PostgreSQL lacks pgvector: {error}": "PostgreSQL 缺少 pgvector：{error}",
     "database connection failed: {error}": "数据库连接失败：{error}",
     "the database refused the operation: {error}": "数据库拒绝了该操作：{error}",
+    "the data is too large for PostgreSQL ({error}); nothing was written": "数据超出了 PostgreSQL 的上限（{error}）；没有写入任何内容",
     "{filename}: {chunks} chunks but {extras} metadata extras": "{filename}：有 {chunks} 个分块，却有 {extras} 份附加元数据",
     "{filename}: {chunks} chunks but {embeddings} embeddings": "{filename}：有 {chunks} 个分块，却有 {embeddings} 个嵌入向量",
     "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d":
