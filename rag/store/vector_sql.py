@@ -19,8 +19,9 @@ def ef_search_for(top_k: int, share: float, filtered: bool, rows: int = 0) -> in
     share = max(share, 1e-3) * (0.5 if filtered else 1.0)
     # pgvector's default of 40 gave recall@10 between 0.90 and 0.997 on 100,000 clustered
     # 768-d vectors from one index build to the next; 100 keeps it above 0.95 for a few ms. At a
-    # million (bench --only scale) 100 gave 0.860 and 200 0.905 (p50 36 -> 58 ms, loaded); 400
-    # no more: past that the graph pgvector builds by default (m=16, ef_construction=64) decides.
+    # million 768-d rows (bench --only scale, the graph of schema.HNSW_OPTIONS) 100 gave 0.845, 3
+    # of 20 queries finding none of their neighbours, and 200 0.995 (p50 19 -> 63 ms, loaded); 400
+    # no more.
     floor = 100 if rows <= 250_000 else 200
     return int(min(1000, max(floor, 2 * top_k, 2 * top_k / share)))
 
