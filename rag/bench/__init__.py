@@ -50,9 +50,10 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
     unknown = [b for b in chosen if b not in BENCHES]
     if unknown:
         raise RagError(f"unknown benchmark {unknown[0]!r} (choose from: {', '.join(BENCHES)})")
-    from rag.bench.search import SCALES, parse_scale
+    if scales:
+        from rag.bench.search import parse_scale
 
-    sizes = [parse_scale(s) for s in scales] if scales else list(SCALES)
+        sizes = [parse_scale(s) for s in scales]  # before any benchmark runs: a typo costs nothing
     report = Report(out)
     report.line(f"# rag bench{' (quick)' if quick else ''}: ratios are peer time / our time, same process")
     if quick and only is None:  # a plain --quick is a smoke run of under two minutes
@@ -92,7 +93,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
             if "search" in chosen:
                 search.bench_search(report, uri, quick)
             if "scale" in chosen:
-                search.bench_scale(report, base, quick, sizes)
+                search.bench_scale(report, base, quick, sizes if scales else search.SCALES)
             if "external" in chosen:
                 external.bench_external(report, base, quick, database.scratch_database)
             if "peers" in chosen:

@@ -86,11 +86,16 @@ def _progress(label: str, done: int, total: int, started: float) -> None:
               file=sys.stderr, flush=True)
 
 
+def graph_megabytes(rows: int, dim: int) -> int:
+    """maintenance_work_mem that holds the whole HNSW graph (vectors + neighbour lists, ~1.3x the raw
+    vectors measured), at least PostgreSQL's default 64 MB."""
+    return max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
+
+
 def _hnsw_settings(conn: psycopg.Connection, rows: int, dim: int) -> str:
-    """Room for the whole graph in maintenance_work_mem (vectors + neighbour lists, ~1.3x the raw
-    vectors measured), and one parallel worker per spare core: a graph that outgrows it is built
-    on disk, several times slower (pgvector says so in a NOTICE)."""
-    megabytes = max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
+    """Room for the whole graph in maintenance_work_mem, and one parallel worker per spare core: a graph
+    that outgrows it is built on disk, several times slower (pgvector says so in a NOTICE)."""
+    megabytes = graph_megabytes(rows, dim)
     workers = usable_cores() - 1
     conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(f"{megabytes}MB")))
     conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(workers)))

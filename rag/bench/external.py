@@ -117,7 +117,7 @@ def _hnsw_builds(uri: str, dim: int) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     with psycopg.connect(uri, autocommit=True) as conn:
         rows = conn.execute("SELECT count(*) FROM vector_store").fetchone()[0]
-        sized = f"{max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))}MB"
+        sized = f"{datasets.graph_megabytes(rows, dim)}MB"
         for memory, workers in (("64MB", 0), ("64MB", cores - 1), (sized, 0), (sized, cores - 1)):
             conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw_index_name(dim))))
             conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(memory)))

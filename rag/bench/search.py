@@ -108,28 +108,26 @@ def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[s
 
 
 def _ef_sweep(report: Report, data: datasets.Dataset, queries: np.ndarray, truth: list[set]) -> None:
-    """Recall and p50 of the unfiltered HNSW query at several ef_search values, and how many queries found
-    none of their neighbours (a graph with islands: the search stays in the wrong one, whatever its ef)."""
+    """Recall and p50 of the unfiltered HNSW query (the one the app runs) at several ef_search values, and
+    how many queries found none of their neighbours (a graph with islands: the search stays in the wrong
+    one, whatever its ef)."""
     import psycopg
     from pgvector.psycopg import register_vector
-    from psycopg import sql
 
     from rag.store import ef_search_for
-    from rag.store.schema import dimension_sql
+    from rag.store.vector_sql import _search_query
 
-    dim = dimension_sql(data.dim)
-    query = sql.SQL("SELECT id FROM vector_store WHERE vector_dims(embedding) = {d} "
-                    "ORDER BY (embedding::vector({d})) <=> %s LIMIT %s").format(d=dim)
     parts = []
     with psycopg.connect(data.uri) as conn:
         register_vector(conn)
         for ef in (40, 100, 200, 400):
             recalls, times = [], []
             for q, exact in zip(queries, truth):
+                query, params = _search_query(q, datasets.NAMES, K, None, "hnsw")
                 with conn.transaction():
                     conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                     t = time.perf_counter()
-                    got = {r[0] for r in conn.execute(query, (q, K))}
+                    got = {r[0] for r in conn.execute(query, params)}
                     times.append(time.perf_counter() - t)
                 recalls.append(len(got & exact) / K)
             parts.append(f"ef {ef}: recall {statistics.mean(recalls):.3f}, p50 {statistics.median(times) * 1000:.1f} ms, "

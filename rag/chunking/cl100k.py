@@ -132,8 +132,8 @@ def encode(text: str) -> np.ndarray:
         return encode_piece(text)
     with _lock:
         _long_texts += 1
-        started = _pool is not None
-    if not started and _long_texts < 2 or not start_workers():
+        first_alone = _pool is None and _long_texts < 2
+    if first_alone or not start_workers():
         return encode_piece(text)
     pool = _pool
     parts = pieces(text, usable_cores())
