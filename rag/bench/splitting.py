@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rag import chunking
 from rag.bench.corpus import synthetic_text
-from rag.bench.report import Report, best_of
+from rag.bench.report import Report, best_of, best_of_interleaved
 from rag.chunking import ChunkSettings
 from rag.errors import RagError, one_line
 
@@ -83,9 +83,8 @@ def bench_spring(report: Report, quick: bool) -> None:
     def ours() -> list[str]:
         return [c.text for c in chunking.split(chunking.tokenize(text), chunking.SPRING_DEFAULT).chunks]
 
-    # Best of 5 each: on this 2-core VM one encode of the same text varies by up to 1.5x from run to run.
-    ours_t, ours_out = best_of(ours, 5)
-    peer_t, peer_out = best_of(lambda: chunking.spring_split_reference(text), 5)
+    (ours_t, ours_out), (peer_t, peer_out) = best_of_interleaved(
+        ours, lambda: chunking.spring_split_reference(text), 7)
     report.line(f"chunks: {len(ours_out)}; identical to the straightforward port: {ours_out == peer_out}")
     report.ratio("cold spring vs a port that re-encodes each cut", ours_t, peer_t, 3)
     if ours_out != peer_out:
