@@ -15,7 +15,7 @@ import logging
 import multiprocessing
 import re
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -122,6 +122,12 @@ def encode_piece(text: str) -> np.ndarray:
     return encoding().encode_to_numpy(text, disallowed_special=())
 
 
+SHARES_PER_CORE = 8
+"""Pieces a long text is cut into, per usable core, taken in turns from both ends: this process
+encodes from the front while the workers encode from the back, until they meet. Halves fixed in
+advance waited for the slower side: on a 2-core VM two encodes at once often ran at unequal speeds
+(one half 0.083 s here while the same-sized half took 0.14 s in the worker; alone, 0.08 s each)."""
+
 _long_texts = 0
 
 
@@ -136,20 +142,44 @@ def encode(text: str) -> np.ndarray:
     if first_alone or not start_workers():
         return encode_piece(text)
     pool = _pool
-    parts = pieces(text, usable_cores())
-    if pool is None or len(parts) < 2:
+    workers = usable_cores() - 1
+    parts = pieces(text, (workers + 1) * SHARES_PER_CORE)
+    if pool is None or workers < 1 or len(parts) < 2:
         return encode_piece(text)
-    try:
-        futures = [pool.submit(encode_piece, part) for part in parts[1:]]
-    except (BrokenProcessPool, RuntimeError):  # a worker died (killed), or the pool shut down at exit
-        _forget(pool)
-        return encode_piece(text)
-    first = encode_piece(parts[0])
-    rest = []
-    for part, future in zip(parts[1:], futures):
-        try:
-            rest.append(future.result())
-        except BrokenProcessPool:
-            _forget(pool)
-            rest.append(encode_piece(part))
-    return np.concatenate([first, *rest])
+    done: list[np.ndarray | None] = [None] * len(parts)
+    sent: dict[int, Future] = {}
+    front, back, broken = 0, len(parts), False
+
+    def send() -> None:
+        """Keep two pieces per worker sent (one encoding, one waiting), taken from the back."""
+        nonlocal back, broken
+        while not broken and back > front + 1 and len(sent) < 2 * workers:
+            try:
+                sent[back - 1] = pool.submit(encode_piece, parts[back - 1])
+            except (BrokenProcessPool, RuntimeError):  # a worker died (killed), or the pool shut down at exit
+                broken = True
+                _forget(pool)
+                return
+            back -= 1
+
+    def collect(wait: bool) -> None:
+        nonlocal broken
+        for i, future in list(sent.items()):
+            if wait or future.done():
+                del sent[i]
+                try:
+                    done[i] = future.result()
+                except BrokenProcessPool:
+                    if not broken:
+                        broken = True
+                        _forget(pool)
+                    done[i] = encode_piece(parts[i])
+
+    send()
+    while front < back:
+        done[front] = encode_piece(parts[front])
+        front += 1
+        collect(wait=False)
+        send()
+    collect(wait=True)
+    return np.concatenate(done)
