@@ -21,3 +21,14 @@ def test_interleaved_runs_take_turns_and_keep_each_sides_fastest(monkeypatch) ->
     assert calls == ["ours", "peer", "ours", "peer"]
     assert (ours_t, peer_t) == (1.0, 1.0)  # ours took 3 s then 1 s; the peer 1 s then 4 s
     assert (ours_out, peer_out) == ("ours 3", "peer 4")
+
+
+def test_a_ratio_just_short_of_its_goal_never_reads_as_the_goal() -> None:
+    import io
+
+    out = io.StringIO()
+    assert not report.Report(out).ratio("cold spring", 0.1285, 0.3818, 3)
+    assert "-> 2.9x (goal >= 3x: NOT met)" in out.getvalue()
+    out = io.StringIO()
+    assert report.Report(out).ratio("cold spring", 0.125, 0.375, 3)
+    assert "-> 3.0x (goal >= 3x: met)" in out.getvalue()
