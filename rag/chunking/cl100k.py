@@ -170,9 +170,8 @@ def encode(text: str) -> np.ndarray:
                 try:
                     done[i] = future.result()
                 except BrokenProcessPool:
-                    if not broken:
-                        broken = True
-                        _forget(pool)
+                    broken = True
+                    _forget(pool)  # again for each lost piece: harmless (a pool shut down twice, the global cleared once)
                     done[i] = encode_piece(parts[i])
 
     send()
