@@ -88,8 +88,9 @@ BADGES = {
 }
 NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
 UNSUPPORTED_FLAG = ":orange-badge[⚠ {no_source}]"
-BADGE_LEGEND = ("Blue [n]: the cited source holds the sentence's words (checked word by word, not its "
-                "meaning) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited "
+BADGE_LEGEND = ("Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and "
+                "relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does "
+                "not · grey ≈ n: matched to a source afterwards, not cited "
                 "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
                 "words · red ⚠ n: no such source.")  # shown as _(BADGE_LEGEND)
 
@@ -437,8 +438,10 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                 except RagError as exc:
                     widgets.show_error(exc, _("Filter"))
             rewrite = st.toggle(_("Rewrite follow-up questions"), key="chat_rewrite",
-                                help=_("Before searching, the model turns a follow-up ('and in 2023?') into "
-                                       "a standalone query; the query searched is shown with the answer."))
+                                help=_("Before searching, the model turns a follow-up ('and in 2023?', 'what "
+                                       "about her father?') into a standalone query, searched together with the "
+                                       "question as asked; a question that stands alone is never rewritten. The "
+                                       "query searched is shown with the answer."))
 
         with st.expander(_("Generation"), icon="🎛️"):
             temperature = st.slider(_("Temperature"), 0.0, 1.5, step=0.05, key="chat_temperature")
@@ -562,7 +565,7 @@ def _source_card(turn: Turn, source: Source) -> None:
 
 def _sources_panel(turn: Turn, expanded: bool) -> None:
     if turn.rewritten:
-        st.caption("🔁 " + _("Searched for: *{query}*", query=_md(turn.query)))
+        st.caption("🔁 " + _("Searched for: *{query}* and the question as asked", query=_md(turn.query)))
     for note in turn.notes:
         st.caption(f"ℹ️ {tr(note)}")
     if not turn.sources:

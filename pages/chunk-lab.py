@@ -24,7 +24,7 @@ from ui.i18n import _, columns, count, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
-    chunking.SPRING_DEFAULT,
+    chunking.DEFAULT,  # the default preset, whose chunks the default embedder reads whole
     ChunkSettings(strategy="recursive", chunk_size=256, chunk_overlap=32),
     ChunkSettings(strategy="token", chunk_size=128, chunk_overlap=16),
 )

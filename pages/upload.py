@@ -25,7 +25,7 @@ from rag.documents import ocr, page_label, render
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
-from rag.ingest.preview import SAMPLE_CHARS
+from rag.ingest.preview import SAMPLE_CHARS, InputWindow, input_window
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
 from ui import resources, widgets
@@ -294,16 +294,18 @@ def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePr
     return out
 
 
-def _issues(p: FilePreview, max_tokens: int | None) -> list[str]:
-    return ingest.warnings(p.prepared, max_tokens) if p.prepared is not None else []
+def _issues(p: FilePreview, window: InputWindow | None) -> list[str]:
+    return ingest.warnings(p.prepared, window) if p.prepared is not None else []
 
 
 def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataFrame:
-    # PDF pages by number; slides, sheets and sections by where they are ('slide 3', 'sheet Sales').
-    where = "pages" if doc.unit == "page" else "where"
+    # PDF pages by number; slides, sheets, sections and text lines by where they are ('slide 3',
+    # 'sheet Sales', '第二回 … · lines 120–164'): what the chunk's citation will say.
+    by_page = doc.unit == "page" and not doc.by_lines
+    where = "pages" if by_page else "where"
     return pd.DataFrame(
         [{"#": c.index, "tokens": c.tokens, "characters": len(c.text),
-          where: page_label(c.pages) if doc.unit == "page" else doc.location(c.pages),
+          where: page_label(c.pages) if by_page else doc.chunk_location(c.pages, c.start, c.end),
           "first words": fmt.first_words(c.text)} for c in chunks],
         columns=["#", "tokens", "characters", where, "first words"],
     )
@@ -318,11 +320,11 @@ def _read_by(doc: documents.Document) -> str:
 
 
 def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
-              settings: ChunkSettings, max_tokens: int | None, kb_name: str | None) -> None:
+              settings: ChunkSettings, window: InputWindow | None, kb_name: str | None) -> None:
     rows = []
     for p in previews:
         doc = p.prepared.document if p.prepared else None
-        issues = _issues(p, max_tokens)
+        issues = _issues(p, window)
         rows.append({
             "file": p.name,
             "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
@@ -340,7 +342,7 @@ def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
                                  "settings · unchanged: already stored exactly so (skipped)"))})
 
 
-def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | None) -> None:
+def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow | None) -> None:
     if p.prepared is None:
         st.error(_("**{file}** cannot be read: {reason}", file=fmt.md(p.name), reason=tr(p.error)), icon="🚫")
         return
@@ -360,7 +362,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
                 help=_("Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
                      "of the thought it starts."))
     m[4].metric(_("Dropped pieces"), stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
-    for issue in _issues(p, max_tokens):
+    for issue in _issues(p, window):
         st.warning(tr(issue), icon="⚠️")
 
     chunks_tab, pages_tab, text_tab = st.tabs([_("🧩 Chunks"), _("📄 Pages"), _("🎨 Whole text")])
@@ -374,8 +376,9 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, max_tokens: int | Non
                     "tokens", min_value=0, max_value=max(settings.chunk_size, stats.max_tokens, 1),
                     format="%d", help=_("cl100k tokens; the bar is relative to the chunk size ({size})", size=settings.chunk_size)),
                 "pages": st.column_config.TextColumn("pages", help=_("Pages the chunk's text comes from")),
-                "where": st.column_config.TextColumn("where", help=_("The slides, sheets or sections (heading "
-                                                                   "path) the chunk's text comes from")),
+                "where": st.column_config.TextColumn("where", help=_(
+                    "The nearest heading above the chunk's start and the file's lines it covers") if doc.by_lines
+                    else _("The slides, sheets or sections (heading path) the chunk's text comes from")),
                 "first words": st.column_config.TextColumn("first words", width="large"),
             },
         )
@@ -661,7 +664,7 @@ def _upload_tab(store: Store | None) -> None:
         target = _knowledge_base_picker(store)
     with chunk_col:
         st.markdown(_("##### 3 · Chunking"))
-        settings = widgets.chunk_settings_widget(WIDGET)
+        settings = widgets.chunk_settings_widget(WIDGET, chunking.DEFAULT)
         _kb_settings_hint(target, settings)
 
     previews = _previews(uploads, settings) if uploads and settings is not None else []
@@ -677,18 +680,18 @@ def _upload_tab(store: Store | None) -> None:
     if settings is None:
         st.info(_("Fix the chunk settings above to see the chunks."), icon="🧩")
         return
-    max_tokens = target.embedder.max_input_tokens if target.embedder is not None else None
+    window = input_window(target.embedder)  # counts chunks in the embedder's own tokens where it can
     existing: dict[str, StoredDocument] = {}
     if store is not None and target.kb is not None:
         try:
             existing = {d.original_filename: d for d in store.list_documents(target.kb.name)}
         except RagError as exc:
             widgets.show_error(exc, _("Documents"))
-    _overview(previews, existing, settings, max_tokens, target.name)
-    labels = [("❌ " if p.error else "⚠️ " if _issues(p, max_tokens) else "📄 ") + fmt.md(p.name) for p in previews]
+    _overview(previews, existing, settings, window, target.name)
+    labels = [("❌ " if p.error else "⚠️ " if _issues(p, window) else "📄 ") + fmt.md(p.name) for p in previews]
     for tab, p in zip(st.tabs(labels), previews):
         with tab:
-            _file_preview(p, settings, max_tokens)
+            _file_preview(p, settings, window)
 
 
 # -- the library tab ----------------------------------------------------------------------------

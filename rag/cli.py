@@ -369,7 +369,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
             saved = save_turn(store.conversations, conversation, turn)
             print(f"conversation: {saved}", file=err)
     if turn.rewritten:
-        print(f"searched for: {turn.query}", file=err)
+        print(f"searched for: {turn.query} and the question as asked", file=err)
     for note in turn.notes:
         print(f"note: {note}", file=err)
     if args.json:

@@ -63,7 +63,7 @@ COLUMNS = (
     "VRAM (MiB)", "Model", "Size (GiB)", "In VRAM (GiB)", "Placement", "Context", "Unloads in", "route",
     "tools", "budget", "keywords", "what for", "tokens", "characters", "pages", "first words", "file",
     "type", "read by", "size", "chunks", "check", "on ingest", "status", "reason", "knowledge base",
-    "documents", "embedder", "dimension", "chunk settings", "created", "ingested at",
+    "documents", "embedder", "dimension", "chunk settings", "created", "ingested at", "where",
 )
 """The tables' column names the pages use; their Chinese is in ui/zh.py (tests/ui/test_i18n.py checks)."""
 

@@ -82,7 +82,7 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
     `{key}_chunk_overlap`, `{key}_min_chars`, `{key}_min_embed`, `{key}_max_chunks`, `{key}_keep_sep`.
     """
     if f"{key}_strategy" not in st.session_state:
-        set_chunk_settings(key, initial or chunking.SPRING_DEFAULT)
+        set_chunk_settings(key, initial or chunking.DEFAULT)
 
     def apply_preset() -> None:
         chosen = chunking.PRESETS.get(st.session_state[f"{key}_preset"])

@@ -85,8 +85,8 @@ ZH: dict[str, str] = {
     "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, &&, ||, NOT, parentheses.":
         "作用于元数据的 Spring AI 过滤表达式：==、!=、<、>=、in [...]、nin、&&、||、NOT、括号。",
     "Rewrite follow-up questions": "改写追问",
-    "Before searching, the model turns a follow-up ('and in 2023?') into a standalone query; the query searched is shown with the answer.":
-        "检索前，模型把追问（如“那 2023 年呢？”）改写成独立的检索语句；实际检索的语句会随回答显示。",
+    "Before searching, the model turns a follow-up ('and in 2023?', 'what about her father?') into a standalone query, searched together with the question as asked; a question that stands alone is never rewritten. The query searched is shown with the answer.":
+        "检索前，模型把追问（如“那 2023 年呢？”“她父亲呢？”）改写成独立的检索语句，并与原问题一起检索；能独立理解的问题从不改写。实际检索的语句会随回答显示。",
     "Generation": "生成",
     "Temperature": "温度",
     "Think (reasoning models)": "思考（推理模型）",
@@ -118,7 +118,7 @@ ZH: dict[str, str] = {
     "{file} has no page images (or is no longer stored): the passage is shown above.": "{file} 没有页面图像（或已不再保存）：段落内容见上方。",
     "{file}, page {number}": "{file}，第 {number} 页",
     " (the passage could not be located on the page)": "（无法在页面上定位这段内容）",
-    "Searched for: *{query}*": "检索语句：*{query}*",
+    "Searched for: *{query}* and the question as asked": "检索语句：*{query}* 以及原问题",
     "No passage was found: the answer has no sources. Check the knowledge bases, the filter and the minimum similarity.":
         "没有找到段落：回答没有来源。请检查知识库、过滤条件和最低相似度。",
     "found by the agent": "由智能体找到",
@@ -158,8 +158,8 @@ ZH: dict[str, str] = {
         " 指向不存在的来源（此回答共有 {n} 个来源）：那些说法没有这里显示的段落支持。",
     "The answer cites no source: check it against the sources before trusting it.": "回答没有引用任何来源：请先对照来源核实再采信。",
     "no source": "无来源",
-    "Blue [n]: the cited source holds the sentence's words (checked word by word, not its meaning) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's words · red ⚠ n: no such source.":
-        "蓝色 [n]：被引用的来源包含这句话的词语（逐词核对，不核对含义）· 橙色 [n ?]：不包含 · 灰色 ≈ n：事后匹配到来源，并非模型引用 · 灰色 n：太短无法核对 · ⚠ 无来源：没有段落包含这句话的词语 · 红色 ⚠ n：不存在这个来源。",
+    "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's words · red ⚠ n: no such source.":
+        "蓝色 [n]：被引用的来源陈述了这句话的论断（在其中一句里有相同的名字、数字、否定和关系；由规则核对，不靠模型）· 橙色 [n ?]：没有 · 灰色 ≈ n：事后匹配到来源，并非模型引用 · 灰色 n：太短无法核对 · ⚠ 无来源：没有段落包含这句话的词语 · 红色 ⚠ n：不存在这个来源。",
     " · deleted since": " · 已被删除",
     "Its document was deleted or replaced after this answer: the card shows the text the answer was written from":
         "它所在的文档在此回答之后被删除或替换：卡片中显示的是回答当时依据的文字",
@@ -252,6 +252,7 @@ ZH: dict[str, str] = {
     "cl100k tokens; the bar is relative to the chunk size ({size})": "cl100k 词元；条形长度相对于分块大小（{size}）",
     "Pages the chunk's text comes from": "分块文字所在的页",
     "The slides, sheets or sections (heading path) the chunk's text comes from": "分块文字所在的幻灯片、工作表或章节（标题路径）",
+    "The nearest heading above the chunk's start and the file's lines it covers": "分块开头处（或其上方）最近的标题，以及分块覆盖的文件行号",
     "Colour the whole text ({n} characters; may be slow)": "为全文着色（{n} 个字符；可能较慢）",
     "Type a number to jump to a {unit}.": "输入数字即可跳到该{unit}。",
     "{unit} {number} has no extractable text: it will not be searchable.": "{unit} {number} 没有可提取的文字：将无法被检索。",
@@ -385,6 +386,11 @@ ZH: dict[str, str] = {
     "Spring: after this many chunks, all the remaining text becomes one last chunk (with newlines turned into spaces), however long.": "Spring：达到这么多分块后，剩下的全部文字（换行变为空格）成为最后一个分块，无论多长。",
     "Keep separator": "保留分隔符",
     "Spring: keep newlines inside chunks. Off, newlines become spaces.": "Spring：在分块中保留换行。关闭时换行变为空格。",
+    "Spring AI 320 (fits e5)": "Spring AI 320（适配 e5）",
+    "The default: Spring AI's TokenTextSplitter with chunks of 320 tokens instead of 800, so that the local e5 embedder, which reads 512 of its own tokens, sees each chunk whole (English prose is about 1.1 e5 tokens a token, code 1.4, Chinese 0.6). With Spring AI's 800 the end of most English chunks is never embedded and cannot be found by vector search. Otherwise Spring AI's defaults: cut after a separator beyond 350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. Every cut is snapped to a character boundary, the only difference from Spring AI's TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.":
+        "默认预设：Spring AI 的 TokenTextSplitter，但每个分块 320 个词元而不是 800，这样本地的 e5 嵌入模型（它只读取自己的 512 个词元）能读到每个分块的全部（英文散文约为每个词元 1.1 个 e5 词元，代码 1.4，中文 0.6）。用 Spring AI 的 800 时，大多数英文分块的结尾从不会被嵌入，向量检索也就找不到那里。其余沿用 Spring AI 的默认值：在 350 个字符之后的分隔符处切分，丢弃 5 个字符及以下的片段，最多 10000 个分块。每次切分都对齐到字符边界，这是与 Spring AI 的 TokenTextSplitter 唯一的不同（后者可能切开 cl100k 拆成多个词元的汉字或表情符号，留下 U+FFFD 乱码）；`spring-exact` 策略保持 Spring AI 的切分方式。",
+    "About {n} chunks are longer than the {max} tokens the embedder reads (largest about {largest}; the longest chunks were counted, the others estimated from them): their ends would be ignored when embedding. Lower the chunk size.":
+        "约 {n} 个分块超过了嵌入模型能读取的 {max} 个词元（最大的约有 {largest} 个；最长的分块逐一数过，其余按它们估算）：嵌入时其结尾会被忽略。请调小分块大小。",
     "Spring AI default": "Spring AI 默认",
     "Spring AI's TokenTextSplitter defaults: 800 tokens, cut after a separator beyond 350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. Every cut is snapped to a character boundary, the only difference from Spring AI's TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.": "Spring AI 的 TokenTextSplitter 默认值：800 个词元，在 350 个字符之后的分隔符处切分，丢弃 5 个字符及以下的片段，最多 10000 个分块。每次切分都对齐到字符边界，这是与 Spring AI 的 TokenTextSplitter 唯一的不同（后者可能切开 cl100k 拆成多个词元的汉字或表情符号，留下 U+FFFD 乱码）；`spring-exact` 策略保持 Spring AI 的切分方式。",
     "Seed project": "种子项目",
@@ -595,6 +601,7 @@ ZH: dict[str, str] = {
     "chunk settings": "分块设置",
     "created": "创建时间",
     "ingested at": "导入时间",
+    "where": "位置",
     "ok": "完成",
     "error": "出错",
     "invalid": "无效",

@@ -5,7 +5,11 @@ database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One m
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
 turn before the model; `scale`: a million rows at 768-d and 384-d in databases kept between runs,
 made by `datasets`), `external` (a second PostgreSQL over TCP standing for a managed one),
-`retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer, embedding throughput), `quality` (the embedded model's answers), `gpu` (the sampler's cost),
+`retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer, embedding throughput), `quality` (the embedded model's answers),
+`badges` (the green badge on a labelled set of right and wrong answers: words alone against the claim check; no model),
+`conversation` (questions asked one after another in one conversation against the same asked each alone,
+on the embedded model: right answers, gold cited, green but wrong, and the stage that lost each wrong
+answer), `gpu` (the sampler's cost),
 `readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
 against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
 and PDF), `sessions` (peak RSS of the running app with one and three browser sessions).
@@ -19,11 +23,13 @@ from rag.errors import RagError
 from rag.settings import Settings
 
 BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "scale", "external", "peers", "memory",
-           "retrieval", "answers", "sessions")
+           "retrieval", "answers", "badges", "conversation", "sessions")
 
 
 SLOW_IN_QUICK = {
     "answers": "it loads the embedded chat model and has it write 8 answers on the CPU (minutes)",
+    "conversation": "it loads the embedded chat model and has it answer 2 conversations of 4 questions twice (in one "
+                    "conversation, then each alone) and rewrite the follow-ups on the CPU (10-20 minutes)",
     "external": "it starts a second PostgreSQL, ingests with one and two writers on both and builds four "
                 "HNSW indexes (minutes)",
 }
@@ -80,7 +86,11 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         from rag.bench.quality import bench_answers
 
         bench_answers(report, quick)
-    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "sessions"} & set(chosen):
+    if "badges" in chosen:
+        from rag.bench.badges import bench_badges
+
+        bench_badges(report, quick)
+    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(chosen):
         from rag.bench import database, external, memory, peers, retrieval, search, sessions
         from rag.store import Store, embedded_server_uri
 
@@ -102,6 +112,10 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
                 memory.bench_memory(report, uri, quick)
             if "retrieval" in chosen:
                 retrieval.bench_retrieval(report, uri, settings, quick)
+            if "conversation" in chosen:
+                from rag.bench.conversation import bench_conversation
+
+                bench_conversation(report, uri, settings, quick)
             if "sessions" in chosen:
                 sessions.bench_sessions(report, uri, quick)
         finally:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from rag.chunking.chunks import Chunk, ChunkSet, chunks_in_span
 from rag.chunking.settings import (
-    FIELD_BY_NAME, FIELDS, HELP, PRESET_HELP, PRESETS, SEED_PROJECT, SPRING_DEFAULT, SPRING_STRATEGIES, STRATEGIES,
-    CUSTOM, STRATEGY_LABELS, ChunkSettings, Field, custom_label, from_widget_values, is_spring, label, preset_choice,
+    DEFAULT, DEFAULT_PRESET, FIELD_BY_NAME, FIELDS, HELP, PRESET_HELP, PRESETS, SEED_PROJECT, SPRING_DEFAULT,
+    SPRING_STRATEGIES, STRATEGIES, CUSTOM, STRATEGY_LABELS, ChunkSettings, Field, custom_label, from_widget_values, is_spring, label, preset_choice,
     preset_name, settings_from_dict, summary,
 )
 from rag.chunking.stats import ChunkStats, ends_mid_sentence, stats
@@ -34,7 +34,7 @@ _LAZY = {
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
-    "FIELDS", "FIELD_BY_NAME", "HELP", "PRESETS", "PRESET_HELP", "SEED_PROJECT", "SPRING_DEFAULT",
+    "DEFAULT", "DEFAULT_PRESET", "FIELDS", "FIELD_BY_NAME", "HELP", "PRESETS", "PRESET_HELP", "SEED_PROJECT", "SPRING_DEFAULT",
     "SPRING_STRATEGIES", "STRATEGIES", "STRATEGY_LABELS", "is_spring", "CUSTOM", "custom_label",
     "from_widget_values", "preset_choice",
     "Chunk", "ChunkSet", "ChunkSettings", "ChunkStats", "Field", "LongText", "PagesForSpan", "TokenizedText",

@@ -73,8 +73,9 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
     warnings: tuple[str, ...] = ()
     reader = READERS[kind]
     scanned = 0
+    first_lines: tuple[int, ...] = ()
     if kind in ("txt", "md"):
-        pages, count = _numbered(decode_text(data, filename).split("\f"))
+        pages, count, first_lines = _text_pages(decode_text(data, filename).split("\f"))
     elif kind in _MUPDF:
         _check_magic(data, filename, kind)
         from rag.documents import mupdf  # pymupdf: imported only for the formats that need it
@@ -98,6 +99,7 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
         dropped_pages=tuple(dropped),
         warnings=warnings,
         reader=reader,
+        first_lines=first_lines,
     )
     logger.debug(
         "loaded %r: %s, %d/%d pages with text, dropped %s",
@@ -113,6 +115,23 @@ def _numbered(texts: list[str], confidences: list[float | None] | None = None) -
         if text.strip():
             pages.append(Page(number, text, ocr=confidences[number - 1] if confidences else None))
     return pages, len(texts)
+
+
+def _text_pages(parts: list[str]) -> tuple[list[Page], int, tuple[int, ...]]:
+    """A text file's form-feed-separated parts as pages: (pages with text, parts in all, the file line
+    each page starts on). A form feed is no line break, and a part's trailing blank lines, cut off
+    from its page, still count. (Given the parts, not the text: the whole text is not kept meanwhile.)"""
+    pages: list[Page] = []
+    first_lines: list[int] = []
+    line = 1
+    for number, raw in enumerate(parts, start=1):
+        unified = _unify(raw)
+        newlines = unified.count("\n")
+        if unified and not unified.isspace():  # (strip() would copy a 200 MB text to tell)
+            pages.append(Page(number, unified.rstrip()))
+            first_lines.append(line)
+        line += newlines
+    return pages, len(parts), tuple(first_lines)
 
 
 def _nothing_read(kind: str, scanned: int) -> Text:
@@ -240,5 +259,9 @@ def _check_magic(data: bytes, filename: str, kind: str) -> None:
 
 
 def _normalise(text: str) -> str:
+    return _unify(text).rstrip()
+
+
+def _unify(text: str) -> str:
     # PostgreSQL text columns reject NUL, and chunk offsets must not depend on line endings.
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").rstrip()
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")

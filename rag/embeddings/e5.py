@@ -170,6 +170,12 @@ class E5Embedder:
         model = _shared_model()
         return sum(min(_counted(model, text, False)[1], MAX_TOKENS) for text in check_texts(texts))
 
+    def passage_tokens(self, text: str) -> int:
+        """Tokens the model would read for `text` as a passage if it read it all: prefix and special
+        tokens included, not capped at MAX_TOKENS, so a chunk can be told how much too long it is
+        (rag.ingest.preview). One tokenisation, linear in the length."""
+        return _counted(_shared_model(), text, False)[1]
+
     def _embed(self, texts: Sequence[str], query: bool, progress: ProgressCallback | None,
                cancel: CancelSignal | None) -> np.ndarray:
         tokens: dict[str, int] = {}

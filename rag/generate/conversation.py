@@ -193,7 +193,7 @@ def export_markdown(turns: Sequence[Turn]) -> str:
         elif t.error:
             answer += f"\n\n*(failed: {t.error})*"
         if t.rewritten:
-            answer += f"\n\n*Searched for: {t.query}*"
+            answer += f"\n\n*Searched for: {t.query} and the question as asked*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
     return conversation_markdown(rows, used)

@@ -22,6 +22,7 @@ from rag.errors import ModelError, RagError
 from rag.generate.agent_turn import finish_agent, start_agent
 from rag.generate.citations import attribute_if_uncited
 from rag.generate.conversation import Live, Turn
+from rag.generate.followup import depends_on_conversation
 from rag.generate.memory import Memory
 from rag.generate.packing import Packed, exchanges_of, pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
@@ -62,7 +63,8 @@ class Request:
     filter: str | None = None
     mode: str = DEFAULT_MODE
     rewrite: bool = True
-    """Rewrite a follow-up into a standalone query before searching (only when there is a history)."""
+    """Rewrite a follow-up into a standalone query before searching (only a question that depends on the
+    conversation before it: rag.generate.followup)."""
     template: str | None = None
     """An edited system prompt; None: the default in the question's language."""
     temperature: float = 0.2
@@ -100,6 +102,17 @@ def find(store: Store, settings: Settings, query: str, request: Request) -> list
                            min_score=request.min_score, filter_expression=request.filter, mode=request.mode)
 
 
+def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) -> list[Hit]:
+    """What a turn searches: its query, and when that is a rewrite the question as asked too, fused (a
+    rewrite can miss what the question's own words find)."""
+    if not turn.rewritten:
+        return find(store, settings, turn.query, request)
+    from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
+
+    lists = [find(store, settings, query, request) for query in (turn.query, turn.question)]
+    return fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k)
+
+
 def search(store: Store | None, settings: Settings, turn: Turn, request: Request, *, busy: Busy = _quietly) -> Turn:
     """The turn with the passages found for its query (or the problem that stopped the search)."""
     if store is None:
@@ -108,7 +121,7 @@ def search(store: Store | None, settings: Settings, turn: Turn, request: Request
     kbs = ", ".join(request.kbs)
     try:
         with busy(Text("Searching {kbs}…", kbs=kbs) if kbs else Text("Searching the knowledge bases…")):
-            hits = find(store, settings, turn.query, request)
+            hits = find_turn(store, settings, turn, request)
     except RagError as exc:
         return dataclasses.replace(turn, problem=Text("Search failed: {error}", error=text_of(exc)))
     return dataclasses.replace(turn, sources=tuple(number_sources(hits)),
@@ -138,7 +151,7 @@ def start(
     if turn.agent and store is not None and model is not None:
         return start_agent(turn, request, model, settings, store, history, warn)
     notes: list[str] = []
-    if request.rewrite and history and model is not None:
+    if request.rewrite and history and model is not None and depends_on_conversation(question):
         thinks = request.thinks if request.thinks is not None else _thinks(model)
         with busy(Text("Rewriting the follow-up into a standalone query…")):
             rewritten = rewrite_query(model, history, question, thinks=thinks)

@@ -1,8 +1,11 @@
 """Follow-up rewriting: "and in 2023?" becomes a standalone query before it is searched.
 
 A follow-up searched as asked finds passages about nothing; the model that answers is asked for
-one line that can be understood without the conversation. A failure is never fatal: the
-question is searched as asked, with a note saying so.
+one line that can be understood without the conversation. Only a question that depends on the
+conversation is rewritten (rag.generate.followup); a standalone one is searched as asked. The
+rewrite is searched together with the question (rag.retrieve.fusion.fuse_queries), and a rewrite
+that answers instead of asking, or adds words nobody said (the model's guess), is refused: then
+the question is searched with the one before it. A failure is never fatal, and a note says why.
 """
 from __future__ import annotations
 
@@ -11,13 +14,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
+from rag.generate.followup import added_words, keeps_question
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 from rag.text import Text, text_of
 
 REWRITE_PROMPT = (
     "Rewrite the last question of this conversation as one standalone search query that can be "
-    "understood without the conversation. Keep its language. Reply with the query only.\n\n"
+    "understood without the conversation. Keep its words and its language; put in what words such as "
+    "it, she, that, 它, 她, 那 refer to. Do not answer it. Reply with the query only.\n\n"
+    "Example:\nUser: Who wrote Hamlet?\nAssistant: Shakespeare [1].\nLast question: When was he born?\n"
+    "Standalone query: When was Shakespeare born?\n\n"
+    "Example:\nUser: 故宫是什么？\nAssistant: 明清两代的皇宫 [1]。\nLast question: 它有多少间房？\n"
+    "Standalone query: 故宫有多少间房？\n\n"
     "{history}\nLast question: {question}\nStandalone query:"
 )
 
@@ -30,11 +39,29 @@ class Rewrite:
     """Why the question was searched as asked (empty when the rewrite worked)."""
 
 
-def rewrite_messages(history: Sequence[Message], question: str, max_turns: int = 3) -> list[Message]:
+MAX_TURNS = 3
+"""Exchanges of the conversation the rewrite prompt shows."""
+MESSAGE_CHARS = 600
+"""Characters of each message the rewrite prompt shows."""
+
+
+def _recent(history: Sequence[Message], max_turns: int = MAX_TURNS) -> list[Message]:
+    """The messages the rewrite prompt shows: the last `max_turns` exchanges, each cut to MESSAGE_CHARS."""
+    return [Message(m.role, m.content.strip()[:MESSAGE_CHARS])
+            for m in [m for m in history if m.role in ("user", "assistant")][-2 * max_turns:]]
+
+
+def rewrite_messages(history: Sequence[Message], question: str, max_turns: int = MAX_TURNS) -> list[Message]:
     """A prompt asking the model for a standalone retrieval query for a follow-up question."""
-    recent = [m for m in history if m.role in ("user", "assistant")][-2 * max_turns:]
-    lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()[:600]}" for m in recent)
+    lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in _recent(history, max_turns))
     return [Message("user", REWRITE_PROMPT.format(history=lines, question=question))]
+
+
+def with_previous(history: Sequence[Message], question: str) -> str:
+    """The question after the user's previous one: what is searched when no rewrite can be used ("林黛玉是谁？
+    她的父亲是谁？" still names whose father), or the question alone when there is none."""
+    previous = next((m.content.strip() for m in reversed(history) if m.role == "user" and m.content.strip()), "")
+    return f"{previous[:MESSAGE_CHARS]} {question}" if previous else question
 
 
 ANSWER_CHARS = 200
@@ -69,10 +96,25 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
-        return Rewrite(question, Text("Rewriting the follow-up failed ({error}); searched for the question as asked.",
-                                      error=text_of(exc)))
+        return Rewrite(with_previous(history, question),
+                       Text("Rewriting the follow-up failed ({error}); searched for it with the question before it.",
+                            error=text_of(exc)))
     query = clean_rewrite("".join(parts), question)
     if answered_instead(query, question):
-        return Rewrite(question, Text("The model answered the follow-up instead of rewriting it; searched for the "
-                                      "question as asked."))
+        return Rewrite(with_previous(history, question),
+                       Text("The model answered the follow-up instead of rewriting it; searched for it with the "
+                            "question before it."))
+    if query.strip() == question.strip():
+        return Rewrite(with_previous(history, question),
+                       Text("The model gave the follow-up back unchanged; searched for it with the question before it."))
+    if not keeps_question(query, question):
+        return Rewrite(with_previous(history, question),
+                       Text("The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a "
+                            "query; searched for it with the question before it.", rewrite=query))
+    guessed = added_words(query, question, [m.content for m in _recent(history)])
+    if guessed:
+        return Rewrite(with_previous(history, question),
+                       Text("The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the "
+                            "question; searched for it with the question before it.",
+                            rewrite=query, words=", ".join(guessed[:5])))
     return Rewrite(query)

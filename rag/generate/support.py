@@ -48,24 +48,32 @@ anything else further
 _HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
 
 
-def content_terms(text: str) -> set[str]:
-    """The terms of `text` that say something: stems of English words, numbers, Chinese bigrams."""
-    terms: set[str] = set()
-    for token in _WORDS.findall(MARKER.sub(" ", text)):
+def term_spans(text: str) -> list[tuple[str, int, int]]:
+    """(term, start, end) of each content term of `text`, in order, as `content_terms` counts them (a
+    term may repeat; a CJK bigram spans two characters). Markers are not stripped here: the claim check
+    blanks them first, keeping the offsets."""
+    spans: list[tuple[str, int, int]] = []
+    for match in _WORDS.finditer(text):
+        token, start = match.group(), match.start()
         if _CJK_RUN.fullmatch(token):
             if len(token) == 1:
                 if token not in _HAN_FUNCTION:
-                    terms.add(token)
+                    spans.append((token, start, start + 1))
                 continue
-            terms.update(token[i:i + 2] for i in range(len(token) - 1)
-                         if token[i] not in _HAN_FUNCTION and token[i + 1] not in _HAN_FUNCTION)
+            spans += [(token[i:i + 2], start + i, start + i + 2) for i in range(len(token) - 1)
+                      if token[i] not in _HAN_FUNCTION and token[i + 1] not in _HAN_FUNCTION]
         elif token[0].isdigit():
-            terms.add(token.rstrip("%"))
+            spans.append((token.rstrip("%"), start, match.end()))
         else:
             word = token.lower()
             if word not in STOP_WORDS and len(word) > 2:
-                terms.add(word[:5])
-    return terms
+                spans.append((word[:5], start, match.end()))
+    return spans
+
+
+def content_terms(text: str) -> set[str]:
+    """The terms of `text` that say something: stems of English words, numbers, Chinese bigrams."""
+    return {term for term, _start, _end in term_spans(MARKER.sub(" ", text))}
 
 
 def support(terms: set[str], source_terms: set[str], *, numbers: bool = True) -> float | None:

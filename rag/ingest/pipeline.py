@@ -194,7 +194,7 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
         if not chunk_set.chunks:
             raise documents.DocumentError(filename, Text("no chunks: every piece was shorter than the "
                                                          "minimum chunk length to embed"))
-        page_count, extras = doc.page_count, [doc.chunk_extras(c.pages) for c in chunk_set.chunks]
+        page_count, extras = doc.page_count, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks]
         del doc  # its text: 200 MB of a 200 MB TXT, which the chunks hold once already
         texts = [c.text for c in chunk_set.chunks]
         if on_plan is not None:

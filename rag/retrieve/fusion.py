@@ -94,3 +94,31 @@ def fuse(vector_hits: Sequence[Hit], keyword_hits: Sequence[Hit], fusion: Fusion
             )
     ranked = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
     return [replace(merged[key], score=scores[key], fused_rank=rank) for rank, key in enumerate(ranked, 1)]
+
+
+QUERY_RRF_K = 10
+"""RRF's rank offset when fusing the lists of two queries. With k = 10 and the question weighing 0.8,
+the question's first hit ranks between the rewrite's third and fourth (1/11 x 0.8 = 0.073 against
+1/13 = 0.077 and 1/14 = 0.071): a top-8 prompt holds the rewrite's best five and the question's best
+three; k = 60 would interleave them one for one, letting a follow-up's own words ("她的父亲呢")
+crowd out half of what the rewrite found."""
+QUESTION_WEIGHT = 0.8
+"""The question's list against the rewrite's (1.0): the rewrite carries what the question points back to."""
+
+
+def fuse_queries(ranked: Sequence[Sequence[Hit]], weights: Sequence[float], top_k: int) -> list[Hit]:
+    """The `top_k` best hits of several queries' ranked lists (a rewrite's and the question's), by
+    weighted reciprocal rank (their scores come from different queries and are not comparable); each
+    hit is shown as the list that scored it best found it (its score and ranks there)."""
+    if len(ranked) != len(weights):
+        raise ValueError(f"{len(ranked)} lists of hits but {len(weights)} weights")
+    scores: dict[object, float] = {}
+    best: dict[object, Hit] = {}
+    for hits, weight in zip(ranked, weights):
+        for rank, hit in enumerate(hits, 1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (QUERY_RRF_K + rank)
+            seen = best.get(hit.id)
+            if seen is None or hit.score > seen.score:
+                best[hit.id] = hit
+    ordered = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
+    return [best[key] for key in ordered]

@@ -138,3 +138,114 @@ def para(n_words: int, seed: int) -> str:
 def sentences(n: int, seed: int) -> str:
     return " ".join(para(7, seed * 1000 + i).capitalize() + "." for i in range(n))
 
+
+
+# --- long realistic prose: what the default preset is sized for ---------------------------------
+
+_ACTORS = ["client", "server", "proxy", "gateway", "cache", "user agent", "origin server", "recipient",
+           "intermediary", "tunnel"]
+_FIELDS = ["Cache-Control", "Content-Length", "Transfer-Encoding", "If-Modified-Since", "ETag", "Vary",
+           "Authorization", "Content-Range", "Expires", "Last-Modified", "Accept-Language", "Connection"]
+_THINGS = ["a message body", "an entity tag", "the Request-URI", "a chunked transfer-coding", "a byte range",
+           "a stale response", "the status code 304 (Not Modified)", "a persistent connection",
+           "the Content-Type of the entity", "a weak validator", "the Date header", "an absolute URI"]
+_CONDITIONS = ["the request method is HEAD", "the response is cacheable", "the connection is closed early",
+               "the field value is not understood", "the validator has changed since it was stored",
+               "no Content-Length is given", "the server does not support the requested range",
+               "the cache has not revalidated the entry", "the client has asked for the full entity"]
+_TEMPLATES = [
+    "A {actor} MUST NOT send {thing} unless {condition}.",
+    "If {condition}, the {actor} SHOULD ignore the {field} header field and treat the message as if it had "
+    "no such field.",
+    "The {field} header field indicates {thing}; a {actor} MAY use it to decide whether {condition}.",
+    "Note that {thing} is not the same as {thing2}, although implementations have often confused them.",
+    "When {condition}, the {actor} is expected to forward {thing} to the next {actor2} without modification.",
+    "This specification does not define what a {actor} does with {thing} if {condition}; see section "
+    "{a}.{b} for the reasons.",
+    "Implementors should be aware that a {actor} which receives {thing} might not be able to determine "
+    "whether {condition}.",
+    "For compatibility with HTTP/1.0 applications, a {actor} SHOULD include the {field} header field in "
+    "any response that contains {thing}.",
+]
+
+
+def _sentence(rng: random.Random) -> str:
+    return rng.choice(_TEMPLATES).format(
+        actor=rng.choice(_ACTORS), actor2=rng.choice(_ACTORS), thing=rng.choice(_THINGS),
+        thing2=rng.choice(_THINGS), condition=rng.choice(_CONDITIONS), field=rng.choice(_FIELDS),
+        a=rng.randrange(1, 16), b=rng.randrange(1, 12))
+
+
+def rfc_like_text(sections: int = 12, seed: int = 2616) -> str:
+    """Long English prose laid out as an RFC of the 1990s (RFC 2616): a header block, a table of
+    contents with dot leaders, indented paragraphs wrapped at 72 columns, ABNF rules, and a footer
+    and form feed every 56 lines."""
+    import textwrap
+
+    rng = random.Random(seed)
+    head = ["Network Working Group                                      R. Fielding",
+            "Request for Comments: 2616                                   UC Irvine",
+            "Category: Standards Track                                   Compaq/W3C",
+            "", "                Hypertext Transfer Protocol -- HTTP/1.1", "", "Status of this Memo", ""]
+    toc = ["Table of Contents", ""]
+    body: list[str] = []
+    for s in range(1, sections + 1):
+        title = f"{rng.choice(_FIELDS)} and {rng.choice(_THINGS)}"
+        toc.append(f"   {s}   {title} ".ljust(66, ".") + str(7 + 4 * s))
+        body += ["", f"{s} {title}", ""]
+        for sub in range(1, rng.randrange(3, 6)):
+            field = rng.choice(_FIELDS)
+            toc.append(f"   {s}.{sub}    {field} ".ljust(66, ".") + str(8 + 4 * s))
+            body += [f"{s}.{sub} {field}", ""]
+            for _ in range(rng.randrange(2, 5)):
+                paragraph = " ".join(_sentence(rng) for _ in range(rng.randrange(3, 7)))
+                body += textwrap.wrap(paragraph, 69, initial_indent="   ", subsequent_indent="   ") + [""]
+            if rng.random() < 0.5:
+                body += [f'       {field:<16}= "{field}" ":" 1#( token [ "=" ( token | quoted-string ) ] )', ""]
+    lines = head + toc + body
+    out: list[str] = []
+    for page, start in enumerate(range(0, len(lines), 56), 1):
+        out += lines[start:start + 56]
+        out += ["", f"Fielding, et al.            Standards Track                    [Page {page}]", "\f",
+                "RFC 2616                        HTTP/1.1                       June 1999", ""]
+    return "\n".join(out)
+
+
+_ZH_SUBJECTS = ["客户端", "服务器", "代理", "网关", "缓存", "用户代理", "源服务器", "接收方", "中间节点"]
+_ZH_THINGS = ["消息主体", "实体标签（ETag）", "请求 URI", "分块传输编码", "字节范围", "过期的响应", "持久连接",
+              "Cache-Control 头字段", "弱校验器", "Date 头字段", "状态码 304（未修改）"]
+_ZH_CONDITIONS = ["请求方法是 HEAD", "响应可以缓存", "连接提前关闭", "无法理解字段的值", "校验器在保存之后已经改变",
+                  "没有给出 Content-Length", "服务器不支持所请求的范围", "缓存尚未重新验证该条目"]
+_ZH_TEMPLATES = [
+    "除非{condition}，否则{subject}不得发送{thing}。",
+    "如果{condition}，{subject}应当忽略{thing}，并把这条消息当作没有它来处理。",
+    "{thing}表示{thing2}的含义；{subject}可以据此判断是否{condition}。",
+    "需要注意的是，{thing}与{thing2}并不相同，尽管许多实现曾经把二者混为一谈。",
+    "当{condition}时，{subject}应把{thing}原样转发给下一个{subject2}。",
+    "本规范没有规定{condition}时{subject}如何处理{thing}，原因见第 {a}.{b} 节。",
+    "为了与 HTTP/1.0 的应用兼容，{subject}在任何含有{thing}的响应中都应当包含 Date 头字段。",
+]
+
+
+def chinese_spec_text(sections: int = 12, seed: int = 2616) -> str:
+    """Long Chinese prose of the same kind (a protocol specification in Chinese, with the English
+    names of header fields inside), one paragraph a line, a numbered heading a section."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for s in range(1, sections + 1):
+        out += [f"第 {s} 节　{rng.choice(_ZH_THINGS)}的处理", ""]
+        for _ in range(rng.randrange(4, 9)):
+            out.append("".join(rng.choice(_ZH_TEMPLATES).format(
+                subject=rng.choice(_ZH_SUBJECTS), subject2=rng.choice(_ZH_SUBJECTS), thing=rng.choice(_ZH_THINGS),
+                thing2=rng.choice(_ZH_THINGS), condition=rng.choice(_ZH_CONDITIONS), a=rng.randrange(1, 16),
+                b=rng.randrange(1, 12)) for _ in range(rng.randrange(4, 10))))
+            out.append("")
+    return "\n".join(out)
+
+
+def eval_passages(name: str, limit: int | None = None) -> str:
+    """The passages of one of the public retrieval sets (rag/evaluation/data/eval), joined as the
+    paragraphs of one long document."""
+    from rag.evaluation.sets import eval_set
+
+    return "\n\n".join(p.text for p in eval_set(name).passages[:limit])

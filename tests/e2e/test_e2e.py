@@ -602,3 +602,98 @@ def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window( 
     assert any(m["content"].startswith(OPENING["zh"]) and "FALCON-7" in m["content"] for m in final)
     assert CL100K.prompt([Message(m["role"], m["content"]) for m in final]) < WINDOW
     assert errors == []
+
+
+MIXED = {
+    "en": [("Which method must a server support besides GET?", "A server must also support HEAD [1]."),
+           ("What does it return?", "HEAD returns the headers of GET without a body [1]."),
+           ("What does status code 414 mean?", "414 means the request URI is too long [1].")],
+    "zh": [("林黛玉是谁？", "林黛玉是林如海的女儿 [1]。"),
+           ("她的父亲是谁？", "她的父亲是林如海 [1]。"),
+           ("贾宝玉出生时嘴里衔着什么？", "衔着一块五彩晶莹的玉 [1]。")],
+}
+REWRITES = {"What does it return?": "What does HEAD return?", "她的父亲是谁？": "林黛玉的父亲是谁？"}
+
+
+def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chinese(  # noqa: ANN001
+        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+    """Issue 27: three questions in one conversation, in an English and a Chinese browser; only the follow-up
+    in the middle is rewritten (one rewrite request reaches the model), and only it shows what was searched."""
+    import json
+
+    from pytest_httpserver import HTTPServer
+    from werkzeug import Request, Response
+
+    from rag import ingest, retrieve
+    from rag.chunking import ChunkSettings
+    from rag.settings import Settings
+    from rag.store import Store
+    from tests.generate.standin import FINAL, SHOW, TAGS
+    from tests.ollama_wire import MODEL, NDJSON, chunk, ndjson
+
+    wipe(pg_uri)
+    with Store(pg_uri) as store:
+        embedder = retrieve.embedder_named("local:e5", Settings.from_env(app_env))
+        small = ChunkSettings(strategy="token", chunk_size=40, chunk_overlap=0)
+        rfc = make_pdf(["9.4 HEAD. The HEAD method is identical to GET except that the server MUST NOT return a "
+                        "message-body. 5.1.1 The methods GET and HEAD MUST be supported by all general-purpose "
+                        "servers.", "10.4.15 414 Request-URI Too Long. The server is refusing to service the "
+                        "request because the Request-URI is longer than the server is willing to interpret."])
+        novel = make_pdf(["第二回。林如海，嫡妻贾氏生得一女，乳名黛玉。", "第一回。宝玉落胎时嘴里便衔下一块五彩晶莹的玉来。"],
+                         fontname="china-s")
+        assert ingest.ingest_bytes(store, embedder, rfc, "rfc2616.pdf", "e2e-mixed", small).ok
+        assert ingest.ingest_bytes(store, embedder, novel, "红楼梦.pdf", "e2e-mixed", small).ok
+
+    answers = {q: a for turns in MIXED.values() for q, a in turns}
+    server = HTTPServer(host="127.0.0.1", threaded=True)
+    server.expect_request("/api/tags", method="GET").respond_with_json(TAGS)
+    server.expect_request("/api/ps", method="GET").respond_with_json({"models": []})
+    server.expect_request("/api/version", method="GET").respond_with_json({"version": "0.12.6"})
+    server.expect_request("/api/show", method="POST").respond_with_json(SHOW)
+
+    def chat(request: Request) -> Response:
+        last = request.get_json()["messages"][-1]["content"]
+        if last.rstrip().endswith("Standalone query:"):
+            question = last.rsplit("Last question:", 1)[1].split("\n", 1)[0].strip()
+            text = REWRITES.get(question, question)
+        else:
+            text = answers.get(last.strip(), "?")
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    server.expect_request("/api/chat", method="POST").respond_with_handler(chat)
+    server.start()
+    env = app_env | {"OLLAMA_HOST": server.url_for("/").rstrip("/"), "RAG_CHAT_MODEL": f"ollama:{MODEL}"}
+    errors: list[str] = []
+    try:
+        with running_app(env, tmp_path / "mixed.log") as url:
+            for lang, locale, title, searched in (("en", "en-US", "💬 Chat", "Searched for: "),
+                                                  ("zh", "zh-CN", "💬 对话", "检索语句：")):
+                context = chromium.new_context(viewport={"width": 1440, "height": 2200}, locale=locale)
+                page = context.new_page()
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                page.goto(f"{url}/chat", wait_until="networkidle")
+                expect(page.locator("h1").first).to_have_text(title, timeout=120_000)
+                page.locator('[data-testid="stChatInputTextArea"]').wait_for(timeout=120_000)
+                wait_idle(page)
+                for n, (question, answer) in enumerate(MIXED[lang], 1):
+                    box = page.locator('[data-testid="stChatInputTextArea"]')
+                    box.fill(question)
+                    box.press("Enter")
+                    said = page.locator('[data-testid="stChatMessage"]').filter(has_text=answer.split(" [")[0])
+                    expect(said).to_have_count(1, timeout=180_000)
+                    wait_idle(page)
+                shot(page, f"chat-mixed-{lang}")
+                body = page.locator("body").inner_text()
+                rewrite = REWRITES[MIXED[lang][1][0]]
+                assert body.count(searched) == 1, body
+                assert f"{searched}{rewrite}" in body
+                context.close()
+    finally:
+        sent = [json.loads(r.get_data()) for r, _ in server.log if r.path == "/api/chat"]
+        server.clear()
+        server.stop()
+    asked = [m["messages"][-1]["content"] for m in sent]
+    rewrites = [a.rsplit("Last question:", 1)[1].split("\n", 1)[0].strip() for a in asked
+                if a.rstrip().endswith("Standalone query:")]
+    assert rewrites == ["What does it return?", "她的父亲是谁？"]
+    assert errors == []

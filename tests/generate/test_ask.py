@@ -182,7 +182,7 @@ def test_ask_continues_a_stored_conversation_and_conversations_lists_shows_expor
         body = request.get_json()
         seen.append(body)
         if "Standalone query:" in body["messages"][-1]["content"]:  # the follow-up's rewrite
-            text = "What dividend did the board approve?"
+            text = "How much did the dividend rise?"
         else:
             text = next(answers)
         return Response(ndjson({"model": "m", "message": {"role": "assistant", "content": text}, "done": False},
@@ -213,7 +213,7 @@ def test_ask_continues_a_stored_conversation_and_conversations_lists_shows_expor
     assert "1. How much did revenue rise?\nRevenue rose eleven percent [1]." in shown and "[1] report.pdf p" in shown
     exported = json.loads(rag("conversations", "export", cid, "--format", "json").stdout)
     assert [t["question"] for t in exported["turns"]] == ["How much did revenue rise?", "And the dividend?"]
-    assert exported["turns"][1]["query"] == "What dividend did the board approve?"
+    assert exported["turns"][1]["query"] == "How much did the dividend rise?"
     assert rag("conversations", "export", cid).stdout.startswith("# How much did revenue rise?\n")
     bad = rag("conversations", "show", "nope")
     assert bad.returncode == 2 and "'nope' is not a conversation id" in bad.stderr

@@ -15,7 +15,7 @@ def test_rewrite_prompt_and_cleanup() -> None:
     assert generate.clean_rewrite("  \n", "fallback") == "fallback"
 
 
-def test_an_answer_in_place_of_a_rewrite_is_searched_as_asked() -> None:
+def test_an_answer_in_place_of_a_rewrite_is_searched_with_the_question_before() -> None:
     """Seen on Qwen 1.5B: the rewrite step answered, citations and all, and that was searched."""
     from rag.generate.rewrite import answered_instead, rewrite_query
     from rag.llms.types import StreamEvent
@@ -29,7 +29,7 @@ def test_an_answer_in_place_of_a_rewrite_is_searched_as_asked() -> None:
     assert not answered_instead("What does [1] say about 2023?", "What does [1] say?")
     history = [Message("user", "Who is Yinglian?"), Message("assistant", "Zhen Shiyin's daughter [1].")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", answer)]), history, "How old was she?")
-    assert result.query == "How old was she?" and "answered the follow-up" in result.note
+    assert result.query == "Who is Yinglian? How old was she?" and "answered the follow-up" in result.note
     result = rewrite_query(ScriptedModel([StreamEvent("content", "How old is Yinglian, Zhen Shiyin's daughter?")]), history, "How old was she?")
     assert result.query == "How old is Yinglian, Zhen Shiyin's daughter?" and result.note == ""
 
@@ -51,7 +51,7 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
              Turn(id="b", question="Q2?", query="Q2?", error="Ollama went away", model="ollama:m")]
     md = generate.export_markdown(turns)
     assert md.startswith("# Conversation\n\nModel: ollama:m\n")
-    assert "Up [1].\n\n*(stopped)*\n\n*Searched for: Revenue in 2023?*" in md
+    assert "Up [1].\n\n*(stopped)*\n\n*Searched for: Revenue in 2023? and the question as asked*" in md
     assert "*(no answer)*\n\n*(failed: Ollama went away)*" in md
 
 

@@ -15,6 +15,7 @@ from rag.generate import Turn, engine
 from rag.llms import GenerationStats, Message, OllamaChatModel, StreamEvent
 from rag.llms.counting import CL100K
 from rag.llms.stream import Runner
+from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
 from rag.settings import Settings
 from rag.store import Store
 from tests.docgen import make_pdf
@@ -42,7 +43,7 @@ def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     def answer(request: Request) -> Response:
         messages = request.get_json()["messages"]
         if "Standalone query:" in messages[-1]["content"]:
-            text = "What dividend per share did the board approve?\nAnd more"
+            text = "How much did the dividends rise?\nAnd more"
         else:
             text = "A dividend of 42 cents [1]."
         return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
@@ -54,8 +55,10 @@ def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     turn = engine.ask("And what about dividends?", engine.Request(kbs=("fin",), context=4096, thinks=False),
                       model=model, store=kb, settings=settings, history=history)
 
-    assert turn.query == "What dividend per share did the board approve?" and turn.rewritten
-    expected = retrieve.search(kb, settings, turn.query, ["fin"], top_k=8)
+    assert turn.query == "How much did the dividends rise?" and turn.rewritten and not turn.notes
+    # The rewrite and the question as asked are both searched, the rewrite's list weighing more.
+    lists = [retrieve.search(kb, settings, q, ["fin"], top_k=8) for q in (turn.query, turn.question)]
+    expected = fuse_queries(lists, (1.0, QUESTION_WEIGHT), 8)
     assert [s.hit.id for s in turn.sources] == [h.id for h in expected]
     assert turn.answer == "A dividend of 42 cents [1]." and turn.citations.cited == (1,)
     assert turn.budget is not None and turn.budget.limit == 4096 and turn.budget.history > 0
@@ -79,13 +82,15 @@ def test_without_a_store_or_a_model_the_turn_says_why(kb: Store, settings: Setti
     assert isinstance(bad, Turn) and bad.problem.startswith("Search failed: no knowledge base named 'nope'")
 
 
-def test_a_rewrite_that_fails_searches_the_question_as_asked(kb: Store, settings: Settings, dead_host: str) -> None:
+def test_a_rewrite_that_fails_searches_the_question_with_the_one_before(kb: Store, settings: Settings,
+                                                                          dead_host: str) -> None:
     model = OllamaChatModel(dead_host, MODEL, timeout=2)
-    history = [Message("user", "earlier?"), Message("assistant", "yes")]
-    started = engine.start(QUESTION, engine.Request(kbs=("fin",), context=4096, thinks=False), model=model,
+    history = [Message("user", QUESTION), Message("assistant", "yes")]
+    started = engine.start("And in 2023?", engine.Request(kbs=("fin",), context=4096, thinks=False), model=model,
                            store=kb, settings=settings, history=history)
     assert isinstance(started, engine.Live)
-    assert started.turn.query == QUESTION and started.turn.notes[0].startswith("Rewriting the follow-up failed (")
+    assert started.turn.query == f"{QUESTION} And in 2023?"
+    assert started.turn.notes[0].startswith("Rewriting the follow-up failed (")
     final = engine.wait(started)
     assert final.error and final.answer == ""
 

@@ -10,8 +10,11 @@ from datetime import datetime
 
 from rag import ingest
 from rag.chunking import SPRING_DEFAULT, ChunkSettings
+from rag.chunking.settings import DEFAULT
 from rag.documents import page_label, sha256_hex
+from rag.embeddings.e5 import E5Embedder, unavailable_reason
 from rag.errors import DocumentError
+from rag.ingest.preview import InputWindow, input_window, over_window
 from rag.status import OllamaStatus
 from rag.store import KnowledgeBase, StoredDocument
 from tests.docgen import make_pdf
@@ -52,14 +55,14 @@ def test_destiny_new_unchanged_replaces_fails() -> None:
 
 def test_a_clean_file_has_no_warnings() -> None:
     prepared = ingest.prepare(TEXT.encode(), "report.txt", SPRING_DEFAULT)
-    assert ingest.warnings(prepared, max_tokens=8192) == []
-    assert ingest.warnings(prepared, max_tokens=None) == []
+    assert ingest.warnings(prepared, InputWindow(8192)) == []
+    assert ingest.warnings(prepared, None) == []
 
 
 def test_scanned_pages_and_over_long_chunks_are_warned_about() -> None:
     pdf = make_pdf(["Revenue grew. " * 40, "", "", "Costs fell. " * 40])
     prepared = ingest.prepare(pdf, "scan.pdf", ChunkSettings(chunk_size=300, min_chunk_size_chars=0))
-    found = ingest.warnings(prepared, max_tokens=100)
+    found = ingest.warnings(prepared, InputWindow(100))  # no tokenizer of its own: cl100k tokens stand in
     assert found[0] == "Pages 2–3 have no extractable text: nothing there will be searchable."
     longest = max(c.tokens for c in prepared.chunk_set.chunks)
     long = sum(c.tokens > 100 for c in prepared.chunk_set.chunks)
@@ -172,3 +175,105 @@ def test_plan_notes_say_how_long_embedding_takes_and_which_embedder_suits_chines
     chinese = "甄士隐梦幻识通灵，贾雨村风尘怀闺秀。" * 50
     assert "bge-m3" in plan_notes("ollama:nomic-embed-text", None, 3, chinese).language
     assert plan_notes("local:e5", None, 3, chinese).language is None  # e5 reads Chinese well
+
+
+# --- chunks longer than the embedder reads, in its own tokens (issue 27) -------------------------
+
+class _Counting:
+    """An embedder with a tokenizer of its own: one token a word, plus 2 of its own (as e5's
+    prefix and special tokens); it remembers how often it was asked."""
+
+    def __init__(self, name: str = "fake:words", max_input_tokens: int | None = 40) -> None:
+        self.name, self.max_input_tokens, self.calls = name, max_input_tokens, 0
+
+    def passage_tokens(self, text: str) -> int:
+        self.calls += 1
+        return len(text.split()) + 2
+
+
+@pytest.fixture(autouse=True)
+def _fresh_windows(monkeypatch) -> None:  # noqa: ANN001
+    from rag.ingest import preview
+
+    monkeypatch.setattr(preview, "_windows", {})  # each test's fake embedders count for themselves
+
+
+def test_the_window_counts_in_the_embedders_own_tokens_and_remembers_them() -> None:
+    embedder = _Counting("fake:words-a")
+    window = input_window(embedder)
+    assert window is not None and window.max_tokens == 40
+    assert input_window(_Counting("fake:words-a")) is window  # a new object each rerun, the same counts
+    assert input_window(None) is None and input_window(_Counting("fake:unbounded", None)) is None
+    # Without a tokenizer of its own (Ollama's models), the chunks' cl100k tokens stand in.
+    from rag.embeddings.ollama import OllamaEmbedder
+
+    assert input_window(OllamaEmbedder("http://127.0.0.1:9", "nomic-embed-text")) == InputWindow(2048)
+
+    text = " ".join(f"Word{i}." for i in range(2000))  # ~3 cl100k tokens a word, 1 of the embedder's
+    prepared = ingest.prepare(text.encode(), "words.txt", ChunkSettings(chunk_size=60, min_chunk_size_chars=0))
+    chunks = prepared.chunk_set.chunks
+    assert sum(c.tokens > 40 for c in chunks) > 10  # longer than the window in cl100k tokens, yet they fit
+    assert ingest.warnings(prepared, window) == []
+    asked = embedder.calls
+    assert ingest.warnings(prepared, window) == [] and embedder.calls == asked  # counted once
+
+    wide = ingest.prepare(text.encode(), "words.txt", ChunkSettings(chunk_size=200, min_chunk_size_chars=0))
+    counts = [len(c.text.split()) + 2 for c in wide.chunk_set.chunks]
+    over = [n for n in counts if n > 40]
+    [warning] = ingest.warnings(wide, window)
+    assert warning == (f"{len(over)} chunks are longer than the 40 tokens the embedder reads (largest {max(over)}): "
+                       "their ends would be ignored when embedding. Lower the chunk size.")
+    assert max(over) < max(c.tokens for c in wide.chunk_set.chunks)  # its count, not cl100k's
+
+
+def test_a_chunk_short_enough_in_characters_is_not_counted_and_a_big_file_is_partly_estimated(monkeypatch) -> None:
+    from rag.ingest import preview
+
+    embedder = _Counting("fake:words-b", 30)
+    window = input_window(embedder)
+    # 28 characters or fewer cannot make more than 30 tokens with 2 of them the embedder's.
+    prepared = ingest.prepare(("Abc de. " * 400).encode(), "short.txt",
+                              ChunkSettings(chunk_size=6, min_chunk_size_chars=0))
+    assert all(len(c.text) <= 28 for c in prepared.chunk_set.chunks)
+    assert ingest.warnings(prepared, window) == [] and embedder.calls == 1  # the prefix's count only
+
+    text = " ".join(f"Word{i}." for i in range(3000))
+    big = ingest.prepare(text.encode(), "big.txt", ChunkSettings(chunk_size=200, min_chunk_size_chars=0))
+    chunks = big.chunk_set.chunks
+    monkeypatch.setattr(preview, "COUNTED_CHARS", 3 * len(chunks[0].text))
+    over, estimated = over_window(chunks, window)
+    assert estimated and len(over) >= len(chunks) - 1  # all but maybe the last are over; most were estimated
+    assert embedder.calls <= 1 + 4  # the prefix once, and the 3 or 4 chunks the budget covers
+    [warning] = ingest.warnings(big, window)
+    assert warning.startswith(f"About {len(over)} chunks are longer than the 30 tokens the embedder reads "
+                              f"(largest about ")
+
+
+needs_e5 = pytest.mark.skipif(unavailable_reason() is not None, reason=f"e5 cannot run here: {unavailable_reason()}")
+
+
+@needs_e5
+def test_long_english_and_chinese_under_the_default_have_no_over_long_warning_with_e5() -> None:
+    from tests.chunking.texts import chinese_spec_text, rfc_like_text
+
+    window = input_window(E5Embedder())
+    assert window is not None and window.max_tokens == 512
+    for name, text in (("rfc2616.txt", rfc_like_text(12)), ("规范.txt", chinese_spec_text(30))):
+        prepared = ingest.prepare(text.encode(), name, DEFAULT)
+        assert len(prepared.chunk_set.chunks) > 20
+        assert ingest.warnings(prepared, window) == [], name
+
+
+@needs_e5
+def test_an_over_long_custom_setting_is_warned_about_in_e5_tokens() -> None:
+    from tests.chunking.texts import rfc_like_text
+
+    embedder = E5Embedder()
+    prepared = ingest.prepare(rfc_like_text(12).encode(), "rfc2616.txt", SPRING_DEFAULT)
+    counts = [embedder.passage_tokens(c.text) for c in prepared.chunk_set.chunks]
+    over = [n for n in counts if n > 512]
+    assert len(over) > 10
+    [warning] = ingest.warnings(prepared, input_window(embedder))
+    assert warning == (f"{len(over)} chunks are longer than the 512 tokens the embedder reads (largest {max(over)}): "
+                       "their ends would be ignored when embedding. Lower the chunk size.")
+    assert max(over) != max(c.tokens for c in prepared.chunk_set.chunks)  # e5's tokens, not cl100k's

@@ -354,7 +354,7 @@ def test_ask_tool_answers_a_follow_up_with_the_chat_engine(handbook, settings, h
 
     def chat(request):  # noqa: ANN001, ANN202 - werkzeug's request
         messages = request.get_json()["messages"]
-        text = ("When does the library close?" if "Standalone query:" in messages[-1]["content"]
+        text = ("Where do I get lunch in the library?" if "Standalone query:" in messages[-1]["content"]
                 else "It closes at nine in the evening [1]. See also [5].")
         lines = [{"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": text}, "done": False},
                  {"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": ""}, "done": True,
@@ -383,7 +383,7 @@ def test_ask_tool_answers_a_follow_up_with_the_chat_engine(handbook, settings, h
     assert not answer.is_error, texts(answer)
     out = answer.structured_content
     assert out["answer"] == "It closes at nine in the evening [1]. See also [5]."
-    assert out["query"] == "When does the library close?" and out["model"] == "ollama:qwen2.5:7b-instruct"
+    assert out["query"] == "Where do I get lunch in the library?" and out["model"] == "ollama:qwen2.5:7b-instruct"
     assert [c["n"] for c in out["citations"]] == [1] and out["unknown_citations"] == [5]
     assert out["citations"][0]["original_filename"] == "report.pdf" and out["citations"][0]["pages"] == [2]
     rewrite, last = [json.loads(r.get_data()) for r, _ in httpserver.log if r.path == "/api/chat"]

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag import chunking, documents, export
 from rag.chunking import SPRING_DEFAULT, ChunkSettings
+from rag.chunking.settings import DEFAULT, DEFAULT_PRESET
 from rag.embeddings import LocalEmbedder
 from rag.store import Store
 from tests.conftest import ROOT
@@ -64,7 +65,7 @@ def app(store: Store) -> AppTest:
 
 
 def test_pdf_preview_has_one_row_per_chunk_and_follows_the_chunk_size(app: AppTest) -> None:
-    expected = expected_chunks(REPORT, "report.pdf", SPRING_DEFAULT)
+    expected = expected_chunks(REPORT, "report.pdf", DEFAULT)
     assert expected >= 2  # otherwise the test would prove little
 
     upload(app, ("report.pdf", REPORT))
@@ -82,7 +83,7 @@ def test_pdf_preview_has_one_row_per_chunk_and_follows_the_chunk_size(app: AppTe
     app.number_input(key="upload_chunk_size").set_value(120)
     run(app)
 
-    smaller = expected_chunks(REPORT, "report.pdf", dataclasses.replace(SPRING_DEFAULT, chunk_size=120))
+    smaller = expected_chunks(REPORT, "report.pdf", dataclasses.replace(DEFAULT, chunk_size=120))
     assert smaller > expected
     assert len(table(app, "upload_chunks_report.pdf")) == smaller
 
@@ -91,7 +92,7 @@ def test_a_broken_file_shows_its_reason_while_the_good_one_is_previewed(app: App
     upload(app, ("locked.pdf", LOCKED), ("report.pdf", REPORT))
 
     assert errors(app) == ["**locked.pdf** cannot be read: password-protected PDF: remove the password and try again"]
-    assert len(table(app, "upload_chunks_report.pdf")) == expected_chunks(REPORT, "report.pdf", SPRING_DEFAULT)
+    assert len(table(app, "upload_chunks_report.pdf")) == expected_chunks(REPORT, "report.pdf", DEFAULT)
     overview = table(app, "upload_overview")
     assert overview["file"].tolist() == ["locked.pdf", "report.pdf"]
     assert overview["check"].tolist()[0].startswith("❌ password-protected PDF")
@@ -108,7 +109,7 @@ def test_removing_a_file_from_the_uploader_removes_it_from_the_session(app: AppT
 
 
 def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTest, store: Store) -> None:
-    chunks = expected_chunks(REPORT, "report.pdf", SPRING_DEFAULT)
+    chunks = expected_chunks(REPORT, "report.pdf", DEFAULT)
     upload(app, ("report.pdf", REPORT))
     assert app.selectbox(key="upload_kb_choice").value == NEW_KB
     assert app.button(key="upload_ingest").disabled  # no name yet
@@ -174,7 +175,7 @@ def test_uploaded_files_survive_a_visit_to_the_chunk_lab(app: AppTest) -> None:
     # The uploader starts empty on a page shown again; the files are kept and still previewed.
     assert not app.file_uploader(key="upload_files").value
     assert app.session_state["uploads"] == {"report.pdf": REPORT}
-    assert len(table(app, "upload_chunks_report.pdf")) == expected_chunks(REPORT, "report.pdf", SPRING_DEFAULT)
+    assert len(table(app, "upload_chunks_report.pdf")) == expected_chunks(REPORT, "report.pdf", DEFAULT)
     assert any(c.value == "Kept from earlier in this session: report.pdf." for c in app.caption)
 
     app.button(key="upload_forget").click()
@@ -352,7 +353,7 @@ def test_a_file_type_not_read_says_what_to_do_and_blocks_a_doomed_ingest(app: Ap
 
 def test_chinese_text_keeps_whole_characters_with_the_default_preset(app: AppTest) -> None:
     upload(app, ("novel.txt", CHINESE))
-    assert app.selectbox(key="upload_preset").value == "Spring AI default"
+    assert app.selectbox(key="upload_preset").value == DEFAULT_PRESET
     chunks = table(app, "upload_chunks_novel.txt")
     assert len(chunks) > 1
     assert not any("\ufffd" in t for t in chunks["first words"])
@@ -366,20 +367,50 @@ def test_chinese_text_keeps_whole_characters_with_the_default_preset(app: AppTes
     assert table(app, "upload_overview")["check"].tolist() == ["⚠️ 1 warning"]
 
 
+def test_the_page_starts_on_the_default_preset_whose_chunks_the_embedder_reads_whole(app: AppTest) -> None:
+    preset = app.selectbox(key="upload_preset")
+    assert preset.value == DEFAULT_PRESET == "Spring AI 320 (fits e5)"
+    assert preset.options[:2] == [DEFAULT_PRESET, "Spring AI default"]
+    assert "512 of its own tokens" in preset.help
+    assert app.radio(key="upload_strategy").value == "spring"
+    assert app.number_input(key="upload_chunk_size").value == DEFAULT.chunk_size == 320
+    assert app.number_input(key="upload_min_chars").value == SPRING_DEFAULT.min_chunk_size_chars
+
+
+def test_a_file_stored_with_the_old_default_is_replaced_unless_the_bases_settings_are_taken(store: Store) -> None:
+    from rag import ingest
+    from rag.settings import get_settings
+
+    embedder = ingest.embedder_for_kb(store, get_settings(), "finance")
+    assert ingest.ingest_bytes(store, embedder, REPORT, "report.pdf", "finance", SPRING_DEFAULT).ok
+    app = new_session()
+    upload(app, ("report.pdf", REPORT))
+    app.selectbox(key="upload_kb_choice").set_value("finance")
+    run(app)
+    # The new default cuts it again (its 800-token chunks were read only to 512 e5 tokens), and says why.
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["replaces"]
+    assert ("'finance' was last ingested with Spring AI default (Spring AI splitter, 800 tokens, cut after a "
+            "separator beyond 350 chars).") in captions(app)
+    app.button(key="upload_use_kb_settings").click()
+    run(app)
+    assert app.selectbox(key="upload_preset").value == "Spring AI default"
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["unchanged"]
+
+
 def test_the_preset_box_says_when_the_settings_were_changed(app: AppTest) -> None:
     preset = app.selectbox(key="upload_preset")
-    assert preset.value == "Spring AI default"
+    assert preset.value == DEFAULT_PRESET
     assert "character boundary" in preset.help
 
     app.number_input(key="upload_chunk_size").set_value(500)
     run(app)
     preset = app.selectbox(key="upload_preset")
     assert preset.value == "Custom"
-    assert preset.options[-1] == "Spring AI default, changed"
+    assert preset.options[-1] == f"{DEFAULT_PRESET}, changed"
 
     app.number_input(key="upload_chunk_size").set_value(800)
     run(app)
-    assert app.selectbox(key="upload_preset").value == "Spring AI default"
+    assert app.selectbox(key="upload_preset").value == "Spring AI default"  # the default but 800 tokens
 
     app.selectbox(key="upload_preset").set_value("Recursive 400 / 40")
     run(app)

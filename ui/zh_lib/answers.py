@@ -51,10 +51,18 @@ ZH: dict[str, str] = {
     "window": "问题和指令共占 {tokens} 个词元，超过了模型 {limit} 个词元的窗口在为回答保留 {reserve} 个之后剩下的空间："
               "请缩短问题或系统提示词，或使用窗口更大的模型",
     # -- rag.generate.rewrite: the follow-up's standalone query
-    "Rewriting the follow-up failed ({error}); searched for the question as asked.":
-        "改写追问失败（{error}）；已按原问题检索。",
-    "The model answered the follow-up instead of rewriting it; searched for the question as asked.":
-        "模型回答了追问，而没有改写它；已按原问题检索。",
+    "Rewriting the follow-up failed ({error}); searched for it with the question before it.":
+        "改写追问失败（{error}）；已把它和上一个问题一起检索。",
+    "The model answered the follow-up instead of rewriting it; searched for it with the question before it.":
+        "模型回答了追问，而没有改写它；已把它和上一个问题一起检索。",
+    "The model gave the follow-up back unchanged; searched for it with the question before it.":
+        "模型原样返回了追问；已把它和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched for it "
+    "with the question before it.":
+        "模型的改写（{rewrite}）丢掉了问题本身要问的内容：那是回答，不是检索语句；已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; searched "
+    "for it with the question before it.":
+        "模型的改写（{rewrite}）加入了问题和对话中都没有的词（{words}）：那是它的猜测，不是问题；已把追问和上一个问题一起检索。",
     # -- rag.generate.memory
     "the model wrote an empty summary": "模型写出的摘要是空的",
     # -- rag.generate.records: a stored turn

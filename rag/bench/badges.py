@@ -1,0 +1,161 @@
+"""The green "grounded" badge on a labelled set of right and wrong answers: how often is it right?
+
+`rag/evaluation/data/badges.jsonl` holds one-sentence answers citing one passage, each labelled right
+or wrong, in Chinese and English. Passages are either ones the repository ships (`zh_cmrc_trial/<pid>`,
+`en_race/<pid>`: rag/evaluation/data/eval) or short ones written for this set (红楼梦-style family
+relations, RFC 2616 facts: `{"passage": key, "text": ...}` lines). Right answers copy or paraphrase the
+passage (a relation said the other way round: "黛玉的父亲是林如海" for "…生得一女，乳名黛玉"); wrong ones
+swap names or roles, name a relative of the right person, change a number or flip a negation, with
+the passage's words kept (the lexical check's blind spot). `split` says which were written before
+the check was tuned on them ("held-out-1", "held-out-2": written after the rules were frozen, and
+measured once before any change).
+
+Reported, per language and before (the share of shared words alone) and after (with the claim check,
+rag.generate.claims): the precision of the green badge (right answers among the green ones), the
+share of right answers kept green, the wrong ones still green, and the check's cost per answer. No
+model is needed: it runs in seconds.
+
+First looks at the held-out batches, before anything was changed after them (the fixes that followed
+made each part of the tuning set; the figures below are the honest estimate):
+- held-out-1 (19 right, 22 wrong): 15 right kept green, 3 wrong green (a pronoun read as the wrong
+  person, "取了名" against "尚未取名", a swap around "identical to");
+- held-out-2 (14 right, 16 wrong): 7 right kept green, 2 wrong green ("know", dropped with the
+  pleasantries by keyword search, left "Scientists know where the lobsters go" without its verb; an
+  antonym, "父母都还健在" for "父母双亡").
+"""
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rag.bench.report import Report
+from rag.evaluation.datasets import DATA_DIR
+
+BADGES_FILE = DATA_DIR / "badges.jsonl"
+KNOWN_GREEN_WRONG: tuple[str, ...] = ()
+"""Wrong answers the claim check still badges green: none. The last two, both of the held-out batches,
+were mended after they were seen (so the held-out figures after that are no longer blind): a swap
+around "identical to … except" (its exception is the subject's: rag.generate.relations) and an
+opposite the source says where the answer's word is never said ("父母都还健在" for "自幼父母双亡":
+rag.generate.claims). The tests hold the set to exactly these."""
+
+
+@dataclass(frozen=True)
+class BadgeCase:
+    id: str
+    lang: str
+    passage: str
+    answer: str
+    right: bool
+    kind: str
+    """"verbatim", "paraphrase" (right); "swapped", "relative", "number", "negation", "antonym" (wrong)."""
+    split: str
+    """"dev", "held-out-1" or "held-out-2"."""
+
+
+@functools.cache
+def badge_cases() -> tuple[BadgeCase, ...]:
+    """The labelled set, with each passage's text resolved."""
+    from rag.evaluation.sets import eval_set
+
+    rows = [json.loads(line) for line in BADGES_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = {r["passage"]: r["text"] for r in rows if "text" in r}
+
+    def passage(key: str) -> str:
+        if key in texts:
+            return texts[key]
+        name, _, pid = key.partition("/")
+        return next(p.text for p in eval_set(name).passages if p.key == pid)
+
+    return tuple(BadgeCase(r["id"], r["id"].split("-")[0], passage(r["passage"]), r["answer"], r["right"], r["kind"],
+                           r.get("split", "dev")) for r in rows if "id" in r)
+
+
+def grounded(case: BadgeCase, *, claims: bool = True) -> bool:
+    """Whether the chat would show the green badge for `case`'s answer citing its passage as [1]."""
+    from rag import generate
+    from rag.store import Hit
+
+    sources = generate.number_sources([Hit(id=uuid.uuid4(), content=case.passage, score=1.0,
+                                           metadata={"original_filename": f"{case.id}.txt", "pages": [1]})])
+    return generate.check_grounding(case.answer, sources, claims=claims).grounded
+
+
+@dataclass(frozen=True)
+class Figures:
+    right: int
+    wrong: int
+    right_green: int
+    wrong_green: int
+    green_wrong_ids: tuple[str, ...]
+    lost_ids: tuple[str, ...]
+
+    @property
+    def precision(self) -> float:
+        """Right answers among the green badges (1.0 when nothing is green)."""
+        green = self.right_green + self.wrong_green
+        return self.right_green / green if green else 1.0
+
+    @property
+    def kept(self) -> float:
+        return self.right_green / self.right if self.right else 1.0
+
+    def line(self) -> str:
+        return (f"green precision {self.precision:.0%} ({self.right_green}/{self.right_green + self.wrong_green}), "
+                f"right kept green {self.right_green}/{self.right} ({self.kept:.0%}), wrong green "
+                f"{self.wrong_green}/{self.wrong}")
+
+
+def measure(cases: Sequence[BadgeCase], *, claims: bool = True, green: Mapping[str, bool] | None = None) -> Figures:
+    """The figures of `cases` (`green`: their verdicts by id, when already known)."""
+    verdicts = [(c, green[c.id] if green is not None else grounded(c, claims=claims)) for c in cases]
+    return Figures(sum(c.right for c in cases), sum(not c.right for c in cases),
+                   sum(g and c.right for c, g in verdicts), sum(g and not c.right for c, g in verdicts),
+                   tuple(c.id for c, g in verdicts if g and not c.right),
+                   tuple(c.id for c, g in verdicts if c.right and not g))
+
+
+def check_cost(cases: Sequence[BadgeCase]) -> tuple[float, float]:
+    """Median and worst milliseconds of the claim check of one answer against its passage, each passage
+    analysed afresh (as a new answer's sources are)."""
+    from rag.generate.claims import analyse, holding_sources
+
+    costs = []
+    for case in cases:
+        analyse.cache_clear()
+        start = time.perf_counter()
+        holding_sources(case.answer, {1: case.passage})
+        costs.append((time.perf_counter() - start) * 1000)
+    return statistics.median(costs), max(costs)
+
+
+def bench_badges(report: Report, quick: bool) -> None:
+    cases = badge_cases()
+    report.section(f"Green badge on {len(cases)} labelled answers ({sum(c.right for c in cases)} right, "
+                   f"{sum(not c.right for c in cases)} wrong; rag/evaluation/data/badges.jsonl): words alone vs "
+                   "words + claim check")
+    words = {c.id: grounded(c, claims=False) for c in cases}
+    claims = {c.id: grounded(c) for c in cases}
+    for lang, name in (("zh", "Chinese"), ("en", "English"), (None, "all")):
+        chosen = [c for c in cases if lang is None or c.lang == lang]
+        report.line(f"{name} ({len(chosen)}): before: {measure(chosen, green=words).line()}")
+        report.line(f"{name} ({len(chosen)}): after:  {measure(chosen, green=claims).line()}")
+    for split in sorted({c.split for c in cases} - {"dev"}):
+        chosen = [c for c in cases if c.split == split]
+        report.line(f"{split} ({len(chosen)}, written after the rules were frozen): before: "
+                    f"{measure(chosen, green=words).line()}; after: {measure(chosen, green=claims).line()}")
+    after = measure(cases, green=claims)
+    by_kind: dict[str, list[BadgeCase]] = {}
+    for case in cases:
+        by_kind.setdefault(case.kind, []).append(case)
+    report.line("after, by kind: " + ", ".join(
+        f"{kind} {sum(claims[c.id] for c in items)}/{len(items)} green" for kind, items in sorted(by_kind.items())))
+    report.line(f"wrong answers still green: {', '.join(after.green_wrong_ids) or 'none'}")
+    report.line(f"right answers no longer green: {', '.join(after.lost_ids) or 'none'}")
+    median, worst = check_cost(cases[:40] if quick else cases)
+    report.line(f"claim check: {median:.1f} ms an answer (median; worst {worst:.1f} ms), passage analysed afresh")

@@ -1,0 +1,223 @@
+"""Does a question depend on the conversation before it? And did a rewrite add the model's guess?
+
+Rewriting every question that has a history spoiled standalone ones: "Which method must a server
+support besides GET?" came back as "GET, POST" and was answered "POST" (asked in a new conversation:
+HEAD). So only a question that cannot be understood alone is rewritten: one that points back (EN
+pronouns and demonstratives, ZH 它/他/她/这/那/其/该…), one that is an ellipsis ("and in 2024?",
+"what about Java?", "贾政呢？", "还有呢？") or one too short to stand alone ("Why?", "几岁？").
+
+A rewrite is a query, not an answer: a word it adds that is found neither in the question nor in the
+conversation came from the model, not from the user ("贾政的长女叫王熙凤。", "…:80"), and searching it
+would search the model's guess. `added_words` finds them, so such a rewrite is refused.
+Both rules are plain text rules: deterministic, microseconds, the same in every language the app
+speaks (the tests list the questions each rule was written for).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from rag.generate.sentences import MARKER
+from rag.scripts import CJK
+
+_EN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d+(?:[.,:]\d+)*%?")
+_CJK_RUN = re.compile(f"[{CJK}]+")
+_CJK_CHAR = re.compile(f"[{CJK}]")
+
+# -- English
+_POINTING = frozenset("it its itself they them their theirs themselves he him his himself she her hers herself "
+                      "this these those former latter".split())
+"""Words that point back to something said before (a question about "it" is about the last answer)."""
+_THAT = re.compile(r"\bthat(?:\s+[A-Za-z]+){0,2}\s*[?.!]*$|\bthat\s+(?:one|ones)\b", re.IGNORECASE)
+""""that" points back near the end of a question ("Why is that?", "Where was that race held?") or before
+"one"; followed by a clause it is a conjunction ("Is it true that the server must support HEAD?")."""
+_DUMMY_IT = re.compile(r"\bit\s+(?:(?:is|was|be)\s+)?(?:true|possible|necessary|required|allowed|okay|ok|better|worse|"
+                       r"safe|normal|common|important|mandatory|recommended|worth|takes?|costs?)\b", re.IGNORECASE)
+"""An "it" that stands for nothing said before: "Is it true that …", "How long does it take to …"."""
+_EN_ELLIPSIS = re.compile(
+    r"^\s*(?:and|but|so|then|also|or|what about|how about|what else|why not|how come|same for|"
+    r"tell me more|more about|go on|continue|elaborate|explain (?:that|this|it|more|why)|"
+    r"which one|the other|the first one|the second one|the last one|anything else|any other|"
+    r"in what way|is that|was that|are those|were those|really)\b",
+    re.IGNORECASE)
+_QUESTION_WORDS = frozenset("what who whom whose which where when why how is are was were do does did can could "
+                            "should would will may might must has have had".split())
+_EN_FUNCTION = frozenset("""
+a an the of in on at to for from by with about as into than then and or but if so not no nor be been being am is
+are was were do does did done has have had having can could should would will shall may might must what who whom
+whose which where when why how there here any some all each every more most much many other else too very just
+only also such same one ones i me my we us our you your please tell show give explain describe know say said
+""".split())
+
+# -- Chinese
+_ZH_POINTING = re.compile(r"它|(?<!其)他|她|(?<![极尤与])其(?![实他余次])|(?<!应)该(?=[\u4e00-\u9fff])|(?<![因如彼])此(?!外)|这|"
+                          r"那|上述|前者|后者|对方|二者|两者")
+"""Pronouns and demonstratives: 它/他/她(们) (not 其他), 其/其中 (not 其实/尤其/极其/与其/其他/其余/其次),
+该公司 (not 应该), 此人 (not 因此/如此/彼此/此外), 这/那…, 上述, 前者/后者."""
+_ZH_ELLIPSIS = re.compile(r"^\s*(?:还有|另外|此外|然后|而且|并且|也|同样|具体|详细|接着|继续|所以|但是|可是|不过)")
+"""Openings that go on from the last answer ("还有呢？", "另外一个是什么？"); "为什么…" and "怎么…" open
+whole questions too ("为什么天空是蓝色的？"), so only the length rule takes a bare "为什么？"."""
+_ZH_NO_SUBJECT = re.compile(r"^\s*(?:最|是(?!否)|在哪|在什么|有多少|有几|位于|建于|成立于|出生于|属于|来自|又|还|曾|被)")
+"""A Chinese question that opens with its verb or an adverb has left its subject to the conversation
+("最早是谁建造的？", "是谁写的？", "位于哪个城市？"); one that opens with 谁/什么/为什么 names it after them."""
+_ZH_TAIL = re.compile(r"呢\s*[?？。.!！]*\s*$")
+_ZH_SHORT = 6
+"""A question of this many Chinese characters or fewer that ends in 呢 is an ellipsis ("贾政呢？",
+"第二个呢？"); a longer one is a whole question said softly ("林黛玉的父亲是谁呢？")."""
+_ZH_ALONE = 3
+"""A question of this many Chinese characters or fewer stands alone only rarely ("为什么？", "几岁？")."""
+
+
+def _en_words(text: str) -> list[str]:
+    return [w.lower() for w in _EN_WORD.findall(text)]
+
+
+def _cjk_chars(text: str) -> str:
+    return "".join(_CJK_CHAR.findall(text))
+
+
+def depends_on_conversation(question: str) -> bool:
+    """Whether `question` needs the conversation before it to be understood (and so a rewrite)."""
+    text = MARKER.sub(" ", question).strip()
+    han = _cjk_chars(text)
+    words = _en_words(text)
+    if not han and not words:
+        return True  # "?", "…": nothing to search
+    if han:
+        if _ZH_POINTING.search(text) or _ZH_ELLIPSIS.search(text) or _ZH_NO_SUBJECT.search(text):
+            return True
+        if _ZH_TAIL.search(text) and len(han) <= _ZH_SHORT:
+            return True
+        if len(han) <= _ZH_ALONE and not any(w not in _EN_FUNCTION for w in words):
+            return True
+    if words and len(han) < len(words):  # mostly English
+        if _EN_ELLIPSIS.search(text) or _THAT.search(text):
+            return True
+        content = [w for w in words if w not in _EN_FUNCTION]
+        dummy = len(_DUMMY_IT.findall(text))  # so many of the "it"s stand for nothing (the first ones, say)
+        pointing: list[int] = []
+        for i, word in enumerate(words):
+            if word == "it" and dummy:
+                dummy -= 1
+            elif word in _POINTING:
+                pointing.append(i)
+        if pointing:
+            # "When was it built?", "What does the server do with it?" point back; in "How does HTTP
+            # handle caching when it is disabled?" the "it" has its noun before it in the question.
+            if len(content) <= 3 or pointing[0] < len(words) / 2:
+                return True
+        if not content:
+            return True  # "Why?", "How so?"
+        if len(content) == 1 and (content[0][0].isdigit() or words[0] not in _QUESTION_WORDS):
+            return True  # "In 2024?", "Java?" (but "What is HNSW?" stands alone)
+    return False
+
+
+# Words a standalone query may add without adding a claim: they ask, they do not answer.
+_QUERY_WORDS_EN = frozenset("""
+information info detail details explain explanation describe description meaning mean means definition define
+example examples list name names named called call year years date time type kind purpose reason role
+question query regarding concerning according
+""".split())
+_QUERY_WORDS_ZH = ("叫什么", "叫做", "名叫", "是什么", "什么", "哪些", "哪个", "哪一", "哪里", "多少", "为什么", "怎么", "如何", "是谁", "谁",
+                   "年份", "时间", "日期", "地点", "名字", "名称", "原因", "意思", "含义", "内容", "信息", "介绍",
+                   "详细", "具体", "关于", "有关", "相关", "问题")
+_ZH_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下吗呢吧啊有")
+
+
+def _en_key(word: str) -> str:
+    """How English words are compared: numbers whole, words by their first four letters ("growth" meets
+    "grow"; five letters missed it and refused "Revenue growth in 2024?" after "How much did revenue grow?")."""
+    return word if word[0].isdigit() else word[:4]
+
+
+def _en_known(texts: Iterable[str]) -> set[str]:
+    return {_en_key(w) for text in texts for w in _en_words(text)}
+
+
+def added_words(rewrite: str, question: str, history: Iterable[str]) -> list[str]:
+    """The words of `rewrite` found neither in `question` nor in the `history` texts: the model's own
+    (English words compared by their first four letters, so "servers" meets "server"; numbers whole;
+    Chinese as character pairs, a pair that only joins two known words being no new word)."""
+    said = [question, *history]
+    added: list[str] = []
+    known_en = _en_known(said)
+    for word in _en_words(MARKER.sub(" ", rewrite)):
+        if word in _EN_FUNCTION or word in _QUERY_WORDS_EN:
+            continue
+        if _en_key(word) not in known_en and word not in added:
+            added.append(word)
+    stripped = MARKER.sub(" ", rewrite)
+    for phrase in _QUERY_WORDS_ZH:
+        stripped = stripped.replace(phrase, " ")
+    known_text = "\n".join(said)
+    known_chars = set(_cjk_chars(known_text))
+    for run in _CJK_RUN.findall(stripped):
+        for word in _new_in_run(run, known_text, known_chars):
+            if word not in added:
+                added.append(word)
+    return added
+
+
+def _new_in_run(run: str, known_text: str, known_chars: set[str]) -> list[str]:
+    """The new words of a run of Chinese characters: a run of character pairs never said that holds a
+    character never said ("王熙凤" where nobody named her, "贾赦") or is two pairs or longer ("熙凤" said
+    only as "王熙" and "凤姐"); one lone pair of said characters is the seam between two said words
+    ("故宫哪一年": "宫哪")."""
+    def new(c: str) -> bool:
+        return c not in known_chars and c not in _ZH_FUNCTION
+
+    unknown = [run[i:i + 2] not in known_text and not set(run[i:i + 2]) & _ZH_FUNCTION for i in range(len(run) - 1)]
+    words: list[str] = []
+    covered: set[int] = set()
+    start = None
+    for i, flag in enumerate([*unknown, False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            word = run[start:i + 1]
+            if i - start >= 2 or any(new(c) for c in word):
+                words.append(word)
+                covered.update(range(start, i + 1))
+            start = None
+    # A new character between function characters ("的赦是") is in no pair that is checked.
+    words += [c for i, c in enumerate(run) if new(c) and i not in covered]
+    return words
+
+
+KEPT = 0.5
+"""The share of the question's own words a rewrite must keep: Qwen 1.5B rewrote "What does it return?"
+as "HEAD" and "她的母亲是谁？" as "贾母" (its answers, and 贾母 a wrong one) from words of the conversation."""
+_ZH_POINTING_CHARS = frozenset("它他她这那其该此")
+
+
+def _asked_terms(text: str) -> set[str]:
+    """What a question asks about in its own words: English words (by `_en_key`) and Chinese character pairs,
+    without function words, pointing words and the words that only ask."""
+    terms = {_en_key(w) for w in _en_words(text) if w not in _EN_FUNCTION and w not in _POINTING
+             and w not in _QUERY_WORDS_EN}
+    for phrase in _QUERY_WORDS_ZH:
+        text = text.replace(phrase, " ")
+    skip = _ZH_FUNCTION | _ZH_POINTING_CHARS
+    for run in _CJK_RUN.findall(text):
+        terms.update(run[i:i + 2] for i in range(len(run) - 1) if not set(run[i:i + 2]) & skip)
+    return terms
+
+
+_ASKING = re.compile(r"[?？]|\b(?:what|who|whom|whose|which|when|where|why|how)\b|谁|什么|哪|何|几|多少|吗|怎|是否",
+                     re.IGNORECASE)
+
+
+def keeps_question(rewrite: str, question: str) -> bool:
+    """Whether `rewrite` still asks what `question` asks: it asks something itself ("美庐别墅的名称由何而来？"
+    for "它是怎么得名的？" says it in other words), or it holds at least KEPT of the question's own words (a
+    question of no such words, "Why?", has nothing to lose)."""
+    if _ASKING.search(rewrite):
+        return True
+    asked = _asked_terms(MARKER.sub(" ", question))
+    if not asked:
+        return True
+    kept = _asked_terms(MARKER.sub(" ", rewrite))
+    # A pair may come back split by the words the rewrite put in ("年建成" -> "故宫建成年份"): look in its text too.
+    found = sum(term in kept or term in rewrite.lower() for term in asked)
+    return found >= KEPT * len(asked)

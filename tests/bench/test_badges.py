@@ -1,0 +1,27 @@
+"""`python -m rag bench --only badges`: the green badge measured on the labelled set, no model needed."""
+from __future__ import annotations
+
+import io
+
+from rag.bench.badges import KNOWN_GREEN_WRONG, badge_cases, bench_badges
+from rag.bench.report import Report
+
+
+def test_the_badge_bench_reports_before_and_after_per_language() -> None:
+    out = io.StringIO()
+    bench_badges(Report(out), quick=True)
+    text = out.getvalue()
+    for name in ("Chinese", "English", "all"):
+        assert f"\n{name} (" in text and "): before: green precision " in text and "): after:  green precision " in text
+    assert f"wrong answers still green: {', '.join(KNOWN_GREEN_WRONG) or 'none'}\n" in text
+    assert "held-out-2 (30, written after the rules were frozen)" in text
+    assert " ms an answer (median; worst " in text
+
+
+def test_every_case_resolves_its_passage_and_is_labelled() -> None:
+    cases = badge_cases()
+    assert len({c.id for c in cases}) == len(cases)
+    assert all(c.passage and c.answer.rstrip("。.").endswith("[1]") for c in cases)
+    assert {c.kind for c in cases if c.right} == {"verbatim", "paraphrase"}
+    assert {c.kind for c in cases if not c.right} == {"swapped", "relative", "number", "negation", "antonym"}
+    assert {c.split for c in cases} == {"dev", "held-out-1", "held-out-2"}

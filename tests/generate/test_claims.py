@@ -1,0 +1,202 @@
+"""The claim check behind the green badge (rag.generate.claims, issue 27): the cited passage must hold
+the sentence's claim (names, relation, numbers, negation in one sentence of it), not just its words."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from rag import generate
+from rag.bench.badges import KNOWN_GREEN_WRONG, badge_cases, measure
+from rag.generate.claims import claim_held, holding_sources
+from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
+from rag.llms import OllamaChatModel
+from tests.generate.samples import hit
+from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk, ndjson
+
+# Two sentences in the manner of 红楼梦 chapters 2-3 (written for the test, not quoted): her father
+# in one, her uncles in the other.
+LIN = ("林如海乃前科探花，如今嫡妻贾氏生得一女，乳名黛玉，年方五岁。"
+       "林黛玉初到荣国府，先拜见了外祖母贾母，随后去见大舅贾赦，贾赦推说身上不好，没有与她相见。")
+RFC = ("HTTP/1.1 is defined in RFC 2616, which obsoletes RFC 2068. All HTTP/1.1 clients MUST send a Host header "
+       "field in every request message. Clients SHOULD NOT pipeline requests using non-idempotent methods.")
+HAWKING = ("Stephen Hawking was born in Oxford, England on 8th January, 1942. After leaving school, Hawking went "
+           "first to Oxford University where he studied physics, then he went to Cambridge University where he "
+           "studied cosmology. When he visited his family at Christmas time, his mother was so worried that she "
+           "made him see a doctor. Doctors said they had no way to help him.")
+
+
+def badge(answer: str, passage: str, **options: Any) -> tuple[str, bool]:
+    grounding = generate.check_grounding(answer, generate.number_sources([hit("source.txt", (1,), passage)]),
+                                         **options)
+    (sentence,) = grounding.sentences
+    return sentence.status, grounding.grounded
+
+
+def test_the_issues_answer_shares_the_words_but_not_the_claim() -> None:
+    """"林黛玉的父亲是贾赦" shares 林黛玉 and 贾赦 with the passage ("大舅贾赦"): green by the words alone,
+    not supported by the claim check; the passage that names her father supports the right answer."""
+    wrong = "林黛玉的父亲是贾赦 [1]。"
+    assert badge(wrong, LIN, claims=False) == ("cited", True)  # the bug: shared words
+    assert badge(wrong, LIN) == ("not supported", False)
+    assert claim_held(wrong, LIN).reason == "relation"  # 贾赦 is her uncle there
+    # The right one says it the other way round (父亲 for 生得一女): the roles agree.
+    assert badge("黛玉的父亲是林如海 [1]。", LIN) == ("cited", True)
+    assert badge("林如海的女儿是黛玉 [1]。", LIN) == ("cited", True)
+    assert badge("黛玉的大舅是贾赦 [1]。", LIN) == ("cited", True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("林如海是黛玉的女儿 [1]。", "relation"),  # the roles swapped
+        ("黛玉的二舅是贾赦 [1]。", "relation"),  # 大舅 is not 二舅
+        ("黛玉的外祖母是贾赦 [1]。", "relation"),  # a relative, but not that one
+        ("林如海的女儿黛玉年方三岁 [1]。", "numbers"),  # 五岁
+        ("贾赦与黛玉相见了 [1]。", "negation"),  # 没有与她相见
+        ("贾母生得一女，乳名黛玉 [1]。", "scattered"),  # 贾母 is in the other sentence
+    ],
+)
+def test_wrong_chinese_answers_with_the_passages_words_are_not_supported(answer: str, reason: str) -> None:
+    assert badge(answer, LIN) == ("not supported", False)
+    assert claim_held(answer, LIN).reason == reason
+
+
+@pytest.mark.parametrize(
+    ("answer", "passage", "held"),
+    [
+        ("RFC 2616 obsoletes RFC 2068 [1].", RFC, True),
+        ("RFC 2068 obsoletes RFC 2616 [1].", RFC, False),  # swapped around a word with a direction
+        ("Clients should not pipeline requests that use non-idempotent methods [1].", RFC, True),
+        ("Clients should pipeline requests using non-idempotent methods [1].", RFC, False),  # negation flipped
+        ("Every HTTP/1.1 request from a client must include a Host header field [1].", RFC, True),
+        ("Hawking was born in Oxford in 1942 [1].", HAWKING, True),
+        ("Stephen Hawking was born in Oxford in 1943 [1].", HAWKING, False),  # a wrong number
+        # "he" carries Hawking into the clause that holds the rest; Oxford belongs to another clause.
+        ("Hawking went to Cambridge University, where he studied cosmology [1].", HAWKING, True),
+        ("Hawking studied cosmology at Oxford University [1].", HAWKING, False),
+        ("When Hawking visited his family at Christmas, his mother made him see a doctor [1].", HAWKING, True),
+        ("When Hawking visited his family at Christmas, his father made him see a doctor [1].", HAWKING, False),
+        ("Doctors said they had a way to help him [1].", HAWKING, False),  # "had no way"
+    ],
+)
+def test_english_claims(answer: str, passage: str, held: bool) -> None:
+    assert badge(answer, passage) == (("cited", True) if held else ("not supported", False))
+
+
+def test_a_number_moved_onto_another_word_is_not_the_same_claim() -> None:
+    passage = "The project has spread to eight communities in five states. 帕特纳赫峡谷是一座长702米，深80米的峡谷。"
+    assert claim_held("The project has spread to eight communities in five states.", passage).held
+    assert claim_held("The project has spread to five communities in eight states.", passage).reason == "moved number"
+    assert claim_held("帕特纳赫峡谷长702米，深80米。", passage).held
+    assert claim_held("帕特纳赫峡谷长80米，深702米。", passage).reason == "moved number"
+    # Values, not spellings: 五 is 5, "10,000" is 10000.
+    assert claim_held("黛玉年方5岁。", LIN).held
+    assert claim_held("Edison failed 10000 times.", "Edison failed 10,000 times.").held
+
+
+def test_a_sentence_drawn_from_two_sentences_is_held_clause_by_clause() -> None:
+    passage = "Mr. Bennet had five daughters and no son. Elizabeth, the second daughter, was her father's favourite."
+    assert holding_sources("Mr. Bennet had five daughters, and Elizabeth was her father's favourite.", {1: passage})
+    assert holding_sources("Mr. Bennet had a son.", {1: passage}) == ()
+    # Across two cited sources, each holding its clause.
+    assert holding_sources("黛玉的父亲是林如海，RFC 2616 obsoletes RFC 2068.", {1: LIN, 2: RFC}) == (1, 2)
+
+
+def test_a_line_break_inside_a_pdf_sentence_does_not_end_it() -> None:
+    assert claim_held("Revenue grew by twelve percent in 2023 [1].", "Quarterly report. Revenue grew by\ntwelve "
+                      "percent in 2023, driven by subscriptions.").held
+    assert not claim_held("Revenue grew by twelve percent in 2023 [1].", "Revenue grew.\n\nBy twelve percent in "
+                          "2023 costs fell.").held
+
+
+def test_the_labelled_set_has_no_wrong_answer_green_and_keeps_most_right_ones() -> None:
+    """The measure of `python -m rag bench --only badges`, held as a test: a change that lets a wrong
+    answer through, or loses right ones, fails here."""
+    cases = badge_cases()
+    assert sum(c.right for c in cases) >= 60 and sum(not c.right for c in cases) >= 60
+    assert {c.lang for c in cases} == {"zh", "en"}
+    before = measure(cases, claims=False)
+    assert before.wrong_green >= 110  # what the words alone badged green (117 of 139)
+    after = measure(cases)
+    assert after.green_wrong_ids == KNOWN_GREEN_WRONG
+    for lang, kept in (("zh", 0.85), ("en", 0.89)):  # measured: 60/69 (87%) and 50/55 (91%)
+        figures = measure([c for c in cases if c.lang == lang])
+        assert figures.kept >= kept, (lang, figures.lost_ids)
+
+
+# -- the optional judge: a chat model asked yes or no -------------------------------------------------
+
+FINAL = {"model": MODEL, "created_at": CREATED, "message": {"role": "assistant", "content": ""}, "done": True,
+         "done_reason": "stop", "total_duration": 1, "load_duration": 1, "prompt_eval_count": 1,
+         "prompt_eval_duration": 1, "eval_count": 1, "eval_duration": 1}
+
+
+def answers(server: HTTPServer, *replies: str) -> None:
+    for reply in replies:
+        server.expect_ordered_request("/api/chat", method="POST").respond_with_data(
+            ndjson(chunk(reply), FINAL), content_type=NDJSON)
+
+
+def bodies(server: HTTPServer) -> list[dict[str, Any]]:
+    return [json.loads(request.get_data()) for request, _ in server.log]
+
+
+def test_the_judge_asks_yes_or_no_with_the_exact_body(httpserver: HTTPServer) -> None:
+    answers(httpserver, "否。", "Yes, it does.")
+    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
+    assert ask_model(model, "林黛玉的父亲是贾赦 [1]。", LIN) is False
+    assert ask_model(model, "RFC 2616 obsoletes RFC 2068 [1].", RFC) is True
+    first, second = bodies(httpserver)
+    system, user = judge_messages("林黛玉的父亲是贾赦 [1]。", LIN)
+    assert first == {"model": MODEL, "messages": [{"role": "system", "content": system.content},
+                                                  {"role": "user", "content": user.content}],
+                     "stream": True, "options": {"temperature": 0.0}, "tools": []}
+    # Asked in the sentence's language, the marker left out.
+    assert user.content == f"资料：\n{LIN}\n\n句子：\n林黛玉的父亲是贾赦 。\n\n资料是否支持这句话？只回答“是”或“否”。"
+    assert second["messages"][1]["content"].startswith("Passage:\nHTTP/1.1 is defined in RFC 2616")
+    assert second["messages"][1]["content"].endswith("Sentence:\nRFC 2616 obsoletes RFC 2068 .\n\nDoes the passage "
+                                                     "support the sentence? Answer yes or no.")
+
+
+@pytest.mark.parametrize(("reply", "said"), [("Yes", True), ("**No.**", False), ("是的", True), ("不支持", False),
+                                             ("否", False), ("Maybe", None), ("", None)])
+def test_the_judges_reply_is_read_from_its_first_word(reply: str, said: bool | None) -> None:
+    assert verdict(reply) is said
+
+
+def test_the_judge_can_take_a_green_badge_away_but_is_not_asked_when_there_is_none(httpserver: HTTPServer) -> None:
+    answers(httpserver, "No")
+    judge = model_judge(OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5))
+    sources = generate.number_sources([hit("source.txt", (1,), LIN)])
+    # The claim check already refuses this one: the model is not asked.
+    assert not generate.check_grounding("林黛玉的父亲是贾赦 [1]。", sources, judge=judge).grounded
+    assert bodies(httpserver) == []
+    # This one passes the check; the model's "No" takes the badge away.
+    grounding = generate.check_grounding("黛玉的父亲是林如海 [1]。", sources, judge=judge)
+    assert [s.status for s in grounding.sentences] == ["not supported"] and not grounding.grounded
+    assert len(bodies(httpserver)) == 1
+    # Off by default: no judge, no request.
+    assert generate.check_grounding("黛玉的父亲是林如海 [1]。", sources).grounded
+    assert len(bodies(httpserver)) == 1
+
+
+def test_an_opposite_the_source_says_and_a_swap_around_an_exception_are_not_supported() -> None:
+    """The two wrong answers the first rules let through (held-out batches of the labelled set)."""
+    from rag.generate.citations import check_grounding
+    from rag.generate.prompt import number_sources
+    from rag.store import Hit
+
+    def green(answer: str, passage: str) -> bool:
+        sources = number_sources([Hit(id=uuid.uuid4(), content=passage, metadata={}, score=1.0)])
+        return check_grounding(answer, sources).grounded
+
+    shi = "史湘云是贾母娘家的侄孙女，自幼父母双亡，由叔叔婶婶抚养长大。"
+    assert not green("史湘云的父母都还健在 [1]。", shi)
+    assert green("史湘云自幼父母双亡 [1]。", shi)
+    rfc = "The HEAD method is identical to GET except that the server MUST NOT return a message-body in the response."
+    assert not green("GET is identical to HEAD except that the server must not return a message-body [1].", rfc)
+    assert green("HEAD is identical to GET except that the server must not return a message-body [1].", rfc)

@@ -1,0 +1,161 @@
+"""Which questions are rewritten (only follow-ups), which rewrites are refused (the model's guesses), and how
+the two searches of a rewritten follow-up are fused."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from rag.generate.followup import added_words, depends_on_conversation, keeps_question
+from rag.generate.rewrite import rewrite_query, with_previous
+from rag.llms.types import Message, StreamEvent
+from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
+from rag.store import Hit
+from tests.generate.test_watch import ScriptedModel
+
+STANDALONE = [
+    # Asked in the conversations where rewriting spoiled them (issue 27).
+    "Which method must a server support besides GET?",
+    "What does status code 414 mean?",
+    "How does HTTP handle caching when it is disabled by the client?",
+    "What is HNSW?",
+    "Who wrote RFC 2616?",
+    "林黛玉的父亲是谁？",
+    "Is it true that the server must support HEAD in every version?",
+    "How long does it take to build an HNSW index?",
+    "贾宝玉出生时嘴里衔着什么？",
+    "林黛玉的父亲是谁呢？",
+    "为什么天空是蓝色的？",
+    "怎么安装Python？",
+    "应该如何配置服务器？",
+    "荣国府在哪座城市？",
+    "其他国家的首都有哪些？",
+    "什么是HNSW？",
+    "2024年的营收是多少？",
+]
+FOLLOW_UPS = [
+    "And in 2024?",
+    "and what about Java?",
+    "What about the second one?",
+    "How old was she?",
+    "When was it built?",
+    "What does the server do with it?",
+    "Why?",
+    "How so?",
+    "Tell me more.",
+    "Why is that?",
+    "In 2024?",
+    "Java?",
+    "Which of these is faster?",
+    "Is that true for HEAD as well?",
+    "Where was that race held?",  # missed by the first rules (the conversation bench)
+    "最早是谁建造的？",  # the subject left to the conversation
+    "位于哪个城市？",
+    "它是哪一年建成的？",
+    "那他的父亲呢？",
+    "她的母亲是谁？",
+    "贾政呢？",
+    "还有呢？",
+    "第二个呢？",
+    "为什么？",
+    "几岁？",
+    "其中哪个最大？",
+    "该公司成立于哪一年？",
+    "这本书的作者是谁？",
+    "另外一个是什么？",
+    "前者和后者有什么不同？",
+]
+
+
+@pytest.mark.parametrize("question", STANDALONE)
+def test_a_standalone_question_is_searched_as_asked(question: str) -> None:
+    assert not depends_on_conversation(question)
+
+
+@pytest.mark.parametrize("question", FOLLOW_UPS)
+def test_a_question_that_points_back_or_leaves_out_is_a_follow_up(question: str) -> None:
+    assert depends_on_conversation(question)
+
+
+HISTORY = ["Which method must a server support besides GET?", "A server must support HEAD as well [1].",
+           "林黛玉是谁？", "林黛玉是林如海和贾敏的女儿，贾母的外孙女 [2]。"]
+
+
+@pytest.mark.parametrize(("rewrite", "question", "guessed"), [
+    # The model's own answers, as seen in issue 27's conversations.
+    ("贾政的长女叫王熙凤。", "贾政的长女叫什么？", ["王熙凤"]),
+    ("GET, POST", "Which one is the other?", ["post"]),
+    ("http://www.example.com:80", "What is its default port?", ["http", "www", "com", "80"]),
+    ("林黛玉的父亲是贾赦", "她的父亲是谁？", ["贾赦"]),
+])
+def test_a_rewrite_with_words_nobody_said_is_the_models_guess(rewrite: str, question: str,
+                                                                guessed: list[str]) -> None:
+    added = added_words(rewrite, question, HISTORY)
+    assert [word for word in guessed if not any(word in a for a in added)] == []
+
+
+@pytest.mark.parametrize(("rewrite", "question"), [
+    ("林黛玉的父亲是谁？", "她的父亲是谁？"),
+    ("林黛玉的母亲叫什么名字？", "她的母亲呢？"),  # 名字, 什么: words that ask
+    ("Does a server have to support HEAD?", "And HEAD?"),
+    ("What is the meaning of HEAD for servers?", "What does it mean?"),
+    ("林黛玉母亲是哪一年出生的？", "她母亲是哪一年出生的？"),  # 玉母 joins two said words: a seam, not a word
+])
+def test_a_rewrite_from_the_conversations_words_is_kept(rewrite: str, question: str) -> None:
+    assert added_words(rewrite, question, HISTORY) == []
+
+
+def test_a_guessing_rewrite_is_refused_and_the_question_searched_with_the_one_before() -> None:
+    history = [Message("user", "林黛玉是谁？"), Message("assistant", "贾母的外孙女 [1]。")]
+    guess = ScriptedModel([StreamEvent("content", "林黛玉的父亲是贾赦")])
+    result = rewrite_query(guess, history, "她的父亲是谁？")
+    assert result.query == "林黛玉是谁？ 她的父亲是谁？" == with_previous(history, "她的父亲是谁？")
+    assert "贾赦" in result.note and "guess" in result.note
+    kept = rewrite_query(ScriptedModel([StreamEvent("content", "林黛玉的父亲是谁？")]), history, "她的父亲是谁？")
+    assert kept.query == "林黛玉的父亲是谁？" and kept.note == ""
+    assert with_previous([], "Why?") == "Why?"
+
+
+def _hit(name: str, score: float) -> Hit:
+    return Hit(id=uuid.uuid5(uuid.NAMESPACE_URL, name), content=name, metadata={}, score=score)
+
+
+def test_fused_queries_lead_with_the_rewrite_and_keep_the_questions_best() -> None:
+    rewrite = [_hit(f"r{i}", 1.0 - i / 10) for i in range(1, 9)]
+    question = [_hit(f"q{i}", 0.9 - i / 10) for i in range(1, 9)]
+    fused = fuse_queries([rewrite, question], (1.0, QUESTION_WEIGHT), 8)
+    assert [h.content for h in fused] == ["r1", "r2", "r3", "q1", "r4", "r5", "q2", "r6"]
+    # Found by both: ahead of what either found alone, shown with its best score.
+    both = [_hit("shared", 0.3)]
+    fused = fuse_queries([rewrite[:3] + both, [_hit("shared", 0.95), *question[:3]]], (1.0, QUESTION_WEIGHT), 3)
+    assert fused[0].content == "shared" and fused[0].score == 0.95
+    with pytest.raises(ValueError, match="2 lists of hits but 1 weights"):
+        fuse_queries([rewrite, question], (1.0,), 8)
+
+
+@pytest.mark.parametrize(("rewrite", "question", "kept"), [
+    ("HEAD", "What does it return?", False),  # Qwen 1.5B's answer in place of a query
+    ("贾母", "她的母亲是谁？", False),  # the same, and a wrong answer
+    ("故宫建成年份", "它是哪一年建成的？", True),
+    ("Why does a server return status code 414?", "Why would a server return that?", True),
+    ("How many hours do teenagers need?", "How many hours do they need?", True),
+    ("Revenue growth in 2024?", "And in 2024?", True),
+    ("Anything at all", "Why?", True),  # nothing of its own to lose
+    ("美庐别墅的名称由何而来？", "它是怎么得名的？", True),  # other words, still a question
+])
+def test_a_rewrite_must_still_ask_what_the_question_asks(rewrite: str, question: str, kept: bool) -> None:
+    assert keeps_question(rewrite, question) is kept
+
+
+def test_an_answer_word_in_place_of_the_rewrite_is_refused() -> None:
+    history = [Message("user", "Which method must a server support besides GET?"),
+               Message("assistant", "A server must support HEAD as well as GET [1].")]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "HEAD")]), history, "What does it return?")
+    assert result.query == "Which method must a server support besides GET? What does it return?"
+    assert "leaves out what the question asks" in result.note
+
+
+def test_a_follow_up_given_back_unchanged_is_searched_with_the_question_before() -> None:
+    history = [Message("user", "How much did revenue grow in 2023?"), Message("assistant", "11 percent [1].")]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "And in 2024?")]), history, "And in 2024?")
+    assert result.query == "How much did revenue grow in 2023? And in 2024?" and "unchanged" in result.note
