@@ -21,23 +21,37 @@ if TYPE_CHECKING:
     from rag.store import Hit
 
 
-def _add_chunk_options(parser: argparse.ArgumentParser) -> None:
-    # One option per chunking.FIELDS entry; the dests are the ChunkSettings field names.
-    group = parser.add_argument_group("chunking")
+def _add_chunk_options(parser: argparse.ArgumentParser, *, kb: bool = True) -> None:
+    # One option per chunking.FIELDS entry; the dests are the ChunkSettings field names. Each defaults to
+    # None, so that `_chunk_settings` can tell options given from options left out.
+    group = parser.add_argument_group("chunking", (
+        "Without any of these options a knowledge base that exists keeps the settings it was last ingested "
+        "with (a sync re-embeds nothing that did not change); a new one gets the default preset, "
+        f"{chunking.DEFAULT_PRESET}.") if kb else f"Without them: the default preset, {chunking.DEFAULT_PRESET}.")
     for field in chunking.FIELDS:
+        shown = f"{field.cli_help} (default: {field.default})"
         if field.kind is bool:
-            group.add_argument(field.option, action=argparse.BooleanOptionalAction, default=field.default,
-                               help=field.cli_help)
+            group.add_argument(field.option, action=argparse.BooleanOptionalAction, default=None, help=shown)
         elif field.name == "strategy":
-            group.add_argument(field.option, choices=chunking.STRATEGIES, default=field.default,
-                               help=field.cli_help)
+            group.add_argument(field.option, choices=chunking.STRATEGIES, default=None, help=shown)
         else:
-            group.add_argument(field.option, type=field.kind, default=field.default, help=field.cli_help)
+            group.add_argument(field.option, type=field.kind, default=None, help=shown)
 
 
-def _chunk_settings(args: argparse.Namespace) -> ChunkSettings:
-    # The chunking options' dests are the ChunkSettings field names.
-    return chunking.settings_from_dict(vars(args))
+def _chunk_settings(args: argparse.Namespace, kept: dict[str, object] | None = None) -> ChunkSettings:
+    """The settings the chunking options ask for, over the default preset; with none given, `kept` (a
+    knowledge base's recorded settings) when there are some: a base built with Spring AI's 800 tokens
+    is not re-chunked and re-embedded whole because the default changed."""
+    given = {f.name: getattr(args, f.name) for f in chunking.FIELDS if getattr(args, f.name, None) is not None}
+    if not given and kept:
+        return chunking.settings_from_dict(dict(kept))
+    return chunking.settings_from_dict({**chunking.DEFAULT.as_dict(), **given})
+
+
+def _kept_settings(store: Any, knowledge: str) -> dict[str, object] | None:
+    """The chunk settings knowledge base `knowledge` was last ingested with; None for a new one."""
+    kb = store.get_knowledge_base(knowledge)
+    return dict(kb.chunk_settings) if kb is not None and kb.chunk_settings else None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -159,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chunk", help="show how files would be chunked (nothing is stored)")
     p.add_argument("files", nargs="+", metavar="FILE")
-    _add_chunk_options(p)
+    _add_chunk_options(p, kb=False)
     p.add_argument("--json", action="store_true",
                    help='print a JSON list of {"text", "tokens", "start", "end", "pages"} per file')
 
@@ -222,13 +236,13 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     from rag import ingest
     from rag.store import Store
 
-    chunk_settings = _chunk_settings(args)
     knowledge = ingest.validate_kb_name(args.kb)
     paths = list(ingest.expand_paths(args.paths))
     if not paths:
         raise RagError(f"no supported files found ({documents_read_types()}) in: " + ", ".join(args.paths))
     failed = 0
     with Store.open(settings) as store:
+        chunk_settings = _chunk_settings(args, _kept_settings(store, knowledge))
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, len(paths))
         index = {path.name: i for i, path in enumerate(paths)}
@@ -469,10 +483,10 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
     from rag import ingest
     from rag.store import Store
 
-    chunk_settings = _chunk_settings(args)
     knowledge = ingest.validate_kb_name(args.kb)
     say = lambda line: print(line, file=out, flush=True)  # noqa: E731
     with Store.open(settings) as store:
+        chunk_settings = _chunk_settings(args, _kept_settings(store, knowledge))
         if args.dry_run:
             report = ingest.dry_run(store, args.folder, knowledge, chunk_settings,
                                     delete_missing=args.delete_missing, on_line=say)

@@ -100,6 +100,22 @@ def test_reingest_unchanged_then_replaced(tmp_path: Path, cli_env: dict[str, str
     assert listing[0]["embedder"].startswith("local:") and listing[0]["dimension"] == 256
 
 
+def test_without_chunk_options_a_knowledge_base_keeps_its_settings(tmp_path: Path, cli_env: dict[str, str],
+                                                                    clean_db: None) -> None:
+    """A base built with Spring AI's 800 tokens is not cut again (and re-embedded whole) because the default
+    changed: with no chunk option, ingest and sync keep the base's settings; a new base gets the default."""
+    pdf = tmp_path / "report.pdf"
+    pdf.write_bytes(make_pdf(FINANCE))
+    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "800"], cli_env).stdout.startswith("report.pdf: stored")
+    assert rag(["ingest", str(pdf), "--kb", "old"], cli_env).stdout.strip() == "report.pdf: unchanged"
+    synced = rag(["sync", str(tmp_path), "--kb", "old"], cli_env)
+    assert synced.returncode == 0 and "0 new, 0 replaced, 1 unchanged" in synced.stderr, synced.stderr
+    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "320"], cli_env).stdout.startswith("report.pdf: replaced")
+    rag(["ingest", str(pdf), "--kb", "new"], cli_env)
+    listing = {k["name"]: k["chunk_settings"] for k in json.loads(rag(["kb", "list", "--json"], cli_env).stdout)}
+    assert listing["old"]["chunk_size"] == 320 and listing["new"]["chunk_size"] == 320
+
+
 def test_kb_list_and_delete(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(make_pdf(DATABASE))

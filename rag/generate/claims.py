@@ -34,10 +34,11 @@ with the one it dates. A lone line break is read as a space (a PDF's lines break
 All of it is string work on the CPU: about 5 ms per answer, the passage analysed afresh (`python -m
 rag bench --only badges` times it).
 
-What it cannot see: antonyms outside `relations.EXCLUSIVE` ("父母双亡" against "父母都还健在"), a swap
-around a symmetric word ("GET is identical to HEAD except..."), and a name left out of a sentence
-without a pronoun (Chinese drops the subject across sentences: "怡良…。18年出任广东巡抚"), which
-costs right answers their badge.
+What it cannot see: antonyms outside `relations.EXCLUSIVE` (the passage must say the opposite and
+never the claim's own word, anywhere: "父母都还健在" against "自幼父母双亡" is caught so), a swap around a
+symmetric word other than "identical to … except", and a name left out of a sentence without a
+pronoun (Chinese drops the subject across sentences: "怡良…。18年出任广东巡抚"), which costs right
+answers their badge.
 """
 from __future__ import annotations
 

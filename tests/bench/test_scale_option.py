@@ -41,10 +41,11 @@ def test_a_plain_quick_run_leaves_out_what_takes_minutes_and_says_so(monkeypatch
     # Only the benches that need no database, and `answers`, to see which run: chosen explicitly, it runs.
     bench.run(get_settings(), out=out, quick=True, only=["answers"])
     assert ran == ["answers"] and "skipped in a plain --quick" not in out.getvalue()
-    monkeypatch.setattr(bench, "BENCHES", ("answers", "external"))
+    monkeypatch.setattr(bench, "BENCHES", ("answers", "external", "conversation"))
     out = io.StringIO()
     bench.run(get_settings(), out=out, quick=True)
     assert ran == ["answers"]
     text = out.getvalue()
     assert "## answers: skipped in a plain --quick" in text and "`--quick --only answers` runs its small form" in text
     assert "## external: skipped in a plain --quick" in text
+    assert "## conversation: skipped in a plain --quick" in text

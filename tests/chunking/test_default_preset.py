@@ -46,9 +46,14 @@ def test_the_default_is_spring_ai_with_a_smaller_chunk_size_and_comes_first() ->
 def test_the_cli_without_chunk_options_uses_the_default_and_800_gives_spring_ai() -> None:
     parser = cli.build_parser()
     for argv in (["ingest", "a.pdf", "--kb", "k"], ["sync", "docs", "--kb", "k"], ["chunk", "a.pdf"]):
-        assert chunking.settings_from_dict(vars(parser.parse_args(argv))) == DEFAULT, argv
+        assert cli._chunk_settings(parser.parse_args(argv)) == DEFAULT, argv
     spring = parser.parse_args(["sync", "docs", "--kb", "k", "--chunk-size", "800"])
-    assert chunking.settings_from_dict(vars(spring)) == SPRING_DEFAULT
+    assert cli._chunk_settings(spring) == SPRING_DEFAULT
+    # An existing knowledge base keeps what it was built with unless an option is given.
+    kept = SPRING_DEFAULT.stored()
+    assert cli._chunk_settings(parser.parse_args(["sync", "docs", "--kb", "k"]), kept) == SPRING_DEFAULT
+    assert cli._chunk_settings(parser.parse_args(["sync", "docs", "--kb", "k", "--chunk-size", "200"]), kept) == \
+        dataclasses.replace(DEFAULT, chunk_size=200)
     assert "default 320" in chunking.FIELD_BY_NAME["chunk_size"].cli_help
 
 
