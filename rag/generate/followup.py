@@ -221,3 +221,24 @@ def keeps_question(rewrite: str, question: str) -> bool:
     # A pair may come back split by the words the rewrite put in ("年建成" -> "故宫建成年份"): look in its text too.
     found = sum(term in kept or term in rewrite.lower() for term in asked)
     return found >= KEPT * len(asked)
+
+
+def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool:
+    """Whether `rewrite` is one of the `earlier` questions asked again rather than `question` made whole:
+    the same question words, none of the question's own added. The conversation bench saw Qwen 1.5B
+    rewrite "How did they get there?" and "Back to the hurdler: what stopped him …?" both as the
+    question before them, "When did the first people come to Hawaii?", and "那她的父亲呢？" as "元皇后是哪位
+    帝王的皇后？"; the answers then answered the earlier question."""
+    said = _asked_terms(MARKER.sub(" ", rewrite))
+    own = _asked_terms(MARKER.sub(" ", question))
+    for before in earlier:
+        asked = _asked_terms(MARKER.sub(" ", before))
+        # It holds the earlier question's words (made whole: "…come there?" as "…come to Hawaii?") and
+        # none of the words this question adds.
+        if asked and len(said & asked) >= REPEATED * len(asked) and not said & (own - asked):
+            return True
+    return False
+
+
+REPEATED = 2 / 3
+"""The share of an earlier question's own words a rewrite holding none of the follow-up's is that question."""

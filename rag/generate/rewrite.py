@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
-from rag.generate.followup import added_words, keeps_question
+from rag.generate.followup import added_words, keeps_question, repeats_earlier
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 from rag.text import Text, text_of
@@ -107,6 +107,11 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
     if query.strip() == question.strip():
         return Rewrite(with_previous(history, question),
                        Text("The model gave the follow-up back unchanged; searched for it with the question before it."))
+    earlier = [m.content for m in history if m.role == "user"]
+    if repeats_earlier(query, question, earlier):
+        return Rewrite(with_previous(history, question),
+                       Text("The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched "
+                            "for it with the question before it.", rewrite=query))
     if not keeps_question(query, question):
         return Rewrite(with_previous(history, question),
                        Text("The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a "

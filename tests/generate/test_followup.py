@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from rag.generate.followup import added_words, depends_on_conversation, keeps_question
+from rag.generate.followup import added_words, depends_on_conversation, keeps_question, repeats_earlier
 from rag.generate.rewrite import rewrite_query, with_previous
 from rag.llms.types import Message, StreamEvent
 from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
@@ -159,3 +159,20 @@ def test_a_follow_up_given_back_unchanged_is_searched_with_the_question_before()
     history = [Message("user", "How much did revenue grow in 2023?"), Message("assistant", "11 percent [1].")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", "And in 2024?")]), history, "And in 2024?")
     assert result.query == "How much did revenue grow in 2023? And in 2024?" and "unchanged" in result.note
+
+
+@pytest.mark.parametrize(("rewrite", "question", "repeats"), [
+    # Seen on the conversation bench: the earlier question asked again in place of the follow-up.
+    ("When did the first people come to Hawaii?", "How did they get there?", True),  # asked "…come there?"
+    ("When did the first people come to Hawaii?", "Back to the hurdler: what stopped him from finishing?", True),
+    ("元皇后是哪位帝王的皇后？", "那她的父亲呢？", True),
+    ("How did the first people get to Hawaii?", "How did they get there?", False),
+    ("林黛玉的父亲是谁？", "她的父亲是谁？", False),
+    ("What stopped Liu Xiang from finishing?", "Back to the hurdler: what stopped him from finishing?", False),
+])
+def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, question: str, repeats: bool) -> None:
+    earlier = ["When did the first people come there?", "Who is Liu Xiang?", "元皇后是哪位帝王的皇后？", "林黛玉是谁？"]
+    assert repeats_earlier(rewrite, question, earlier) is repeats
+    history = [Message("user", earlier[0]), Message("assistant", "About 1,500 years ago [1].")]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
+    assert ("asks an earlier question again" in result.note) is (repeats and "Hawaii" in rewrite)

@@ -55,6 +55,9 @@ ZH: dict[str, str] = {
         "改写追问失败（{error}）；已把它和上一个问题一起检索。",
     "The model answered the follow-up instead of rewriting it; searched for it with the question before it.":
         "模型回答了追问，而没有改写它；已把它和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with the "
+    "question before it.":
+        "模型的改写（{rewrite}）重复了之前的问题，而不是这个问题；已把追问和上一个问题一起检索。",
     "The model gave the follow-up back unchanged; searched for it with the question before it.":
         "模型原样返回了追问；已把它和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched for it "
