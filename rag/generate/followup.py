@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 
 from rag.generate.sentences import MARKER
+from rag.generate.support import HAN_FUNCTION
 from rag.scripts import CJK
 
 _EN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d+(?:[.,:]\d+)*%?")
@@ -122,7 +123,8 @@ question query regarding concerning according
 _QUERY_WORDS_ZH = ("叫什么", "叫做", "名叫", "是什么", "什么", "哪些", "哪个", "哪一", "哪里", "多少", "为什么", "怎么", "如何", "是谁", "谁",
                    "年份", "时间", "日期", "地点", "名字", "名称", "原因", "意思", "含义", "内容", "信息", "介绍",
                    "详细", "具体", "关于", "有关", "相关", "问题")
-_ZH_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下吗呢吧啊有")
+_ZH_FUNCTION = HAN_FUNCTION | frozenset("吗呢吧啊有")
+"""The support check's function characters, and the particles that end a question."""
 
 
 def _en_key(word: str) -> str:
@@ -142,12 +144,12 @@ def added_words(rewrite: str, question: str, history: Iterable[str]) -> list[str
     said = [question, *history]
     added: list[str] = []
     known_en = _en_known(said)
-    for word in _en_words(MARKER.sub(" ", rewrite)):
+    stripped = MARKER.sub(" ", rewrite)
+    for word in _en_words(stripped):
         if word in _EN_FUNCTION or word in _QUERY_WORDS_EN:
             continue
         if _en_key(word) not in known_en and word not in added:
             added.append(word)
-    stripped = MARKER.sub(" ", rewrite)
     for phrase in _QUERY_WORDS_ZH:
         stripped = stripped.replace(phrase, " ")
     known_text = "\n".join(said)
@@ -193,7 +195,8 @@ _ZH_POINTING_CHARS = frozenset("它他她这那其该此")
 
 def _asked_terms(text: str) -> set[str]:
     """What a question asks about in its own words: English words (by `_en_key`) and Chinese character pairs,
-    without function words, pointing words and the words that only ask."""
+    without function words, pointing words and the words that only ask (citation markers left out)."""
+    text = MARKER.sub(" ", text)
     terms = {_en_key(w) for w in _en_words(text) if w not in _EN_FUNCTION and w not in _POINTING
              and w not in _QUERY_WORDS_EN}
     for phrase in _QUERY_WORDS_ZH:
@@ -214,13 +217,17 @@ def keeps_question(rewrite: str, question: str) -> bool:
     question of no such words, "Why?", has nothing to lose)."""
     if _ASKING.search(rewrite):
         return True
-    asked = _asked_terms(MARKER.sub(" ", question))
+    asked = _asked_terms(question)
     if not asked:
         return True
-    kept = _asked_terms(MARKER.sub(" ", rewrite))
+    kept = _asked_terms(rewrite)
     # A pair may come back split by the words the rewrite put in ("年建成" -> "故宫建成年份"): look in its text too.
     found = sum(term in kept or term in rewrite.lower() for term in asked)
     return found >= KEPT * len(asked)
+
+
+REPEATED = 2 / 3
+"""The share of an earlier question's own words a rewrite holding none of the follow-up's is that question."""
 
 
 def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool:
@@ -229,16 +236,13 @@ def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool
     rewrite "How did they get there?" and "Back to the hurdler: what stopped him …?" both as the
     question before them, "When did the first people come to Hawaii?", and "那她的父亲呢？" as "元皇后是哪位
     帝王的皇后？"; the answers then answered the earlier question."""
-    said = _asked_terms(MARKER.sub(" ", rewrite))
-    own = _asked_terms(MARKER.sub(" ", question))
+    said = _asked_terms(rewrite)
+    own = _asked_terms(question)
     for before in earlier:
-        asked = _asked_terms(MARKER.sub(" ", before))
+        asked = _asked_terms(before)
         # It holds the earlier question's words (made whole: "…come there?" as "…come to Hawaii?") and
         # none of the words this question adds.
         if asked and len(said & asked) >= REPEATED * len(asked) and not said & (own - asked):
             return True
     return False
 
-
-REPEATED = 2 / 3
-"""The share of an earlier question's own words a rewrite holding none of the follow-up's is that question."""

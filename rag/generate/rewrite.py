@@ -84,6 +84,11 @@ def answered_instead(rewrite: str, question: str) -> bool:
     return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
+def _refused(history: Sequence[Message], question: str, note: str) -> Rewrite:
+    """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
+    return Rewrite(with_previous(history, question), note)
+
+
 def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *, thinks: bool = False) -> Rewrite:
     """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this."""
     parts: list[str] = []
@@ -96,30 +101,27 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
-        return Rewrite(with_previous(history, question),
-                       Text("Rewriting the follow-up failed ({error}); searched for it with the question before it.",
-                            error=text_of(exc)))
+        return _refused(history, question, Text(
+            "Rewriting the follow-up failed ({error}); searched for it with the question before it.",
+            error=text_of(exc)))
     query = clean_rewrite("".join(parts), question)
     if answered_instead(query, question):
-        return Rewrite(with_previous(history, question),
-                       Text("The model answered the follow-up instead of rewriting it; searched for it with the "
-                            "question before it."))
+        return _refused(history, question, Text(
+            "The model answered the follow-up instead of rewriting it; searched for it with the question before it."))
     if query.strip() == question.strip():
-        return Rewrite(with_previous(history, question),
-                       Text("The model gave the follow-up back unchanged; searched for it with the question before it."))
-    earlier = [m.content for m in history if m.role == "user"]
-    if repeats_earlier(query, question, earlier):
-        return Rewrite(with_previous(history, question),
-                       Text("The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched "
-                            "for it with the question before it.", rewrite=query))
+        return _refused(history, question, Text(
+            "The model gave the follow-up back unchanged; searched for it with the question before it."))
+    if repeats_earlier(query, question, [m.content for m in history if m.role == "user"]):
+        return _refused(history, question, Text(
+            "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
+            "the question before it.", rewrite=query))
     if not keeps_question(query, question):
-        return Rewrite(with_previous(history, question),
-                       Text("The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a "
-                            "query; searched for it with the question before it.", rewrite=query))
+        return _refused(history, question, Text(
+            "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched "
+            "for it with the question before it.", rewrite=query))
     guessed = added_words(query, question, [m.content for m in _recent(history)])
     if guessed:
-        return Rewrite(with_previous(history, question),
-                       Text("The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the "
-                            "question; searched for it with the question before it.",
-                            rewrite=query, words=", ".join(guessed[:5])))
+        return _refused(history, question, Text(
+            "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; "
+            "searched for it with the question before it.", rewrite=query, words=", ".join(guessed[:5])))
     return Rewrite(query)

@@ -45,7 +45,7 @@ anything else further
 """Function words, and the pleasantries a chat model adds ("I hope this helps!"), which claim nothing."""
 # Chinese function characters that carry no content on their own; a bigram holding one is dropped
 # ("隐的", "的女" would match any text about anyone's daughter).
-_HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
+HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
 
 
 def term_spans(text: str) -> list[tuple[str, int, int]]:
@@ -57,11 +57,11 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
         token, start = match.group(), match.start()
         if _CJK_RUN.fullmatch(token):
             if len(token) == 1:
-                if token not in _HAN_FUNCTION:
+                if token not in HAN_FUNCTION:
                     spans.append((token, start, start + 1))
                 continue
             spans += [(token[i:i + 2], start + i, start + i + 2) for i in range(len(token) - 1)
-                      if token[i] not in _HAN_FUNCTION and token[i + 1] not in _HAN_FUNCTION]
+                      if token[i] not in HAN_FUNCTION and token[i + 1] not in HAN_FUNCTION]
         elif token[0].isdigit():
             spans.append((token.rstrip("%"), start, match.end()))
         else:
