@@ -10,6 +10,8 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*
+# The runtime lock (exact versions and hashes, compiled from pyproject.toml by `make lock`): no test or
+# benchmark package. The app runs from /app, the source, so the project itself needs no install.
 COPY requirements.txt /tmp/requirements.txt
 # llama.cpp picks the build machine's CPU features by default; a portable build runs anywhere.
 RUN python -m venv /opt/venv \

@@ -39,11 +39,11 @@ import streamlit as st
 
 from ui import resources, widgets
 from ui.format import md as _md
-from ui.format import no_images
+from ui.format import no_images, no_math
 from ui.i18n import _, count, tr
 from rag import agent, generate, documents, llms, retrieve
 from rag.agent import routes as route_names
-from rag.retrieve import filters
+from rag.query import filters
 from rag.documents import render
 from rag.generate import Budget, Live, Source, Turn, engine
 from rag.chunking import Chunk
@@ -51,6 +51,8 @@ from rag.errors import ModelError, RagError
 from rag.llms import ChatModel
 from rag.llms.stream import Runner, fold
 from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
+from rag.llms.resolve import no_chat_model_advice
+from rag.model_ref import ModelRef
 from rag.settings import Settings
 from rag.store import Store
 
@@ -100,7 +102,7 @@ def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
     def badge(n: int, kind: str) -> str:
         return BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
 
-    return generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG.format(no_source=_("no source"))).replace("$", "\\$")  # a price is not LaTeX
+    return no_math(generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG.format(no_source=_("no source"))))
 
 
 # -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
@@ -121,13 +123,9 @@ def _agent_ok(host: str, model_name: str) -> tuple[bool, str]:
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def _ollama_context(host: str, model: str) -> tuple[int, str]:
-    """(tokens, how it is known) of an Ollama model's context window."""
-    try:
-        return llms.OllamaChatModel(host, model).context_length(), "from Ollama"
-    except ModelError as exc:
-        return llms.DEFAULT_OLLAMA_NUM_CTX, f"assumed: Ollama did not say ({exc})"
-# (translated where shown: the cache above keeps one answer for every language)
+def _ollama_window(host: str, model: str) -> engine.Window:
+    """An Ollama model's context window (asking Ollama once in 30 s, not on every rerun)."""
+    return engine.context_window(llms.OllamaChatModel(host, model))
 
 
 @st.cache_resource(max_entries=8, show_spinner="…")
@@ -202,15 +200,6 @@ def _reset_prompt(text: str) -> None:
     st.session_state["chat_system_prompt"] = text
 
 
-def _no_model_message(settings: Settings, local_reason: str) -> str:
-    """The ModelError that says how to get any chat model (start Ollama and pull one, or install)."""
-    try:
-        llms.resolve_chat_model(dataclasses.replace(settings, chat_model=None), None)
-    except ModelError as exc:
-        return tr(exc)
-    return local_reason  # pragma: no cover - something appeared meanwhile
-
-
 def _pick_model(settings: Settings) -> ModelChoice:
     host = settings.ollama_host
     pulled = _ollama_chat_models(host)
@@ -238,10 +227,9 @@ def _pick_model(settings: Settings) -> ModelChoice:
     choice = normalise_choice(str(raw or default))
     if choice == LOCAL:
         if not local_ok:
-            return ModelChoice(choice, None, tr(local_reason) if pulled else _no_model_message(settings, local_reason))
-        model = llms.resolve_chat_model(settings, LOCAL)
-        return ModelChoice(choice, model, context=model.context_length(),
-                           context_note=_("fixed when the embedded model is loaded"))
+            return ModelChoice(choice, None, tr(local_reason) if pulled else
+                               tr(no_chat_model_advice(host, pulled, local_reason)))
+        return ModelChoice(choice, llms.resolve_chat_model(settings, LOCAL))
     unavailable = ollama_unavailable(choice, pulled, host, local_ok)
     if unavailable is not None:
         return ModelChoice(choice, None, tr(unavailable.problem), pull=unavailable.pull)
@@ -249,7 +237,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
         model = llms.resolve_chat_model(settings, choice)
     except ModelError as exc:
         return ModelChoice(choice, None, tr(exc))
-    return ModelChoice(choice, model, thinks=_thinks(host, choice.removeprefix("ollama:")))
+    return ModelChoice(choice, model, thinks=_thinks(host, ModelRef.parse(choice, bare="ollama").name))
 
 
 def _pull(settings: Settings, name: str) -> bool:
@@ -275,18 +263,11 @@ def _pull(settings: Settings, name: str) -> bool:
 def _model_section(settings: Settings) -> ModelChoice:
     picked = _pick_model(settings)
     if picked.model is not None:
-        num_ctx = int(st.session_state.get("chat_num_ctx") or 0)
-        context, note = picked.context, picked.context_note
-        if isinstance(picked.model, llms.OllamaChatModel):
-            if num_ctx:
-                context, note = num_ctx, _("num_ctx set below")
-            else:
-                context, note = _ollama_context(settings.ollama_host, picked.model.model)
-                note = _(note) if note == "from Ollama" else note.replace(
-                    "assumed: Ollama did not say", _("assumed: Ollama did not say"))
-        picked = dataclasses.replace(picked, context=context, context_note=note)
+        window = _window(settings, picked.model)
+        note = _window_note(window, ollama=isinstance(picked.model, llms.OllamaChatModel))
+        picked = dataclasses.replace(picked, context=window.tokens, context_note=note)
         st.caption(_("In use: **{model}** · context window {tokens} tokens ({note})",
-                     model=_md(picked.model.name), tokens=f"{context:,}", note=note))
+                     model=_md(picked.model.name), tokens=f"{window.tokens:,}", note=note))
     elif picked.pull:
         st.warning(picked.problem, icon="📦")
         if st.button(_("Pull {name}", name=picked.pull), key="chat_pull", icon="⬇️",
@@ -296,6 +277,24 @@ def _model_section(settings: Settings) -> ModelChoice:
     else:
         st.error(_("No model in use.") + f" {picked.problem}", icon="🚫")
     return picked
+
+
+def _window(settings: Settings, model: ChatModel) -> engine.Window:
+    """The window the budget is drawn against, by the engine's rule; num_ctx only for Ollama (the
+    embedded model's window is fixed when it is loaded, and its num_ctx widget is disabled)."""
+    if not isinstance(model, llms.OllamaChatModel):
+        return engine.context_window(model)
+    num_ctx = int(st.session_state.get("chat_num_ctx") or 0)
+    return engine.context_window(model, num_ctx) if num_ctx else _ollama_window(settings.ollama_host, model.model)
+
+
+def _window_note(window: engine.Window, ollama: bool) -> str:
+    """How the window's figure is known, in the user's language."""
+    if window.known == "num_ctx":
+        return _("num_ctx set below")
+    if window.known == "assumed":
+        return _("assumed: Ollama did not say") + f" ({window.reason})"
+    return _("from Ollama") if ollama else _("fixed when the embedded model is loaded")
 
 
 def _open_conversation(store: Store, conversation_id: str) -> None:
@@ -449,7 +448,8 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                               help=_("Reasoning models such as deepseek-r1 or qwen3 think before answering; "
                                      "the thinking is shown in a collapsed block.") if model.thinks else
                               _("The model in use does not think aloud."))
-            is_ollama = isinstance(model.model, llms.OllamaChatModel) or model.choice.startswith("ollama:")
+            is_ollama = (isinstance(model.model, llms.OllamaChatModel)
+                         or ModelRef.parse(model.choice, bare="ollama").is_ollama)
             num_ctx = st.number_input(_("Context window (num_ctx)"), 0, 1_048_576, step=1024, key="chat_num_ctx",
                                       disabled=not is_ollama,
                                       help=_("Tokens Ollama loads the model with; 0 keeps the model's own "
@@ -652,8 +652,7 @@ def _answer(turn: Turn) -> None:
         with st.expander("💭 " + _("Thinking"), type="compact"):
             st.markdown(_md(turn.thinking))
     if turn.answer:
-        st.markdown(no_images(turn.answer.replace("$", "\\$") if turn.agent
-                              else answer_markdown(turn.answer, turn.grounding)))
+        st.markdown(no_images(no_math(turn.answer) if turn.agent else answer_markdown(turn.answer, turn.grounding)))
     elif not turn.problem and not turn.error:
         st.caption(_("(the model wrote nothing)") if not turn.stopped else _("(stopped before the first word)"))
     if turn.web_sources:
@@ -712,14 +711,22 @@ def _answer(turn: Turn) -> None:
                                 + ("" if n in grounding.cited else _(" (it does not support the sentence citing it)"))))
 
 
-def _render_turn(turn: Turn, latest: bool) -> None:
+def _render_turn(question: str, answer: Turn | Live | Callable[[], Turn | Live], sources_open: bool) -> None:
+    """One exchange: the question, then the assistant's message: the summary its prompt carried, the
+    sources, the context budget, and the answer, finished or followed as it streams. `answer` may be a
+    call: a new question's rewrite and search run inside the assistant's message, under its spinners."""
     with st.chat_message("user"):
-        st.markdown(_md(turn.question))
+        st.markdown(_md(question))
     with st.chat_message("assistant"):
+        shown = answer() if callable(answer) else answer
+        turn = shown.turn if isinstance(shown, Live) else shown
         _summary_block(turn)
-        _sources_panel(turn, expanded=latest)
+        _sources_panel(turn, expanded=sources_open)
         _budget_bar(turn.budget, turn.model)
-        _answer(turn)
+        if isinstance(shown, Live):
+            _follow_live(shown, st.empty())
+        else:
+            _answer(turn)
 
 
 # -- the live turn -------------------------------------------------------------------------------
@@ -763,7 +770,7 @@ def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[
             # No picture loads from what the model writes, also when "![" comes in two pieces.
             text = no_images(("\\" if last == "!" and arrived.text.startswith("[") else "") + arrived.text)
             last = arrived.text[-1]
-            yield text.replace("$", "\\$")  # a price is not LaTeX
+            yield no_math(text)
         if finished:
             status.empty()
             return
@@ -836,17 +843,6 @@ def _follow_live(live: Live, slot: Any) -> None:
         _answer(final)
 
 
-def _render_live(live: Live) -> None:
-    turn = live.turn
-    with st.chat_message("user"):
-        st.markdown(_md(turn.question))
-    with st.chat_message("assistant"):
-        _summary_block(turn)
-        _sources_panel(turn, expanded=True)
-        _budget_bar(turn.budget, turn.model)
-        _follow_live(live, st.empty())
-
-
 # -- a new question ------------------------------------------------------------------------------
 
 def _consent_picker(use_agent: bool) -> tuple[str, ...]:
@@ -873,9 +869,7 @@ def _request(c: Controls) -> engine.Request:
 
 
 def _ask(question: str, c: Controls, store: Store | None, settings: Settings) -> None:
-    with st.chat_message("user"):
-        st.markdown(_md(question))
-    with st.chat_message("assistant"):
+    def start() -> Turn | Live:
         started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
                                history=generate.history_messages(_turns()), memory=generate.memory_of(_turns()),
                                model_problem=c.model.problem,
@@ -883,18 +877,11 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _save(started)
-            _render_parts(started)
-            _answer(started)
-            return
-        st.session_state[LIVE] = started
-        _render_parts(started.turn)
-        _follow_live(started, st.empty())
+        else:
+            st.session_state[LIVE] = started
+        return started
 
-
-def _render_parts(turn: Turn) -> None:
-    _summary_block(turn)
-    _sources_panel(turn, expanded=True)
-    _budget_bar(turn.budget, turn.model)
+    _render_turn(question, start, sources_open=True)
 
 
 def _summary_block(turn: Turn) -> None:
@@ -952,11 +939,11 @@ def main() -> None:
     if not turns and live is None and not question:
         st.info(_("Ask a question below. Choose the knowledge bases and the model in the sidebar."), icon="💬")
     for i, turn in enumerate(turns):
-        _render_turn(turn, latest=i == len(turns) - 1 and live is None and not question)
+        _render_turn(turn.question, turn, sources_open=i == len(turns) - 1 and live is None and not question)
     if question and question.strip():
         _ask(question.strip(), controls, store, settings)
     elif live is not None:
-        _render_live(live)
+        _render_turn(live.turn.question, live, sources_open=True)
     _toolbar(_turns())
 
 

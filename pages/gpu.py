@@ -1,7 +1,7 @@
 """GPU monitor: VRAM, utilisation and power while a model answers, and where Ollama put its models.
 
 UI only: the sampler and the placement advice come from rag.gpu, the phases from
-rag.generate.telemetry, the watched generation and its model choices from rag.generate.watch.
+rag.llms.telemetry, the watched generation and its model choices from rag.generate.watch.
 """
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from ui.format import no_images
 from ui.i18n import _, columns, count, tr
 from rag import gpu
 from rag.errors import RagError
-from rag.generate.telemetry import PHASE_TITLES, Mark
+from rag.llms.telemetry import PHASE_TITLES, Mark
 from rag.generate.watch import GenerationView, WatchedGeneration, watch_choices
 from rag.gpu.placement import unloads_in
 from rag.llms import resolve_chat_model
 from rag.llms.choice import default_local_name
 from rag.llms.ollama.admin import unload_model
+from rag.model_ref import ModelRef, shown_name
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
@@ -58,8 +59,8 @@ def unload(host: str, name: str) -> None:
 
 def model_label(choice: str) -> str:
     if choice == resources.LOCAL:
-        return f"{default_local_name().removeprefix('local:')} · embedded, on the CPU"
-    return f"{choice.removeprefix('ollama:')} · Ollama"
+        return f"{ModelRef.parse(default_local_name()).name} · embedded, on the CPU"
+    return f"{ModelRef.parse(choice, bare='ollama').name} · Ollama"
 
 
 def start_generation() -> None:
@@ -92,7 +93,7 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
     label once, where it starts."""
     spans = [(m.phase, m.start, m.end, m.label) for m in marks]
     if running is not None and running.running:
-        spans.append(("generating", running.started_at, now, running.model.removeprefix("ollama:")))
+        spans.append(("generating", running.started_at, now, shown_name(running.model)))
     for phase, start, end, _label in spans:
         end = max(end, start + 0.05)  # a 1 ms model load is still worth seeing
         for row in range(1, rows + 1):
@@ -226,7 +227,8 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
 
 
 def generation_panel(view: GenerationView, now: float) -> None:
-    model = view.model.removeprefix("ollama:").removeprefix("local:")
+    ref = ModelRef.parse_or_none(view.model)  # a chat model's name says its provider
+    model = ref.name if ref is not None and ref.name else view.model
     if view.running:
         st.caption(_("Generating with {model}… {s} s", model=model, s=f"{now - view.started_at:.1f}"))
     if view.thinking:
@@ -247,7 +249,7 @@ def generation_panel(view: GenerationView, now: float) -> None:
         cols[3].metric(_("Prompt eval ({n} tokens)", n=fmt(prompt_count)),
                        fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"))
         cols[4].metric(_("Output tokens"), fmt(stats.eval_count if stats else None))
-        if stats is not None and stats.done_reason == "stopped" and view.model.startswith("ollama:"):
+        if stats is not None and stats.done_reason == "stopped" and ref is not None and ref.is_ollama:
             st.caption(_("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
                        "are drawn as one span up to the first token."))
 
@@ -255,23 +257,21 @@ def generation_panel(view: GenerationView, now: float) -> None:
 # ------------------------------------------------------------------------------------------------
 # The page
 
-settings = resources.settings()
-host = settings.ollama_host
-watch = resources.gpu_sampler(gpu.selected_nvml())
-status = watch.status
 
-st.title(_("GPU monitor"))
-if status.devices:  # found, even if one has failed since
-    names = ", ".join(f"**{d.name}**" for d in status.devices)
-    st.markdown(_("{names} · driver {driver} · CUDA {cuda}", names=names, driver=status.driver or "?",
-                  cuda=status.cuda or "?"))
-else:
-    st.info(_("No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, so "
-              "CPU and RAM are shown instead.", reason=tr(status.reason), hint=tr(gpu.no_gpu_hint(status.reason))), icon="ℹ️")
+def header(status: gpu.GpuStatus) -> None:
+    st.title(_("GPU monitor"))
+    if status.devices:  # found, even if one has failed since
+        names = ", ".join(f"**{d.name}**" for d in status.devices)
+        st.markdown(_("{names} · driver {driver} · CUDA {cuda}", names=names, driver=status.driver or "?",
+                      cuda=status.cuda or "?"))
+    else:
+        st.info(_("No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, "
+                  "so CPU and RAM are shown instead.", reason=tr(status.reason),
+                  hint=tr(gpu.no_gpu_hint(status.reason))), icon="ℹ️")
 
 
 @st.fragment(run_every=PLACEMENT_REFRESH_SECONDS)
-def placement() -> None:
+def placement(host: str, watch: gpu.GpuSampler) -> None:
     st.subheader(_("Where Ollama put its models"))
     message = st.session_state.pop("gpu_unload_msg", None)
     if message is not None:
@@ -310,34 +310,11 @@ def placement() -> None:
                                    args=(host, m.name))
 
 
-placement()
-
-st.subheader(_("Generate while watching"))
-offered = watch_choices(host, resources.local_model_available())
-choices = list(offered.choices)
-if offered.note:
-    st.caption(tr(offered.note))
-if choices:
-    st.selectbox(_("Model"), choices, key="gpu_model", format_func=model_label)
-    st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)
-if "gpu_generate_error" in st.session_state:
-    st.error(st.session_state["gpu_generate_error"], icon="⚠️")
-
-# A row sized by its content (wrapping when narrow), not fixed column shares: in 2/7 of the page
-# the four window buttons did not fit at 1400 px, and "10 min" was cut off.
-controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
-window_label = controls.segmented_control(_("Window"), list(WINDOWS), default="2 min", key="gpu_window",
-                                          width="content")
-live = controls.toggle(_("Live"), value=True, key="gpu_live", help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}"))
-controls.download_button(_("Download samples (CSV)"), data=watch.to_csv, file_name="gpu-samples.csv", mime="text/csv",
-                         key="gpu_csv", on_click="ignore")
-
-
-@st.fragment(run_every=REFRESH_SECONDS if live else None)
-def monitor() -> None:
+def monitor(watch: gpu.GpuSampler, can_generate: bool, window_label: str | None) -> None:
+    """The generation and the live charts (run as a fragment: redrawn every REFRESH_SECONDS while Live)."""
     current: WatchedGeneration | None = st.session_state.get(GENERATION)
     running = current is not None and current.running
-    if choices:
+    if can_generate:
         b1, b2, _spare = st.columns([1, 1, 4])
         b1.button(_("Generate"), key="gpu_generate", type="primary", disabled=running,
                   on_click=start_generation)
@@ -362,4 +339,35 @@ def monitor() -> None:
     process_table(latest, watch.status)
 
 
-monitor()
+def main() -> None:
+    host = resources.settings().ollama_host
+    watch = resources.gpu_sampler(gpu.selected_nvml())
+    header(watch.status)
+    placement(host, watch)
+
+    st.subheader(_("Generate while watching"))
+    offered = watch_choices(host, resources.local_model_available())
+    choices = list(offered.choices)
+    if offered.note:
+        st.caption(tr(offered.note))
+    if choices:
+        st.selectbox(_("Model"), choices, key="gpu_model", format_func=model_label)
+        st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)
+    if "gpu_generate_error" in st.session_state:
+        st.error(st.session_state["gpu_generate_error"], icon="⚠️")
+
+    # A row sized by its content (wrapping when narrow), not fixed column shares: in 2/7 of the page
+    # the four window buttons did not fit at 1400 px, and "10 min" was cut off.
+    controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
+    window_label = controls.segmented_control(_("Window"), list(WINDOWS), default="2 min", key="gpu_window",
+                                              width="content")
+    live = controls.toggle(_("Live"), value=True, key="gpu_live",
+                           help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}"))
+    controls.download_button(_("Download samples (CSV)"), data=watch.to_csv, file_name="gpu-samples.csv",
+                             mime="text/csv", key="gpu_csv", on_click="ignore")
+    # Made a fragment here, not where it is defined: whether it redraws by itself is the Live toggle's.
+    st.fragment(run_every=REFRESH_SECONDS if live else None)(monitor)(watch, bool(choices), window_label)
+
+
+if __name__ == "__main__":
+    main()

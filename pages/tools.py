@@ -18,7 +18,7 @@ from rag.agent.arguments import parse_arguments
 from rag.agent.websearch import WebSearchTool
 from rag.errors import RagError
 from rag.generate.agent_turn import routes_path
-from rag.mcp import client as mcp_client
+from rag.agent import mcp_client
 from rag.mcp import server as mcp_server
 from ui import resources, widgets
 from ui.format import first_line

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from rag import chunking, documents, embeddings, export, ingest
 from rag.chunking import Chunk, ChunkSettings
@@ -466,48 +468,60 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
 # -- ingest ----------------------------------------------------------------------------------
 
 def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: ChunkSettings,
-                uploads: dict[str, bytes], new_kb: bool) -> list[IngestResult]:
+                previews: list[FilePreview], new_kb: bool) -> list[IngestResult]:
+    """Ingest the previewed files through `ingest.ingest_files`, the pipeline `rag ingest` runs, handed
+    what the preview parsed: no file is parsed (or OCR'd) again, an unchanged one not at all."""
+    sources = [ingest.Source.upload(p.name, p.data, p.prepared) for p in previews]
     results: list[IngestResult] = []
-    total = len(uploads)
+    reached: dict[str, str] = {}  # file -> the last stage it reached: what a stop left of it (_after_stop)
+    total = len(sources)
     stages = len(ingest.STAGES)
-    running = {"kb": knowledge, "settings": settings, "uploads": uploads, "done": results, "current": None,
-               "stage": None, "new_kb": new_kb}
-    st.session_state[RUNNING_KEY] = running
+    st.session_state[RUNNING_KEY] = {"kb": knowledge, "settings": settings, "sources": sources, "done": results,
+                                     "reached": reached, "new_kb": new_kb}
     stop_slot = st.empty()
     stop_slot.button(_("Stop ingesting"), key="upload_stop", icon="⏹️",
                      help=_("Stops at the next step of the file being ingested: that file is stored whole or "
                           "not at all, the files done before stay, the rest are not started."))
     with st.status(_("Ingesting {files} into '{kb}'…", files=count(total, "file"), kb=knowledge),
                    expanded=True) as status:
-        for number, (name, data) in enumerate(uploads.items(), start=1):
-            running.update(current=name, stage="parse")
-            st.markdown(f"**{number}/{total} · {fmt.md(name)}**")
-            bar = st.progress(0.0, text=_("waiting"))
-            reached = {"stage": "parse", "fraction": 0.0}
+        rows: dict[str, tuple[DeltaGenerator, DeltaGenerator]] = {}  # file -> (its container, its bar)
+        fractions: dict[str, float] = {}
 
-            def on_stage(stage: str, fraction: float, message: str, bar=bar, reached=reached) -> None:
-                step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
-                reached.update(stage=stage, fraction=min(max(float(fraction), 0.0), 1.0))
-                running["stage"] = stage
-                bar.progress(reached["fraction"], text=f"{_(stage)} ({step}/{stages}) · {tr(message)}")
-
+        def on_stage(name: str) -> ingest.StageCallback:
+            """The file `name` starts: its rows, and the callback that moves its bar."""
+            reached[name] = "parse"
+            fractions[name] = 0.0
+            # A container per file: its error stays under it while the next file is read (the pipeline
+            # reads one file while it writes the one before).
+            box = st.container()
+            box.markdown(f"**{len(rows) + 1}/{total} · {fmt.md(name)}**")
+            bar = box.progress(0.0, text=_("waiting"))
+            rows[name] = (box, bar)
             # Said again each time: the browser keeps an expander at this place closed if one was before.
-            status.update(label=_("Ingesting {number}/{total}: {file}…", number=number, total=total, file=name),
+            status.update(label=_("Ingesting {number}/{total}: {file}…", number=len(rows), total=total, file=name),
                           expanded=True)
-            try:
-                result = ingest.ingest_bytes(store, embedder, data, name, knowledge, settings,
-                                             on_stage=on_stage)
-            except Exception as exc:  # noqa: BLE001 - the other files go on
-                log.exception("ingesting %r failed", name)
-                result = IngestResult(name, "failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
-            if result.ok:
-                bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {_(result.status)} · "
-                                       f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}")
-            else:
-                bar.progress(reached["fraction"], text="❌ " + _("failed during {stage}", stage=_(reached["stage"])))
-                st.error(_("**{file}** failed: {reason}", file=fmt.md(name), reason=tr(result.reason)), icon="🚫")
-            results.append(result)
-            running.update(current=None, stage=None)
+
+            def update(stage: str, fraction: float, message: str) -> None:
+                step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
+                reached[name] = stage
+                fractions[name] = min(max(float(fraction), 0.0), 1.0)
+                bar.progress(fractions[name], text=f"{_(stage)} ({step}/{stages}) · {tr(message)}")
+            return update
+
+        # closing: a stop (the RerunException a click raises in a callback, or here) ends the run only once
+        # the file being written is stored whole or rolled back.
+        with closing(ingest.ingest_files(store, embedder, sources, knowledge, settings, on_stage=on_stage)) as run:
+            for result in run:
+                results.append(result)
+                box, bar = rows[result.filename]
+                if result.ok:
+                    bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {_(result.status)} · "
+                                           f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}")
+                else:
+                    bar.progress(fractions[result.filename],
+                                 text="❌ " + _("failed during {stage}", stage=_(reached[result.filename])))
+                    box.error(_("**{file}** failed: {reason}", file=fmt.md(result.filename), reason=tr(result.reason)),
+                              icon="🚫")
         failed = sum(not r.ok for r in results)
         counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
                            for s in ("stored", "replaced", "unchanged", "failed")
@@ -533,13 +547,8 @@ def _after_stop(store: Store | None) -> None:
     running = st.session_state.pop(RUNNING_KEY, None)
     if running is None or store is None:
         return
-    results = list(running["done"])
-    started = {r.filename for r in results}
-    for name, data in running["uploads"].items():
-        if name in started:
-            continue
-        stage = running["stage"] if name == running["current"] else None
-        results.append(ingest.after_stop(store, running["kb"], name, data, running["settings"], stage))
+    results = ingest.results_after_stop(store, running["kb"], running["settings"], running["sources"],
+                                        running["done"], running["reached"])
     _record(running["kb"], results, running["new_kb"], stopped=True)
 
 
@@ -609,7 +618,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
     if notes.language:
         plan.caption(f"🈶 {tr(notes.language)}")
     if clicked:
-        results = _run_ingest(store, target.name, target.embedder, settings, dict(uploads), target.kb is None)
+        results = _run_ingest(store, target.name, target.embedder, settings, previews, target.kb is None)
         _record(target.name, results, target.kb is None)
     _show_results()
 

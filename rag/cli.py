@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rag import chunking, retrieve
 from rag.chunking import ChunkSettings
 from rag.errors import RagError, install_log_masking, one_line
+from rag.process import exit_on_sigterm
 from rag.settings import Settings, get_settings
 from rag.text import printable
 
@@ -309,6 +310,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag.evaluation.quality import mode_quality
     from rag.evaluation.questions import parse_questions
     from rag.store import Store
 
@@ -325,10 +327,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
         quality = {}
         for index, mode in enumerate(modes):
             progress.index = index
-            quality[mode] = retrieve.mode_quality(
-                store, settings, args.kb, questions, mode=mode, depth=args.k,
-                progress=lambda done, total, mode=mode: progress.update(mode, "question", done / total,
-                                                                        f"{done}/{total}"))
+
+            def questions_done(done: int, total: int, mode: str = mode) -> None:
+                progress.update(mode, "question", done / total, f"{done}/{total}")
+
+            quality[mode] = mode_quality(store, settings, args.kb, questions, mode=mode, depth=args.k,
+                                         progress=questions_done)
         progress.clear()
     if args.json:
         body = {mode: q.as_dict() | ({"ranks": list(q.ranks)} if args.details else {}) for mode, q in quality.items()}
@@ -353,9 +357,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     from rag.generate import engine, load_history
     from rag.store import Store
 
-    choice = args.model
-    if choice and choice != "local" and not choice.startswith(("ollama:", "local:")):
-        choice = f"ollama:{choice}"
+    choice = args.model  # a bare name is an Ollama model: resolve_chat_model reads it so (rag.model_ref)
     if not 0.0 <= args.temperature <= 2.0:
         raise RagError(f"--temperature must be between 0 and 2, got {args.temperature}")
     model = llms.resolve_chat_model(settings, choice)
@@ -533,10 +535,20 @@ def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextI
     return 0
 
 
-def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from rag import bench
+BENCH_INSTALL = "from a clone, `pip install -e '.[bench]'` (or `make bench`)"
+"""How to get the benchmarks, which are not part of the library (the `bench` optional dependencies)."""
 
-    return bench.run(settings, out=out, quick=args.quick, only=args.only, scales=args.scale)
+
+def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    # Imported here, never at the top: `benchmarks` sits beside `rag`, not in it, and may be absent
+    # (an install of the library alone), where every other command must still work.
+    try:
+        import benchmarks
+    except ImportError as exc:
+        if exc.name in (None, "benchmarks"):
+            raise RagError(f"the benchmarks are not installed: {BENCH_INSTALL}") from exc
+        raise RagError(f"the benchmarks need {exc.name}, which is not installed: {BENCH_INSTALL}") from exc
+    return benchmarks.run(settings, out=out, quick=args.quick, only=args.only, scales=args.scale)
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
@@ -548,16 +560,6 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
 
 COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "conversations": cmd_conversations, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
             "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
-
-
-def exit_on_sigterm() -> None:
-    """SIGTERM ends the process as Ctrl+C would, through the exit handlers: the embedded PostgreSQL this
-    process started stops with it (by default SIGTERM kills Python without running them)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

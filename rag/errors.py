@@ -85,7 +85,7 @@ class FilterSyntaxError(RagError, ValueError):
         self.expression = expression
         self.position = position
         self.reason = reason
-        # The text as typed (rag.retrieve.filters.caret draws '^' under the position).
+        # The text as typed (rag.query.filters.caret draws '^' under the position).
         super().__init__(Text("filter error at position {position}: {reason} in: {expression}", position=position,
                               reason=reason, expression=expression))
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag.model_ref import ModelRef
 from rag.text import Text
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
@@ -66,9 +67,7 @@ class Settings:
         embedder = env.get("RAG_EMBEDDER", "auto").strip() or "auto"
         # local:<name> is checked when the embedder is built (rag.embeddings): the names recorded by
         # knowledge bases (local:wordllama-l2_supercat-256) are accepted as well as local:e5.
-        if embedder not in ("auto", "local") and not any(
-            embedder.startswith(prefix) and len(embedder) > len(prefix) for prefix in ("ollama:", "local:")
-        ):
+        if embedder != "auto" and ModelRef.parse_or_none(embedder) is None:
             raise ValueError(Text(
                 "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', "
                 "'local:wordllama' or 'ollama:<model>'", embedder=repr(embedder)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from rag.llms.ollama.admin import ollama_has_model, ollama_models, ollama_version
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+from rag.model_ref import ModelRef
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
 from rag.text import Text
 
@@ -39,7 +40,8 @@ def embedded_chat_is_default(settings: Settings, status: OllamaStatus) -> bool:
     """Whether the chat's default model is the embedded one: RAG_CHAT_MODEL says local, or it is
     unset and Ollama (as `status` saw it) has no model to chat with."""
     if settings.chat_model:
-        return settings.chat_model.startswith("local")
+        ref = ModelRef.parse_or_none(settings.chat_model, bare="ollama")
+        return ref is not None and ref.is_local
     return not status.reachable or not status.models
 
 
@@ -60,7 +62,8 @@ def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str)
     """Which embedder new knowledge bases get and why (existing ones keep the one they were built with)."""
     from rag.embeddings import E5_NAME, local_fallback_reason
 
-    if embedder_name.startswith("ollama:"):
+    ref = ModelRef.parse_or_none(embedder_name)
+    if ref is not None and ref.is_ollama:
         return Check("Embedder", True, embedder_name)
     fix = ""
     if embedder_name == E5_NAME:

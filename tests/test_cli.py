@@ -1,4 +1,7 @@
-"""`python -m rag` end to end: real PDFs, the embedded PostgreSQL, the local embedder."""
+"""`python -m rag` end to end: real PDFs, the embedded PostgreSQL, the local embedder.
+
+The commands run in this process (tests/clirun.py: `rag.cli.main(argv, out, err)`); the tests that need a
+process of their own (what a fresh interpreter imports, a SIGKILL mid-sync) start one and say why."""
 from __future__ import annotations
 
 import json
@@ -10,6 +13,7 @@ import pytest
 
 from rag.chunking import ChunkSettings, split
 from rag.documents import load_bytes
+from tests.clirun import rag
 from tests.conftest import PYTHON, ROOT, wipe
 from tests.docgen import (make_encrypted_pdf, make_image_only_pdf, make_pdf, make_png,
                           make_truncated_pdf)
@@ -23,11 +27,6 @@ DATABASE = [
     "PostgreSQL stores vectors with the pgvector extension. HNSW indexes give fast "
     "approximate nearest neighbour search with cosine distance.",
 ]
-
-
-def rag(args: list[str], env: dict[str, str], timeout: int = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -51,9 +50,8 @@ def clean_db(pg_uri: str) -> None:
     wipe(pg_uri)
 
 
-def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, cli_env: dict[str, str],
-                                                              clean_db: None) -> None:
-    proc = rag(["ingest", str(folder), "--kb", "finance"], cli_env)
+def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, clean_db: None) -> None:
+    proc = rag(["ingest", str(folder), "--kb", "finance"])
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.strip().splitlines()
     by_file = {line.split(":", 1)[0]: line for line in lines}
@@ -69,7 +67,7 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, cli_
     assert "Traceback" not in proc.stderr
     assert "3 of 8 files in 'finance'" in proc.stderr
 
-    found = rag(["search", "How much did revenue grow?", "--kb", "finance", "--top-k", "3", "--json"], cli_env)
+    found = rag(["search", "How much did revenue grow?", "--kb", "finance", "--top-k", "3", "--json"])
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     assert hits[0]["metadata"]["original_filename"] == "finance.pdf"
@@ -78,75 +76,74 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, cli_
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
     vectors = rag(["search", "approximate nearest neighbour index", "--kb", "finance", "--top-k", "1",
-                   "--json"], cli_env)
+                   "--json"])
     assert json.loads(vectors.stdout)[0]["metadata"]["original_filename"] == "database.pdf"
 
     filtered = rag(["search", "revenue", "--kb", "finance", "--json", "--filter",
-                    "original_filename == 'notes.md'"], cli_env)
+                    "original_filename == 'notes.md'"])
     assert {h["metadata"]["original_filename"] for h in json.loads(filtered.stdout)} == {"notes.md"}
 
 
-def test_reingest_unchanged_then_replaced(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+def test_reingest_unchanged_then_replaced(tmp_path: Path, clean_db: None) -> None:
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(make_pdf(FINANCE))
-    assert rag(["ingest", str(pdf), "--kb", "kb1"], cli_env).stdout.startswith("report.pdf: stored")
-    again = rag(["ingest", str(pdf), "--kb", "kb1"], cli_env)
+    assert rag(["ingest", str(pdf), "--kb", "kb1"]).stdout.startswith("report.pdf: stored")
+    again = rag(["ingest", str(pdf), "--kb", "kb1"])
     assert again.returncode == 0 and again.stdout.strip() == "report.pdf: unchanged"
     pdf.write_bytes(make_pdf(FINANCE + ["A third page with an appendix."]))
-    changed = rag(["ingest", str(pdf), "--kb", "kb1"], cli_env)
+    changed = rag(["ingest", str(pdf), "--kb", "kb1"])
     assert changed.stdout.startswith("report.pdf: replaced (3 pages, ")
-    listing = json.loads(rag(["kb", "list", "--json"], cli_env).stdout)
+    listing = json.loads(rag(["kb", "list", "--json"]).stdout)
     assert [(k["name"], k["documents"]) for k in listing] == [("kb1", 1)]
     assert listing[0]["embedder"].startswith("local:") and listing[0]["dimension"] == 256
 
 
-def test_without_chunk_options_a_knowledge_base_keeps_its_settings(tmp_path: Path, cli_env: dict[str, str],
-                                                                    clean_db: None) -> None:
+def test_without_chunk_options_a_knowledge_base_keeps_its_settings(tmp_path: Path, clean_db: None) -> None:
     """A base built with Spring AI's 800 tokens is not cut again (and re-embedded whole) because the default
     changed: with no chunk option, ingest and sync keep the base's settings; a new base gets the default."""
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(make_pdf(FINANCE))
-    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "800"], cli_env).stdout.startswith("report.pdf: stored")
-    assert rag(["ingest", str(pdf), "--kb", "old"], cli_env).stdout.strip() == "report.pdf: unchanged"
-    synced = rag(["sync", str(tmp_path), "--kb", "old"], cli_env)
+    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "800"]).stdout.startswith("report.pdf: stored")
+    assert rag(["ingest", str(pdf), "--kb", "old"]).stdout.strip() == "report.pdf: unchanged"
+    synced = rag(["sync", str(tmp_path), "--kb", "old"])
     assert synced.returncode == 0 and "0 new, 0 replaced, 1 unchanged" in synced.stderr, synced.stderr
-    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "320"], cli_env).stdout.startswith("report.pdf: replaced")
-    rag(["ingest", str(pdf), "--kb", "new"], cli_env)
-    listing = {k["name"]: k["chunk_settings"] for k in json.loads(rag(["kb", "list", "--json"], cli_env).stdout)}
+    assert rag(["ingest", str(pdf), "--kb", "old", "--chunk-size", "320"]).stdout.startswith("report.pdf: replaced")
+    rag(["ingest", str(pdf), "--kb", "new"])
+    listing = {k["name"]: k["chunk_settings"] for k in json.loads(rag(["kb", "list", "--json"]).stdout)}
     assert listing["old"]["chunk_size"] == 320 and listing["new"]["chunk_size"] == 320
 
 
-def test_kb_list_and_delete(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+def test_kb_list_and_delete(tmp_path: Path, clean_db: None) -> None:
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(make_pdf(DATABASE))
-    rag(["ingest", str(pdf), "--kb", "it's; \"odd\" $$ name"], cli_env)
-    listed = rag(["kb", "list"], cli_env)
+    rag(["ingest", str(pdf), "--kb", "it's; \"odd\" $$ name"])
+    listed = rag(["kb", "list"])
     assert listed.stdout.startswith("it's; \"odd\" $$ name\t1 documents\t")
-    deleted = rag(["kb", "delete", "it's; \"odd\" $$ name"], cli_env)
+    deleted = rag(["kb", "delete", "it's; \"odd\" $$ name"])
     assert deleted.returncode == 0
-    assert "no knowledge bases yet" in rag(["kb", "list"], cli_env).stdout
-    missing = rag(["kb", "delete", "nope"], cli_env)
+    assert "no knowledge bases yet" in rag(["kb", "list"]).stdout
+    missing = rag(["kb", "delete", "nope"])
     assert missing.returncode == 2 and missing.stderr.strip() == "error: no knowledge base named 'nope'"
 
 
-def test_search_errors_are_one_line(cli_env: dict[str, str], clean_db: None) -> None:
-    unknown = rag(["search", "x", "--kb", "missing"], cli_env)
+def test_search_errors_are_one_line(clean_db: None) -> None:
+    unknown = rag(["search", "x", "--kb", "missing"])
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == "error: no knowledge base named 'missing' (existing: none yet; ingest a file first)"
-    pdf_env = dict(cli_env)
-    bad = rag(["search", "x", "--kb", "missing", "--filter", "year >= "], pdf_env)
+    bad = rag(["search", "x", "--kb", "missing", "--filter", "year >= "])
     assert bad.returncode == 2 and "filter error at position" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_chunk_json_matches_library_for_each_file(tmp_path: Path, cli_env: dict[str, str]) -> None:
+def test_chunk_json_matches_library_for_each_file(tmp_path: Path) -> None:
     a = tmp_path / "a.pdf"
     a.write_bytes(make_pdf(FINANCE))
     b = tmp_path / "b.txt"
-    b.write_text("第一句。第二句！第三句？" * 40 + "\n\nEnglish tail. More words here.", encoding="utf-8")
+    text = "第一句。第二句！第三句？" * 40 + "\n\nEnglish tail. More words here."
+    b.write_text(text, encoding="utf-8")
     args = ["chunk", str(a), str(b), "--strategy", "recursive", "--chunk-size", "30",
             "--chunk-overlap", "5", "--json"]
-    proc = rag(args, cli_env)
+    proc = rag(args)
     assert proc.returncode == 0, proc.stderr
     outputs = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(outputs) == 2
@@ -158,15 +155,23 @@ def test_chunk_json_matches_library_for_each_file(tmp_path: Path, cli_env: dict[
                            "pages": list(c.pages)} for c in expected]
         assert all(set(item) == {"text", "tokens", "start", "end", "pages"} for item in listed)
     assert outputs[0][-1]["pages"][-1] == 2
+    # Without the library: the text file's chunks are its own text, in order, none over 30 tokens, the
+    # whole text covered up to the paragraph break, the English tail a chunk of its own.
+    chunks = outputs[1]
+    assert all(c["text"] == text[c["start"]:c["end"]] and 0 < c["tokens"] <= 30 and c["pages"] == [1] for c in chunks)
+    assert chunks[0]["start"] == 0 and chunks[-1]["end"] == len(text)
+    assert all(x["start"] < y["start"] <= x["end"] for x, y in zip(chunks, chunks[1:-1]))
+    assert "".join(c["text"] for c in chunks[:-1]).startswith("第一句。第二句！第三句？" * 2)
+    assert chunks[-1]["text"] == "English tail. More words here."
 
 
-def test_chunk_rejects_bad_settings_and_files(tmp_path: Path, cli_env: dict[str, str]) -> None:
+def test_chunk_rejects_bad_settings_and_files(tmp_path: Path) -> None:
     a = tmp_path / "a.txt"
     a.write_text("some text here. more.", encoding="utf-8")
-    bad = rag(["chunk", str(a), "--strategy", "token", "--chunk-size", "10", "--chunk-overlap", "10"], cli_env)
+    bad = rag(["chunk", str(a), "--strategy", "token", "--chunk-size", "10", "--chunk-overlap", "10"])
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: chunk_overlap (10) must be smaller than chunk_size (10)"
-    missing = rag(["chunk", str(tmp_path / "nope.pdf"), str(a), "--json"], cli_env)
+    missing = rag(["chunk", str(tmp_path / "nope.pdf"), str(a), "--json"])
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("nope.pdf: cannot read the file")
     assert len(missing.stdout.splitlines()) == 1
@@ -179,7 +184,10 @@ HEAVY = ("pymupdf", "fitz", "psycopg", "ollama", "llama_cpp", "tiktoken")
 
 
 def imported(args: list[str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """`python -m rag ARGS` under -X importtime, and the top-level packages it imported."""
+    """`python -m rag ARGS` under -X importtime, and the top-level packages it imported.
+
+    A subprocess, not cli.main: what a command imports is only seen in a fresh interpreter (this one has
+    imported psycopg, pymupdf and the rest long ago)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([PYTHON, "-X", "importtime", "-m", "rag", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
@@ -214,7 +222,7 @@ def test_mcp_help_still_lists_its_options() -> None:
 
 
 @pytest.fixture
-def race_kb(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> list[dict[str, str]]:
+def race_kb(tmp_path: Path, clean_db: None) -> list[dict[str, str]]:
     """30 passages of the public en_race set ingested as files into 'race', and 2 questions on each of
     the first 12 (one by file, one by a sentence the right chunk contains)."""
     from rag.evaluation.sets import eval_set
@@ -224,7 +232,7 @@ def race_kb(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> list[dic
     folder.mkdir()
     for p in data.passages[:30]:
         (folder / f"{p.key}.txt").write_text(p.text, encoding="utf-8")
-    proc = rag(["ingest", str(folder), "--kb", "race", "--chunk-size", "120"], cli_env)
+    proc = rag(["ingest", str(folder), "--kb", "race", "--chunk-size", "120"])
     assert proc.returncode == 0, proc.stderr
     pids = {p.key for p in data.passages[:12]}
     questions: list[dict[str, str]] = []
@@ -235,18 +243,17 @@ def race_kb(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> list[dic
 
 
 def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
-        tmp_path: Path, cli_env: dict[str, str], race_kb: list[dict[str, str]]) -> None:
+        tmp_path: Path, race_kb: list[dict[str, str]]) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(json.dumps(q) for q in race_kb), encoding="utf-8")
-    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--json", "--details"], cli_env)
+    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--json", "--details"])
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert sorted(report) == ["hybrid", "keyword", "vector"]
     queries = tmp_path / "queries.txt"
     queries.write_text("\n".join(q["question"] for q in race_kb), encoding="utf-8")
     for mode, scores in report.items():
-        found = rag(["search", "--queries", str(queries), "--kb", "race", "--mode", mode, "--top-k", "5", "--json"],
-                    cli_env)
+        found = rag(["search", "--queries", str(queries), "--kb", "race", "--mode", mode, "--top-k", "5", "--json"])
         assert found.returncode == 0, found.stderr
         lines = [json.loads(line) for line in found.stdout.splitlines()]
         assert [line["query"] for line in lines] == [q["question"] for q in race_kb]
@@ -261,7 +268,7 @@ def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
 
 
 def test_eval_by_expected_text_from_a_csv_with_details(
-        tmp_path: Path, cli_env: dict[str, str], race_kb: list[dict[str, str]]) -> None:
+        tmp_path: Path, race_kb: list[dict[str, str]]) -> None:
     from rag.evaluation.sets import eval_set
 
     passage = eval_set("en_race").passages[0]
@@ -269,7 +276,7 @@ def test_eval_by_expected_text_from_a_csv_with_details(
     questions = tmp_path / "questions.csv"
     questions.write_text(f'question,expected\n"{race_kb[0]["question"]}","{sentence}"\n'
                          f'zzzq xxqv,"{sentence}"\n', encoding="utf-8")
-    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--mode", "keyword", "--details"], cli_env)
+    proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--mode", "keyword", "--details"])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "2 questions on 'race', top 10 hits each"
@@ -280,20 +287,20 @@ def test_eval_by_expected_text_from_a_csv_with_details(
     assert float(lines[2].split()[3]) <= 0.5
 
 
-def test_eval_errors_are_one_line(tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+def test_eval_errors_are_one_line(tmp_path: Path, clean_db: None) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "a", "file": "x.pdf"}\n{"question": "b"}\n', encoding="utf-8")
-    proc = rag(["eval", "--kb", "race", "--questions", str(bad)], cli_env)
+    proc = rag(["eval", "--kb", "race", "--questions", str(bad)])
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {bad}: line 2: no expected passage for 'b'; paste the sentence of the document that answers it, "
         "or name the file that does"]
     good = tmp_path / "good.jsonl"
     good.write_text('{"question": "a", "file": "x.pdf"}\n', encoding="utf-8")
-    missing = rag(["eval", "--kb", "nowhere", "--questions", str(good)], cli_env)
+    missing = rag(["eval", "--kb", "nowhere", "--questions", str(good)])
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
     assert "no knowledge base named 'nowhere'" in missing.stderr
-    absent = rag(["eval", "--kb", "race", "--questions", str(tmp_path / "none.jsonl")], cli_env)
+    absent = rag(["eval", "--kb", "race", "--questions", str(tmp_path / "none.jsonl")])
     assert absent.returncode == 2 and "none.jsonl: cannot read the file" in absent.stderr
 
 
@@ -316,18 +323,17 @@ def _office_folder(root: Path) -> Path:
     return d
 
 
-def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cli_env: dict[str, str],
-                                                              clean_db: None) -> None:
+def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, clean_db: None) -> None:
     folder = _office_folder(tmp_path)
-    dry = rag(["sync", str(folder), "--kb", "office", "--dry-run"], cli_env)
+    dry = rag(["sync", str(folder), "--kb", "office", "--dry-run"])
     assert dry.returncode == 0, dry.stderr
     assert "decks/review.pptx: would be stored" in dry.stdout and "~$report" not in dry.stdout
     assert "would sync" in dry.stderr and "6 new" in dry.stderr
-    assert "no knowledge bases yet" in rag(["kb", "list"], cli_env).stdout  # a dry run writes nothing
+    assert "no knowledge bases yet" in rag(["kb", "list"]).stdout  # a dry run writes nothing
 
     # Small chunks, so that each says where it is (800 tokens would hold a whole slide deck).
     small = ["--chunk-size", "40", "--min-chunk-size-chars", "20"]
-    first = rag(["sync", str(folder), "--kb", "office", *small], cli_env, timeout=600)
+    first = rag(["sync", str(folder), "--kb", "office", *small])
     assert first.returncode == 0, first.stdout + first.stderr
     lines = dict(line.split(": ", 1) for line in first.stdout.strip().splitlines())
     assert set(lines) == {"report.docx", "decks/review.pptx", "prices.xlsx", "news.html", "lease-scan.pdf",
@@ -336,7 +342,7 @@ def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cl
     assert "6 new, 0 replaced, 0 unchanged, 0 deleted, 0 failed" in first.stderr
 
     def hits(query: str, k: int = 1) -> list[dict]:
-        proc = rag(["search", query, "--kb", "office", "--json", "--mode", "keyword", "--top-k", str(k)], cli_env)
+        proc = rag(["search", query, "--kb", "office", "--json", "--mode", "keyword", "--top-k", str(k)])
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -361,14 +367,14 @@ def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cl
     (folder / "prices.xlsx").write_bytes(make_pdf(["not an xlsx any more"]))
     (folder / "news.html").unlink()
     (folder / "notes.md").write_text("# Notes\n\nThe Falcon X ships in May.", encoding="utf-8")
-    second = rag(["sync", str(folder), "--kb", "office", *small], cli_env, timeout=600)
+    second = rag(["sync", str(folder), "--kb", "office", *small])
     assert second.returncode == 1  # the broken xlsx fails, with one line
     assert "prices.xlsx: failed: not an Excel file (its content is not a ZIP archive)" in second.stdout
     assert "notes.md: stored" in second.stdout and "report.docx: unchanged" in second.stdout
     assert "news.html: missing from the folder, kept" in second.stdout
-    third = rag(["sync", str(folder), "--kb", "office", "--delete-missing", *small], cli_env, timeout=600)
+    third = rag(["sync", str(folder), "--kb", "office", "--delete-missing", *small])
     assert "news.html: deleted (its file is gone)" in third.stdout
-    listed = json.loads(rag(["kb", "list", "--json"], cli_env).stdout)
+    listed = json.loads(rag(["kb", "list", "--json"]).stdout)
     assert listed[0]["documents"] == 6 and listed[0]["source_folder"] == str(folder.resolve())
 
 
@@ -383,6 +389,7 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
     for i in range(6):
         (folder / f"note-{i}.md").write_text(f"# Note {i}\n\n" + f"Harbour log entry {i}: the keeper lit the lamp. " * 400,
                                             encoding="utf-8")
+    # A process of its own: what is checked is what a SIGKILL mid-sync leaves in the database.
     proc = subprocess.Popen([PYTHON, "-m", "rag", "sync", str(folder), "--kb", "logs"], cwd=ROOT, env=cli_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -401,7 +408,7 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
     after_kill = stored()
     assert "note-0.md" in after_kill and len(after_kill) < 6
     assert all(expected == found > 0 for expected, found in after_kill.values()), after_kill
-    again = rag(["sync", str(folder), "--kb", "logs"], cli_env, timeout=600)
+    again = rag(["sync", str(folder), "--kb", "logs"])
     assert again.returncode == 0, again.stderr
     assert "note-0.md: unchanged" in again.stdout
     assert f"{6 - len(after_kill)} new, 0 replaced, {len(after_kill)} unchanged" in again.stderr
@@ -410,16 +417,16 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
 
 
 def test_a_file_name_with_control_characters_is_printed_escaped_and_top_k_is_capped(
-        tmp_path: Path, cli_env: dict[str, str], clean_db: None) -> None:
+        tmp_path: Path, clean_db: None) -> None:
     """Issue 18 (10): a name holding an escape sequence and a carriage return rewrote the terminal's line;
     --top-k 1000000000 returned the whole knowledge base."""
     crafted = tmp_path / "report\x1b[2K\rtotally-safe.txt"
     crafted.write_text("Harbour fees rose by four percent in the second quarter.", encoding="utf-8")
-    done = rag(["ingest", str(crafted), "--kb", "names"], cli_env)
+    done = rag(["ingest", str(crafted), "--kb", "names"])
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\r" not in done.stdout
     assert done.stdout.startswith("report\\x1b[2K\\rtotally-safe.txt: stored")
-    found = rag(["search", "harbour fees", "--kb", "names"], cli_env)
+    found = rag(["search", "harbour fees", "--kb", "names"])
     assert "report\\x1b[2K\\rtotally-safe.txt" in found.stdout and "\x1b" not in found.stdout
-    capped = rag(["search", "harbour fees", "--kb", "names", "--top-k", "1000000000"], cli_env)
+    capped = rag(["search", "harbour fees", "--kb", "names", "--top-k", "1000000000"])
     assert capped.returncode != 0 and "top-k must be at most 100, got 1000000000" in capped.stderr

@@ -51,3 +51,9 @@ def no_images(text: str) -> str:
     document it quotes) would make the browser fetch that URL as the page renders; escaped, it shows as
     text. Links stay links: they load only when clicked."""
     return text.replace("![", "!\\[")
+
+
+def no_math(text: str) -> str:
+    """Markdown in which `$` is a dollar: Streamlit reads the text between two of them as LaTeX, so an
+    answer quoting "$5 and $6" would show "5 and" as a formula. (A model writes prices, not LaTeX.)"""
+    return text.replace("$", "\\$")

@@ -14,7 +14,7 @@ from rag.settings import Settings, get_settings
 from rag.store import ServerInfo, Store
 
 if TYPE_CHECKING:
-    from rag.mcp.server import KnowledgeBaseTools
+    from rag.generate.kb_tools import KnowledgeBaseTools
 
 
 def settings() -> Settings:
@@ -66,7 +66,7 @@ def ollama_status() -> rag_status.OllamaStatus:
 @st.cache_resource(show_spinner=False)
 def kb_tools() -> KnowledgeBaseTools:
     """This app's own MCP tools, called in-process on the shared store (the Tools page tries them)."""
-    from rag.mcp.server import KnowledgeBaseTools
+    from rag.generate.kb_tools import KnowledgeBaseTools
 
     return KnowledgeBaseTools(settings(), store=store())
 

@@ -9,7 +9,7 @@ import streamlit as st
 from rag import chunking
 from rag.chunking import FIELDS, ChunkSettings
 from rag.errors import FilterSyntaxError, RagError
-from rag.retrieve import filters
+from rag.query import filters
 from rag.store import Store
 from ui import format as fmt
 from ui import resources

@@ -4,8 +4,10 @@ The model gets the knowledge-base search tool (called in-process) and the tools 
 servers, and web search through a search-enabled sub-model when configured. Modules: loop (Agent, its
 steps and result), tools (AgentTool, the KB and MCP tools, their specs), websearch (the web_search
 tool), routes (which tools and budget a question gets), arguments (checking a call's arguments),
-budget (ToolBudget and its refusals), availability (whether a model can run it). The tool chat
-itself is rag.llms.ollama.tools.
+budget (ToolBudget and its refusals), availability (whether a model can run it), mcp_client (the
+configured MCP servers as child processes, their tools and calls). The tool chat itself is
+rag.llms.ollama.tools; the knowledge-base tools are rag.generate.kb_tools, which the agent knows only
+as the `KnowledgeBaseSearch` protocol.
 """
 from __future__ import annotations
 

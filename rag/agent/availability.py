@@ -7,6 +7,7 @@ from rag.errors import ModelError
 from rag.llms.choice import default_local_name
 from rag.llms.local import LocalChatModel
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
+from rag.model_ref import ModelRef
 from rag.text import Text, text_of
 
 SUGGESTED_TOOL_MODEL = SUGGESTED_OLLAMA_MODEL
@@ -16,8 +17,9 @@ def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
     """Whether `model` (a ChatModel, or a name such as 'ollama:qwen2.5:7b-instruct' or 'local') can
     run agent mode, and why (a sentence to show next to a disabled toggle)."""
     name = model if isinstance(model, str) else getattr(model, "name", str(model))
-    if name == "local" or name.startswith("local:") or isinstance(model, LocalChatModel):
-        shown = name if name.startswith("local:") else default_local_name()
+    ref = ModelRef.parse_or_none(name, bare="ollama")
+    if (ref is not None and ref.is_local) or isinstance(model, LocalChatModel):
+        shown = str(ref) if ref is not None and ref.name else default_local_name()
         return False, Text("The embedded model ({model}) cannot call tools: agent mode needs an Ollama model "
                            "with tool calling, e.g. 'ollama pull {suggested}'", model=shown, suggested=SUGGESTED_TOOL_MODEL)
     if isinstance(model, str):
@@ -25,7 +27,7 @@ def agent_available(model: Any, settings: Any = None) -> tuple[bool, str]:
         from rag.settings import get_settings
 
         settings = settings or get_settings()
-        model = OllamaChatModel(settings.ollama_host, name.removeprefix("ollama:"),
+        model = OllamaChatModel(settings.ollama_host, ref.name if ref is not None else name,
                                        timeout=settings.ollama_timeout)
     from rag.llms.ollama.admin import model_capabilities
 

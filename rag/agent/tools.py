@@ -11,10 +11,37 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from rag.mcp.client import McpManager, ToolInfo
-    from rag.mcp.server import KnowledgeBaseTools
+    from rag.agent.mcp_client import McpManager, ToolInfo
 
 KB_SOURCE = "knowledge base"
+
+
+class SearchOutcome(Protocol):
+    """What a knowledge-base search returns (`rag.generate.kb_tools.SearchResults`)."""
+
+    @property
+    def query(self) -> str: ...
+
+    @property
+    def knowledge_base(self) -> str: ...
+
+    @property
+    def hits(self) -> Sequence[object]: ...
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class KnowledgeBaseSearch(Protocol):
+    """What the in-process search tool needs of the knowledge-base tools: their `search_knowledge_base`, and its
+    schema and description as MCP clients see them. `rag.generate.kb_tools.KnowledgeBaseTools` is one; it
+    is named by this protocol only, because `rag.generate` builds on the agent, not the other way round."""
+
+    def input_schema(self, name: str) -> dict[str, Any]: ...
+
+    def description(self, name: str) -> str: ...
+
+    def search_knowledge_base(self, query: str, knowledge_base: str, top_k: int = ...,
+                              filter: str | None = ...) -> SearchOutcome: ...  # noqa: A002 - the tool's parameter
 
 
 @dataclass(frozen=True)
@@ -64,7 +91,7 @@ class KnowledgeBaseSearchTool:
     source = KB_SOURCE
     read_only = True
 
-    def __init__(self, tools: KnowledgeBaseTools, knowledge_bases: Sequence[str] = ()) -> None:
+    def __init__(self, tools: KnowledgeBaseSearch, knowledge_bases: Sequence[str] = ()) -> None:
         self._tools = tools
         self.knowledge_bases = tuple(dict.fromkeys(knowledge_bases))
         schema = json.loads(json.dumps(tools.input_schema(self.name)))
@@ -106,7 +133,7 @@ class McpTool:
 
 
 def build_tools(
-    kb_tools: KnowledgeBaseTools | None,
+    kb_tools: KnowledgeBaseSearch | None,
     knowledge_bases: Sequence[str] = (),
     manager: McpManager | None = None,
 ) -> list[AgentTool]:
@@ -114,7 +141,7 @@ def build_tools(
 
     Names stay as the servers give them; a name already taken (by our search tool or an earlier
     server) becomes '<server>__<tool>'."""
-    from rag.mcp.client import qualified_name
+    from rag.agent.mcp_client import qualified_name
 
     tools: list[AgentTool] = []
     if kb_tools is not None:

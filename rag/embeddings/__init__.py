@@ -26,6 +26,7 @@ import numpy as np
 from rag.embeddings.batches import CancelSignal, EmbeddingCancelled
 from rag.errors import EmbedderError
 from rag.lazy import lazy_exports
+from rag.model_ref import ModelRef
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL, Settings
 from rag.text import Text
 
@@ -156,13 +157,12 @@ def resolve_embedder(settings: Settings) -> Embedder:
     from rag.llms.ollama.admin import ollama_has_model, ollama_models
     from rag.llms.ollama.errors import display_host
     choice = settings.embedder.strip()
-    if choice == "local":
-        return _default_local()
-    if choice.startswith("local:"):
-        return _local_named(choice, for_kb=False)
-    if choice.startswith("ollama:") and choice != "ollama:":
+    ref = ModelRef.parse_or_none(choice)
+    if ref is not None and ref.is_local:
+        return _local_named(str(ref), for_kb=False) if ref.name else _default_local()
+    if ref is not None:
         # No probing: an explicit choice should fail loudly on use, not silently fall back.
-        return _ollama_embedder(settings, choice.removeprefix("ollama:"))
+        return _ollama_embedder(settings, ref.name)
     if choice != "auto":
         raise EmbedderError(Text(
             "RAG_EMBEDDER={choice} is not understood: use 'auto', 'local', 'local:e5', "
@@ -185,9 +185,10 @@ def resolve_embedder(settings: Settings) -> Embedder:
 
 def embedder_for_name(name: str, settings: Settings) -> Embedder:
     """Rebuild the embedder a knowledge base recorded as its `name`."""
-    if name.startswith("ollama:") and name != "ollama:":
-        return _ollama_embedder(settings, name.removeprefix("ollama:"))
-    if name.startswith("local:"):
+    ref = ModelRef.parse_or_none(name)
+    if ref is not None and ref.is_ollama:
+        return _ollama_embedder(settings, ref.name)
+    if ref is not None and ref.name:
         return _local_named(name, for_kb=True)
     raise EmbedderError(
         Text("Unknown embedder '{name}' recorded for this knowledge base: rebuild the knowledge base", name=name)
@@ -200,4 +201,5 @@ def keeps_built_embedder(choice: str, built_with: str) -> bool:
     `auto` keeps any; `local` keeps any local one, so bases built with WordLlama before e5 became the
     default go on with WordLlama. An explicit name keeps nothing (a different one is refused).
     """
-    return choice == "auto" or (choice == "local" and built_with.startswith("local:"))
+    built = ModelRef.parse_or_none(built_with)
+    return choice == "auto" or (choice == "local" and built is not None and built.is_local)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from rag.model_ref import ModelRef
 from rag.scripts import HAN
 from rag.text import Text
 
@@ -32,15 +33,18 @@ def chinese_hint(embedder_name: str, text: str) -> str | None:
     `embedder_name` is not made for Chinese; None otherwise."""
     if chinese_share(text) <= MOSTLY:
         return None
-    if embedder_name.startswith("ollama:"):
-        model = embedder_name.removeprefix("ollama:").split(":", 1)[0]
+    ref = ModelRef.parse_or_none(embedder_name)
+    if ref is None:
+        return None
+    if ref.is_ollama:
+        model = ref.name.split(":", 1)[0]
         if model == _CHINESE_OLLAMA_MODEL:
             return None
         return Text("This text is mostly Chinese: `{better}` suits Chinese better than `{model}`. "
                     "Run `ollama pull {better}` and set RAG_EMBEDDER=ollama:{better} "
                     "for a new knowledge base (an existing one keeps its embedder).",
                     better=_CHINESE_OLLAMA_MODEL, model=model)
-    if embedder_name.startswith("local:wordllama"):
+    if ref.name.startswith("wordllama"):
         return Text("This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
                     "(embedded) or ollama:{better} for a new knowledge base.", better=_CHINESE_OLLAMA_MODEL)
     return None

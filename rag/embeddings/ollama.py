@@ -10,6 +10,7 @@ from rag.embeddings import batches
 from rag.errors import EmbedderError
 from rag.llms.ollama.embed import OllamaEmbedClient
 from rag.llms.ollama.names import strip_latest
+from rag.model_ref import ModelRef
 from rag.settings import DEFAULT_OLLAMA_EMBED_MODEL
 from rag.text import Text
 
@@ -52,7 +53,7 @@ class OllamaEmbedder:
         self._dimension: int | None = None
         self._client = OllamaEmbedClient(host, self._model, timeout)
         self.model = self._model
-        self.name = f"ollama:{self._model}"
+        self.name = str(ModelRef("ollama", self._model))
         self.max_input_tokens = _KNOWN_CONTEXT_TOKENS.get(self._model.split(":", 1)[0])
 
     def __repr__(self) -> str:

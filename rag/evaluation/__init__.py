@@ -8,6 +8,8 @@ Nothing is written to the database.
 
 Modules: `questions` (CSV and table input), `cache` (embeddings), `normalise` and `targets`
 (where the expected passage is), `ranking` (evaluate, report), `datasets` (the data in `data/`).
+`quality` measures a search mode on the real store instead (hit@k and MRR through `rag.retrieve.search`,
+for `rag eval` and the retrieval benchmark); it needs the store, so it is imported on its own.
 """
 from __future__ import annotations
 

@@ -2,18 +2,27 @@
 
 The Chunk Lab measures settings before anything is stored, so it cannot ask PostgreSQL; this is
 the same formula as the stored keyword search (rag/store/keyword_sql.py: Lucene's idf, k1 1.2,
-b 0.75) over the same words and Chinese character bigrams (`rag.retrieve.keywords.search_text`),
+b 0.75) over the same words and Chinese character bigrams (`rag.query.keywords.search_text`),
 without the stemming of PostgreSQL's 'english' configuration.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from rag.evaluation.peer import tokens
+from rag.query.keywords import search_text
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens, each run of CJK characters as its overlapping bigrams (the benchmark's BM25
+    peers tokenise with it too, so that they differ from ours in ranking only)."""
+    return [w.lower() for w in _WORD.findall(search_text(text))]
 
 
 class ChunkBM25:

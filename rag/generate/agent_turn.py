@@ -35,10 +35,10 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
                 history: Sequence[Message], warn: Callable[[str], None]) -> Turn | Live:
     """The live agent turn, or the turn with the problem that kept the agent from starting."""
     from rag import agent
+    from rag.agent import mcp_client
     from rag.agent.routes import pick_route
     from rag.agent.websearch import WebSearchTool
-    from rag.mcp import client as mcp_client
-    from rag.mcp.server import KnowledgeBaseTools
+    from rag.generate.kb_tools import KnowledgeBaseTools
 
     try:
         manager = mcp_client.shared_manager()
@@ -71,7 +71,7 @@ def tools_needing_consent() -> tuple[str, ...]:
     """The MCP tools agent mode would offer that may change things (not marked read-only), by the names
     the model sees: each runs only when the user allows it (Request.allowed_tools)."""
     from rag import agent
-    from rag.mcp import client as mcp_client
+    from rag.agent import mcp_client
 
     try:
         manager = mcp_client.shared_manager()

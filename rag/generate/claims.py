@@ -58,7 +58,7 @@ Term = tuple[str, int, int]
 
 WINDOW_CLAUSES = 2
 """Consecutive clauses a window takes besides its stretch's first one. Measured on the labelled set
-(rag/evaluation/data/badges.jsonl, 124 right and 139 wrong answers): one keeps 102 right answers
+(benchmarks/data/badges.jsonl, 124 right and 139 wrong answers): one keeps 102 right answers
 green, two 110, three 111 but also badges three more wrong ones green, each mixing clauses of one long
 sentence ("拉乔利纳" of the fourth clause standing in for the president named in the second)."""
 

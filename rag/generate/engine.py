@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag.errors import ModelError, RagError
 from rag.generate.agent_turn import finish_agent, start_agent
@@ -31,6 +31,7 @@ from rag.llms.counting import calibrate, token_counter
 from rag.llms.loops import guard_loops
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, Message
+from rag.model_ref import shown_name
 from rag.retrieve import DEFAULT_MODE
 from rag.text import Text, text_of
 
@@ -81,17 +82,33 @@ class Request:
     """Agent tools that may change things (not read-only) which the user allowed to run."""
 
 
-def window(model: ChatModel, num_ctx: int | None = None) -> int:
-    """Tokens of the model's context window: num_ctx when set, else the model's own (assumed when unknown)."""
+@dataclass(frozen=True)
+class Window:
+    """A model's context window in tokens, and how it is known (a page says which beside the figure)."""
+
+    tokens: int
+    known: Literal["num_ctx", "model", "assumed"]
+    """'num_ctx': the caller set it; 'model': the model's own; 'assumed': the model could not say."""
+    reason: str = ""
+    """Why the model could not say ('assumed' only)."""
+
+
+def context_window(model: ChatModel, num_ctx: int | None = None) -> Window:
+    """The model's context window: num_ctx when set, else the model's own (assumed when unknown)."""
     if num_ctx:
-        return num_ctx
+        return Window(num_ctx, "num_ctx")
     try:
-        return model.context_length()
+        return Window(model.context_length(), "model")
     except ModelError as exc:
         from rag.llms import DEFAULT_OLLAMA_NUM_CTX
 
         log.info("context window assumed (%s)", exc)
-        return DEFAULT_OLLAMA_NUM_CTX
+        return Window(DEFAULT_OLLAMA_NUM_CTX, "assumed", str(exc))
+
+
+def window(model: ChatModel, num_ctx: int | None = None) -> int:
+    """Tokens of `context_window`."""
+    return context_window(model, num_ctx).tokens
 
 
 def find(store: Store, settings: Settings, query: str, request: Request) -> list[Hit]:
@@ -230,14 +247,14 @@ def _thinks(model: ChatModel) -> bool:
 
 def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
     """The turn with what the runner produced (the partial answer too, if it was stopped or failed)."""
-    from rag.generate.telemetry import TIMELINE
+    from rag.llms.telemetry import TIMELINE
 
     folded = fold(runner.items(), stop_requested=runner.stop_requested)
     if runner.finished is not None:
         # The GPU page draws every generation's phases on its timeline (epoch seconds).
         to_epoch = time.time() - time.monotonic()
         TIMELINE.mark_generation(
-            Text("chat: {model}", model=turn.model.removeprefix("ollama:")), runner.started + to_epoch,
+            Text("chat: {model}", model=shown_name(turn.model)), runner.started + to_epoch,
             runner.finished + to_epoch,
             folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
     if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:

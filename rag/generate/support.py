@@ -1,6 +1,6 @@
 """Does a source support a sentence? The share of the sentence's content terms found in the source.
 
-Terms are words as keyword search sees them (rag.retrieve.keywords), made fit for comparing: English
+Terms are words as keyword search sees them (rag.query.keywords), made fit for comparing: English
 words (stop words dropped, cut to a five-letter stem so "covers" meets "cover") and numbers, and
 overlapping bigrams of CJK characters (those with a Chinese function character dropped). The share
 is scaled by the share of the sentence's numbers the source holds. A sentence copied or paraphrased

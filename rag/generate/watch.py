@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rag.generate.telemetry import TIMELINE, Mark, Timeline
+from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.llms.ollama.admin import list_ollama_chat_models
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.llms.stream import Runner, fold
 from rag.llms.types import ChatModel, GenerationStats, Message, StreamEvent
+from rag.model_ref import ModelRef, shown_name
 from rag.text import Text
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class WatchedGeneration:
             raise ValueError(Text("the prompt is empty: type a question first"))
         self._model = model
         self._prompt = prompt
-        self._label = label or Text("gpu page: {model}", model=model.name.removeprefix("ollama:"))
+        self._label = label or Text("gpu page: {model}", model=shown_name(model.name))
         self._timeline = timeline if timeline is not None else TIMELINE
         self._clock = clock
         self._num_ctx = num_ctx
@@ -167,7 +168,7 @@ def watch_choices(host: str, local: tuple[bool, str]) -> WatchChoices:
     """The choices for Ollama at `host` and the embedded model's (available, reason)."""
     chat_models = list_ollama_chat_models(host)
     local_ok, local_reason = local
-    choices = tuple(f"ollama:{m}" for m in chat_models or ()) + (("local",) if local_ok else ())
+    choices = tuple(str(ModelRef("ollama", m)) for m in chat_models or ()) + (("local",) if local_ok else ())
     fallback = (Text(" The embedded model generates on the CPU instead: watch the CPU chart.") if local_ok
                 else Text(" ({reason})", reason=local_reason))
     if chat_models is None:

@@ -2,9 +2,9 @@
 that reads it into a ring buffer of frozen samples (`sampler`, `samples`), and where Ollama put its
 models (`placement`).
 
-The generation phases drawn over the samples live in rag.generate.telemetry (the chat marks them
+The generation phases drawn over the samples live in rag.llms.telemetry (the chat marks them
 too), the generation the GPU page watches in rag.generate.watch, and the sampler's cost per tick is
-measured by rag.bench.gpu.
+measured by benchmarks.gpu.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from rag.generate.telemetry import TIMELINE, Mark, Timeline
+from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.gpu.nvml import (
     NVML_CLOCK_GRAPHICS, NVML_CLOCK_MEM, NVML_ERROR_GPU_IS_LOST, NVML_ERROR_NOT_SUPPORTED,
     NVML_ERROR_RESET_REQUIRED, NVML_TEMPERATURE_GPU, Nvml, NvmlFactory, cuda_version_text, error_code,
@@ -39,7 +39,7 @@ WINDOW = 600.0
 class Cadence:
     """Every how many ticks each reading is taken; between readings the last value is carried
     forward. VRAM and utilisation are read on every tick; the rest changes slowly, and spreading it
-    keeps a tick close to the cost of those two calls (see rag.bench.gpu.tick_cost)."""
+    keeps a tick close to the cost of those two calls (see benchmarks.gpu.tick_cost)."""
 
     power: int = 4
     temperature: int = 16

@@ -1,20 +1,26 @@
-"""File -> pages -> chunks -> embeddings -> rows, one document per transaction."""
+"""File -> pages -> chunks -> embeddings -> rows, one document per transaction.
+
+`ingest_files` is the one ingest path: `rag ingest` (through `ingest_paths`), `rag sync` and the Upload
+page (its uploads as `Source`s holding what the preview parsed) all run it; `ingest_bytes` is the same
+stages for one file, without the writer thread."""
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+import queue
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from rag import chunking, documents
-from rag.chunking import ChunkSettings, ChunkSet
+from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, one_line
 from rag.text import Text, text_of
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
+    from concurrent.futures import Future
+
     from rag.embeddings import CancelSignal, Embedder
     from rag.settings import Settings
     from rag.store import Store, StoredDocument
@@ -175,22 +181,32 @@ class _Embedded:
 
 def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, knowledge: str,
               settings: ChunkSettings, path: str | None, notify: StageCallback, on_plan: PlanCallback | None,
-              cancel: CancelSignal | None) -> _Embedded | IngestResult:
-    """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed)."""
+              cancel: CancelSignal | None, parsed: Prepared | None = None) -> _Embedded | IngestResult:
+    """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed).
+    `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again."""
     try:
         knowledge = validate_kb_name(knowledge)
         store.check_embedder(knowledge, embedder.name)
-        notify("parse", 0.0, Text("reading pages"))
-        doc = documents.load_bytes(data, filename, lambda done, total, what: notify(
-            "parse", 0.1 * done / max(total, 1), what))
-        sha = documents.sha256_hex(data)
+        # Unchanged is told by the bytes' hash and the stored settings, before parsing: parsing an
+        # unchanged scanned PDF only to skip it was seconds of OCR a page.
+        sha = parsed.sha256 if parsed is not None else documents.sha256_hex(data)
         existing = store.find_document(knowledge, filename)
-        if unchanged(existing, sha, settings):
+        if existing is not None and unchanged(existing, sha, settings):
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
+        chunk_set: ChunkSet | None = None
+        if parsed is None:
+            notify("parse", 0.0, Text("reading pages"))
+            doc = documents.load_bytes(data, filename, lambda done, total, what: notify(
+                "parse", 0.1 * done / max(total, 1), what))
+        else:
+            doc = parsed.document
+            # The preview's chunks when they were cut with these settings (the page's always are).
+            chunk_set = parsed.chunk_set if parsed.chunk_set.settings == settings else None
         notify("chunk", 0.1, Text("{n} pages", n=len(doc.pages)))
-        # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
-        chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
+        if chunk_set is None:
+            # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
+            chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
         if not chunk_set.chunks:
             raise documents.DocumentError(filename, Text("no chunks: every piece was shorter than the "
                                                          "minimum chunk length to embed"))
@@ -245,7 +261,8 @@ def after_stop(store: Store, knowledge: str, filename: str, data: bytes | None, 
     stop (then it is stored, as a result says) or not (then the knowledge base holds what it held).
     `stage` None: the file was not started."""
     existing = store.find_document(knowledge, filename)
-    if data is not None and stage is not None and unchanged(existing, documents.sha256_hex(data), settings):
+    if (existing is not None and data is not None and stage is not None
+            and unchanged(existing, documents.sha256_hex(data), settings)):
         return IngestResult(filename, "stored", existing.chunk_count, existing.page_count)
     if stage is None:
         when = Text("not started")
@@ -254,6 +271,23 @@ def after_stop(store: Store, knowledge: str, filename: str, data: bytes | None, 
     if existing is not None:
         when = Text("{reason}; the version stored before is kept", reason=when)
     return IngestResult(filename, "stopped", reason=when)
+
+
+def results_after_stop(store: Store, knowledge: str, settings: ChunkSettings, sources: Sequence[Source],
+                       done: Sequence[IngestResult], reached: Mapping[str, str]) -> list[IngestResult]:
+    """What a stopped `ingest_files` of `sources` did, file by file: the results it gave (`done`), then
+    for each other file what the stop left (`after_stop`). `reached` maps a file to the last stage its
+    `on_stage` callback heard; a file not in it was not started."""
+    given = {result.filename for result in done}
+    results = list(done)
+    for source in sources:
+        if source.name in given:
+            continue
+        stage = reached.get(source.name)
+        data = source.read() if stage is not None else None
+        results.append(after_stop(store, knowledge, source.name, data if isinstance(data, bytes) else None,
+                                  settings, stage))
+    return results
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -269,24 +303,185 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
 
 
 OVERLAP_BYTES = 64 << 20
-"""`ingest_paths` writes one file while it reads the next unless the two hold more bytes than this:
+"""`ingest_files` writes one file while it reads the next unless the two hold more bytes than this:
 then the write is finished first, so that two big files (a 200 MB TXT's write holds its bytes, its
 chunks and the COPY of them) are never in memory at once."""
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0  # _read says why
+@dataclass(frozen=True)
+class Source:
+    """One file for `ingest_files`: its bytes (an upload) or its path (read when its turn comes), and
+    what a preview parsed and chunked of it (`parsed`), which is then not parsed again: a scanned PDF
+    is OCR'd once. `name` is the document's name in the knowledge base (`rag sync` names a file by its
+    path inside the folder); `path`, when given, is stored as the document's path."""
+
+    name: str
+    data: bytes | None = None
+    path: Path | None = None
+    parsed: Prepared | None = None
+
+    def __post_init__(self) -> None:
+        if self.data is None and self.path is None:
+            raise ValueError(f"{self.name!r}: a source needs its bytes or its path")
+        if self.parsed is not None:
+            if self.data is None:
+                raise ValueError(f"{self.name!r}: a parsed source needs the bytes it was parsed from")
+            sha = documents.sha256_hex(self.data)
+            if sha != self.parsed.sha256:
+                # Another file's chunks stored under these bytes' hash would pass as unchanged for good.
+                raise ValueError(f"{self.name!r}: the parsed document was read from other bytes "
+                                 f"(sha256 {self.parsed.sha256[:12]}…, the file's {sha[:12]}…)")
+
+    @classmethod
+    def upload(cls, name: str, data: bytes, parsed: Prepared | None = None) -> Source:
+        """Bytes in memory, with the preview's parse of them when there is one."""
+        return cls(name, data=data, parsed=parsed)
+
+    @classmethod
+    def file(cls, path: Path, name: str | None = None) -> Source:
+        """A file on disk, named by its file name unless `name` is given."""
+        return cls(name or path.name, path=path)
+
+    def size(self) -> int:
+        """Its bytes, without reading them (0 when the file cannot be read: `read` says why)."""
+        if self.data is not None or self.path is None:
+            return len(self.data or b"")
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def read(self) -> bytes | IngestResult:
+        """Its bytes, or its `failed` result when the file cannot be read."""
+        if self.data is not None or self.path is None:
+            return self.data or b""
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            return IngestResult(self.name, "failed", reason=Text("cannot read the file ({cause})",
+                                                                 cause=exc.strerror or str(exc)))
 
 
-def _read(path: Path) -> bytes | IngestResult:
-    """The file's bytes, or its `failed` result when it cannot be read."""
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        return IngestResult(path.name, "failed", reason=exc.strerror or str(exc))
+def _quiet(stage: str, fraction: float, message: str) -> None:
+    return None
+
+
+def _unexpected(filename: str, exc: Exception) -> IngestResult:
+    """A file that failed in a way no stage foresaw (a bug, a parser's own exception): logged with its
+    traceback and failed alone, so that the files after it go on."""
+    log.error("ingesting %r failed", filename, exc_info=exc)
+    return IngestResult(filename, "failed", reason=Text("unexpected error: {error}",
+                                                        error=f"{type(exc).__name__}: {exc}"))
+
+
+class _Relay:
+    """The writer thread's stage callbacks, called in the caller's thread: a UI draws only from its own
+    thread (Streamlit drops what another thread draws, with a warning), and a stop that a callback raises
+    (the Upload page's) must land in the thread that can handle it. The writer queues what it hears;
+    the caller's thread calls it at its own next stage and while it waits for the write."""
+
+    def __init__(self) -> None:
+        # One write at a time; None: the write is over (nothing follows it until the next is submitted).
+        self._heard: queue.SimpleQueue[tuple[StageCallback, str, float, str] | None] = queue.SimpleQueue()
+        self._over = False
+
+    def here(self, notify: StageCallback) -> StageCallback:
+        """`notify` for the caller's thread: what the writer heard first, then this."""
+        def heard(stage: str, fraction: float, message: str) -> None:
+            self._deliver(wait=False)
+            notify(stage, fraction, message)
+        return heard
+
+    def write(self, store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings,
+              notify: StageCallback) -> IngestResult:
+        """`_written`, in the writer thread, its callbacks queued for the caller's."""
+        def queued(stage: str, fraction: float, message: str) -> None:
+            self._heard.put((notify, stage, fraction, message))
+        try:
+            return _written(store, embedder, ready, settings, queued)
+        except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
+            return _unexpected(ready.filename, exc)
+        finally:
+            self._heard.put(None)
+
+    def result(self, pending: Future[IngestResult]) -> IngestResult:
+        """The write's result, once every callback it heard was called here."""
+        self._deliver(wait=True)
+        self._over = False
+        return pending.result()
+
+    def _deliver(self, wait: bool) -> None:
+        while True:
+            try:
+                item = self._heard.get(block=wait and not self._over)
+            except queue.Empty:
+                return
+            if item is None:
+                self._over = True
+            else:
+                notify, stage, fraction, message = item
+                notify(stage, fraction, message)
+
+
+def ingest_files(
+    store: Store,
+    embedder: Embedder,
+    sources: Iterable[Source],
+    knowledge: str,
+    settings: ChunkSettings,
+    *,
+    on_stage: Callable[[str], StageCallback] | None = None,
+    on_plan: Callable[[str], PlanCallback] | None = None,
+    cancel: CancelSignal | None = None,
+) -> Iterator[IngestResult]:
+    """Ingest each source, results in order, with one file's transaction written while the next is read
+    and embedded: the database does its part (tsvector, HNSW and GIN inserts: ~half the time of an
+    ingest with WordLlama) in its own process, so on 2 cores the two overlap. Two files of more than
+    `OVERLAP_BYTES` together do not overlap.
+
+    A file stored before with the same bytes and settings is `unchanged`, told before it is parsed; a
+    source's `parsed` document is used as it is. `on_stage(name)` and `on_plan(name)` give a file's
+    callbacks, all called in the caller's thread (the store stage's too). Any failure of a file,
+    foreseen or not, is its `failed` result and the others go on. `cancel` set: the embedding in
+    progress stops before its next batch (that file fails, nothing of it stored) and no file starts.
+    Stopped otherwise (KeyboardInterrupt, an exception from a callback, the generator closed), the file
+    being written is finished or rolled back whole before this returns: `results_after_stop` tells
+    which."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    relay = _Relay()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-ingest-write") as writer:
+        pending: Future[IngestResult] | None = None
+        pending_bytes = 0
+        for source in sources:
+            if cancel is not None and cancel.is_set():
+                break
+            if pending is not None and pending_bytes + source.size() > OVERLAP_BYTES:
+                yield relay.result(pending)
+                pending = None
+            notify = on_stage(source.name) if on_stage else _quiet
+            data = source.read()
+            ready: _Embedded | IngestResult
+            if isinstance(data, IngestResult):
+                ready = data
+            else:
+                try:
+                    ready = _embedded(store, embedder, data, source.name, knowledge, settings,
+                                      None if source.path is None else str(source.path), relay.here(notify),
+                                      on_plan(source.name) if on_plan else None, cancel, source.parsed)
+                except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
+                    ready = _unexpected(source.name, exc)
+            if pending is not None:
+                yield relay.result(pending)
+                pending = None
+            if isinstance(ready, IngestResult):
+                yield ready
+            else:
+                pending = writer.submit(relay.write, store, embedder, ready, settings, notify)
+                pending_bytes = len(ready.data)
+            del data, ready  # the writer holds them: nothing of this file stays once it is written
+        if pending is not None:
+            yield relay.result(pending)
 
 
 def ingest_path(
@@ -300,7 +495,7 @@ def ingest_path(
     on_plan: PlanCallback | None = None,
     cancel: CancelSignal | None = None,
 ) -> IngestResult:
-    data = _read(path)
+    data = Source.file(path).read()
     if isinstance(data, IngestResult):
         return data
     return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
@@ -317,33 +512,6 @@ def ingest_paths(
     on_stage: Callable[[str], StageCallback] | None = None,
     on_plan: Callable[[str], PlanCallback] | None = None,
 ) -> Iterator[IngestResult]:
-    """`ingest_path` of each file, results in order, with one file's transaction written while the next
-    is read and embedded: the database does its part (tsvector, HNSW and GIN inserts: ~half the time of
-    an ingest with WordLlama) in its own process, so on 2 cores the two overlap. `on_stage(name)` and
-    `on_plan(name)` give a file's callbacks. Two files of more than `OVERLAP_BYTES` together do not
-    overlap. Stopped (KeyboardInterrupt), the file being written is finished or rolled back whole
-    before this returns."""
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-ingest-write") as writer:
-        pending: Future[IngestResult] | None = None
-        pending_bytes = 0
-        for path in paths:
-            if pending is not None and pending_bytes + _size(path) > OVERLAP_BYTES:
-                yield pending.result()
-                pending = None
-            notify = on_stage(path.name) if on_stage else (lambda stage, fraction, message: None)
-            data = _read(path)
-            ready = data if isinstance(data, IngestResult) else _embedded(
-                store, embedder, data, path.name, knowledge, settings, str(path), notify,
-                on_plan(path.name) if on_plan else None, None)
-            if pending is not None:
-                yield pending.result()
-                pending = None
-            if isinstance(ready, IngestResult):
-                yield ready
-            else:
-                pending, pending_bytes = writer.submit(_written, store, embedder, ready, settings, notify), len(data)
-            data = ready = None  # the writer holds them: nothing of this file stays once it is written
-        if pending is not None:
-            yield pending.result()
+    """`ingest_files` of files on disk, each named by its file name: what `rag ingest` runs."""
+    return ingest_files(store, embedder, (Source.file(path) for path in paths), knowledge, settings,
+                        on_stage=on_stage, on_plan=on_plan)

@@ -13,6 +13,7 @@ import os
 from rag import chunking
 from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
 from rag.documents.model import KIND_LABELS
+from rag.model_ref import ModelRef
 from rag.text import Text
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from rag.store import KnowledgeBase, StoredDocument
 
 Destiny = Literal["fails", "new", "unchanged", "replaces"]
-OLLAMA_PREFIX = "ollama:"
 REPLACEMENT = "\ufffd"
 """U+FFFD, what a decoder puts where bytes are not a whole character: stored, searched and
 exported as is, so a chunk holding one is flagged."""
@@ -238,7 +238,8 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
 
 def ollama_model(embedder_name: str) -> str | None:
     """The Ollama model an embedder name such as 'ollama:bge-m3' stands for; None for the others."""
-    return embedder_name.removeprefix(OLLAMA_PREFIX) if embedder_name.startswith(OLLAMA_PREFIX) else None
+    ref = ModelRef.parse_or_none(embedder_name)
+    return ref.name if ref is not None and ref.is_ollama else None
 
 
 WORTH_SAYING_SECONDS = 10.0

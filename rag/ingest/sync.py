@@ -4,7 +4,7 @@ New files are stored, changed ones replaced, unchanged ones left; with `delete_m
 documents whose file is gone are deleted (only documents that came from this folder: an upload
 of the same knowledge base is never touched). Documents are named by their path inside the
 folder ('reports/q3.docx'), so two files of the same name in two subfolders stay two documents.
-Each document is one transaction (`ingest_bytes`): a kill leaves every document whole or absent.
+Each document is one transaction (`ingest_files`): a kill leaves every document whole or absent.
 """
 from __future__ import annotations
 
@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING
 from rag import documents
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
+from rag.ingest.pipeline import (
+    IngestResult,
+    Source,
+    StageCallback,
+    expand_paths,
+    ingest_files,
+    unchanged,
+    validate_kb_name,
+)
 from rag.text import Text
-from rag.ingest.pipeline import IngestResult, StageCallback, expand_paths, ingest_bytes, unchanged, validate_kb_name
 
 if TYPE_CHECKING:
     from rag.embeddings import CancelSignal, Embedder
@@ -138,17 +146,9 @@ def sync(
         result = IngestResult(name, "unchanged")
         report.results.append(result)
         say(result.line())
-    for name, path in steps.new + steps.changed:
-        if cancel is not None and cancel.is_set():
-            break
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            result = IngestResult(name, "failed", reason=Text("cannot read the file ({cause})",
-                                                              cause=exc.strerror or str(exc)))
-        else:
-            result = ingest_bytes(store, embedder, data, name, knowledge, settings, path=str(path),
-                                  on_stage=on_stage(name) if on_stage else None, cancel=cancel)
+    # The pipeline `rag ingest` runs: one file written while the next is read and embedded.
+    sources = [Source.file(path, name) for name, path in steps.new + steps.changed]
+    for result in ingest_files(store, embedder, sources, knowledge, settings, on_stage=on_stage, cancel=cancel):
         report.results.append(result)
         say(result.line())
     for name in steps.missing:

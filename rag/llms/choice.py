@@ -1,8 +1,8 @@
 """What a chat-model choice names, and how it is shown: the rules a model picker and the prompt
 packer share, so that no page keeps its own copy.
 
-A choice is 'local' (the embedded model) or 'ollama:<model>'; it imports no client, so comparing
-names costs nothing.
+A choice is 'local' (the embedded model), 'local:<model>' or 'ollama:<model>' (rag.model_ref reads
+it); it imports no client, so comparing names costs nothing.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_latest
+from rag.model_ref import ModelRef
 from rag.text import Text
 
 LOCAL = "local"
@@ -32,24 +33,24 @@ __all__ = ["EMBEDDED_NAMES", "LOCAL", "LOCAL_MODEL_NAME", "QWEN_MODEL_NAME", "de
 
 
 def normalise_choice(value: str) -> str:
-    """One spelling of a choice: 'local' for the embedded model, else 'ollama:<model>' without ':latest'
-    (a bare name is an Ollama model; an empty one falls back to the embedded model)."""
-    value = value.strip()
-    if value == LOCAL or value == default_local_name():
+    """One spelling of a choice: 'local' for the embedded model `local` means, 'local:<model>' for another
+    embedded one, else 'ollama:<model>' without ':latest' (a bare name is an Ollama model; an empty one
+    falls back to the embedded model)."""
+    ref = ModelRef.parse_or_none(value, bare="ollama")
+    if ref is None:  # '' or 'ollama:'
         return LOCAL
-    if value in EMBEDDED_NAMES:
-        return value
-    name = strip_latest(value.removeprefix("ollama:").strip())
-    return f"ollama:{name}" if name else LOCAL
+    if ref.is_local:
+        return LOCAL if str(ref) in (LOCAL, default_local_name()) else str(ref)
+    name = strip_latest(ref.name)
+    return str(ModelRef("ollama", name)) if name else LOCAL
 
 
 def model_label(choice: str) -> str:
     """How a normalised choice reads in a picker: 'gemma3-270m · embedded', 'qwen2.5:7b · Ollama'."""
-    if choice == LOCAL:
-        return Text("{model} · embedded", model=default_local_name().removeprefix("local:"))
-    if choice in EMBEDDED_NAMES:
-        return Text("{model} · embedded", model=choice.removeprefix("local:"))
-    return f"{choice.removeprefix('ollama:')} · Ollama"
+    ref = ModelRef.parse(choice, bare="ollama")
+    if ref.is_local:
+        return Text("{model} · embedded", model=ref.name or ModelRef.parse(default_local_name()).name)
+    return f"{ref.name} · Ollama"
 
 
 def cites_by_itself(model_name: str) -> bool:
@@ -71,16 +72,20 @@ def model_options(configured: str | None, pulled: Sequence[str] | None,
     """(choices, default) for a picker: Ollama's pulled models, the configured one, the suggested ones
     not pulled yet (only while Ollama answers), `extra` (typed in earlier), and the embedded model last.
     The default is the configured model, else Ollama's first, else the embedded one."""
-    options = [f"ollama:{m}" for m in pulled or []]
+    options = [_ollama(m) for m in pulled or []]
     wanted = normalise_choice(configured) if configured else ""
     if wanted and wanted != LOCAL and wanted not in options:
         options.append(wanted)
     if pulled is not None:
-        options += [f"ollama:{m}" for m in SUGGESTED_CHAT_MODELS
-                    if not is_pulled(m, pulled) and f"ollama:{m}" not in options]
+        options += [_ollama(m) for m in SUGGESTED_CHAT_MODELS if not is_pulled(m, pulled) and _ollama(m) not in options]
     options += [c for c in extra if c not in options]
     options.append(LOCAL)
-    return options, wanted or (f"ollama:{pulled[0]}" if pulled else LOCAL)
+    return options, wanted or (_ollama(pulled[0]) if pulled else LOCAL)
+
+
+def _ollama(model: str) -> str:
+    """The choice naming Ollama's `model`."""
+    return str(ModelRef("ollama", model))
 
 
 def choice_label(choice: str, pulled: Sequence[str] | None, local_ok: bool) -> str:
@@ -88,7 +93,8 @@ def choice_label(choice: str, pulled: Sequence[str] | None, local_ok: bool) -> s
     text = model_label(choice)
     if choice == LOCAL and not local_ok:
         return Text("{label} · unavailable", label=text)
-    if choice.startswith("ollama:") and pulled is not None and not is_pulled(choice.removeprefix("ollama:"), pulled):
+    ref = ModelRef.parse(choice, bare="ollama")
+    if ref.is_ollama and pulled is not None and not is_pulled(ref.name, pulled):
         return Text("{label} · not pulled", label=text)
     return text
 
@@ -103,7 +109,7 @@ class Unavailable:
 
 def ollama_unavailable(choice: str, pulled: Sequence[str] | None, host: str, local_ok: bool) -> Unavailable | None:
     """None when Ollama at `host` has the chosen model; else the reason, one line with the fix."""
-    name = choice.removeprefix("ollama:")
+    name = ModelRef.parse(choice, bare="ollama").name
     if pulled is None:
         if local_ok:
             return Unavailable(Text("Ollama is not reachable at {host}: start it with 'ollama serve' (or set "

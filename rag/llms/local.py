@@ -22,6 +22,7 @@ from rag.llms.gguf import GGUF_PACKAGE, check_gguf_chunks, gguf_package, local_g
 from rag.llms.prompting import PROMPT_STOP, citation_example, completion_prompt, with_cite_reminder
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message, StreamEvent, check_messages
+from rag.model_ref import ModelRef
 from rag.text import Text, text_of
 
 if TYPE_CHECKING:
@@ -418,7 +419,7 @@ class _LlamaCounter:
 
     def __init__(self, model: LocalChatModel) -> None:
         self._model = model
-        self.name = Text("{model} tokenizer", model=model.NAME.removeprefix("local:"))
+        self.name = Text("{model} tokenizer", model=ModelRef.parse(model.NAME).name)
 
     def text(self, text: str) -> int:
         return len(type(self._model)._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))

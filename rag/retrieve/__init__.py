@@ -1,8 +1,9 @@
-"""Retrieval: vector, keyword and hybrid search over the store, fusion, Spring AI filters, keyword text.
+"""Retrieval: vector, keyword and hybrid search over the store, and their fusion.
 
 Light on import: the mode names come from `modes`; everything that needs the store (and so
-psycopg) or an embedder is imported on first use, so that the CLI can build its options cheaply
-and `rag.store` can import `rag.retrieve.keywords` without importing itself back.
+psycopg) or an embedder is imported on first use, so that the CLI can build its options cheaply.
+The keyword text and the filter expressions both the store and retrieval use are in `rag.query`;
+how well a mode finds the right chunk is measured in `rag.evaluation.quality`.
 """
 from __future__ import annotations
 
@@ -14,13 +15,11 @@ from rag.retrieve.modes import DEFAULT_MODE, MODES
 if TYPE_CHECKING:
     from rag.retrieve.embedders import embedder_named, embedder_named_or_default, use_embedder
     from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
-    from rag.retrieve.quality import ModeQuality, mode_quality
     from rag.retrieve.searching import search
 
 _LAZY = {
     "search": "rag.retrieve.searching",
     "Fusion": "rag.retrieve.fusion", "DEFAULT_FUSION": "rag.retrieve.fusion", "fuse": "rag.retrieve.fusion",
-    "ModeQuality": "rag.retrieve.quality", "mode_quality": "rag.retrieve.quality",
     "embedder_named": "rag.retrieve.embedders", "embedder_named_or_default": "rag.retrieve.embedders",
     "use_embedder": "rag.retrieve.embedders",
 }

@@ -13,7 +13,7 @@ import numpy as np
 
 from rag.embeddings import Embedder
 from rag.errors import RagError
-from rag.retrieve import filters
+from rag.query import filters
 from rag.retrieve.embedders import embedder_named
 from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
 from rag.retrieve.modes import DEFAULT_MODE, MODES

@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 
 from rag.errors import StoreError
-from rag.retrieve import keywords
+from rag.query import keywords
 
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)

@@ -27,8 +27,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from rag.retrieve import keywords
-from rag.retrieve.filters import SqlFilter
+from rag.query import keywords
+from rag.query.filters import SqlFilter
 from rag.store.records import Hit
 
 # Measured at 100,000 bench chunks, top-8 of 60 questions against the exact ranking (load ~5 on 2

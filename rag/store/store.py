@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from rag.errors import EmbedderMismatchError, StoreBusyError, StoreError, one_line
-from rag.retrieve.filters import SqlFilter
+from rag.query.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows

@@ -8,7 +8,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rag.retrieve.filters import SqlFilter
+from rag.query.filters import SqlFilter
 from rag.store.records import Hit
 from rag.store.schema import dimension_sql
 

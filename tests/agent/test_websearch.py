@@ -22,7 +22,7 @@ from rag.agent.websearch import (NOTHING_FOUND, SEARCH_SYSTEM_PROMPT, UNAVAILABL
                                  language_of, parse_items)
 from rag.errors import RagError
 from rag.generate.agent_turn import web_sources
-from rag.mcp.server import KnowledgeBaseTools
+from rag.generate.kb_tools import KnowledgeBaseTools
 from rag.settings import Settings
 from tests.agent.test_agent import KB, MODEL, bodies, call, handbook, host_of, reply, script  # noqa: F401
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import io
 
-from rag.bench.badges import KNOWN_GREEN_WRONG, badge_cases, bench_badges
-from rag.bench.report import Report
+from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, bench_badges
+from benchmarks.report import Report
 
 
 def test_the_badge_bench_reports_before_and_after_per_language() -> None:

@@ -1,4 +1,4 @@
-"""rag/bench/conversation.py: the sequences' data file, how a wrong answer is traced to the stage that
+"""benchmarks/conversation.py: the sequences' data file, how a wrong answer is traced to the stage that
 lost it and how answers are counted (hand-made turns, no model), and one small run of the harness
 with a scripted chat model on a real PostgreSQL with the fast embedder."""
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from rag import generate
-from rag.bench import conversation as bench
-from rag.bench.conversation import (
+from benchmarks import conversation as bench
+from benchmarks.conversation import (
     ALONE, CONVERSATION, CUT, MISREAD, NO_ANSWER, NOT_RETRIEVED, BenchQuestion, Conversation, Outcome,
 )
-from rag.bench.report import Report
+from benchmarks.report import Report
 from rag.evaluation.normalise import normalise
 from rag.evaluation.sets import EVAL_DIR, eval_set
 from rag.generate import Turn

@@ -1,10 +1,10 @@
-"""rag/bench/gpu.py: the sampler's cost per tick, measured against the bare NVML calls.
+"""benchmarks/gpu.py: the sampler's cost per tick, measured against the bare NVML calls.
 """
 from __future__ import annotations
 
 import pynvml
 
-from rag.bench.gpu import tick_cost
+from benchmarks.gpu import tick_cost
 from tests.gpu.fakes import FakeGpu, ScriptedNvml
 
 

@@ -1,7 +1,7 @@
-"""rag/bench/peers.py: the bound printed beside an unmet ingest ratio, from the work no pipeline can skip."""
+"""benchmarks/peers.py: the bound printed beside an unmet ingest ratio, from the work no pipeline can skip."""
 from __future__ import annotations
 
-from rag.bench import peers
+from benchmarks import peers
 
 
 def test_the_bound_counts_the_embedders_cpu_and_plain_extraction_over_every_core(monkeypatch) -> None:  # noqa: ANN001

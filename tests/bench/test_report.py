@@ -1,7 +1,7 @@
 """The bench's timing helpers."""
 from __future__ import annotations
 
-from rag.bench import report
+from benchmarks import report
 
 
 def test_interleaved_runs_take_turns_and_keep_each_sides_fastest(monkeypatch) -> None:

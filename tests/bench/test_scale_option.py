@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from rag.bench import search
+from benchmarks import search
 from rag.errors import RagError
 
 
@@ -22,7 +22,7 @@ def test_the_cli_passes_the_sizes_to_the_scale_bench(monkeypatch) -> None:  # no
 
     seen: list[list[tuple[int, int]]] = []
     monkeypatch.setattr(search, "bench_scale", lambda report, base, quick, sizes: seen.append(list(sizes)))
-    monkeypatch.setattr("rag.bench.database.scratch_database", lambda base, suffix="": ("postgresql://x", lambda: None))
+    monkeypatch.setattr("benchmarks.database.scratch_database", lambda base, suffix="": ("postgresql://x", lambda: None))
     monkeypatch.setattr("rag.store.Store", lambda uri: io.StringIO())  # its close() is all run() calls
     monkeypatch.setattr("rag.store.embedded_server_uri", lambda pgdata: "postgresql://base")
     monkeypatch.delenv("DATABASE_URL", raising=False)
@@ -32,11 +32,11 @@ def test_the_cli_passes_the_sizes_to_the_scale_bench(monkeypatch) -> None:  # no
 
 
 def test_a_plain_quick_run_leaves_out_what_takes_minutes_and_says_so(monkeypatch) -> None:  # noqa: ANN001
-    import rag.bench as bench
+    import benchmarks as bench
     from rag.settings import get_settings
 
     ran: list[str] = []
-    monkeypatch.setattr("rag.bench.quality.bench_answers", lambda report, quick: ran.append("answers"))
+    monkeypatch.setattr("benchmarks.quality.bench_answers", lambda report, quick: ran.append("answers"))
     out = io.StringIO()
     # Only the benches that need no database, and `answers`, to see which run: chosen explicitly, it runs.
     bench.run(get_settings(), out=out, quick=True, only=["answers"])

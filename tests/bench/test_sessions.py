@@ -1,4 +1,4 @@
-"""rag/bench/sessions.py: the app's RSS with browser sessions. The real run (the app, Chromium, the embedded
+"""benchmarks/sessions.py: the app's RSS with browser sessions. The real run (the app, Chromium, the embedded
 models) takes minutes, so these check its parts and the printed report, never a timing."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import psutil
 
-from rag.bench import sessions
-from rag.bench.report import Report
+from benchmarks import sessions
+from benchmarks.report import Report
 
 
 def test_quick_mode_and_a_missing_browser_skip_with_a_line(monkeypatch) -> None:  # noqa: ANN001

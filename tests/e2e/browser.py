@@ -1,13 +1,13 @@
 """Running the real app for browser tests: `streamlit run app.py` on a free port + Chromium, started as
-the sessions bench starts it (rag/bench/sessions.py holds the one copy)."""
+the sessions bench starts it (benchmarks/sessions.py holds the one copy)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from rag.bench import sessions
-from rag.bench.sessions import CHROMIUM_ARGS, chromium_path
+from benchmarks import sessions
+from benchmarks.sessions import CHROMIUM_ARGS, chromium_path
 
 __all__ = ["CHROMIUM_ARGS", "chromium_path", "running_app"]
 

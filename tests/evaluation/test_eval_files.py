@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.bm25_peers import BM25Peer
 from rag.errors import RagError
 from rag.evaluation import Question, parse_questions_csv
 from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
-from rag.evaluation.peer import BM25Peer, tokens
+from rag.evaluation.keyword import tokens
 from rag.evaluation.questions import parse_questions
 from rag.evaluation.sets import EVAL_DIR, SETS, eval_set
 from rag.evaluation.vectors import CachedEmbedder, DiskVectors

@@ -7,7 +7,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from rag import retrieve
-from rag.bench.retrieval import measure_set
+from benchmarks.retrieval import measure_set
 from rag.evaluation import Question, retrieval_set
 from rag.evaluation.sets import EvalSet
 from rag.evaluation.vectors import CachedEmbedder, DiskVectors

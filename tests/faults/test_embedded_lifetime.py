@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 HOLDER = """
 import sys, time
-from rag.cli import exit_on_sigterm
+from rag.process import exit_on_sigterm
 from rag.settings import get_settings
 from rag.store import Store
 exit_on_sigterm()  # what `rag ...` and `rag mcp` do first

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import pytest
 
-from rag.bench.memory import PEAK_MB
+from benchmarks.memory import PEAK_MB
 from rag.chunking import ChunkSettings
 from rag.documents import load_bytes
 from rag.embeddings.local import LocalEmbedder, padded_length

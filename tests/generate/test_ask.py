@@ -1,4 +1,7 @@
-"""`rag ask` through the CLI: a real ingest, then the same engine as the chat page (rag.generate.engine)."""
+"""`rag ask` through the CLI: a real ingest, then the same engine as the chat page (rag.generate.engine).
+
+The commands run in this process (tests/clirun.py); only the run of the real embedded model keeps a process
+of its own (see there)."""
 from __future__ import annotations
 
 import json
@@ -6,10 +9,12 @@ import re
 import subprocess
 from pathlib import Path
 
+import psycopg
 import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+from tests.clirun import rag
 from tests.conftest import PYTHON, ROOT, wipe
 from tests.docgen import make_pdf
 
@@ -18,22 +23,25 @@ def ndjson(*chunks: dict) -> str:
     return "".join(json.dumps(c) + "\n" for c in chunks)
 
 
-def ingest_report(tmp_path: Path, cli_env: dict[str, str], pg_uri: str) -> None:
+def ingest_report(tmp_path: Path, pg_uri: str) -> None:
     """'fin' holding a two-page report in small chunks, ingested through the CLI into a wiped database."""
     wipe(pg_uri)
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(make_pdf(["Quarterly report. Revenue rose eleven percent on subscriptions.",
                               "The board approved a dividend of 42 cents per share."]))
-    ingest = subprocess.run([PYTHON, "-m", "rag", "ingest", str(pdf), "--kb", "fin", "--strategy", "token",
-                             "--chunk-size", "12"], cwd=ROOT, env=cli_env, capture_output=True, text=True,
-                            timeout=240)
+    ingest = rag(["ingest", str(pdf), "--kb", "fin", "--strategy", "token", "--chunk-size", "12"])
     assert ingest.returncode == 0, ingest.stderr
 
 
-def test_ask_cli_against_ollama_stand_in(tmp_path: Path, cli_env: dict[str, str], pg_uri: str,
-                                         httpserver: HTTPServer) -> None:
+def use_ollama(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """The CLI's Ollama is `host` (each run reads the settings afresh; monkeypatch restores the variable)."""
+    monkeypatch.setenv("OLLAMA_HOST", host)
+
+
+def test_ask_cli_against_ollama_stand_in(tmp_path: Path, pg_uri: str, httpserver: HTTPServer,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A real ingest, then `ask`: the request carries the numbered sources; citations point at chunks."""
-    ingest_report(tmp_path, cli_env, pg_uri)
+    ingest_report(tmp_path, pg_uri)
     seen: list[dict] = []
 
     def chat_handler(request):  # noqa: ANN001 - werkzeug request
@@ -51,10 +59,9 @@ def test_ask_cli_against_ollama_stand_in(tmp_path: Path, cli_env: dict[str, str]
         return Response(body, content_type="application/x-ndjson")
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat_handler)
-    env = dict(cli_env, OLLAMA_HOST=httpserver.url_for("/").rstrip("/"))
-    proc = subprocess.run([PYTHON, "-m", "rag", "ask", "How much did revenue rise?", "--kb", "fin",
-                           "--model", "qwen2.5:7b-instruct", "--top-k", "3", "--json"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    use_ollama(monkeypatch, httpserver.url_for("/").rstrip("/"))
+    proc = rag(["ask", "How much did revenue rise?", "--kb", "fin", "--model", "qwen2.5:7b-instruct", "--top-k", "3",
+                "--json"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["answer"] == "Revenue rose eleven percent [1]. See [9]."
@@ -73,11 +80,9 @@ def test_ask_cli_against_ollama_stand_in(tmp_path: Path, cli_env: dict[str, str]
     system = request["messages"][0]["content"]
     assert "[1] report.pdf p" in system and "[2] report.pdf p" in system
     first_source = system.split("[1] report.pdf", 1)[1].split("\n[2]", 1)[0]
-    chunk = subprocess.run([PYTHON, "-c", f"import psycopg; c=psycopg.connect({pg_uri!r}); "
-                            f"print(c.execute(\"select content from vector_store where id = %s\", "
-                            f"({citation['chunk_id']!r},)).fetchone()[0])"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert chunk.stdout.strip() and chunk.stdout.strip() in first_source
+    with psycopg.connect(pg_uri) as conn:
+        (content,) = conn.execute("SELECT content FROM vector_store WHERE id = %s", (citation["chunk_id"],)).fetchone()
+    assert content.strip() and content.strip() in first_source
 
 
 def test_the_default_settings_answer_in_english_and_in_chinese(tmp_path: Path, cli_env: dict[str, str],
@@ -100,8 +105,10 @@ def test_the_default_settings_answer_in_english_and_in_chinese(tmp_path: Path, c
     chinese[14] += "甄士隐有一个女儿，乳名英莲，年方三岁。"
     (tmp_path / "红楼梦选段.txt").write_text("\n\n".join(chinese), encoding="utf-8")
     for name, kb in (("minutes.pdf", "minutes"), ("红楼梦选段.txt", "novel")):
-        subprocess.run([PYTHON, "-m", "rag", "ingest", str(tmp_path / name), "--kb", kb], cwd=ROOT, env=cli_env,
-                       check=True, capture_output=True, timeout=600)
+        ingested = rag(["ingest", str(tmp_path / name), "--kb", kb])
+        assert ingested.returncode == 0, ingested.stderr
+    # `ask` in a process of its own: llama.cpp writes its log lines (checked below) onto file descriptor 2
+    # itself, which no capture in this process sees; and the 1.1 GB model is not kept loaded in the tests.
     env = {k: v for k, v in cli_env.items() if k != "RAG_CHAT_MODEL"}
     for question, kb, expected, filename in (("How much did revenue grow in 2023?", "minutes", ("twelve", "12"),
                                               "minutes.pdf"),
@@ -118,8 +125,6 @@ def test_the_default_settings_answer_in_english_and_in_chinese(tmp_path: Path, c
         assert "left out so that the prompt fits" in proc.stderr and "in part" in proc.stderr
         cited = [c for c in result["citations"] if c["supported"]]
         assert cited and all(c["original_filename"] == filename for c in cited), result
-        import psycopg
-
         with psycopg.connect(pg_uri) as conn:
             for citation in cited:
                 content = conn.execute("SELECT content FROM vector_store WHERE id = %s",
@@ -133,17 +138,16 @@ def stream_of(*texts: str) -> str:
                    "eval_count": len(texts)})
 
 
-def test_ask_cuts_an_answer_that_loops(tmp_path: Path, cli_env: dict[str, str], pg_uri: str,
-                                       httpserver: HTTPServer) -> None:
+def test_ask_cuts_an_answer_that_loops(tmp_path: Path, pg_uri: str, httpserver: HTTPServer,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The stand-in repeats one sentence 40 times: the guard ends the stream at the third time and
     keeps one copy; --json says so."""
-    ingest_report(tmp_path, cli_env, pg_uri)
+    ingest_report(tmp_path, pg_uri)
     sentence = "Revenue rose eleven percent on subscriptions this quarter [1]. "
     httpserver.expect_request("/api/chat", method="POST").respond_with_data(
         stream_of(*[w + " " for w in (sentence * 40).split()]), content_type="application/x-ndjson")
-    env = dict(cli_env, OLLAMA_HOST=httpserver.url_for("/").rstrip("/"))
-    proc = subprocess.run([PYTHON, "-m", "rag", "ask", "How much did revenue rise?", "--kb", "fin",
-                           "--model", "m", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    use_ollama(monkeypatch, httpserver.url_for("/").rstrip("/"))
+    proc = rag(["ask", "How much did revenue rise?", "--kb", "fin", "--model", "m", "--json"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["answer"] == sentence.strip() and result["looped"] is True
@@ -151,9 +155,9 @@ def test_ask_cuts_an_answer_that_loops(tmp_path: Path, cli_env: dict[str, str], 
 
 
 @pytest.mark.parametrize("failure", ["chat answers 500", "Ollama not reachable"])
-def test_ask_json_prints_json_when_it_fails(tmp_path: Path, cli_env: dict[str, str], pg_uri: str,
-                                            httpserver: HTTPServer, failure: str) -> None:
-    ingest_report(tmp_path, cli_env, pg_uri)
+def test_ask_json_prints_json_when_it_fails(tmp_path: Path, pg_uri: str, httpserver: HTTPServer,
+                                            monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    ingest_report(tmp_path, pg_uri)
     host = httpserver.url_for("/").rstrip("/")
     if failure == "chat answers 500":
         httpserver.expect_request("/api/chat", method="POST").respond_with_data("boom", status=500)
@@ -163,9 +167,8 @@ def test_ask_json_prints_json_when_it_fails(tmp_path: Path, cli_env: dict[str, s
         with socket.socket() as sock:  # a port nothing listens on once it is closed
             sock.bind(("127.0.0.1", 0))
             host = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    proc = subprocess.run([PYTHON, "-m", "rag", "ask", "How much did revenue rise?", "--kb", "fin", "--model", "m",
-                           "--json"], cwd=ROOT, env=dict(cli_env, OLLAMA_HOST=host), capture_output=True, text=True,
-                          timeout=240)
+    use_ollama(monkeypatch, host)
+    proc = rag(["ask", "How much did revenue rise?", "--kb", "fin", "--model", "m", "--json"])
     assert proc.returncode == 2
     result = json.loads(proc.stdout)
     assert list(result) == ["error"] and result["error"]
@@ -173,8 +176,8 @@ def test_ask_json_prints_json_when_it_fails(tmp_path: Path, cli_env: dict[str, s
 
 
 def test_ask_continues_a_stored_conversation_and_conversations_lists_shows_exports_deletes(
-        tmp_path: Path, cli_env: dict[str, str], pg_uri: str, httpserver: HTTPServer) -> None:
-    ingest_report(tmp_path, cli_env, pg_uri)
+        tmp_path: Path, pg_uri: str, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    ingest_report(tmp_path, pg_uri)
     answers = iter(["Revenue rose eleven percent [1].", "A dividend of 42 cents [1]."])
     seen: list[dict] = []
 
@@ -190,32 +193,28 @@ def test_ask_continues_a_stored_conversation_and_conversations_lists_shows_expor
                                 "done_reason": "stop"}), content_type="application/x-ndjson")
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat_handler)
-    env = dict(cli_env, OLLAMA_HOST=httpserver.url_for("/").rstrip("/"))
+    use_ollama(monkeypatch, httpserver.url_for("/").rstrip("/"))
 
-    def rag(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([PYTHON, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=240)
-
-    first = rag("ask", "How much did revenue rise?", "--kb", "fin", "--model", "m", "--conversation", "new")
+    first = rag(["ask", "How much did revenue rise?", "--kb", "fin", "--model", "m", "--conversation", "new"])
     assert first.returncode == 0, first.stderr
     cid = re.search(r"conversation: ([0-9a-f-]{36})", first.stderr).group(1)
-    second = rag("ask", "And the dividend?", "--kb", "fin", "--model", "m", "--conversation", cid, "--json")
+    second = rag(["ask", "And the dividend?", "--kb", "fin", "--model", "m", "--conversation", cid, "--json"])
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["answer"] == "A dividend of 42 cents [1]."
     asked = [b for b in seen if "Standalone query:" not in b["messages"][-1]["content"]][-1]
     assert [m["role"] for m in asked["messages"]] == ["system", "user", "assistant", "user"]
     assert asked["messages"][1]["content"] == "How much did revenue rise?"  # the stored turn is the history
 
-    listed = rag("conversations", "list", "--json")
+    listed = rag(["conversations", "list", "--json"])
     (row,) = json.loads(listed.stdout)
     assert (row["id"], row["title"], row["turns"], row["knowledge_bases"]) == (cid, "How much did revenue rise?", 2, ["fin"])
-    shown = rag("conversations", "show", cid).stdout
+    shown = rag(["conversations", "show", cid]).stdout
     assert "1. How much did revenue rise?\nRevenue rose eleven percent [1]." in shown and "[1] report.pdf p" in shown
-    exported = json.loads(rag("conversations", "export", cid, "--format", "json").stdout)
+    exported = json.loads(rag(["conversations", "export", cid, "--format", "json"]).stdout)
     assert [t["question"] for t in exported["turns"]] == ["How much did revenue rise?", "And the dividend?"]
     assert exported["turns"][1]["query"] == "How much did the dividend rise?"
-    assert rag("conversations", "export", cid).stdout.startswith("# How much did revenue rise?\n")
-    bad = rag("conversations", "show", "nope")
+    assert rag(["conversations", "export", cid]).stdout.startswith("# How much did revenue rise?\n")
+    bad = rag(["conversations", "show", "nope"])
     assert bad.returncode == 2 and "'nope' is not a conversation id" in bad.stderr
-    assert rag("conversations", "delete", cid).stdout.strip() == f"deleted conversation {cid}"
-    assert "no conversations yet" in rag("conversations", "list").stdout
+    assert rag(["conversations", "delete", cid]).stdout.strip() == f"deleted conversation {cid}"
+    assert "no conversations yet" in rag(["conversations", "list"]).stdout

@@ -10,7 +10,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from rag import generate
-from rag.bench.badges import KNOWN_GREEN_WRONG, badge_cases, measure
+from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, measure
 from rag.generate.claims import claim_held, holding_sources
 from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
 from rag.llms import OllamaChatModel

@@ -11,7 +11,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from rag.errors import ModelError
-from rag.generate.telemetry import Timeline
+from rag.llms.telemetry import Timeline
 from rag.generate.watch import WatchChoices, WatchedGeneration, watch_choices
 from rag.llms import OllamaChatModel
 from rag.llms.types import Message, StreamEvent

@@ -12,7 +12,7 @@ from typing import Any
 import pynvml
 from pytest_httpserver import HTTPServer
 
-from rag.generate.telemetry import Timeline
+from rag.llms.telemetry import Timeline
 from rag.gpu.sampler import GpuSampler
 from rag.gpu.samples import HostSample
 from rag.llms.types import GenerationStats

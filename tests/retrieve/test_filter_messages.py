@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rag.errors import FilterSyntaxError
-from rag.retrieve.filters import parse
+from rag.query.filters import parse
 from rag.text import Text
 from ui.zh import ZH
 
@@ -17,7 +17,7 @@ def test_a_filter_error_reason_is_text_with_its_chinese() -> None:
     assert isinstance(reason, Text) and reason == "expected a value after '>'"  # the English as before
     assert reason.template in ZH and caught.value.args[0].template in ZH
 
-    script = ("from rag.errors import FilterSyntaxError\nfrom rag.retrieve.filters import parse\n"
+    script = ("from rag.errors import FilterSyntaxError\nfrom rag.query.filters import parse\n"
               "from ui.i18n import tr\nimport streamlit as st\n"
               "try:\n    parse('year >')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n"
               "try:\n    parse('a in []')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n")

@@ -1,4 +1,4 @@
-"""Tests for rag.retrieve.filters: parser, error positions, SQL safety, and behaviour on real PostgreSQL."""
+"""Tests for rag.query.filters: parser, error positions, SQL safety, and behaviour on real PostgreSQL."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.errors import FilterSyntaxError
-from rag.retrieve.filters import (
+from rag.query.filters import (
     And,
     Comparison,
     InList,
@@ -211,7 +211,7 @@ def test_a_filter_error_is_shown_with_the_typed_text_and_a_caret() -> None:
 
     def page() -> None:
         from rag.errors import FilterSyntaxError
-        from rag.retrieve import filters
+        from rag.query import filters
         from ui import widgets
 
         try:

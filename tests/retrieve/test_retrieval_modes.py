@@ -8,6 +8,7 @@ from rag import retrieve
 from rag.chunking import Chunk
 from rag.settings import Settings
 from rag.evaluation import retrieval_set
+from rag.evaluation.quality import mode_quality
 from rag.store import Store
 
 PASSAGES, DISTRACTORS, QUESTIONS = retrieval_set().passages, retrieval_set().distractors, retrieval_set().questions
@@ -31,7 +32,7 @@ def eval_kb(store: Store, settings: Settings, pg_uri: str) -> str:
 
 def test_hybrid_retrieves_at_least_as_well_as_either_mode(store: Store, settings: Settings, eval_kb: str) -> None:
     questions = [(q.question, q.passage) for q in QUESTIONS]
-    quality = {mode: retrieve.mode_quality(store, settings, eval_kb, questions, mode=mode)
+    quality = {mode: mode_quality(store, settings, eval_kb, questions, mode=mode)
                for mode in retrieve.MODES}
     best_single = max(quality["vector"].hit_at_5, quality["keyword"].hit_at_5)
     assert quality["hybrid"].hit_at_5 >= best_single, quality
@@ -239,7 +240,7 @@ def test_fuse_numbers_its_hits_and_keeps_each_lists_rank() -> None:
 
 def test_rank_of_the_right_chunk_by_file_or_expected_text() -> None:
     from rag.evaluation import Question
-    from rag.retrieve.quality import rank_of
+    from rag.evaluation.quality import rank_of
     from rag.store import Hit
 
     hits = [Hit(id=str(i), content=text, metadata={"original_filename": name}, score=1.0)
@@ -253,8 +254,8 @@ def test_rank_of_the_right_chunk_by_file_or_expected_text() -> None:
 
 def test_mode_quality_reads_ranks_down_to_its_depth(store: Store, settings: Settings, eval_kb: str) -> None:
     questions = [(q.question, q.passage) for q in QUESTIONS]
-    deep = retrieve.mode_quality(store, settings, eval_kb, questions, mode="vector", depth=10)
-    shallow = retrieve.mode_quality(store, settings, eval_kb, questions, mode="vector", depth=1)
+    deep = mode_quality(store, settings, eval_kb, questions, mode="vector", depth=10)
+    shallow = mode_quality(store, settings, eval_kb, questions, mode="vector", depth=1)
     assert shallow.ranks == tuple(r if r == 1 else None for r in deep.ranks)
     assert shallow.hit_at_5 == shallow.hit_at_1 == deep.hit_at_1
     assert deep.hit_at_1 <= deep.hit_at_3 <= deep.hit_at_5 and deep.n == len(QUESTIONS)

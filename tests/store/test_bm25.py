@@ -12,8 +12,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from rag.chunking import Chunk
-from rag.retrieve.filters import to_sql
-from rag.retrieve.keywords import search_text
+from rag.query.filters import to_sql
+from rag.query.keywords import search_text
 from rag.settings import Settings
 from rag.store import Bm25, Store
 from rag.store.keyword_sql import candidate_query

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
-from rag.retrieve.filters import to_sql
+from rag.query.filters import to_sql
 from rag.store import Store
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 

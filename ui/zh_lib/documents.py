@@ -83,6 +83,7 @@ ZH: dict[str, str] = {
     "not started": "未开始",
     "stopped during {stage}: nothing of it was stored": "在{stage}阶段停止：这个文件没有任何内容被保存",
     "{reason}; the version stored before is kept": "{reason}；之前保存的版本仍然保留",
+    "unexpected error: {error}": "意外错误：{error}",
     # -- rag.ingest.preview: advice, warnings, blockers and the expected time
     "{extension} files are not read: open it in {program}, save it as {target} (File › Save As) and upload that.":
         "不读取 {extension} 文件：请在 {program} 中打开，另存为 {target}（文件 › 另存为）后上传。",

@@ -61,7 +61,7 @@ ZH: dict[str, str] = {
     "no knowledge base named {name} (existing: {existing})": "没有名为 {name} 的知识库（现有：{existing}）",
     "no knowledge base named {name} (existing: none yet; ingest a file first)":
         "没有名为 {name} 的知识库（现有：还没有；请先导入文件）",
-    # -- rag.retrieve.filters: why a filter expression does not parse (shown with the position)
+    # -- rag.query.filters: why a filter expression does not parse (shown with the position)
     "end of expression": "表达式末尾",
     "unknown operator '{operator}'": "未知的运算符 '{operator}'",
     "unexpected character '{character}'": "意外的字符 '{character}'",

@@ -24,6 +24,7 @@ from rag.llms.ollama.names import same_model, strip_latest
 from rag.llms.ollama.think import ThinkSplitter
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message, StreamEvent, check_messages
+from rag.model_ref import ModelRef
 from rag.text import Text
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class OllamaChatModel:
 
     @property
     def name(self) -> str:
-        return f"ollama:{self._model}"
+        return str(ModelRef("ollama", self._model))
 
     @property
     def model(self) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from rag.errors import ModelError, one_line
 from rag.llms.ollama.client import failure_message, post_json
 from rag.llms.ollama.errors import QUERY_ERRORS, invalid_answer_message
+from rag.model_ref import ModelRef
 from rag.text import Text
 
 
@@ -20,9 +21,10 @@ class OllamaToolChat:
 
     def __init__(self, host: str, model: str, *, timeout: float = 120.0) -> None:
         self.host = host.rstrip("/")
-        self.model = model.removeprefix("ollama:").strip()
-        if not self.model:
+        ref = ModelRef.parse_or_none(model, bare="ollama")
+        if ref is None or not ref.is_ollama:
             raise ModelError(Text("No Ollama model given for agent mode: choose one with tool calling"))
+        self.model = ref.name
         self.timeout = timeout
 
     def chat(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,

@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rag.bench.report import Report, best_of
+from benchmarks.report import Report, best_of
 from rag.evaluation.sets import eval_set
 
 _TAG = re.compile(rb"<[^>]+>")

@@ -11,8 +11,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from rag.bench.report import Report, best_of
-from rag.retrieve import keywords
+from benchmarks.report import Report, best_of
+from rag.query import keywords
 from rag.store import copy_rows
 
 
@@ -90,7 +90,7 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
                 f"the server alone needs {floor_t:.2f} s to take the {len(payload) / 1e6:.0f} MB")
     report.ratio("binary COPY vs one INSERT per row (execute in a loop)", ours_t, single_t, 5)
     report.ratio("binary COPY vs psycopg executemany (pipelined)", ours_t, pipelined_t, 5)
-    from rag.bench.peers import langchain_insert
+    from benchmarks.peers import langchain_insert
 
     peer_t = langchain_insert(uri, [r[1] for r in rows], vectors, [r[2].obj for r in rows])
     if peer_t is None:

@@ -1,11 +1,11 @@
-"""rag/generate/telemetry.py: the phases of a generation from Ollama's durations, and the bounded
+"""rag/llms/telemetry.py: the phases of a generation from Ollama's durations, and the bounded
 timeline the chat and the GPU page mark them on.
 """
 from __future__ import annotations
 
 import pytest
 
-from rag.generate.telemetry import Mark, Timeline, generation_phases
+from rag.llms.telemetry import Mark, Timeline, generation_phases
 from rag.llms.types import GenerationStats
 from tests.gpu.fakes import STATS, FakeGpu, ScriptedNvml, make_sampler
 

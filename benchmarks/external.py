@@ -22,9 +22,9 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from rag.bench import datasets
-from rag.bench.report import Report
-from rag.bench.sessions import free_port
+from benchmarks import datasets
+from benchmarks.report import Report
+from benchmarks.sessions import free_port
 from rag.cores import usable_cores
 from rag.store.schema import hnsw_index_name, hnsw_index_sql
 
@@ -131,7 +131,7 @@ def _hnsw_builds(uri: str, dim: int) -> list[tuple[str, float]]:
 
 def bench_external(report: Report, base_uri: str, quick: bool,
                    scratch: Callable[[str, str], tuple[str, Callable[[], None]]]) -> None:
-    from rag.bench.peers import make_corpus
+    from benchmarks.peers import make_corpus
     from rag.chunking import warm_up
 
     warm_up()  # cl100k's tables load once per process: not part of the first ingest measured

@@ -18,7 +18,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from rag.bench.corpus import clustered, sentences
+from benchmarks.corpus import clustered, sentences
 from rag.cores import usable_cores
 from rag.store import Store, copy_rows
 from rag.store.schema import HNSW_OPTIONS, hnsw_index_name, hnsw_index_sql

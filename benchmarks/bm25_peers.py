@@ -1,25 +1,17 @@
-"""The plain BM25 peer the retrieval benchmark compares with: `rank-bm25` over the same passages.
+"""The plain BM25 peers the retrieval benchmark compares with: `rank-bm25` and `bm25s` over the same passages.
 
 Tokens are lower-cased words plus Chinese character bigrams: the text our keyword index stores
-(`rag.retrieve.keywords.search_text`), split into its words, so the peer differs from our
-keyword search in ranking only, not in what it can match.
+(`rag.query.keywords.search_text`), split into its words (`rag.evaluation.keyword.tokens`), so a peer
+differs from our keyword search in ranking only, not in what it can match.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
 from rag.errors import RagError
-from rag.retrieve.keywords import search_text
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens, each run of CJK characters as its overlapping bigrams."""
-    return [w.lower() for w in _WORD.findall(search_text(text))]
+from rag.evaluation.keyword import tokens
 
 
 class BM25Peer:
@@ -61,4 +53,4 @@ class Bm25sPeer:
         if not words:
             return []
         docs, scores = self._bm25.retrieve([words], k=top_k, show_progress=False)
-        return [int(d) for d, s in zip(docs[0], scores[0]) if s > 0]
+        return [int(d) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]

@@ -14,9 +14,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from rag.bench.report import Report
+from benchmarks.report import Report
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 GOAL_MB = 1500
 
 PEAK_MB = textwrap.dedent("""
@@ -58,7 +58,7 @@ _SCRIPT = PEAK_MB + textwrap.dedent("""
 
 
 def _text_file(path: Path, megabytes: int) -> None:
-    from rag.bench.corpus import synthetic_text
+    from benchmarks.corpus import synthetic_text
 
     block = synthetic_text(200_000, seed=3)  # ~1 MB
     with path.open("w", encoding="utf-8") as out:
@@ -72,7 +72,7 @@ def _text_file(path: Path, megabytes: int) -> None:
 def _pdf_file(path: Path, pages: int) -> None:
     import pymupdf
 
-    from rag.bench.corpus import synthetic_text
+    from benchmarks.corpus import synthetic_text
 
     text = synthetic_text(400, seed=5)
     lines = [text[i:i + 90] for i in range(0, len(text), 90)][:48]

@@ -12,11 +12,11 @@ import dataclasses
 import time
 import psycopg
 
-from rag.bench.report import Report
+from benchmarks.bm25_peers import BM25Peer, Bm25sPeer
+from benchmarks.report import Report
 from rag.chunking import Chunk
 from rag.embeddings import Embedder
 from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
-from rag.evaluation.peer import BM25Peer, Bm25sPeer
 from rag.evaluation.sets import SETS, EvalSet, eval_set
 from rag.evaluation.vectors import CachedEmbedder, DiskVectors
 from rag.retrieve import MODES
@@ -75,7 +75,7 @@ def _ingest(store: Store, uri: str, knowledge: str, data: EvalSet, embedder: Cac
 
 def measure_set(store: Store, uri: str, settings: Settings, data: EvalSet, embedder: CachedEmbedder,
                 n_questions: int) -> SetFigures:
-    from rag.retrieve import mode_quality
+    from rag.evaluation.quality import mode_quality
     from rag.retrieve.searching import query_vectors
 
     knowledge = f"eval-{data.name}-{embedder.name}"  # a knowledge base keeps the embedder it was built with

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag.bench.report import Report
+from benchmarks.report import Report
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 GOAL_MB = 1500
 KNOWLEDGE = "bench-sessions"
 QUESTIONS = ("How much did revenue grow in 2023?", "Where will the new engineers work?",

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag.bench import datasets
-from rag.bench.corpus import question_about, sentences
-from rag.bench.report import Report
+from benchmarks import datasets
+from benchmarks.corpus import question_about, sentences
+from benchmarks.report import Report
 from rag.errors import RagError
 from rag.llms.counting import CL100K
 from rag.store import Store
@@ -98,7 +98,7 @@ def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[s
         _bench_keyword_exact(report, store, list(datasets.NAMES), 20 if quick else (40 if data.rows <= 100_000 else 10))
         # Last, and its tables dropped after a scratch run: another copy of the rows and an HNSW index in
         # the same database evict ours from the cache (keyword p95 went from ~30 to 48 ms when it ran first).
-        from rag.bench.peers import drop_langchain_tables, langchain_search
+        from benchmarks.peers import drop_langchain_tables, langchain_search
 
         langchain_search(report, data.uri, data.dim, queries, K, ours, load=langchain_load)
         if langchain_load != "sql":

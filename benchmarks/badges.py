@@ -1,6 +1,6 @@
 """The green "grounded" badge on a labelled set of right and wrong answers: how often is it right?
 
-`rag/evaluation/data/badges.jsonl` holds one-sentence answers citing one passage, each labelled right
+`benchmarks/data/badges.jsonl` holds one-sentence answers citing one passage, each labelled right
 or wrong, in Chinese and English. Passages are either ones the repository ships (`zh_cmrc_trial/<pid>`,
 `en_race/<pid>`: rag/evaluation/data/eval) or short ones written for this set (红楼梦-style family
 relations, RFC 2616 facts: `{"passage": key, "text": ...}` lines). Right answers copy or paraphrase the
@@ -32,11 +32,11 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from rag.bench.report import Report
-from rag.evaluation.datasets import DATA_DIR
+from benchmarks.report import Report
 
-BADGES_FILE = DATA_DIR / "badges.jsonl"
+BADGES_FILE = Path(__file__).with_name("data") / "badges.jsonl"
 KNOWN_GREEN_WRONG: tuple[str, ...] = ()
 """Wrong answers the claim check still badges green: none. The last two, both of the held-out batches,
 were mended after they were seen (so the held-out figures after that are no longer blind): a swap
@@ -137,7 +137,7 @@ def check_cost(cases: Sequence[BadgeCase]) -> tuple[float, float]:
 def bench_badges(report: Report, quick: bool) -> None:
     cases = badge_cases()
     report.section(f"Green badge on {len(cases)} labelled answers ({sum(c.right for c in cases)} right, "
-                   f"{sum(not c.right for c in cases)} wrong; rag/evaluation/data/badges.jsonl): words alone vs "
+                   f"{sum(not c.right for c in cases)} wrong; benchmarks/data/badges.jsonl): words alone vs "
                    "words + claim check")
     words = {c.id: grounded(c, claims=False) for c in cases}
     claims = {c.id: grounded(c) for c in cases}

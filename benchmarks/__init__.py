@@ -1,11 +1,13 @@
 """`python -m rag bench`: each figure is a ratio against a peer measured in the same run.
 
-Speed goals live here, never in timed tests. The database benchmarks run in a scratch
+Not part of the library: `rag` never imports this package except in the `bench` command, so the peers
+(LangChain, LlamaIndex, rank-bm25, bm25s, Playwright: the `bench` optional dependencies) are needed only
+here. Speed goals live here, never in timed tests. The database benchmarks run in a scratch
 database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One module per
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
 turn before the model; `scale`: a million rows at 768-d and 384-d in databases kept between runs,
 made by `datasets`), `external` (a second PostgreSQL over TCP standing for a managed one),
-`retrieval` (the public sets: hit@5 and MRR per mode beside a BM25 peer, embedding throughput), `quality` (the embedded model's answers),
+`retrieval` (the public sets: hit@5 and MRR per mode beside the BM25 peers of `bm25_peers`, embedding throughput), `quality` (the embedded model's answers),
 `badges` (the green badge on a labelled set of right and wrong answers: words alone against the claim check; no model),
 `conversation` (questions asked one after another in one conversation against the same asked each alone,
 on the embedded model: right answers, gold cited, green but wrong, and the stage that lost each wrong
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rag.bench.report import Report
+from benchmarks.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
@@ -38,7 +40,7 @@ SLOW_IN_QUICK = {
 
 def bench_gpu(report: Report, quick: bool) -> None:
     """The GPU sampler's cost per tick against the two NVML calls every GPU monitor makes."""
-    from rag.bench.gpu import tick_cost
+    from benchmarks.gpu import tick_cost
 
     report.section("GPU sampler: one tick vs bare nvmlDeviceGetMemoryInfo + nvmlDeviceGetUtilizationRates")
     cost = tick_cost(ticks=800 if quick else 4000, rounds=3 if quick else 5)
@@ -57,7 +59,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
     if unknown:
         raise RagError(f"unknown benchmark {unknown[0]!r} (choose from: {', '.join(BENCHES)})")
     if scales:
-        from rag.bench.search import parse_scale
+        from benchmarks.search import parse_scale
 
         sizes = [parse_scale(s) for s in scales]  # before any benchmark runs: a typo costs nothing
     report = Report(out)
@@ -70,7 +72,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
             report.section(f"{name}: skipped in a plain --quick")
             report.line(f"skipped: {why}; `--quick --only {name}` runs its small form")
     if {"rechunk", "spring", "cli"} & set(chosen):
-        from rag.bench import splitting
+        from benchmarks import splitting
 
         if "rechunk" in chosen:
             splitting.bench_rechunk(report, quick)
@@ -79,21 +81,21 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         if "cli" in chosen:
             splitting.bench_cold_cli(report, quick)
     if "documents" in chosen:
-        from rag.bench.readers import bench_documents
+        from benchmarks.readers import bench_documents
 
         bench_documents(report, quick)
     if "gpu" in chosen:
         bench_gpu(report, quick)
     if "answers" in chosen:
-        from rag.bench.quality import bench_answers
+        from benchmarks.quality import bench_answers
 
         bench_answers(report, quick)
     if "badges" in chosen:
-        from rag.bench.badges import bench_badges
+        from benchmarks.badges import bench_badges
 
         bench_badges(report, quick)
     if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(chosen):
-        from rag.bench import database, external, memory, peers, retrieval, search, sessions
+        from benchmarks import database, external, memory, peers, retrieval, search, sessions
         from rag.store import Store, embedded_server_uri
 
         base = settings.database_url or embedded_server_uri(settings.pgdata)
@@ -115,7 +117,7 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
             if "retrieval" in chosen:
                 retrieval.bench_retrieval(report, uri, settings, quick)
             if "conversation" in chosen:
-                from rag.bench.conversation import bench_conversation
+                from benchmarks.conversation import bench_conversation
 
                 bench_conversation(report, uri, settings, quick)
             if "sessions" in chosen:

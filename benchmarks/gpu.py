@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from rag.generate.telemetry import Timeline
+from rag.llms.telemetry import Timeline
 from rag.gpu.nvml import NvmlFactory, load_pynvml
 from rag.gpu.sampler import INTERVAL, GpuSampler
 

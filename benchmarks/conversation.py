@@ -1,7 +1,7 @@
 """Conversations on the embedded chat model: follow-ups asked in one conversation, and the same
 questions asked alone, through the app's one engine on a real knowledge base.
 
-The sequences (`rag/evaluation/data/conversations.jsonl`) mix standalone questions drawn from the
+The sequences (`benchmarks/data/conversations.jsonl`) mix standalone questions drawn from the
 public sets (zh_cmrc_trial, en_race) with follow-ups written for them ("它是哪一年建成的？",
 "那他的父亲呢？", "why?", "And what about Lysis there?"); each question names its gold passage
 and the words a right answer holds, and each follow-up its standalone form. Each conversation
@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag.bench.report import Report
-from rag.evaluation.datasets import DATA_DIR
+from benchmarks.report import Report
 from rag.generate.conversation import Turn
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
     from rag.settings import Settings
     from rag.store import Store
 
-DATA = DATA_DIR / "conversations.jsonl"
+DATA = Path(__file__).with_name("data") / "conversations.jsonl"
 LANGUAGES = ("zh", "en")
 KB_PASSAGES = 30
 """Passages in each conversation's knowledge base: its own and distractors drawn from the same set."""
@@ -174,7 +173,7 @@ def knowledge_passages(conversation: Conversation, n: int = KB_PASSAGES) -> list
 def holds_gold(answer: str, answers: Iterable[str]) -> bool:
     """The answers bench's rule: the normalised answer contains a normalised gold answer (its end
     punctuation dropped: RACE's options end with a full stop an answer's sentence need not share)."""
-    from rag.bench.quality import _END_PUNCTUATION
+    from benchmarks.quality import _END_PUNCTUATION
     from rag.evaluation.normalise import normalise
 
     said = normalise(answer)
@@ -328,7 +327,7 @@ def wrong_rows(outcomes: Sequence[Outcome], width: int = 60) -> list[str]:
 
 def build_knowledge_base(store: Store, uri: str, conversation: Conversation, embedder: Embedder) -> str:
     """Its passages ingested into a knowledge base of their own (one document per passage); the name."""
-    from rag.bench.retrieval import _ingest
+    from benchmarks.retrieval import _ingest
     from rag.evaluation.sets import EvalSet
 
     name = f"conversation-{conversation.id}"

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.bench.report import Report
+from benchmarks.report import Report
 from rag.store import Hit
 
 

@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 
 from rag import chunking
-from rag.bench.corpus import synthetic_text
-from rag.bench.report import Report, best_of, best_of_interleaved
+from benchmarks.corpus import synthetic_text
+from benchmarks.report import Report, best_of, best_of_interleaved
 from rag.chunking import ChunkSettings
 from rag.errors import RagError, one_line
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 """The folder holding the `rag` package, for `python -m rag` in a child process."""
 
 _PEER_SCRIPT = """\

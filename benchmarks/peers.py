@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psycopg
 
-from rag.bench.report import Report
+from benchmarks.report import Report
 from rag.cores import usable_cores
 from rag.evaluation.sets import eval_set
 

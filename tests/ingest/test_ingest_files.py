@@ -1,0 +1,158 @@
+"""`ingest_files`, the one ingest path (`rag ingest`, `rag sync` and the Upload page): an unchanged file is
+told before it is parsed, a previewed file is not parsed again, one file's surprise fails it alone, and
+a stop leaves every file whole or absent, which `results_after_stop` tells.
+
+The parser and the OCR engine are the real ones; the spies only count their calls."""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rag import chunking, documents, ingest
+from rag.chunking import ChunkSettings
+from rag.documents import ocr
+from rag.embeddings.local import LocalEmbedder
+from rag.ingest import Source, ingest_bytes, ingest_files, results_after_stop
+from tests.docgen import make_scan_pdf
+from ui.zh import ZH
+
+SETTINGS = ChunkSettings(chunk_size=120, min_chunk_size_chars=0)
+SCAN = make_scan_pdf(["Margaret Elizabeth Thornton renewed the lease for the Antwerp depot in 2022.",
+                      "The depot holds forty pallets of Falcon X spare parts and two forklifts."])
+LOG = ("Harbour log. The keeper lit the lamp at dusk and wrote the weather down. " * 60).encode()
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each file was parsed (`parse:NAME`) and how many pages were OCR'd (`ocr`), counted around
+    the real functions."""
+    counted: Counter[str] = Counter()
+    load_bytes, read_image = documents.load_bytes, ocr.read_image
+
+    def counting_load(data: bytes, filename: str, progress=None):
+        counted[f"parse:{filename}"] += 1
+        return load_bytes(data, filename, progress)
+
+    def counting_ocr(png: bytes, prefer=None):
+        counted["ocr"] += 1
+        return read_image(png, prefer)
+
+    monkeypatch.setattr(documents, "load_bytes", counting_load)
+    monkeypatch.setattr(ocr, "read_image", counting_ocr)
+    return counted
+
+
+def test_an_unchanged_scan_is_recognised_before_it_is_parsed_or_ocrd(store, calls: Counter[str]) -> None:
+    first = ingest_bytes(store, LocalEmbedder(), SCAN, "lease.pdf", "scans", SETTINGS)
+    assert first.status == "stored" and first.pages == 2
+    assert calls == {"parse:lease.pdf": 1, "ocr": 2}  # the real OCR read both pages
+
+    heard: list[str] = []
+    again = ingest_bytes(store, LocalEmbedder(), SCAN, "lease.pdf", "scans", SETTINGS,
+                         on_stage=lambda stage, fraction, message: heard.append(stage))
+    assert (again.status, again.chunks, again.pages) == ("unchanged", first.chunks, 2)
+    assert calls == {"parse:lease.pdf": 1, "ocr": 2}  # not parsed, not OCR'd again
+    assert heard == ["store"]
+
+    # The same through the pipeline, from the bytes and from the file.
+    [from_bytes] = ingest_files(store, LocalEmbedder(), [Source.upload("lease.pdf", SCAN)], "scans", SETTINGS)
+    assert from_bytes.status == "unchanged"
+    assert calls == {"parse:lease.pdf": 1, "ocr": 2}
+
+
+def test_an_unchanged_file_on_disk_is_not_parsed_again(store, calls: Counter[str], tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_bytes(LOG)
+
+    def statuses(settings: ChunkSettings) -> list[str]:
+        return [r.status for r in ingest.ingest_paths(store, LocalEmbedder(), [tmp_path / "log.txt"], "logs", settings)]
+
+    assert statuses(SETTINGS) == ["stored"]
+    assert statuses(SETTINGS) == ["unchanged"]
+    assert calls["parse:log.txt"] == 1
+    # Other settings cut it again: then it is parsed.
+    assert statuses(dataclasses.replace(SETTINGS, chunk_size=200)) == ["replaced"]
+    assert calls["parse:log.txt"] == 2
+
+
+def test_a_previewed_scan_is_parsed_and_ocrd_once_and_stored_as_previewed(store, calls: Counter[str]) -> None:
+    preview = ingest.prepare(SCAN, "lease.pdf", SETTINGS)  # what the Upload page shows
+    assert calls == {"parse:lease.pdf": 1, "ocr": 2}
+
+    [result] = ingest_files(store, LocalEmbedder(), [Source.upload("lease.pdf", SCAN, preview)], "scans", SETTINGS)
+
+    assert (result.status, result.pages, result.chunks) == ("stored", 2, len(preview.chunk_set.chunks))
+    assert calls == {"parse:lease.pdf": 1, "ocr": 2}  # the preview's parse was the only one
+    stored = [c.content for c in store.iter_chunks("scans")]
+    assert stored == [c.text for c in preview.chunk_set.chunks]
+    assert "Antwerp depot" in stored[0]
+    document = store.find_document("scans", "lease.pdf")
+    assert (document.sha256, document.page_count) == (documents.sha256_hex(SCAN), 2)
+
+
+def test_a_preview_cut_with_other_settings_is_cut_again_but_not_parsed_again(store, calls: Counter[str]) -> None:
+    preview = ingest.prepare(LOG, "log.txt", ChunkSettings(chunk_size=400))
+    [result] = ingest_files(store, LocalEmbedder(), [Source.upload("log.txt", LOG, preview)], "logs", SETTINGS)
+    assert result.chunks == len(chunking.split(preview.document.text, SETTINGS).chunks) != len(preview.chunk_set.chunks)
+    assert calls["parse:log.txt"] == 1
+
+
+def test_a_source_must_have_its_bytes_and_be_parsed_from_them() -> None:
+    preview = ingest.prepare(LOG, "log.txt", SETTINGS)
+    with pytest.raises(ValueError, match=r"^'log.txt': the parsed document was read from other bytes \(sha256 "):
+        Source.upload("log.txt", LOG + b" Edited.", preview)
+    with pytest.raises(ValueError, match="needs its bytes or its path"):
+        Source("log.txt")
+    with pytest.raises(ValueError, match="needs the bytes it was parsed from"):
+        Source("log.txt", path=Path("log.txt"), parsed=preview)
+
+
+def test_a_file_that_fails_unexpectedly_fails_alone(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_bytes = documents.load_bytes
+
+    def buggy(data: bytes, filename: str, progress=None):
+        if filename == "b.txt":
+            raise KeyError("page")  # what a parser's bug looks like: not a RagError
+        return load_bytes(data, filename, progress)
+
+    monkeypatch.setattr(documents, "load_bytes", buggy)
+    sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt", "c.txt")]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "logs", SETTINGS))
+    assert [r.status for r in results] == ["stored", "failed", "stored"]
+    assert results[1].line() == "b.txt: failed: unexpected error: KeyError: 'page'"
+    assert results[1].reason.template in ZH  # the Upload page says it in Chinese too
+    assert [d.original_filename for d in store.list_documents("logs")] == ["a.txt", "c.txt"]
+
+
+class Stopped(BaseException):
+    """Stands for Streamlit's RerunException, which a click on Stop raises in the page's next callback."""
+
+
+def test_a_stop_finishes_the_write_in_flight_and_results_after_stop_says_what_is_stored(store) -> None:
+    sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt", "c.txt")]
+    done: list[ingest.IngestResult] = []
+    reached: dict[str, str] = {}
+
+    def on_stage(name: str):  # what the Upload page does: note the stage, and stop in b's embedding
+        def heard(stage: str, fraction: float, message: str) -> None:
+            reached[name] = stage
+            if name == "b.txt" and stage == "embed":
+                raise Stopped
+        return heard
+
+    with pytest.raises(Stopped):
+        for result in ingest_files(store, LocalEmbedder(), sources, "logs", SETTINGS, on_stage=on_stage):
+            done.append(result)
+
+    # a.txt was being written while b.txt was embedded: its write was finished, not cut, before the stop
+    # came out; its result was not given yet.
+    assert done == []
+    assert [d.original_filename for d in store.list_documents("logs")] == ["a.txt"]
+    results = results_after_stop(store, "logs", SETTINGS, sources, done, reached)
+    assert [r.line() for r in results] == [
+        f"a.txt: stored (1 pages, {store.find_document('logs', 'a.txt').chunk_count} chunks)",
+        "b.txt: stopped: stopped during embed: nothing of it was stored",
+        "c.txt: stopped: not started",
+    ]
