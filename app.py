@@ -4,6 +4,7 @@ Every page has its own URL, the first one included: the root URL opens the Uploa
 /upload, and a page reached without this router (Streamlit's discovery of the `pages/` folder on a
 server's first request) comes back through it (ui/routing.py).
 """
+
 from __future__ import annotations
 
 import streamlit as st
@@ -44,14 +45,29 @@ def sidebar() -> None:
     try:
         info = resources.server_info()
         where = _("embedded") if info.embedded else _("external ({location})", location=info.location)
-        checks.append(rag_status.Check("Database", True, _("PostgreSQL {pg} + pgvector {vector}, {where}",
-                                                           pg=info.postgres_version, vector=info.pgvector_version,
-                                                           where=where)))
+        checks.append(
+            rag_status.Check(
+                "Database",
+                True,
+                _(
+                    "PostgreSQL {pg} + pgvector {vector}, {where}",
+                    pg=info.postgres_version,
+                    vector=info.pgvector_version,
+                    where=where,
+                ),
+            )
+        )
     except RagError as exc:
-        checks.append(rag_status.Check("Database", False, tr(exc),
-                                       _("check DATABASE_URL, or unset it to use the embedded database")
-                                       if settings.database_url else
-                                       _("the embedded database did not answer: see the message, then reload")))
+        checks.append(
+            rag_status.Check(
+                "Database",
+                False,
+                tr(exc),
+                _("check DATABASE_URL, or unset it to use the embedded database")
+                if settings.database_url
+                else _("the embedded database did not answer: see the message, then reload"),
+            )
+        )
     ollama = resources.ollama_status()
     if settings.preload_chat_model and rag_status.embedded_chat_is_default(settings, ollama):
         resources.preload_embedded_model(settings.chat_model)  # the first question need not wait for it

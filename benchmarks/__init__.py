@@ -16,6 +16,7 @@ answer), `gpu` (the sampler's cost),
 against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
 and PDF), `sessions` (peak RSS of the running app with one and three browser sessions).
 """
+
 from __future__ import annotations
 
 from typing import TextIO
@@ -24,16 +25,32 @@ from benchmarks.report import Report
 from rag.errors import RagError
 from rag.settings import Settings
 
-BENCHES = ("rechunk", "spring", "cli", "documents", "gpu", "insert", "search", "scale", "external", "peers", "memory",
-           "retrieval", "answers", "badges", "conversation", "sessions")
+BENCHES = (
+    "rechunk",
+    "spring",
+    "cli",
+    "documents",
+    "gpu",
+    "insert",
+    "search",
+    "scale",
+    "external",
+    "peers",
+    "memory",
+    "retrieval",
+    "answers",
+    "badges",
+    "conversation",
+    "sessions",
+)
 
 
 SLOW_IN_QUICK = {
     "answers": "it loads the embedded chat model and has it write 8 answers on the CPU (minutes)",
     "conversation": "it loads the embedded chat model and has it answer 2 conversations of 4 questions twice (in one "
-                    "conversation, then each alone) and rewrite the follow-ups on the CPU (10-20 minutes)",
+    "conversation, then each alone) and rewrite the follow-ups on the CPU (10-20 minutes)",
     "external": "it starts a second PostgreSQL, ingests with one and two writers on both and builds four "
-                "HNSW indexes (minutes)",
+    "HNSW indexes (minutes)",
 }
 """Benchmarks whose small form still takes minutes (`scale` and `sessions` skip themselves in --quick)."""
 
@@ -48,12 +65,20 @@ def bench_gpu(report: Report, quick: bool) -> None:
         report.line(f"skipped: {cost.skipped}")
         return
     met = cost.ratio <= 1.5
-    report.line(f"{cost.devices} GPU(s), {cost.ticks} ticks per round: sampler {cost.ours * 1e6:.1f} µs/tick, "
-                f"bare calls {cost.peer * 1e6:.1f} µs -> {cost.ratio:.2f}x (goal <= 1.5x: {'met' if met else 'NOT met'})")
+    report.line(
+        f"{cost.devices} GPU(s), {cost.ticks} ticks per round: sampler {cost.ours * 1e6:.1f} µs/tick, "
+        f"bare calls {cost.peer * 1e6:.1f} µs -> {cost.ratio:.2f}x (goal <= 1.5x: {'met' if met else 'NOT met'})"
+    )
 
 
-def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str] | None = None,
-        scales: list[str] | None = None) -> int:
+def run(
+    settings: Settings,
+    *,
+    out: TextIO,
+    quick: bool = False,
+    only: list[str] | None = None,
+    scales: list[str] | None = None,
+) -> int:
     chosen = only or list(BENCHES)
     unknown = [b for b in chosen if b not in BENCHES]
     if unknown:
@@ -94,7 +119,9 @@ def run(settings: Settings, *, out: TextIO, quick: bool = False, only: list[str]
         from benchmarks.badges import bench_badges
 
         bench_badges(report, quick)
-    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(chosen):
+    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(
+        chosen
+    ):
         from benchmarks import database, external, memory, peers, retrieval, search, sessions
         from rag.store import Store, embedded_server_uri
 

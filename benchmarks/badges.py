@@ -23,6 +23,7 @@ made each part of the tuning set; the figures below are the honest estimate):
   pleasantries by keyword search, left "Scientists know where the lobsters go" without its verb; an
   antonym, "父母都还健在" for "父母双亡").
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,8 +73,19 @@ def badge_cases() -> tuple[BadgeCase, ...]:
         name, _, pid = key.partition("/")
         return next(p.text for p in eval_set(name).passages if p.key == pid)
 
-    return tuple(BadgeCase(r["id"], r["id"].split("-")[0], passage(r["passage"]), r["answer"], r["right"], r["kind"],
-                           r.get("split", "dev")) for r in rows if "id" in r)
+    return tuple(
+        BadgeCase(
+            r["id"],
+            r["id"].split("-")[0],
+            passage(r["passage"]),
+            r["answer"],
+            r["right"],
+            r["kind"],
+            r.get("split", "dev"),
+        )
+        for r in rows
+        if "id" in r
+    )
 
 
 def grounded(case: BadgeCase, *, claims: bool = True) -> bool:
@@ -81,8 +93,16 @@ def grounded(case: BadgeCase, *, claims: bool = True) -> bool:
     from rag import generate
     from rag.store import Hit
 
-    sources = generate.number_sources([Hit(id=uuid.uuid4(), content=case.passage, score=1.0,
-                                           metadata={"original_filename": f"{case.id}.txt", "pages": [1]})])
+    sources = generate.number_sources(
+        [
+            Hit(
+                id=uuid.uuid4(),
+                content=case.passage,
+                score=1.0,
+                metadata={"original_filename": f"{case.id}.txt", "pages": [1]},
+            )
+        ]
+    )
     return generate.check_grounding(case.answer, sources, claims=claims).grounded
 
 
@@ -106,18 +126,24 @@ class Figures:
         return self.right_green / self.right if self.right else 1.0
 
     def line(self) -> str:
-        return (f"green precision {self.precision:.0%} ({self.right_green}/{self.right_green + self.wrong_green}), "
-                f"right kept green {self.right_green}/{self.right} ({self.kept:.0%}), wrong green "
-                f"{self.wrong_green}/{self.wrong}")
+        return (
+            f"green precision {self.precision:.0%} ({self.right_green}/{self.right_green + self.wrong_green}), "
+            f"right kept green {self.right_green}/{self.right} ({self.kept:.0%}), wrong green "
+            f"{self.wrong_green}/{self.wrong}"
+        )
 
 
 def measure(cases: Sequence[BadgeCase], *, claims: bool = True, green: Mapping[str, bool] | None = None) -> Figures:
     """The figures of `cases` (`green`: their verdicts by id, when already known)."""
     verdicts = [(c, green[c.id] if green is not None else grounded(c, claims=claims)) for c in cases]
-    return Figures(sum(c.right for c in cases), sum(not c.right for c in cases),
-                   sum(g and c.right for c, g in verdicts), sum(g and not c.right for c, g in verdicts),
-                   tuple(c.id for c, g in verdicts if g and not c.right),
-                   tuple(c.id for c, g in verdicts if c.right and not g))
+    return Figures(
+        sum(c.right for c in cases),
+        sum(not c.right for c in cases),
+        sum(g and c.right for c, g in verdicts),
+        sum(g and not c.right for c, g in verdicts),
+        tuple(c.id for c, g in verdicts if g and not c.right),
+        tuple(c.id for c, g in verdicts if c.right and not g),
+    )
 
 
 def check_cost(cases: Sequence[BadgeCase]) -> tuple[float, float]:
@@ -136,9 +162,11 @@ def check_cost(cases: Sequence[BadgeCase]) -> tuple[float, float]:
 
 def bench_badges(report: Report, quick: bool) -> None:
     cases = badge_cases()
-    report.section(f"Green badge on {len(cases)} labelled answers ({sum(c.right for c in cases)} right, "
-                   f"{sum(not c.right for c in cases)} wrong; benchmarks/data/badges.jsonl): words alone vs "
-                   "words + claim check")
+    report.section(
+        f"Green badge on {len(cases)} labelled answers ({sum(c.right for c in cases)} right, "
+        f"{sum(not c.right for c in cases)} wrong; benchmarks/data/badges.jsonl): words alone vs "
+        "words + claim check"
+    )
     words = {c.id: grounded(c, claims=False) for c in cases}
     claims = {c.id: grounded(c) for c in cases}
     for lang, name in (("zh", "Chinese"), ("en", "English"), (None, "all")):
@@ -147,14 +175,20 @@ def bench_badges(report: Report, quick: bool) -> None:
         report.line(f"{name} ({len(chosen)}): after:  {measure(chosen, green=claims).line()}")
     for split in sorted({c.split for c in cases} - {"dev"}):
         chosen = [c for c in cases if c.split == split]
-        report.line(f"{split} ({len(chosen)}, written after the rules were frozen): before: "
-                    f"{measure(chosen, green=words).line()}; after: {measure(chosen, green=claims).line()}")
+        report.line(
+            f"{split} ({len(chosen)}, written after the rules were frozen): before: "
+            f"{measure(chosen, green=words).line()}; after: {measure(chosen, green=claims).line()}"
+        )
     after = measure(cases, green=claims)
     by_kind: dict[str, list[BadgeCase]] = {}
     for case in cases:
         by_kind.setdefault(case.kind, []).append(case)
-    report.line("after, by kind: " + ", ".join(
-        f"{kind} {sum(claims[c.id] for c in items)}/{len(items)} green" for kind, items in sorted(by_kind.items())))
+    report.line(
+        "after, by kind: "
+        + ", ".join(
+            f"{kind} {sum(claims[c.id] for c in items)}/{len(items)} green" for kind, items in sorted(by_kind.items())
+        )
+    )
     report.line(f"wrong answers still green: {', '.join(after.green_wrong_ids) or 'none'}")
     report.line(f"right answers no longer green: {', '.join(after.lost_ids) or 'none'}")
     median, worst = check_cost(cases[:40] if quick else cases)

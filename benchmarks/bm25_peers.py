@@ -4,6 +4,7 @@ Tokens are lower-cased words plus Chinese character bigrams: the text our keywor
 (`rag.query.keywords.search_text`), split into its words (`rag.evaluation.keyword.tokens`), so a peer
 differs from our keyword search in ranking only, not in what it can match.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

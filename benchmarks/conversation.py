@@ -22,6 +22,7 @@ top_k hits the turn got; its rank in a deeper search, made as the engine searche
 packing (found, but left out of the prompt, or given in part without the answer), or misread (the
 prompt held it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -151,8 +152,11 @@ def for_run(conversations: Sequence[Conversation], quick: bool) -> list[Conversa
     """All of them; in --quick, the first of each language cut to `QUICK_QUESTIONS` questions."""
     if not quick:
         return list(conversations)
-    firsts = [next(c for c in conversations if c.language == lang) for lang in LANGUAGES
-              if any(c.language == lang for c in conversations)]
+    firsts = [
+        next(c for c in conversations if c.language == lang)
+        for lang in LANGUAGES
+        if any(c.language == lang for c in conversations)
+    ]
     return [dataclasses.replace(c, questions=c.questions[:QUICK_QUESTIONS]) for c in firsts]
 
 
@@ -235,18 +239,34 @@ class Outcome:
         return self.turn.rewritten
 
 
-def judge(turn: Turn, question: BenchQuestion, *, conversation: str, language: str, condition: str,
-          first_word: float | None, rank: Callable[[Turn], int | None]) -> Outcome:
+def judge(
+    turn: Turn,
+    question: BenchQuestion,
+    *,
+    conversation: str,
+    language: str,
+    condition: str,
+    first_word: float | None,
+    rank: Callable[[Turn], int | None],
+) -> Outcome:
     """The outcome of one turn; `rank(turn)` gives the gold passage's rank in a deeper search for what the
     turn searched, asked only for a wrong answer."""
     right = holds_gold(turn.answer, question.answers) and not turn.problem
-    outcome = Outcome(conversation, language, condition, question, turn, right, cites_gold(turn, question.pid),
-                      turn.grounding.grounded, first_word)
+    outcome = Outcome(
+        conversation,
+        language,
+        condition,
+        question,
+        turn,
+        right,
+        cites_gold(turn, question.pid),
+        turn.grounding.grounded,
+        first_word,
+    )
     if right:
         return outcome
     stage, detail = stage_of(turn, question)
-    return dataclasses.replace(outcome, stage=stage, detail=detail,
-                               rank=rank(turn) if stage != NO_ANSWER else None)
+    return dataclasses.replace(outcome, stage=stage, detail=detail, rank=rank(turn) if stage != NO_ANSWER else None)
 
 
 # --- counting -----------------------------------------------------------------------------------
@@ -266,8 +286,10 @@ class Counts:
     def line(self, label: str) -> str:
         n = self.asked
         lost = ", ".join(f"{stage} {self.stages[stage]}" for stage in STAGES if self.stages.get(stage))
-        return (f"{label} {self.right}/{n} right, gold cited {self.cites_gold}/{n}, green but wrong "
-                f"{self.green_but_wrong}, rewritten {self.rewritten}/{n}" + (f" (wrong: {lost})" if lost else ""))
+        return (
+            f"{label} {self.right}/{n} right, gold cited {self.cites_gold}/{n}, green but wrong "
+            f"{self.green_but_wrong}, rewritten {self.rewritten}/{n}" + (f" (wrong: {lost})" if lost else "")
+        )
 
 
 def count(outcomes: Sequence[Outcome]) -> Counts:
@@ -298,10 +320,13 @@ def summary_lines(outcomes: Sequence[Outcome]) -> list[str]:
             kinds = by_kind(outcomes, language, condition)
             follow = "follow-ups" if condition == CONVERSATION else "follow-ups (their standalone form)"
             waits = [w for c in kinds.values() for w in c.first_word]
-            wait = (f"first word p50 {statistics.median(waits):.1f} s, max {max(waits):.1f} s" if waits
-                    else "no first word")
-            lines.append(f"{language}, {condition}: " + "; ".join(
-                [kinds["standalone"].line("standalone"), kinds["follow-up"].line(follow), wait]))
+            wait = (
+                f"first word p50 {statistics.median(waits):.1f} s, max {max(waits):.1f} s" if waits else "no first word"
+            )
+            lines.append(
+                f"{language}, {condition}: "
+                + "; ".join([kinds["standalone"].line("standalone"), kinds["follow-up"].line(follow), wait])
+            )
     return lines
 
 
@@ -309,15 +334,26 @@ def wrong_rows(outcomes: Sequence[Outcome], width: int = 60) -> list[str]:
     """The wrong answers as a Markdown table: the question, what was searched, the stage and the gold rank."""
     from rag.errors import one_line
 
-    rows = ["| lang | condition | kind | question | searched for | stage | gold rank | detail | answer |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| lang | condition | kind | question | searched for | stage | gold rank | detail | answer |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for o in outcomes:
         if o.right:
             continue
         searched = "(as asked)" if not o.rewritten else one_line(o.turn.query, width).replace("|", "/")
         rank = "-" if o.stage == NO_ANSWER else str(o.rank) if o.rank is not None else f"absent (> {DEEP})"
-        cells = [o.language, o.condition, o.question.kind, one_line(o.turn.question, width), searched, o.stage, rank,
-                 o.detail, one_line(o.turn.answer, width) or "-"]
+        cells = [
+            o.language,
+            o.condition,
+            o.question.kind,
+            one_line(o.turn.question, width),
+            searched,
+            o.stage,
+            rank,
+            o.detail,
+            one_line(o.turn.answer, width) or "-",
+        ]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return rows if len(rows) > 2 else []
 
@@ -335,8 +371,9 @@ def build_knowledge_base(store: Store, uri: str, conversation: Conversation, emb
     return name
 
 
-def ask_all(conversation: Conversation, condition: str, request: Request, *, model: ChatModel, store: Store,
-            settings: Settings) -> list[Outcome]:
+def ask_all(
+    conversation: Conversation, condition: str, request: Request, *, model: ChatModel, store: Store, settings: Settings
+) -> list[Outcome]:
     """Its questions through `engine.start`: in one conversation (each with the turns before it as its
     history and memory), or each alone (a follow-up in its standalone form)."""
     from rag.generate import engine
@@ -347,18 +384,32 @@ def ask_all(conversation: Conversation, condition: str, request: Request, *, mod
     for question in conversation.questions:
         together = condition == CONVERSATION
         started = time.monotonic()
-        live = engine.start(question.text if together else question.standalone, request, model=model, store=store,
-                            settings=settings, history=history_messages(turns) if together else (),
-                            memory=memory_of(turns) if together else None)
+        live = engine.start(
+            question.text if together else question.standalone,
+            request,
+            model=model,
+            store=store,
+            settings=settings,
+            history=history_messages(turns) if together else (),
+            memory=memory_of(turns) if together else None,
+        )
         if isinstance(live, Turn):
             turn, first_word = live, None
         else:
             turn = engine.wait(live)
             first_word = live.runner.first_item - started if live.runner.first_item is not None else None
         turns.append(turn)
-        outcomes.append(judge(turn, question, conversation=conversation.id, language=conversation.language,
-                              condition=condition, first_word=first_word,
-                              rank=functools.partial(gold_rank, store, settings, request, pid=question.pid)))
+        outcomes.append(
+            judge(
+                turn,
+                question,
+                conversation=conversation.id,
+                language=conversation.language,
+                condition=condition,
+                first_word=first_word,
+                rank=functools.partial(gold_rank, store, settings, request, pid=question.pid),
+            )
+        )
     return outcomes
 
 
@@ -383,9 +434,15 @@ def _embedder(settings: Settings, quick: bool) -> tuple[Embedder, str]:
     return embedder_for_name(WORDLLAMA_NAME, settings), f"e5 cannot run here: {reason}"
 
 
-def bench_conversation(report: Report, uri: str, settings: Settings, quick: bool = False, *,
-                       model: ChatModel | None = None,
-                       conversations: Sequence[Conversation] | None = None) -> list[Outcome]:
+def bench_conversation(
+    report: Report,
+    uri: str,
+    settings: Settings,
+    quick: bool = False,
+    *,
+    model: ChatModel | None = None,
+    conversations: Sequence[Conversation] | None = None,
+) -> list[Outcome]:
     """The conversations on the embedded chat model (or `model`), in the scratch database at `uri`."""
     from rag import llms, retrieve
     from rag.evaluation.vectors import CachedEmbedder, DiskVectors
@@ -394,8 +451,10 @@ def bench_conversation(report: Report, uri: str, settings: Settings, quick: bool
 
     chosen = list(conversations) if conversations is not None else for_run(load_conversations(), quick)
     questions = sum(len(c.questions) for c in chosen)
-    report.section(f"Conversations: {len(chosen)} sequences, {questions} questions, asked in one conversation and "
-                   f"each alone, through the chat engine (hybrid, top_k 8, rewrite on) on {KB_PASSAGES} passages each")
+    report.section(
+        f"Conversations: {len(chosen)} sequences, {questions} questions, asked in one conversation and "
+        f"each alone, through the chat engine (hybrid, top_k 8, rewrite on) on {KB_PASSAGES} passages each"
+    )
     if model is None:
         try:
             model = llms.resolve_chat_model(settings, "local")

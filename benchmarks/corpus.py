@@ -1,4 +1,5 @@
 """Synthetic inputs for the benchmarks: prose-like text, Zipf-distributed sentences, clustered vectors."""
+
 from __future__ import annotations
 
 import functools
@@ -7,12 +8,84 @@ import random
 
 import numpy as np
 
-_WORDS = (
-    "the of and to in is was for on that with as by at from it an be this are which or has had not "
-    "but were their its also been more revenue growth index vector search model chunk document page "
-    "database query answer source token embedding retrieval budget report quarter market"
-).split()
-STOPWORDS = "the of and to in is was for on that with as by at from it an be this are which or".split()
+_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "it",
+    "an",
+    "be",
+    "this",
+    "are",
+    "which",
+    "or",
+    "has",
+    "had",
+    "not",
+    "but",
+    "were",
+    "their",
+    "its",
+    "also",
+    "been",
+    "more",
+    "revenue",
+    "growth",
+    "index",
+    "vector",
+    "search",
+    "model",
+    "chunk",
+    "document",
+    "page",
+    "database",
+    "query",
+    "answer",
+    "source",
+    "token",
+    "embedding",
+    "retrieval",
+    "budget",
+    "report",
+    "quarter",
+    "market",
+]
+STOPWORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "it",
+    "an",
+    "be",
+    "this",
+    "are",
+    "which",
+    "or",
+]
 
 
 def synthetic_text(tokens_wanted: int, seed: int = 0) -> str:
@@ -40,8 +113,7 @@ def _vocabulary(size: int = 20_000) -> tuple[list[str], list[float]]:
     a sentence before, what made a million rows take 23 minutes to make)."""
     rng = random.Random(7)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(4, 10)))
-                               for _ in range(size)))
+    words = list(dict.fromkeys("".join(rng.choice(letters) for _ in range(rng.randint(4, 10))) for _ in range(size)))
     return words, list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
 
 

@@ -1,4 +1,5 @@
 """Writing chunks: binary COPY against INSERTs, in a scratch database on the configured server."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,16 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
     report.section(f"Bulk insert of {n:,} chunks ({dim}-d)")
     rng = np.random.default_rng(5)
     vectors = rng.normal(size=(n, dim)).astype(np.float32)
-    rows = [(uuid.uuid4(), f"chunk {i} " + "lorem ipsum " * 40, Jsonb({"knowledge": "bench", "chunk_index": i}),
-             vectors[i], None) for i in range(n)]
+    rows = [
+        (
+            uuid.uuid4(),
+            f"chunk {i} " + "lorem ipsum " * 40,
+            Jsonb({"knowledge": "bench", "chunk_index": i}),
+            vectors[i],
+            None,
+        )
+        for i in range(n)
+    ]
     with psycopg.connect(uri) as conn:
         register_vector(conn)
         conn.execute("CREATE TABLE bench_copy (LIKE vector_store INCLUDING DEFAULTS INCLUDING GENERATED)")
@@ -54,40 +63,56 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
         def executemany() -> None:
             conn.execute("TRUNCATE bench_rows")
             with conn.cursor() as cur:
-                cur.executemany("INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
-                                "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
-                                [(*row, keywords.search_text(row[1])) for row in rows])
+                cur.executemany(
+                    "INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
+                    "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(*row, keywords.search_text(row[1])) for row in rows],
+                )
             conn.commit()
 
         def one_by_one() -> None:
             conn.execute("TRUNCATE bench_rows")
             with conn.cursor() as cur:
                 for row in rows:
-                    cur.execute("INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
-                                "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
-                                (*row, keywords.search_text(row[1])))
+                    cur.execute(
+                        "INSERT INTO bench_rows (id, content, metadata, embedding, document_id, "
+                        "search_text) VALUES (%s, %s, %s, %s, %s, %s)",
+                        (*row, keywords.search_text(row[1])),
+                    )
             conn.commit()
 
         def server_floor() -> None:
             conn.execute("TRUNCATE bench_rows")
-            with conn.cursor() as cur, cur.copy("COPY bench_rows (id, content, metadata, embedding, "
-                                                "document_id, search_text) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            with (
+                conn.cursor() as cur,
+                cur.copy(
+                    "COPY bench_rows (id, content, metadata, embedding, "
+                    "document_id, search_text) FROM STDIN WITH (FORMAT BINARY)"
+                ) as cp,
+            ):
                 cp.write(payload)
             conn.commit()
 
         ours_t, _ = best_of(copy, 2)
         copied = conn.execute("SELECT count(*) FROM bench_copy").fetchone()[0]
         payload = bytearray()
-        with conn.cursor() as cur, cur.copy("COPY bench_copy (id, content, metadata, embedding, document_id, "
-                                            "search_text) TO STDOUT WITH (FORMAT BINARY)") as cp:
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY bench_copy (id, content, metadata, embedding, document_id, "
+                "search_text) TO STDOUT WITH (FORMAT BINARY)"
+            ) as cp,
+        ):
             for data in cp:
                 payload += data
         conn.commit()
         floor_t, _ = best_of(server_floor, 1)
         pipelined_t, _ = best_of(executemany, 1)
         single_t, _ = best_of(one_by_one, 1)
-    report.line(f"rows written: {copied:,} (same table layout as vector_store, no ANN index on either); "
-                f"the server alone needs {floor_t:.2f} s to take the {len(payload) / 1e6:.0f} MB")
+    report.line(
+        f"rows written: {copied:,} (same table layout as vector_store, no ANN index on either); "
+        f"the server alone needs {floor_t:.2f} s to take the {len(payload) / 1e6:.0f} MB"
+    )
     report.ratio("binary COPY vs one INSERT per row (execute in a loop)", ours_t, single_t, 5)
     report.ratio("binary COPY vs psycopg executemany (pipelined)", ours_t, pipelined_t, 5)
     from benchmarks.peers import langchain_insert

@@ -5,6 +5,7 @@ A million 768-d rows take tens of minutes to load and index on 2 cores, so `kept
 database of their own (`rag_bench_<rows>_<dim>` on the configured server), records how long that took,
 and later runs search them as they are. A kept database is rebuilt only when its `VERSION` changes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +65,10 @@ class Dataset:
     def sizes(self) -> tuple[float, float]:
         """MB of the HNSW index and of the table (with its TOAST and other indexes)."""
         with psycopg.connect(self.uri) as conn:
-            row = conn.execute("SELECT pg_relation_size(%s::regclass), pg_total_relation_size('vector_store')",
-                               (hnsw_index_name(self.dim),)).fetchone()
+            row = conn.execute(
+                "SELECT pg_relation_size(%s::regclass), pg_total_relation_size('vector_store')",
+                (hnsw_index_name(self.dim),),
+            ).fetchone()
         return row[0] / 1e6, row[1] / 1e6
 
 
@@ -82,8 +85,12 @@ def queries(n: int, dim: int, count: int) -> np.ndarray:
 def _progress(label: str, done: int, total: int, started: float) -> None:
     if total >= 200_000:  # a kept build runs for minutes: say where it is (stderr: the report stays clean)
         rate = done / max(1e-9, time.perf_counter() - started)
-        print(f"\r{label}: {done:,}/{total:,} rows ({rate:,.0f}/s)", end="" if done < total else "\n",
-              file=sys.stderr, flush=True)
+        print(
+            f"\r{label}: {done:,}/{total:,} rows ({rate:,.0f}/s)",
+            end="" if done < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def graph_megabytes(rows: int, dim: int) -> int:
@@ -123,11 +130,16 @@ def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, st
             # The bookkeeping a real ingest writes (one document per knowledge base, holding its rows):
             # search sizes ef_search from it and reads a small knowledge base's rows through it.
             documents[name] = uuid.uuid4()
-            conn.execute("INSERT INTO knowledge_bases (name, embedder, dimension, chunk_settings) "
-                         "VALUES (%s, 'bench', %s, '{}')", (name, dim))
-            conn.execute("INSERT INTO documents (id, knowledge, original_filename, sha256, content, size_bytes, "
-                         "page_count, chunk_count, chunk_settings) VALUES (%s, %s, 'bench', '', '', 0, 1, %s, '{}')",
-                         (documents[name], name, count))
+            conn.execute(
+                "INSERT INTO knowledge_bases (name, embedder, dimension, chunk_settings) "
+                "VALUES (%s, 'bench', %s, '{}')",
+                (name, dim),
+            )
+            conn.execute(
+                "INSERT INTO documents (id, knowledge, original_filename, sha256, content, size_bytes, "
+                "page_count, chunk_count, chunk_settings) VALUES (%s, %s, 'bench', '', '', 0, 1, %s, '{}')",
+                (documents[name], name, count),
+            )
         if bulk:
             conn.execute("DROP TRIGGER bm25_track_insert ON vector_store")
             conn.execute("DROP INDEX vector_store_fts_idx")
@@ -135,11 +147,24 @@ def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, st
         for start in range(0, rows, BATCH):
             vectors = clustered(min(BATCH, rows - start), dim, rng, topic)
             texts = sentences(len(vectors), seed=start)
-            copy_rows(conn, ((uuid.uuid4(), texts[i],
-                              {"knowledge": knowledge_of(start + i), "chunk_index": start + i,
-                               "original_filename": f"doc{(start + i) // 50}.pdf", "pages": [1 + i % 30]}, v,
-                              documents[knowledge_of(start + i)])
-                             for i, v in enumerate(vectors)))
+            copy_rows(
+                conn,
+                (
+                    (
+                        uuid.uuid4(),
+                        texts[i],
+                        {
+                            "knowledge": knowledge_of(start + i),
+                            "chunk_index": start + i,
+                            "original_filename": f"doc{(start + i) // 50}.pdf",
+                            "pages": [1 + i % 30],
+                        },
+                        v,
+                        documents[knowledge_of(start + i)],
+                    )
+                    for i, v in enumerate(vectors)
+                ),
+            )
             conn.commit()
             _progress(f"loading {dim}-d", start + len(vectors), rows, started)
     if bulk:
@@ -147,8 +172,11 @@ def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, st
         rebuilt = time.perf_counter()
         Store(uri).close()
         if rows >= 200_000:
-            print(f"BM25 statistics and full-text index rebuilt in {time.perf_counter() - rebuilt:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"BM25 statistics and full-text index rebuilt in {time.perf_counter() - rebuilt:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     loaded = time.perf_counter() - started
     with psycopg.connect(uri) as conn:
         settings = _hnsw_settings(conn, rows, dim)
@@ -170,9 +198,13 @@ def kept(base_uri: str, rows: int, dim: int) -> Dataset:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is not None
     if exists:
         with psycopg.connect(uri) as conn:
-            meta = conn.execute("SELECT to_regclass('bench_dataset') IS NOT NULL").fetchone()[0] and conn.execute(
-                "SELECT load_seconds, index_seconds, settings FROM bench_dataset WHERE version = %s AND rows = %s",
-                (VERSION, rows)).fetchone()
+            meta = (
+                conn.execute("SELECT to_regclass('bench_dataset') IS NOT NULL").fetchone()[0]
+                and conn.execute(
+                    "SELECT load_seconds, index_seconds, settings FROM bench_dataset WHERE version = %s AND rows = %s",
+                    (VERSION, rows),
+                ).fetchone()
+            )
         if meta:
             return Dataset(uri, rows, dim, meta[0], meta[1], meta[2], reused=True)
     with psycopg.connect(base_uri, autocommit=True) as conn:  # absent, unfinished or of another version
@@ -183,21 +215,32 @@ def kept(base_uri: str, rows: int, dim: int) -> Dataset:
         conn.execute(sql.SQL("ALTER DATABASE {} SET maintenance_work_mem = '1GB'").format(sql.Identifier(name)))
     loaded, indexed, settings = fill(uri, rows, dim, bulk=True)
     with psycopg.connect(uri) as conn:  # last: a build killed half-way is not taken for a finished one
-        conn.execute("CREATE TABLE bench_dataset (version int, rows bigint, load_seconds float8, "
-                     "index_seconds float8, settings text)")
-        conn.execute("INSERT INTO bench_dataset VALUES (%s, %s, %s, %s, %s)", (VERSION, rows, loaded, indexed, settings))
+        conn.execute(
+            "CREATE TABLE bench_dataset (version int, rows bigint, load_seconds float8, "
+            "index_seconds float8, settings text)"
+        )
+        conn.execute(
+            "INSERT INTO bench_dataset VALUES (%s, %s, %s, %s, %s)", (VERSION, rows, loaded, indexed, settings)
+        )
     return Dataset(uri, rows, dim, loaded, indexed, settings, reused=False)
 
 
-def exact_truth(uri: str, dim: int, label: str, vectors: np.ndarray, names: Sequence[str], k: int,
-                search) -> tuple[list[set], list[float]]:  # noqa: ANN001 - Store.search
+def exact_truth(
+    uri: str, dim: int, label: str, vectors: np.ndarray, names: Sequence[str], k: int, search
+) -> tuple[list[set], list[float]]:
     """The exact top-k ids of each query (and the exact scan's seconds), kept in `bench_truth` so that
     a million-row scan per query is paid once per kept database."""
     with psycopg.connect(uri) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS bench_truth (label text, query int, k int, ids uuid[], "
-                     "seconds float8, PRIMARY KEY (label, query, k))")
-        known = {r[0]: (set(r[1]), r[2]) for r in conn.execute(
-            "SELECT query, ids, seconds FROM bench_truth WHERE label = %s AND k = %s", (f"{dim}:{label}", k))}
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS bench_truth (label text, query int, k int, ids uuid[], "
+            "seconds float8, PRIMARY KEY (label, query, k))"
+        )
+        known = {
+            r[0]: (set(r[1]), r[2])
+            for r in conn.execute(
+                "SELECT query, ids, seconds FROM bench_truth WHERE label = %s AND k = %s", (f"{dim}:{label}", k)
+            )
+        }
         conn.commit()
         ids, seconds = [], []
         for i, q in enumerate(vectors):
@@ -205,8 +248,10 @@ def exact_truth(uri: str, dim: int, label: str, vectors: np.ndarray, names: Sequ
                 t = time.perf_counter()
                 hits = search(q, list(names), top_k=k, exact=True)
                 known[i] = ({h.id for h in hits}, time.perf_counter() - t)
-                conn.execute("INSERT INTO bench_truth VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                             (f"{dim}:{label}", i, k, list(known[i][0]), known[i][1]))
+                conn.execute(
+                    "INSERT INTO bench_truth VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (f"{dim}:{label}", i, k, list(known[i][0]), known[i][1]),
+                )
                 conn.commit()
             ids.append(known[i][0])
             seconds.append(known[i][1])

@@ -6,6 +6,7 @@ the embedded server on its Unix socket: an ingest by one writer and by two at on
 one shared `Store`, as two app sessions), search latency, and the HNSW build under the settings that
 decide it (`maintenance_work_mem`, `max_parallel_maintenance_workers`).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,13 @@ def external_server(folder: Path) -> Iterator[str]:
     port = free_port()
     run_as = {"user": "pgserver"} if os.geteuid() == 0 else {}  # the user pgserver runs the server as
     bin_path = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]
-    pgexec("pg_ctl", ("-w", "-o", f"-h 127.0.0.1 -p {port} -k {folder}", "-l", str(folder / "log"), "-D",
-                      str(folder), "start"), bin_path=bin_path, timeout=60, **run_as)
+    pgexec(
+        "pg_ctl",
+        ("-w", "-o", f"-h 127.0.0.1 -p {port} -k {folder}", "-l", str(folder / "log"), "-D", str(folder), "start"),
+        bin_path=bin_path,
+        timeout=60,
+        **run_as,
+    )
     try:
         yield f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
     finally:
@@ -81,8 +87,9 @@ def _ingest(uri: str, files: list[Path], writers: int) -> tuple[float, int]:
 
     try:
         start = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(files[i::writers], f"writers{writers}-{i}"))
-                   for i in range(writers)]
+        threads = [
+            threading.Thread(target=work, args=(files[i::writers], f"writers{writers}-{i}")) for i in range(writers)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -124,20 +131,27 @@ def _hnsw_builds(uri: str, dim: int) -> list[tuple[str, float]]:
             conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(workers)))
             t = time.perf_counter()
             conn.execute(hnsw_index_sql(dim))
-            out.append((f"maintenance_work_mem={memory} (default 64MB), max_parallel_maintenance_workers={workers}",
-                        time.perf_counter() - t))
+            out.append(
+                (
+                    f"maintenance_work_mem={memory} (default 64MB), max_parallel_maintenance_workers={workers}",
+                    time.perf_counter() - t,
+                )
+            )
     return out
 
 
-def bench_external(report: Report, base_uri: str, quick: bool,
-                   scratch: Callable[[str, str], tuple[str, Callable[[], None]]]) -> None:
+def bench_external(
+    report: Report, base_uri: str, quick: bool, scratch: Callable[[str, str], tuple[str, Callable[[], None]]]
+) -> None:
     from benchmarks.peers import make_corpus
     from rag.chunking import warm_up
 
     warm_up()  # cl100k's tables load once per process: not part of the first ingest measured
     n_docs, rows, dim = (6, 20_000, 768) if quick else (40, 100_000, 768)
-    report.section(f"Against an external PostgreSQL (a second server on 127.0.0.1, TCP + SCRAM password) beside "
-                   f"the embedded one (Unix socket): ingest of {n_docs} PDFs, search over {rows:,} {dim}-d rows")
+    report.section(
+        f"Against an external PostgreSQL (a second server on 127.0.0.1, TCP + SCRAM password) beside "
+        f"the embedded one (Unix socket): ingest of {n_docs} PDFs, search over {rows:,} {dim}-d rows"
+    )
     with tempfile.TemporaryDirectory(prefix="rag-external-") as tmp:
         os.chmod(tmp, 0o711)  # made 0700: the server's own user must pass through it to its data folder
         corpus = make_corpus(Path(tmp), n_docs, (10, 30) if not quick else (4, 8), 0)
@@ -147,13 +161,17 @@ def bench_external(report: Report, base_uri: str, quick: bool,
                 try:
                     one = _ingest(uri, list(corpus.files), 1)
                     two = _ingest(uri, list(corpus.files), 2)
-                    report.line(f"[{label}] ingest of {corpus.pages:,} pages: one writer {one[0]:.1f} s "
-                                f"({corpus.pages / one[0]:.1f} pages/s, {one[1]:,} chunks); two writers at once "
-                                f"{two[0]:.1f} s ({corpus.pages / two[0]:.1f} pages/s) -> {one[0] / two[0]:.2f}x")
+                    report.line(
+                        f"[{label}] ingest of {corpus.pages:,} pages: one writer {one[0]:.1f} s "
+                        f"({corpus.pages / one[0]:.1f} pages/s, {one[1]:,} chunks); two writers at once "
+                        f"{two[0]:.1f} s ({corpus.pages / two[0]:.1f} pages/s) -> {one[0] / two[0]:.2f}x"
+                    )
                     loaded, indexed, settings = datasets.fill(uri, rows, dim, bulk=True)
                     p50, p95 = _search(uri, rows, dim)
-                    report.line(f"[{label}] {rows:,} rows loaded in {loaded:.0f} s, HNSW {indexed:.0f} s ({settings}); "
-                                f"vector search p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
+                    report.line(
+                        f"[{label}] {rows:,} rows loaded in {loaded:.0f} s, HNSW {indexed:.0f} s ({settings}); "
+                        f"vector search p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+                    )
                     if label == "external":
                         report.line(f"[{label}] HNSW build of {rows:,} rows by setting:")
                         for setting, seconds in _hnsw_builds(uri, dim):

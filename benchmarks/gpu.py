@@ -5,14 +5,15 @@ nvmlDeviceGetMemoryInfo and nvmlDeviceGetUtilizationRates per GPU; the sampler r
 every tick and spreads the rest over its `Cadence`, so whole cadence periods are timed against the
 bare calls, in the same process and interleaved in rounds.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from rag.llms.telemetry import Timeline
 from rag.gpu.nvml import NvmlFactory, load_pynvml
 from rag.gpu.sampler import INTERVAL, GpuSampler
+from rag.llms.telemetry import Timeline
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ embedder (quick: a 10 MB TXT and a 200-page PDF). The goal (issue 18): any file 
 stays under ~1.5 GB; the process's baseline (Python, pymupdf, the embedder) is printed beside it, so
 the figure reads as what the file itself costs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -75,7 +76,7 @@ def _pdf_file(path: Path, pages: int) -> None:
     from benchmarks.corpus import synthetic_text
 
     text = synthetic_text(400, seed=5)
-    lines = [text[i:i + 90] for i in range(0, len(text), 90)][:48]
+    lines = [text[i : i + 90] for i in range(0, len(text), 90)][:48]
     doc = pymupdf.open()
     for _ in range(pages):
         doc.new_page().insert_text((50, 60), "\n".join(lines), fontsize=10, lineheight=1.4)
@@ -85,15 +86,22 @@ def _pdf_file(path: Path, pages: int) -> None:
 
 def bench_memory(report: Report, uri: str, quick: bool) -> None:
     megabytes, pages = ((10,), 200) if quick else ((50, 200), 2000)
-    report.section(f"Peak memory of one ingest (own process, WordLlama): a {' and a '.join(map(str, megabytes))} "
-                   f"MB TXT and a {pages:,}-page PDF (goal < {GOAL_MB:,} MB)")
+    report.section(
+        f"Peak memory of one ingest (own process, WordLlama): a {' and a '.join(map(str, megabytes))} "
+        f"MB TXT and a {pages:,}-page PDF (goal < {GOAL_MB:,} MB)"
+    )
     with tempfile.TemporaryDirectory(prefix="rag-memory-") as tmp:
         files = [(Path(tmp) / f"text-{mb}mb.txt", functools.partial(_text_file, megabytes=mb)) for mb in megabytes]
         files.append((Path(tmp) / "book.pdf", functools.partial(_pdf_file, pages=pages)))
         for path, make in files:
             make(path)  # each made just before its run, and removed after it: 200 MB on disk at most
-            done = subprocess.run([sys.executable, "-c", _SCRIPT, uri, str(path), path.name], cwd=_ROOT,
-                                  capture_output=True, text=True, timeout=3600)
+            done = subprocess.run(
+                [sys.executable, "-c", _SCRIPT, uri, str(path), path.name],
+                cwd=_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
             size_mb = path.stat().st_size / 1e6
             path.unlink()
             if done.returncode != 0:
@@ -101,7 +109,9 @@ def bench_memory(report: Report, uri: str, quick: bool) -> None:
                 continue
             f = json.loads(done.stdout.strip().splitlines()[-1])
             met = f["peak_mb"] < GOAL_MB
-            report.line(f"{path.name} ({size_mb:,.1f} MB): {f['status']}, {f['pages']:,} pages, "
-                        f"{f['chunks']:,} chunks in {f['seconds']:.0f} s; peak RSS {f['peak_mb']:,.0f} MB "
-                        f"(baseline {f['baseline_mb']:,.0f} MB) (goal < {GOAL_MB:,} MB: {'met' if met else 'NOT met'})"
-                        + (f"; {f['reason']}" if f["status"] == "failed" else ""))
+            report.line(
+                f"{path.name} ({size_mb:,.1f} MB): {f['status']}, {f['pages']:,} pages, "
+                f"{f['chunks']:,} chunks in {f['seconds']:.0f} s; peak RSS {f['peak_mb']:,.0f} MB "
+                f"(baseline {f['baseline_mb']:,.0f} MB) (goal < {GOAL_MB:,} MB: {'met' if met else 'NOT met'})"
+                + (f"; {f['reason']}" if f["status"] == "failed" else "")
+            )

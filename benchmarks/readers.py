@@ -7,6 +7,7 @@ without structure, locations or main-content extraction), for PDFs MuPDF's plain
 the table finder. OCR reads English and Chinese scans rendered from the passages and reports
 pages/s and the similarity of the text read to the text rendered.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -80,14 +81,17 @@ def _xlsx(rows: int) -> bytes:
 def _html(passages: list[str]) -> bytes:
     nav = "<nav>" + " | ".join(f'<a href="/s{i}">Section {i}</a>' for i in range(30)) + "</nav>"
     body = "".join(f"<h2>Passage {i}</h2><p>{text}</p>" for i, text in enumerate(passages, 1))
-    return (f"<html><head><meta charset='utf-8'><title>Passages</title></head><body>{nav}<article>{body}</article>"
-            "<footer>Cookie policy · Contact</footer></body></html>").encode()
+    return (
+        f"<html><head><meta charset='utf-8'><title>Passages</title></head><body>{nav}<article>{body}</article>"
+        "<footer>Cookie policy · Contact</footer></body></html>"
+    ).encode()
 
 
 def _naive_zip_text(data: bytes) -> str:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return " ".join(_TAG.sub(b" ", archive.read(n)).decode("utf-8", "replace")
-                        for n in archive.namelist() if n.endswith(".xml"))
+        return " ".join(
+            _TAG.sub(b" ", archive.read(n)).decode("utf-8", "replace") for n in archive.namelist() if n.endswith(".xml")
+        )
 
 
 def _naive_html_text(data: bytes) -> str:
@@ -183,13 +187,17 @@ def bench_documents(report: Report, quick: bool) -> None:
 
     report.section("Document readers: ours (structure, locations, tables) vs a naive text dump of the same file")
     for f in reader_figures(quick):
-        report.line(f"{f.name}: {f.size / 1e6:.2f} MB, {f.pages} pages/sections/slides/sheets read in "
-                    f"{f.ours * 1000:.0f} ms ({f.size / 1e6 / f.ours:.1f} MB/s); the naive dump "
-                    f"{f.peer * 1000:.0f} ms -> ours costs {f.ours / f.peer:.1f}x")
+        report.line(
+            f"{f.name}: {f.size / 1e6:.2f} MB, {f.pages} pages/sections/slides/sheets read in "
+            f"{f.ours * 1000:.0f} ms ({f.size / 1e6 / f.ours:.1f} MB/s); the naive dump "
+            f"{f.peer * 1000:.0f} ms -> ours costs {f.ours / f.peer:.1f}x"
+        )
     report.section(f"OCR of scanned pages ({ocr.engine_name()}, 150 dpi, text of the eval sets)")
     if not ocr.available():
         report.line(f"skipped: {ocr.ENABLE_HINT}")
         return
     for f in ocr_figures(quick):
-        report.line(f"{f.language}: {f.pages} pages in {f.seconds:.1f} s = {f.pages / f.seconds:.2f} pages/s, "
-                    f"similarity to the rendered text {f.similarity:.3f}, mean confidence {f.confidence:.0f}")
+        report.line(
+            f"{f.language}: {f.pages} pages in {f.seconds:.1f} s = {f.pages / f.seconds:.2f} pages/s, "
+            f"similarity to the rendered text {f.similarity:.3f}, mean confidence {f.confidence:.0f}"
+        )

@@ -1,4 +1,5 @@
 """How a benchmark prints: sections, lines, and ratios against a peer with their goal."""
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,9 @@ def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, result
 
 
-def best_of_interleaved(ours: Callable[[], Any], peer: Callable[[], Any], repeat: int
-                        ) -> tuple[tuple[float, Any], tuple[float, Any]]:
+def best_of_interleaved(
+    ours: Callable[[], Any], peer: Callable[[], Any], repeat: int
+) -> tuple[tuple[float, Any], tuple[float, Any]]:
     """`best_of` for two functions run in turns (ours, peer, ours, ...), so that both meet the same
     spells of a noisy machine: on a 2-core VM one encode of the same text took 0.16-0.28 s within
     seconds, and five runs of ours followed by five of the peer gave 2.1x to 3.3x from run to run."""
@@ -47,6 +49,8 @@ class Report:
         met = ratio >= goal
         # Rounded down, so that a ratio just short of its goal never reads as the goal (2.97 was "3.0x").
         shown = f"{math.floor(ratio * 10) / 10:.1f}" if math.isfinite(ratio) else "inf"
-        self.line(f"{label}: ours {ours:.4f} {unit}, peer {peer:.4f} {unit} -> {shown}x "
-                  f"(goal >= {goal:g}x: {'met' if met else 'NOT met'})")
+        self.line(
+            f"{label}: ours {ours:.4f} {unit}, peer {peer:.4f} {unit} -> {shown}x "
+            f"(goal >= {goal:g}x: {'met' if met else 'NOT met'})"
+        )
         return met

@@ -6,10 +6,12 @@ every question searched through `rag.retrieve.search`, as the chat does. Vectors
 under the data dir (embedder + text hash), so only the first run with an embedder pays for
 embedding; questions are sampled evenly, the same ones every run.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import time
+
 import psycopg
 
 from benchmarks.bm25_peers import BM25Peer, Bm25sPeer
@@ -56,25 +58,36 @@ def bench_throughput(report: Report, quick: bool) -> None:
             report.line(f"{name}: skipped: {reason}")
             continue
         t = throughput(embedder_for_name(name, get_settings()), texts)
-        report.line(f"{name}: {t.chunks_per_second:,.1f} passages/s ({t.texts} in {t.seconds:.2f} s, "
-                    f"process RSS {t.rss_mb:,.0f} MB)")
+        report.line(
+            f"{name}: {t.chunks_per_second:,.1f} passages/s ({t.texts} in {t.seconds:.2f} s, "
+            f"process RSS {t.rss_mb:,.0f} MB)"
+        )
 
 
 def _ingest(store: Store, uri: str, knowledge: str, data: EvalSet, embedder: CachedEmbedder) -> None:
     texts = [p.text for p in data.passages]
     vectors = embedder.embed(texts)
     for passage, vector in zip(data.passages, vectors):
-        store.write_document(knowledge=knowledge, embedder=embedder.name, dimension=embedder.dimension,
-                             chunk_settings={}, filename=passage.key, path=None, data=passage.text.encode(),
-                             sha256=passage.key, page_count=1,
-                             chunks=[Chunk(0, passage.text, 1, 0, len(passage.text), (1,))],
-                             embeddings=vector[None, :])
+        store.write_document(
+            knowledge=knowledge,
+            embedder=embedder.name,
+            dimension=embedder.dimension,
+            chunk_settings={},
+            filename=passage.key,
+            path=None,
+            data=passage.text.encode(),
+            sha256=passage.key,
+            page_count=1,
+            chunks=[Chunk(0, passage.text, 1, 0, len(passage.text), (1,))],
+            embeddings=vector[None, :],
+        )
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("ANALYZE vector_store")  # as autovacuum would soon after an ingest
 
 
-def measure_set(store: Store, uri: str, settings: Settings, data: EvalSet, embedder: CachedEmbedder,
-                n_questions: int) -> SetFigures:
+def measure_set(
+    store: Store, uri: str, settings: Settings, data: EvalSet, embedder: CachedEmbedder, n_questions: int
+) -> SetFigures:
     from rag.evaluation.quality import mode_quality
     from rag.retrieve.searching import query_vectors
 
@@ -87,8 +100,10 @@ def measure_set(store: Store, uri: str, settings: Settings, data: EvalSet, embed
     hit5 = {m: quality[m].hit_at_5 for m in MODES}
     mrr = {m: quality[m].mrr for m in MODES}
     peer_ms: dict[str, float] = {}
-    for label, peer in (("bm25", BM25Peer([p.text for p in data.passages])),
-                        ("bm25s", Bm25sPeer([p.text for p in data.passages]))):
+    for label, peer in (
+        ("bm25", BM25Peer([p.text for p in data.passages])),
+        ("bm25s", Bm25sPeer([p.text for p in data.passages])),
+    ):
         peer_ranks, took = [], []
         for q in questions:
             start = time.perf_counter()
@@ -127,15 +142,19 @@ def _runnable_local(settings: Settings) -> list[Embedder]:
     return [embedder_for_name(name, settings) for name in names]
 
 
-def _quality_table(report: Report, store: Store, uri: str, settings: Settings, embedder: Embedder,
-                   n_questions: int) -> list[SetFigures]:
+def _quality_table(
+    report: Report, store: Store, uri: str, settings: Settings, embedder: Embedder, n_questions: int
+) -> list[SetFigures]:
     from rag import retrieve
 
     cache = DiskVectors(settings.data_dir / "eval-vectors", embedder)
-    report.section(f"Retrieval on the public sets: hit@5 / MRR@{DEPTH}, embedder {embedder.name}, up to "
-                   f"{n_questions} questions per set (evenly sampled), vectors cached in {cache.path}")
-    report.line(f"{'set':14} {'passages':>8} {'questions':>9}  "
-                + "  ".join(f"{m:>13}" for m in (*MODES, "rank-bm25", "bm25s")))
+    report.section(
+        f"Retrieval on the public sets: hit@5 / MRR@{DEPTH}, embedder {embedder.name}, up to "
+        f"{n_questions} questions per set (evenly sampled), vectors cached in {cache.path}"
+    )
+    report.line(
+        f"{'set':14} {'passages':>8} {'questions':>9}  " + "  ".join(f"{m:>13}" for m in (*MODES, "rank-bm25", "bm25s"))
+    )
     figures: list[SetFigures] = []
     with retrieve.use_embedder(CachedEmbedder(cache)) as cached:
         for name in SETS:
@@ -147,10 +166,15 @@ def _quality_table(report: Report, store: Store, uri: str, settings: Settings, e
     report.line(f"texts embedded this run: {cache.embedded} (the rest read from the cache)")
     for f in figures:
         best = max(f.hit5["vector"], f.hit5["keyword"])
-        checks = [("hybrid >= max(vector, keyword)", f.hit5["hybrid"] >= best),
-                  ("hybrid >= both BM25 peers", f.hit5["hybrid"] >= max(f.hit5["bm25"], f.hit5["bm25s"])),
-                  ("keyword >= 0.98 x BM25 peer", f.hit5["keyword"] >= 0.98 * f.hit5["bm25"])]
-        report.line(f"{f.name}: " + "; ".join(f"{label} {'met' if ok else 'NOT met'}" for label, ok in checks)
-                    + f" (peers' ranking p50 in process: rank-bm25 {f.peer_ms['bm25']:.1f} ms, "
-                      f"bm25s {f.peer_ms['bm25s']:.2f} ms)")
+        checks = [
+            ("hybrid >= max(vector, keyword)", f.hit5["hybrid"] >= best),
+            ("hybrid >= both BM25 peers", f.hit5["hybrid"] >= max(f.hit5["bm25"], f.hit5["bm25s"])),
+            ("keyword >= 0.98 x BM25 peer", f.hit5["keyword"] >= 0.98 * f.hit5["bm25"]),
+        ]
+        report.line(
+            f"{f.name}: "
+            + "; ".join(f"{label} {'met' if ok else 'NOT met'}" for label, ok in checks)
+            + f" (peers' ranking p50 in process: rank-bm25 {f.peer_ms['bm25']:.1f} ms, "
+            f"bm25s {f.peer_ms['bm25s']:.2f} ms)"
+        )
     return figures

@@ -1,4 +1,5 @@
 """Searching: HNSW against the exact scan (speed and recall), and a chat turn's cost before the model."""
+
 from __future__ import annotations
 
 import random
@@ -25,8 +26,10 @@ def bench_search(report: Report, uri: str, quick: bool) -> None:
     report.section(f"Top-{K} search over {n:,} vectors ({dim}-d), HNSW vs exact scan, and a chat turn")
     loaded, indexed, settings = datasets.fill(uri, n, dim, bulk=False)
     data = datasets.Dataset(uri, n, dim, loaded, indexed, settings, reused=False)
-    report.line(f"{n:,} rows written as an ingest writes them (BM25 statistics kept by the triggers) in "
-                f"{loaded:.0f} s; HNSW build {indexed:.1f} s ({settings})")
+    report.line(
+        f"{n:,} rows written as an ingest writes them (BM25 statistics kept by the triggers) in "
+        f"{loaded:.0f} s; HNSW build {indexed:.1f} s ({settings})"
+    )
     _measure(report, data, quick, limits={"keyword": 0.03, "hybrid + prompt": 0.05}, langchain_load="add_embeddings")
 
 
@@ -37,13 +40,14 @@ def parse_scale(value: str) -> tuple[int, int]:
     """'1000000x768' -> (1000000, 768), or a one-line error."""
     rows, _, dim = value.lower().replace(",", "").replace("_", "").partition("x")
     if not (rows.isdigit() and dim.isdigit() and 1_000 <= int(rows) <= 100_000_000 and 1 <= int(dim) <= 2000):
-        raise RagError(f"--scale {value!r}: expected ROWSxDIM, such as 1000000x768 (1,000 to 100,000,000 rows, "
-                       "1 to 2,000 dimensions)")
+        raise RagError(
+            f"--scale {value!r}: expected ROWSxDIM, such as 1000000x768 (1,000 to 100,000,000 rows, "
+            "1 to 2,000 dimensions)"
+        )
     return int(rows), int(dim)
 
 
-def bench_scale(report: Report, base_uri: str, quick: bool,
-                scales: Sequence[tuple[int, int]] = SCALES) -> None:
+def bench_scale(report: Report, base_uri: str, quick: bool, scales: Sequence[tuple[int, int]] = SCALES) -> None:
     """A million chunks at 768-d and 384-d (and 100,000 at 384-d), each in a database kept between runs."""
     if quick:
         report.section("Search at scale (1,000,000 vectors, 768-d and 384-d)")
@@ -54,17 +58,23 @@ def bench_scale(report: Report, base_uri: str, quick: bool,
         t = time.perf_counter()
         data = datasets.kept(base_uri, rows, dim)
         index_mb, table_mb = data.sizes()
-        how = ("reused from an earlier run (its first run: " if data.reused
-               else f"built by this run in {time.perf_counter() - t:.0f} s (")
-        report.line(f"{how}load + BM25 statistics {data.load_seconds:.0f} s, HNSW build {data.index_seconds:.0f} s "
-                    f"with {data.settings}); HNSW index {index_mb:,.0f} MB, table with its other indexes "
-                    f"{table_mb:,.0f} MB")
+        how = (
+            "reused from an earlier run (its first run: "
+            if data.reused
+            else f"built by this run in {time.perf_counter() - t:.0f} s ("
+        )
+        report.line(
+            f"{how}load + BM25 statistics {data.load_seconds:.0f} s, HNSW build {data.index_seconds:.0f} s "
+            f"with {data.settings}); HNSW index {index_mb:,.0f} MB, table with its other indexes "
+            f"{table_mb:,.0f} MB"
+        )
         limit = 0.05 if rows <= 100_000 else 0.15
         _measure(report, data, quick, limits={"hybrid + prompt": limit}, langchain_load="sql")
 
 
-def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[str, float],
-             langchain_load: str) -> None:
+def _measure(
+    report: Report, data: datasets.Dataset, quick: bool, limits: dict[str, float], langchain_load: str
+) -> None:
     store = Store(data.uri)
     try:
         plan = store.explain_search(data.dim, "tenth", K)
@@ -81,16 +91,19 @@ def _measure(report: Report, data: datasets.Dataset, quick: bool, limits: dict[s
                 hits = store.search(q, names, top_k=K)
                 approx_t.append(time.perf_counter() - t)
                 approx_ids.append({h.id for h in hits})
-            truth, exact_t = datasets.exact_truth(data.uri, data.dim, label, queries[:exact_count], names, K,
-                                                  store.search)
+            truth, exact_t = datasets.exact_truth(
+                data.uri, data.dim, label, queries[:exact_count], names, K, store.search
+            )
             recall = statistics.mean(len(a & e) / K for a, e in zip(approx_ids, truth))
             p50 = (statistics.median(approx_t), statistics.median(exact_t))
             p95 = (float(np.percentile(approx_t, 95)), float(np.percentile(exact_t, 95)))
-            report.line(f"[{label}] p50 {p50[0] * 1000:.1f} ms vs exact {p50[1] * 1000:.1f} ms -> "
-                        f"{p50[1] / p50[0]:.1f}x; p95 {p95[0] * 1000:.1f} ms vs {p95[1] * 1000:.1f} ms -> "
-                        f"{p95[1] / p95[0]:.1f}x; recall@{K} vs exact {recall:.3f} "
-                        f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
-                        f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}")
+            report.line(
+                f"[{label}] p50 {p50[0] * 1000:.1f} ms vs exact {p50[1] * 1000:.1f} ms -> "
+                f"{p50[1] / p50[0]:.1f}x; p95 {p95[0] * 1000:.1f} ms vs {p95[1] * 1000:.1f} ms -> "
+                f"{p95[1] / p95[0]:.1f}x; recall@{K} vs exact {recall:.3f} "
+                f"(goal >= 0.95: {'met' if recall >= 0.95 else 'NOT met'}); "
+                f"rows returned {min(len(a) for a in approx_ids)}..{max(len(a) for a in approx_ids)}"
+            )
             ours.append((names[0] if len(names) == 1 else None, (p50[0], p95[0]), truth))
             if label == "no filter" and data.rows > 250_000:
                 _ef_sweep(report, data, queries[:exact_count], truth)
@@ -130,10 +143,14 @@ def _ef_sweep(report: Report, data: datasets.Dataset, queries: np.ndarray, truth
                     got = {r[0] for r in conn.execute(query, params)}
                     times.append(time.perf_counter() - t)
                 recalls.append(len(got & exact) / K)
-            parts.append(f"ef {ef}: recall {statistics.mean(recalls):.3f}, p50 {statistics.median(times) * 1000:.1f} ms, "
-                         f"{sum(r == 0 for r in recalls)} of {len(recalls)} queries found none")
-    report.line(f"  ef_search sweep, no filter (the app uses {ef_search_for(K, 1.0, False, data.rows)} at this size): "
-                + "; ".join(parts))
+            parts.append(
+                f"ef {ef}: recall {statistics.mean(recalls):.3f}, p50 {statistics.median(times) * 1000:.1f} ms, "
+                f"{sum(r == 0 for r in recalls)} of {len(recalls)} queries found none"
+            )
+    report.line(
+        f"  ef_search sweep, no filter (the app uses {ef_search_for(K, 1.0, False, data.rows)} at this size): "
+        + "; ".join(parts)
+    )
 
 
 class _KnownVector:
@@ -151,8 +168,9 @@ class _KnownVector:
         return np.tile(self.vector, (len(texts), 1))
 
 
-def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, names: list[str],
-                         limits: dict[str, float]) -> None:
+def _bench_chat_overhead(
+    report: Report, store: Store, queries: np.ndarray, names: list[str], limits: dict[str, float]
+) -> None:
     """What a chat turn costs before the model: retrieval (each mode, through retrieve.search as
     the chat calls it) and prompt assembly."""
     from rag import generate, retrieve
@@ -176,8 +194,9 @@ def _bench_chat_overhead(report: Report, store: Store, queries: np.ndarray, name
             timings["hybrid"].append(time.perf_counter() - t)
             generate.pack_prompt(question, generate.number_sources(fused), counter=CL100K, limit=8192)
             timings["hybrid + prompt"].append(time.perf_counter() - t)
-    report.line(f"chat turn before the model, {len(queries)} questions (query embedding excluded: it is the "
-                "embedder's time):")
+    report.line(
+        f"chat turn before the model, {len(queries)} questions (query embedding excluded: it is the embedder's time):"
+    )
     for label, values in timings.items():
         p95 = float(np.percentile(values, 95))
         limit = limits.get(label)
@@ -199,5 +218,10 @@ def _bench_keyword_exact(report: Report, store: Store, names: list[str], count: 
         exact = store.keyword_search(question, names, top_k=8, exact=True)
         peer.append(time.perf_counter() - t)
         kept.append(len({h.id for h in bounded} & {h.id for h in exact}) / max(1, len(exact)))
-    report.ratio(f"BM25 keyword p50, bounded candidates vs every matching chunk ({count} questions; "
-                 f"top-8 kept {statistics.mean(kept):.3f})", statistics.median(ours), statistics.median(peer), 10)
+    report.ratio(
+        f"BM25 keyword p50, bounded candidates vs every matching chunk ({count} questions; "
+        f"top-8 kept {statistics.mean(kept):.3f})",
+        statistics.median(ours),
+        statistics.median(peer),
+        10,
+    )

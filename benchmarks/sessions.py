@@ -11,6 +11,7 @@ sessions: RSS less the shared pages, which are mostly the chat model's weights m
 for the default Qwen GGUF: a fixed price of the model chosen, which the kernel can drop and read again).
 The browser's own memory is not counted, nor PostgreSQL's (its server is not the app's child).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,13 +33,23 @@ from benchmarks.report import Report
 _ROOT = Path(__file__).resolve().parents[1]
 GOAL_MB = 1500
 KNOWLEDGE = "bench-sessions"
-QUESTIONS = ("How much did revenue grow in 2023?", "Where will the new engineers work?",
-             "What could delay the product launches?")
+QUESTIONS = (
+    "How much did revenue grow in 2023?",
+    "Where will the new engineers work?",
+    "What could delay the product launches?",
+)
 """One a session: three users rarely ask the same thing (and an identical prompt is a hit in the model's
 prompt cache, which would hide what a new one costs)."""
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 """As tests/e2e/browser.py launches it (headless is Playwright's own flag)."""
 _PAGES = (
     "Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions. Operating costs "
@@ -199,9 +210,26 @@ def running_app(env: dict[str, str], log_path: Path, timeout: float = 120) -> It
     port = free_port()
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + timeout
@@ -229,10 +257,15 @@ def _tail(path: Path) -> str:
 def app_env(uri: str, data_dir: Path, embedder: str) -> dict[str, str]:
     """The app's environment: the scratch database, its own data folder, no Ollama (a port nothing
     listens on), the named local embedder, the embedded chat model preloaded (the default), no login."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("RAG_") and k not in ("DATABASE_URL", "OLLAMA_HOST")}
-    env.update(DATABASE_URL=uri, RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER=embedder, RAG_PRELOAD_MODEL="1",
-               OLLAMA_HOST=f"http://127.0.0.1:{free_port()}", PYTHONPATH=str(_ROOT))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_") and k not in ("DATABASE_URL", "OLLAMA_HOST")}
+    env.update(
+        DATABASE_URL=uri,
+        RAG_DATA_DIR=str(data_dir),
+        RAG_EMBEDDER=embedder,
+        RAG_PRELOAD_MODEL="1",
+        OLLAMA_HOST=f"http://127.0.0.1:{free_port()}",
+        PYTHONPATH=str(_ROOT),
+    )
     return env
 
 
@@ -271,6 +304,7 @@ def _knowledge_base(uri: str) -> str:
 
 
 # -- one browser session -----------------------------------------------------------------------------
+
 
 def _wait_idle(page: Any, timeout: float = 180_000) -> None:
     """Streamlit shows its status widget while a script runs; wait until it is gone."""
@@ -332,8 +366,9 @@ class Session:
             pass
 
 
-def _use(sessions: list[Session], questions: tuple[str, ...],
-         pages_open: Callable[[], None] = lambda: None) -> list[bool]:
+def _use(
+    sessions: list[Session], questions: tuple[str, ...], pages_open: Callable[[], None] = lambda: None
+) -> list[bool]:
     """Each session opens Upload and its Library tab (then `pages_open` is called) and Chat, then all ask at
     once and wait for their answers."""
     for s in sessions:
@@ -366,13 +401,19 @@ def measure(uri: str, *, launch: Callable[[Any], Any] | None = None, settle: flo
                 found.idle_mb = sampler.peak_mb()
                 with sync_playwright() as pw:
                     path = chromium_path()
-                    browser = (launch(pw) if launch else
-                               pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS))
+                    browser = (
+                        launch(pw)
+                        if launch
+                        else pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
+                    )
                     try:
                         start = time.perf_counter()
                         sessions.append(Session(browser, url))
-                        found.answered += _use(sessions[:1], QUESTIONS[:1], pages_open=lambda: setattr(
-                            found, "pages_mb", sampler.peak_mb()))
+                        found.answered += _use(
+                            sessions[:1],
+                            QUESTIONS[:1],
+                            pages_open=lambda: setattr(found, "pages_mb", sampler.peak_mb()),
+                        )
                         time.sleep(settle)
                         found.one_mb = sampler.peak_mb()
                         found.seconds["one"] = time.perf_counter() - start
@@ -395,8 +436,10 @@ def measure(uri: str, *, launch: Callable[[Any], Any] | None = None, settle: flo
 
 
 def bench_sessions(report: Report, uri: str, quick: bool) -> None:
-    report.section(f"Peak RSS of the running app (streamlit run app.py): idle, one and three browser sessions "
-                   f"(goal < {GOAL_MB:,} MB of the app's own with three)")
+    report.section(
+        f"Peak RSS of the running app (streamlit run app.py): idle, one and three browser sessions "
+        f"(goal < {GOAL_MB:,} MB of the app's own with three)"
+    )
     if quick:
         report.line("skipped in --quick: it starts the app and the embedded models and asks three questions (minutes)")
         return
@@ -410,19 +453,27 @@ def bench_sessions(report: Report, uri: str, quick: bool) -> None:
         report.line(f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
         return
     answered = f"{sum(f.answered)}/{len(f.answered)} answered"
-    report.line(f"app on the scratch database, embedder {f.embedder}, the embedded chat model (preloaded), no "
-                f"Ollama; each session opens Upload, its Library tab and Chat and asks a question of its own "
-                f"({answered})")
+    report.line(
+        f"app on the scratch database, embedder {f.embedder}, the embedded chat model (preloaded), no "
+        f"Ollama; each session opens Upload, its Library tab and Chat and asks a question of its own "
+        f"({answered})"
+    )
     report.line(f"idle after start: {f.idle_mb:,.0f} MB RSS (server and children, sampled every 100 ms)")
-    report.line(f"peak with one session: {f.one_mb:,.0f} MB (+{f.one_mb - f.idle_mb:,.0f} MB over idle; "
-                f"{f.pages_mb:,.0f} MB once Upload and Library were open, before the Chat; "
-                f"{f.seconds.get('one', 0):.0f} s)")
+    report.line(
+        f"peak with one session: {f.one_mb:,.0f} MB (+{f.one_mb - f.idle_mb:,.0f} MB over idle; "
+        f"{f.pages_mb:,.0f} MB once Upload and Library were open, before the Chat; "
+        f"{f.seconds.get('one', 0):.0f} s)"
+    )
     report.line(f"peak with three sessions: {f.three_mb:,.0f} MB ({f.seconds.get('three', 0):.0f} s for the two more)")
     met = f.three_own_mb < GOAL_MB
-    report.line(f"  of which the app's own memory: {f.three_own_mb:,.0f} MB at its peak, beside {f.three_shared_mb:,.0f} MB "
-                f"of shared pages (the model's weights mapped from their file, libraries) (goal < {GOAL_MB:,} MB "
-                f"for its own: {'met' if met else 'NOT met'})")
-    report.line(f"per extra session: {f.per_extra_mb:,.0f} MB; {f.settled_mb:,.0f} MB at the end, the three "
-                f"sessions open and idle")
+    report.line(
+        f"  of which the app's own memory: {f.three_own_mb:,.0f} MB at its peak, beside {f.three_shared_mb:,.0f} MB "
+        f"of shared pages (the model's weights mapped from their file, libraries) (goal < {GOAL_MB:,} MB "
+        f"for its own: {'met' if met else 'NOT met'})"
+    )
+    report.line(
+        f"per extra session: {f.per_extra_mb:,.0f} MB; {f.settled_mb:,.0f} MB at the end, the three "
+        f"sessions open and idle"
+    )
     for problem in f.problems:
         report.line(f"note: {problem}")

@@ -3,6 +3,7 @@
 Peers: langchain-text-splitters' TokenTextSplitter (the splitter most RAG stacks use) and a
 straightforward port of Spring AI's splitter that re-encodes every cut.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rag import chunking
 from benchmarks.corpus import synthetic_text
 from benchmarks.report import Report, best_of, best_of_interleaved
+from rag import chunking
 from rag.chunking import ChunkSettings
 from rag.errors import RagError, one_line
 
@@ -43,15 +44,19 @@ def bench_rechunk(report: Report, quick: bool) -> None:
     report.line(f"text: {len(text):,} chars, {len(tokenized):,} tokens (tokenised once beforehand)")
 
     def ours() -> list[int]:
-        return [len(chunking.split(tokenized, ChunkSettings(strategy="token", chunk_size=size,
-                                                            chunk_overlap=overlap)).chunks)
-                for size, overlap in settings]
+        return [
+            len(
+                chunking.split(
+                    tokenized, ChunkSettings(strategy="token", chunk_size=size, chunk_overlap=overlap)
+                ).chunks
+            )
+            for size, overlap in settings
+        ]
 
     def peer() -> list[int]:
         counts = []
         for size, overlap in settings:
-            splitter = TokenTextSplitter(encoding_name=chunking.encoding().name, chunk_size=size,
-                                         chunk_overlap=overlap)
+            splitter = TokenTextSplitter(encoding_name=chunking.encoding().name, chunk_size=size, chunk_overlap=overlap)
             counts.append(len(splitter.split_text(text)))
         return counts
 
@@ -62,16 +67,22 @@ def bench_rechunk(report: Report, quick: bool) -> None:
 
     pages = 300
     doc_text = synthetic_text(pages * 500, seed=2)
-    report.line(f"a {pages}-page document ({pages * 500:,} tokens): re-chunk time after the first "
-                "tokenisation (goal < 200 ms each)")
+    report.line(
+        f"a {pages}-page document ({pages * 500:,} tokens): re-chunk time after the first "
+        "tokenisation (goal < 200 ms each)"
+    )
     first_t, doc_tokens = best_of(lambda: chunking.tokenize(doc_text), 1)
     report.line(f"  first tokenisation: {first_t * 1000:.0f} ms")
     for strategy in chunking.STRATEGIES:
         overlap = 0 if chunking.is_spring(strategy) else 50
-        t, _ = best_of(lambda: chunking.split(doc_tokens, ChunkSettings(
-            strategy=strategy, chunk_size=400, chunk_overlap=overlap)), 3)
-        report.line(f"  {strategy:12}: {t * 1000:6.1f} ms ({'met' if t < 0.2 else 'NOT met'}; "
-                    f"{0.2 / t:.0f}x under the 200 ms budget)")
+        t, _ = best_of(
+            lambda: chunking.split(doc_tokens, ChunkSettings(strategy=strategy, chunk_size=400, chunk_overlap=overlap)),
+            3,
+        )
+        report.line(
+            f"  {strategy:12}: {t * 1000:6.1f} ms ({'met' if t < 0.2 else 'NOT met'}; "
+            f"{0.2 / t:.0f}x under the 200 ms budget)"
+        )
 
 
 def bench_spring(report: Report, quick: bool) -> None:
@@ -83,8 +94,7 @@ def bench_spring(report: Report, quick: bool) -> None:
     def ours() -> list[str]:
         return [c.text for c in chunking.split(chunking.tokenize(text), chunking.SPRING_DEFAULT).chunks]
 
-    (ours_t, ours_out), (peer_t, peer_out) = best_of_interleaved(
-        ours, lambda: chunking.spring_split_reference(text), 7)
+    (ours_t, ours_out), (peer_t, peer_out) = best_of_interleaved(ours, lambda: chunking.spring_split_reference(text), 7)
     report.line(f"chunks: {len(ours_out)}; identical to the straightforward port: {ours_out == peer_out}")
     report.ratio("cold spring vs a port that re-encodes each cut", ours_t, peer_t, 3)
     if ours_out != peer_out:
@@ -105,13 +115,27 @@ def bench_cold_cli(report: Report, quick: bool) -> None:
     `python -m rag chunk FILE --json` against a LangChain TokenTextSplitter script on the same file."""
     n_tokens, size, overlap = 1_200_000, 800, 80
     repeat = 1 if quick else 3
-    report.section(f"Cold `python -m rag chunk` of a {n_tokens:,}-token text vs a TokenTextSplitter script "
-                   f"(whole processes, {size}/{overlap} token windows, JSON out)")
+    report.section(
+        f"Cold `python -m rag chunk` of a {n_tokens:,}-token text vs a TokenTextSplitter script "
+        f"(whole processes, {size}/{overlap} token windows, JSON out)"
+    )
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as folder:
         path = Path(folder) / "text.txt"
         path.write_text(synthetic_text(n_tokens, seed=4), encoding="utf-8")
-        ours_cmd = [sys.executable, "-m", "rag", "chunk", str(path), "--strategy", "token",
-                    "--chunk-size", str(size), "--chunk-overlap", str(overlap), "--json"]
+        ours_cmd = [
+            sys.executable,
+            "-m",
+            "rag",
+            "chunk",
+            str(path),
+            "--strategy",
+            "token",
+            "--chunk-size",
+            str(size),
+            "--chunk-overlap",
+            str(overlap),
+            "--json",
+        ]
         peer_cmd = [sys.executable, "-c", _PEER_SCRIPT, str(path), chunking.encoding().name, str(size), str(overlap)]
         ours_t = peer_t = float("inf")
         ours_out = peer_out = ""

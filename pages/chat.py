@@ -24,6 +24,7 @@ Widget keys: `chat_kbs`, `chat_model`, `chat_agent`, `chat_mode`, `chat_top_k`, 
 `chat_clear`, `chat_export`; per turn `chat_sources_<turn>`, and per source `chat_src_<turn>_<n>`
 (its card), `chat_page_<turn>_<n>` (show the page), `chat_pageno_<turn>_<n>`, `chat_cite_<turn>_<n>`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,24 +38,24 @@ from typing import Any
 
 import streamlit as st
 
+from rag import agent, documents, generate, llms, retrieve
+from rag.agent import routes as route_names
+from rag.chunking import Chunk
+from rag.documents import render
+from rag.errors import ModelError, RagError
+from rag.generate import Budget, Live, Source, Turn, engine
+from rag.llms import ChatModel
+from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
+from rag.llms.resolve import no_chat_model_advice
+from rag.llms.stream import Runner, fold
+from rag.model_ref import ModelRef
+from rag.query import filters
+from rag.settings import Settings
+from rag.store import Store
 from ui import resources, widgets
 from ui.format import md as _md
 from ui.format import no_images, no_math
 from ui.i18n import _, count, tr
-from rag import agent, generate, documents, llms, retrieve
-from rag.agent import routes as route_names
-from rag.query import filters
-from rag.documents import render
-from rag.generate import Budget, Live, Source, Turn, engine
-from rag.chunking import Chunk
-from rag.errors import ModelError, RagError
-from rag.llms import ChatModel
-from rag.llms.stream import Runner, fold
-from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
-from rag.llms.resolve import no_chat_model_advice
-from rag.model_ref import ModelRef
-from rag.settings import Settings
-from rag.store import Store
 
 log = logging.getLogger("pages.chat")
 
@@ -90,15 +91,18 @@ BADGES = {
 }
 NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
 UNSUPPORTED_FLAG = ":orange-badge[⚠ {no_source}]"
-BADGE_LEGEND = ("Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and "
-                "relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does "
-                "not · grey ≈ n: matched to a source afterwards, not cited "
-                "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
-                "words · red ⚠ n: no such source.")  # shown as _(BADGE_LEGEND)
+BADGE_LEGEND = (
+    "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and "
+    "relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does "
+    "not · grey ≈ n: matched to a source afterwards, not cited "
+    "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
+    "words · red ⚠ n: no such source."
+)  # shown as _(BADGE_LEGEND)
 
 
 def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
     """The answer with each `[n]` marker as a badge coloured by what the check found (see BADGE_LEGEND)."""
+
     def badge(n: int, kind: str) -> str:
         return BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
 
@@ -106,6 +110,7 @@ def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
 
 
 # -- cached look-ups (keyed by the Ollama host, so another host never sees stale answers) ---------
+
 
 @st.cache_data(ttl=15, show_spinner=False)
 def _ollama_chat_models(host: str) -> list[str] | None:
@@ -137,8 +142,9 @@ def _document(document_id: str, filename: str) -> tuple[bytes, documents.Documen
 
 
 @st.cache_data(max_entries=64, show_spinner="…")
-def _page_png(document_id: str, filename: str, page: int, index: int, start: int, end: int,
-              pages: tuple[int, ...]) -> tuple[bytes, int] | None:
+def _page_png(
+    document_id: str, filename: str, page: int, index: int, start: int, end: int, pages: tuple[int, ...]
+) -> tuple[bytes, int] | None:
     """The page as PNG with the passage boxed, and how many lines were boxed; None if the
     document is gone or has no page images."""
     loaded = _document(document_id, filename)
@@ -152,6 +158,7 @@ def _page_png(document_id: str, filename: str, page: int, index: int, start: int
 
 
 # -- controls -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ModelChoice:
@@ -221,14 +228,20 @@ def _pick_model(settings: Settings) -> ModelChoice:
     def label(choice: str) -> str:
         return labels.get(choice) or choice_label(choice, pulled, local_ok)
 
-    raw = st.selectbox(_("Model"), options, key="chat_model", format_func=label, accept_new_options=True,
-                       help=_("Ollama's chat models and the embedded one. Type another Ollama model's "
-                              "name to pull it."))
+    raw = st.selectbox(
+        _("Model"),
+        options,
+        key="chat_model",
+        format_func=label,
+        accept_new_options=True,
+        help=_("Ollama's chat models and the embedded one. Type another Ollama model's name to pull it."),
+    )
     choice = normalise_choice(str(raw or default))
     if choice == LOCAL:
         if not local_ok:
-            return ModelChoice(choice, None, tr(local_reason) if pulled else
-                               tr(no_chat_model_advice(host, pulled, local_reason)))
+            return ModelChoice(
+                choice, None, tr(local_reason) if pulled else tr(no_chat_model_advice(host, pulled, local_reason))
+            )
         return ModelChoice(choice, llms.resolve_chat_model(settings, LOCAL))
     unavailable = ollama_unavailable(choice, pulled, host, local_ok)
     if unavailable is not None:
@@ -266,12 +279,22 @@ def _model_section(settings: Settings) -> ModelChoice:
         window = _window(settings, picked.model)
         note = _window_note(window, ollama=isinstance(picked.model, llms.OllamaChatModel))
         picked = dataclasses.replace(picked, context=window.tokens, context_note=note)
-        st.caption(_("In use: **{model}** · context window {tokens} tokens ({note})",
-                     model=_md(picked.model.name), tokens=f"{window.tokens:,}", note=note))
+        st.caption(
+            _(
+                "In use: **{model}** · context window {tokens} tokens ({note})",
+                model=_md(picked.model.name),
+                tokens=f"{window.tokens:,}",
+                note=note,
+            )
+        )
     elif picked.pull:
         st.warning(picked.problem, icon="📦")
-        if st.button(_("Pull {name}", name=picked.pull), key="chat_pull", icon="⬇️",
-                     help=_("Download the model into Ollama (POST /api/pull); this can take minutes.")):
+        if st.button(
+            _("Pull {name}", name=picked.pull),
+            key="chat_pull",
+            icon="⬇️",
+            help=_("Download the model into Ollama (POST /api/pull); this can take minutes."),
+        ):
             if _pull(settings, picked.pull):
                 st.rerun()  # the model is listed now: it is in use
     else:
@@ -343,18 +366,37 @@ def _conversations_section(store: Store | None) -> None:
         current = st.session_state.get(CONVERSATION)
         if saved:
             picked = st.selectbox(
-                _("Past conversations"), list(by_id), index=None, key="chat_pick", placeholder=_("Open one…"),
-                format_func={i: f"{c.title} · {c.updated_at:%Y-%m-%d %H:%M} · {', '.join(c.knowledge_bases) or '-'} · "
-                                f"{count(c.turns, 'turn')}" for i, c in by_id.items()}.get)
-            st.button(_("Open"), key="chat_open", disabled=picked is None or picked == current, icon="📂",
-                      on_click=_open_conversation, args=(store, picked))
+                _("Past conversations"),
+                list(by_id),
+                index=None,
+                key="chat_pick",
+                placeholder=_("Open one…"),
+                format_func={
+                    i: f"{c.title} · {c.updated_at:%Y-%m-%d %H:%M} · {', '.join(c.knowledge_bases) or '-'} · "
+                    f"{count(c.turns, 'turn')}"
+                    for i, c in by_id.items()
+                }.get,
+            )
+            st.button(
+                _("Open"),
+                key="chat_open",
+                disabled=picked is None or picked == current,
+                icon="📂",
+                on_click=_open_conversation,
+                args=(store, picked),
+            )
         else:
             st.caption(_("None yet: each answer is saved, and a conversation shows here after its first one."))
         if current not in by_id:
             return
         info = by_id[current]
-        st.caption(_("This conversation: {turns}, started {date}.", turns=count(info.turns, "turn"),
-                     date=f"{info.created_at:%Y-%m-%d %H:%M}"))
+        st.caption(
+            _(
+                "This conversation: {turns}, started {date}.",
+                turns=count(info.turns, "turn"),
+                date=f"{info.created_at:%Y-%m-%d %H:%M}",
+            )
+        )
         st.session_state.setdefault("chat_title", info.title)
         title = st.text_input(_("Title"), key="chat_title")
         if st.button(_("Rename"), key="chat_rename", disabled=not (title or "").strip() or title == info.title):
@@ -365,19 +407,45 @@ def _conversations_section(store: Store | None) -> None:
             else:
                 st.rerun()
         turns = _turns()
-        st.download_button(_("Export as Markdown"), data=generate.conversation_markdown_export(info, turns),
-                           key="chat_export_md", file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
-                           mime="text/markdown", icon="⬇️", on_click="ignore", width="stretch")
-        st.download_button(_("Export as JSON"), data=generate.conversation_json(info, turns), key="chat_export_json",
-                           file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json", mime="application/json",
-                           icon="⬇️", on_click="ignore", width="stretch",
-                           help=_("Every turn's record: question, query, route, sources with chunk ids and ranks, "
-                                  "answer, model, timings"))
-        confirm = st.checkbox(_("I understand that '{title}' and its {turns} will be deleted", title=info.title,
-                                turns=count(info.turns, "turn")),
-                              key="chat_delete_confirm")
-        st.button(_("Delete this conversation"), key="chat_delete", disabled=not confirm, icon="🗑️",
-                  on_click=_delete_conversation, args=(store, current))
+        st.download_button(
+            _("Export as Markdown"),
+            data=generate.conversation_markdown_export(info, turns),
+            key="chat_export_md",
+            file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
+            mime="text/markdown",
+            icon="⬇️",
+            on_click="ignore",
+            width="stretch",
+        )
+        st.download_button(
+            _("Export as JSON"),
+            data=generate.conversation_json(info, turns),
+            key="chat_export_json",
+            file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.json",
+            mime="application/json",
+            icon="⬇️",
+            on_click="ignore",
+            width="stretch",
+            help=_(
+                "Every turn's record: question, query, route, sources with chunk ids and ranks, answer, model, timings"
+            ),
+        )
+        confirm = st.checkbox(
+            _(
+                "I understand that '{title}' and its {turns} will be deleted",
+                title=info.title,
+                turns=count(info.turns, "turn"),
+            ),
+            key="chat_delete_confirm",
+        )
+        st.button(
+            _("Delete this conversation"),
+            key="chat_delete",
+            disabled=not confirm,
+            icon="🗑️",
+            on_click=_delete_conversation,
+            args=(store, current),
+        )
 
 
 def _controls(store: Store | None, settings: Settings) -> Controls:
@@ -395,10 +463,15 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         kept = [n for n in st.session_state.get("chat_kbs") or [] if n in by_name]
         st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
         chosen = st.multiselect(
-            _("Knowledge bases"), list(by_name), key="chat_kbs", placeholder=_("Choose knowledge bases"),
+            _("Knowledge bases"),
+            list(by_name),
+            key="chat_kbs",
+            placeholder=_("Choose knowledge bases"),
             format_func=lambda n, docs={n: count(kb.documents, "doc") for n, kb in by_name.items()}: (
-                f"{n} · {docs[n]}" if n in docs else n),
-            help=_("The `knowledge` tags to search; each is searched with the embedder it was built with."))
+                f"{n} · {docs[n]}" if n in docs else n
+            ),
+            help=_("The `knowledge` tags to search; each is searched with the embedder it was built with."),
+        )
         if not by_name:
             st.caption(_("No knowledge bases yet: ingest documents on the Upload page first."))
 
@@ -414,67 +487,143 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         allowed = _consent_picker(use_agent)
 
         with st.expander(_("Retrieval"), expanded=True, icon="🔎"):
-            mode = st.radio(_("Search mode"), retrieve.MODES, key="chat_mode", horizontal=True,
-                            format_func={m: _(label) for m, label in MODE_LABELS.items()}.get, disabled=use_agent,
-                            help=_("Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
-                                   "too). Hybrid: both, fused by reciprocal rank."))
-            top_k = st.number_input("Top-k", 1, 50, key="chat_top_k", disabled=use_agent,
-                                    help=_("How many passages are searched for. As many as fit the model's window go "
-                                           "into the prompt, best first (the last one in part); the rest are "
-                                           "listed as left out."))
-            min_score = st.slider(_("Minimum similarity"), 0.0, 1.0, step=0.05, key="chat_min_score",
-                                  disabled=use_agent,
-                                  help=_("Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
-                                         "minimum. Keyword hits are kept on their own merit."))
+            mode = st.radio(
+                _("Search mode"),
+                retrieve.MODES,
+                key="chat_mode",
+                horizontal=True,
+                format_func={m: _(label) for m, label in MODE_LABELS.items()}.get,
+                disabled=use_agent,
+                help=_(
+                    "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
+                    "too). Hybrid: both, fused by reciprocal rank."
+                ),
+            )
+            top_k = st.number_input(
+                "Top-k",
+                1,
+                50,
+                key="chat_top_k",
+                disabled=use_agent,
+                help=_(
+                    "How many passages are searched for. As many as fit the model's window go "
+                    "into the prompt, best first (the last one in part); the rest are "
+                    "listed as left out."
+                ),
+            )
+            min_score = st.slider(
+                _("Minimum similarity"),
+                0.0,
+                1.0,
+                step=0.05,
+                key="chat_min_score",
+                disabled=use_agent,
+                help=_(
+                    "Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
+                    "minimum. Keyword hits are kept on their own merit."
+                ),
+            )
             expression = st.text_input(
-                _("Filter"), key="chat_filter", disabled=use_agent,
+                _("Filter"),
+                key="chat_filter",
+                disabled=use_agent,
                 placeholder="original_filename == 'report.pdf' && page >= 3",
-                help=_("Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, "
-                       "&&, ||, NOT, parentheses."))
+                help=_(
+                    "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, "
+                    "&&, ||, NOT, parentheses."
+                ),
+            )
             if expression.strip():
                 try:
                     filters.to_sql(expression)
                 except RagError as exc:
                     widgets.show_error(exc, _("Filter"))
-            rewrite = st.toggle(_("Rewrite follow-up questions"), key="chat_rewrite",
-                                help=_("Before searching, the model turns a follow-up ('and in 2023?', 'what "
-                                       "about her father?') into a standalone query, searched together with the "
-                                       "question as asked; a question that stands alone is never rewritten. The "
-                                       "query searched is shown with the answer."))
+            rewrite = st.toggle(
+                _("Rewrite follow-up questions"),
+                key="chat_rewrite",
+                help=_(
+                    "Before searching, the model turns a follow-up ('and in 2023?', 'what "
+                    "about her father?') into a standalone query, searched together with the "
+                    "question as asked; a question that stands alone is never rewritten. The "
+                    "query searched is shown with the answer."
+                ),
+            )
 
         with st.expander(_("Generation"), icon="🎛️"):
             temperature = st.slider(_("Temperature"), 0.0, 1.5, step=0.05, key="chat_temperature")
-            think = st.toggle(_("Think (reasoning models)"), key="chat_think", disabled=not model.thinks,
-                              help=_("Reasoning models such as deepseek-r1 or qwen3 think before answering; "
-                                     "the thinking is shown in a collapsed block.") if model.thinks else
-                              _("The model in use does not think aloud."))
-            is_ollama = (isinstance(model.model, llms.OllamaChatModel)
-                         or ModelRef.parse(model.choice, bare="ollama").is_ollama)
-            num_ctx = st.number_input(_("Context window (num_ctx)"), 0, 1_048_576, step=1024, key="chat_num_ctx",
-                                      disabled=not is_ollama,
-                                      help=_("Tokens Ollama loads the model with; 0 keeps the model's own "
-                                             "setting. A larger window needs more memory."))
+            think = st.toggle(
+                _("Think (reasoning models)"),
+                key="chat_think",
+                disabled=not model.thinks,
+                help=_(
+                    "Reasoning models such as deepseek-r1 or qwen3 think before answering; "
+                    "the thinking is shown in a collapsed block."
+                )
+                if model.thinks
+                else _("The model in use does not think aloud."),
+            )
+            is_ollama = (
+                isinstance(model.model, llms.OllamaChatModel) or ModelRef.parse(model.choice, bare="ollama").is_ollama
+            )
+            num_ctx = st.number_input(
+                _("Context window (num_ctx)"),
+                0,
+                1_048_576,
+                step=1024,
+                key="chat_num_ctx",
+                disabled=not is_ollama,
+                help=_(
+                    "Tokens Ollama loads the model with; 0 keeps the model's own "
+                    "setting. A larger window needs more memory."
+                ),
+            )
 
         with st.expander(_("System prompt"), icon="📝"):
-            st.text_area(_("System prompt"), key="chat_system_prompt", height=220, label_visibility="collapsed",
-                         help=_("`{sources}` is replaced by the numbered sources (they are appended when it "
-                                "is missing)."))
+            st.text_area(
+                _("System prompt"),
+                key="chat_system_prompt",
+                height=220,
+                label_visibility="collapsed",
+                help=_("`{sources}` is replaced by the numbered sources (they are appended when it is missing)."),
+            )
             c1, c2 = st.columns(2)
-            c1.button(_("English default"), key="chat_prompt_en", on_click=_reset_prompt,
-                      args=(generate.SYSTEM_PROMPT_EN,), width="stretch")
-            c2.button(_("Chinese default"), key="chat_prompt_zh", on_click=_reset_prompt, args=(generate.SYSTEM_PROMPT_ZH,),
-                      width="stretch")
+            c1.button(
+                _("English default"),
+                key="chat_prompt_en",
+                on_click=_reset_prompt,
+                args=(generate.SYSTEM_PROMPT_EN,),
+                width="stretch",
+            )
+            c2.button(
+                _("Chinese default"),
+                key="chat_prompt_zh",
+                on_click=_reset_prompt,
+                args=(generate.SYSTEM_PROMPT_ZH,),
+                width="stretch",
+            )
             text = st.session_state["chat_system_prompt"]
             edited = not generate.is_default_prompt(text)
-            st.caption(_("Edited: used as is.") if edited else
-                       _("A default: the English or Chinese one is used to match the question's language."))
+            st.caption(
+                _("Edited: used as is.")
+                if edited
+                else _("A default: the English or Chinese one is used to match the question's language.")
+            )
 
     return Controls(
-        kbs=tuple(chosen), top_k=int(top_k), min_score=float(min_score) or None,
-        filter=expression if expression.strip() else None, mode=str(mode), temperature=float(temperature),
-        think=bool(think) if model.thinks else None, rewrite=bool(rewrite), agent=bool(use_agent and ok),
-        template=text if edited and text.strip() else None, num_ctx=int(num_ctx) or None, model=model,
-        route=route, allowed_tools=allowed,
+        kbs=tuple(chosen),
+        top_k=int(top_k),
+        min_score=float(min_score) or None,
+        filter=expression if expression.strip() else None,
+        mode=str(mode),
+        temperature=float(temperature),
+        think=bool(think) if model.thinks else None,
+        rewrite=bool(rewrite),
+        agent=bool(use_agent and ok),
+        template=text if edited and text.strip() else None,
+        num_ctx=int(num_ctx) or None,
+        model=model,
+        route=route,
+        allowed_tools=allowed,
     )
 
 
@@ -489,18 +638,31 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
     if st.session_state.get("chat_route") not in names:
         st.session_state["chat_route"] = route_names.AUTO
     # Labels made now, in this run's language: a format_func may be called outside the script run.
-    described = {r.name: _("{name} · {tools} · budget {budget}", name=r.name, tools=", ".join(r.tools) or _("no tools"),
-                           budget=r.budget) for r in routes}
+    described = {
+        r.name: _(
+            "{name} · {tools} · budget {budget}",
+            name=r.name,
+            tools=", ".join(r.tools) or _("no tools"),
+            budget=r.budget,
+        )
+        for r in routes
+    }
     described[route_names.AUTO] = _("auto (greetings get no tools, the rest the default route)")
     chosen = st.selectbox(
-        _("Route"), names, key="chat_route", disabled=not use_agent,
+        _("Route"),
+        names,
+        key="chat_route",
+        disabled=not use_agent,
         format_func=described.get,
-        help=_("Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the "
-               "Tools page)."))
+        help=_(
+            "Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the Tools page)."
+        ),
+    )
     return None if chosen == route_names.AUTO else str(chosen)
 
 
 # -- rendering a turn ------------------------------------------------------------------------------
+
 
 def _expander(label: str, key: str, default: bool, **kwargs: Any):
     """A stateful expander (`st.session_state[key]` opens it) whose default applies only at first."""
@@ -523,44 +685,82 @@ def _source_card(turn: Turn, source: Source) -> None:
     label = f"{source.label} · {hit.ranking}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
         where = f" · {_md(hit.location)}" if meta.get("location") else ""
-        scanned = (_(" · read by OCR (confidence {confidence}%)", confidence=f"{meta['ocr_confidence']:.0f}")
-                   if meta.get("ocr") and isinstance(meta.get("ocr_confidence"), (int, float)) else "")
-        st.caption(_("knowledge base **{kb}** · chunk {chunk}", kb=_md(hit.knowledge), chunk=meta.get("chunk_index", "?"))
-                   + f"{where}{scanned}")
-        whole = source.text is None or st.toggle(_("Show the whole chunk"), key=f"chat_whole_{turn.id}_{source.n}",
-                                                 help=_("The model was given the part shown (it fits its window)"))
+        scanned = (
+            _(" · read by OCR (confidence {confidence}%)", confidence=f"{meta['ocr_confidence']:.0f}")
+            if meta.get("ocr") and isinstance(meta.get("ocr_confidence"), (int, float))
+            else ""
+        )
+        st.caption(
+            _("knowledge base **{kb}** · chunk {chunk}", kb=_md(hit.knowledge), chunk=meta.get("chunk_index", "?"))
+            + f"{where}{scanned}"
+        )
+        whole = source.text is None or st.toggle(
+            _("Show the whole chunk"),
+            key=f"chat_whole_{turn.id}_{source.n}",
+            help=_("The model was given the part shown (it fits its window)"),
+        )
         if not whole:
             st.caption(_("Given to the model in part: the sentences that best match the question."))
         with st.container(border=True, height="content"):
             st.markdown(_md(hit.content if whole else source.passage))
         if source.n in turn.gone:
-            st.warning(_("This passage's document was deleted or replaced after this answer: the text above is "
-                         "what the answer was written from, kept with the conversation."), icon="🗑️")
+            st.warning(
+                _(
+                    "This passage's document was deleted or replaced after this answer: the text above is "
+                    "what the answer was written from, kept with the conversation."
+                ),
+                icon="🗑️",
+            )
             return
         document_id = meta.get("document_id")
-        if not (document_id and hit.pages and isinstance(meta.get("start"), int) and isinstance(meta.get("end"), int)
-                and render.has_page_images(hit.original_filename)):
+        if not (
+            document_id
+            and hit.pages
+            and isinstance(meta.get("start"), int)
+            and isinstance(meta.get("end"), int)
+            and render.has_page_images(hit.original_filename)
+        ):
             return
         if not st.toggle(_("Show the page with the passage highlighted"), key=f"chat_page_{turn.id}_{source.n}"):
             return
         page = hit.pages[0]
         if len(hit.pages) > 1:
-            page = st.radio(_("Page"), list(hit.pages), key=f"chat_pageno_{turn.id}_{source.n}", horizontal=True,
-                            format_func={p: _("Page {number}", number=p) for p in hit.pages}.get)
+            page = st.radio(
+                _("Page"),
+                list(hit.pages),
+                key=f"chat_pageno_{turn.id}_{source.n}",
+                horizontal=True,
+                format_func={p: _("Page {number}", number=p) for p in hit.pages}.get,
+            )
         try:
-            rendered = _page_png(str(document_id), hit.original_filename, int(page),
-                                 int(meta.get("chunk_index") or 0), int(meta["start"]), int(meta["end"]),
-                                 tuple(hit.pages))
+            rendered = _page_png(
+                str(document_id),
+                hit.original_filename,
+                int(page),
+                int(meta.get("chunk_index") or 0),
+                int(meta["start"]),
+                int(meta["end"]),
+                tuple(hit.pages),
+            )
         except (RagError, ValueError, RuntimeError) as exc:
             widgets.show_error(exc, _("Page {number} of {file}", number=page, file=hit.original_filename))
             return
         if rendered is None:
-            st.info(_("{file} has no page images (or is no longer stored): the passage is shown above.",
-                      file=hit.original_filename), icon="📄")
+            st.info(
+                _(
+                    "{file} has no page images (or is no longer stored): the passage is shown above.",
+                    file=hit.original_filename,
+                ),
+                icon="📄",
+            )
             return
         png, boxes = rendered
-        st.image(png, caption=_("{file}, page {number}", file=hit.original_filename, number=page) +
-                 ("" if boxes else _(" (the passage could not be located on the page)")), width="stretch")
+        st.image(
+            png,
+            caption=_("{file}, page {number}", file=hit.original_filename, number=page)
+            + ("" if boxes else _(" (the passage could not be located on the page)")),
+            width="stretch",
+        )
 
 
 def _sources_panel(turn: Turn, expanded: bool) -> None:
@@ -570,38 +770,69 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
         st.caption(f"ℹ️ {tr(note)}")
     if not turn.sources:
         if not turn.problem and not turn.agent:
-            st.info(_("No passage was found: the answer has no sources. Check the knowledge bases, the "
-                      "filter and the minimum similarity."), icon="🔎")
+            st.info(
+                _(
+                    "No passage was found: the answer has no sources. Check the knowledge bases, the "
+                    "filter and the minimum similarity."
+                ),
+                icon="🔎",
+            )
         return
     where = ", ".join(turn.kbs)
     took = f" · {turn.search_ms:.0f} ms" if turn.search_ms is not None else ""
-    how = _("found by the agent") if turn.agent else _("{mode} search in {kbs}", mode=_(MODE_LABELS.get(turn.mode, turn.mode)).lower(), kbs=where) + took
-    with _expander(f"📚 {count(len(turn.sources), 'source')} · {_md(how)}",
-                   f"chat_sources_{turn.id}", expanded):
+    how = (
+        _("found by the agent")
+        if turn.agent
+        else _("{mode} search in {kbs}", mode=_(MODE_LABELS.get(turn.mode, turn.mode)).lower(), kbs=where) + took
+    )
+    with _expander(f"📚 {count(len(turn.sources), 'source')} · {_md(how)}", f"chat_sources_{turn.id}", expanded):
         for source in turn.sources:
             _source_card(turn, source)
         if turn.left_out:
-            st.caption(_("Found but not given to the model (no room left for them in its prompt): ") +
-                       "; ".join(_md(s.label) for s in turn.left_out))
+            st.caption(
+                _("Found but not given to the model (no room left for them in its prompt): ")
+                + "; ".join(_md(s.label) for s in turn.left_out)
+            )
 
 
 def _budget_bar(budget: Budget | None, model: str) -> None:
     if budget is None:
         return
     total = budget.used + budget.reserve
-    st.progress(min(budget.share, 1.0),
-                text=_("Context: {total} of {limit} tokens ({share}) · {model}", total=f"{total:,}",
-                       limit=f"{budget.limit:,}", share=f"{budget.share:.0%}", model=model))
+    st.progress(
+        min(budget.share, 1.0),
+        text=_(
+            "Context: {total} of {limit} tokens ({share}) · {model}",
+            total=f"{total:,}",
+            limit=f"{budget.limit:,}",
+            share=f"{budget.share:.0%}",
+            model=model,
+        ),
+    )
     summary = _("summary {n} · ", n=f"{budget.summary:,}") if budget.summary else ""
-    st.caption(_("system {system} · sources {sources} · ", system=f"{budget.system:,}", sources=f"{budget.sources:,}")
-               + summary + _("history {history} · question {question} · kept for the answer {reserve} ({counted})",
-                             history=f"{budget.history:,}", question=f"{budget.question:,}",
-                             reserve=f"{budget.reserve:,}", counted=_md(tr(budget.counted_with))))
+    st.caption(
+        _("system {system} · sources {sources} · ", system=f"{budget.system:,}", sources=f"{budget.sources:,}")
+        + summary
+        + _(
+            "history {history} · question {question} · kept for the answer {reserve} ({counted})",
+            history=f"{budget.history:,}",
+            question=f"{budget.question:,}",
+            reserve=f"{budget.reserve:,}",
+            counted=_md(tr(budget.counted_with)),
+        )
+    )
     if not budget.fits:
-        st.warning(_("The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's "
-                     "{limit}-token window: the model would lose the start of it (the instructions and the first "
-                     "sources). Lower top-k, clear the conversation, or raise num_ctx.", used=f"{budget.used:,}",
-                     reserve=f"{budget.reserve:,}", limit=f"{budget.limit:,}"), icon="✂️")
+        st.warning(
+            _(
+                "The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's "
+                "{limit}-token window: the model would lose the start of it (the instructions and the first "
+                "sources). Lower top-k, clear the conversation, or raise num_ctx.",
+                used=f"{budget.used:,}",
+                reserve=f"{budget.reserve:,}",
+                limit=f"{budget.limit:,}",
+            ),
+            icon="✂️",
+        )
 
 
 def _stats_line(turn: Turn) -> str:
@@ -621,15 +852,19 @@ def _stats_line(turn: Turn) -> str:
 
 def _steps(steps: Sequence[agent.Step]) -> None:
     for step in steps:
-        with st.expander(f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {_(step.status)} · "
-                         f"{step.duration:.2f} s", type="step", icon="✅" if step.ok else "⚠️"):
+        with st.expander(
+            f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {_(step.status)} · {step.duration:.2f} s",
+            type="step",
+            icon="✅" if step.ok else "⚠️",
+        ):
             st.json(dict(step.arguments))
             st.code(step.result, wrap_lines=True, language=None)
 
 
 def _web_sources(turn: Turn) -> None:
-    with _expander(f"🌐 {count(len(turn.web_sources), 'web source')} · " + _("found by web search"),
-                   f"chat_web_{turn.id}", True):
+    with _expander(
+        f"🌐 {count(len(turn.web_sources), 'web source')} · " + _("found by web search"), f"chat_web_{turn.id}", True
+    ):
         for item in turn.web_sources:
             date = f" · {_md(item.date)}" if item.date else ""
             st.markdown(f":violet-badge[web] [{_md(item.title)}]({item.url}){date}  \n{_md(item.summary)}")
@@ -641,8 +876,16 @@ def _answer(turn: Turn) -> None:
         st.error(tr(turn.problem), icon="🚫")
     if turn.route:
         tools = ", ".join(f"`{t}`" for t in turn.route_tools) or _("no tools")
-        st.caption("🧭 " + _("Route **{route}** ({reason}) · {tools} · budget {budget}", route=_md(turn.route),
-                              reason=tr(turn.route_reason), tools=tools, budget=turn.route_budget))
+        st.caption(
+            "🧭 "
+            + _(
+                "Route **{route}** ({reason}) · {tools} · budget {budget}",
+                route=_md(turn.route),
+                reason=tr(turn.route_reason),
+                tools=tools,
+                budget=turn.route_budget,
+            )
+        )
     if turn.steps:
         with st.expander(f"🛠️ {tr(turn.agent_summary) or count(len(turn.steps), 'tool call')}"):
             _steps(turn.steps)
@@ -670,30 +913,61 @@ def _answer(turn: Turn) -> None:
             st.badge(_("repetition cut"), icon="🔁", color="gray")
         if not turn.agent:
             if grounding.grounded:
-                st.badge(_("cites {k} of {sources}", k=len(grounding.cited), sources=count(len(turn.sources), "source")),
-                         icon="✅", color="green")
+                st.badge(
+                    _("cites {k} of {sources}", k=len(grounding.cited), sources=count(len(turn.sources), "source")),
+                    icon="✅",
+                    color="green",
+                )
             elif turn.attributed:
                 st.badge(_("matched to sources, not cited by the model"), icon="≈", color="gray")
             elif check.uncited and turn.answer:
                 st.badge(_("uncited"), icon="⚠️", color="orange")
             if grounding.flagged:
-                st.badge(_("{k} of {sentences} not supported by the sources", k=len(grounding.flagged),
-                           sentences=count(grounding.judged, "sentence")), icon="⚠️", color="orange")
+                st.badge(
+                    _(
+                        "{k} of {sentences} not supported by the sources",
+                        k=len(grounding.flagged),
+                        sentences=count(grounding.judged, "sentence"),
+                    ),
+                    icon="⚠️",
+                    color="orange",
+                )
             if grounding.padding:
-                st.badge(_("{sources} not supporting the sentence citing it",
-                           sources=count(len(grounding.padding), "cited source")), icon="⚠️", color="orange")
+                st.badge(
+                    _(
+                        "{sources} not supporting the sentence citing it",
+                        sources=count(len(grounding.padding), "cited source"),
+                    ),
+                    icon="⚠️",
+                    color="orange",
+                )
             if check.unknown:
-                st.badge(_("{markers} pointing at no source", markers=count(len(check.unknown), "marker")),
-                         icon="🚩", color="red")
+                st.badge(
+                    _("{markers} pointing at no source", markers=count(len(check.unknown), "marker")),
+                    icon="🚩",
+                    color="red",
+                )
         line = _stats_line(turn)
         if line:
             st.caption(_md(line))
     if not turn.agent and check.unknown:
-        st.caption("🚩 " + ", ".join(f"[{n}]" for n in check.unknown) +
-                   (_(" points at no source (this answer had {n}): the claim there is not backed by a passage shown "
-                      "here.", n=len(turn.sources)) if len(check.unknown) == 1 else
-                    _(" point at no source (this answer had {n}): the claims there are not backed by a passage "
-                      "shown here.", n=len(turn.sources))))
+        st.caption(
+            "🚩 "
+            + ", ".join(f"[{n}]" for n in check.unknown)
+            + (
+                _(
+                    " points at no source (this answer had {n}): the claim there is not backed by a passage shown "
+                    "here.",
+                    n=len(turn.sources),
+                )
+                if len(check.unknown) == 1
+                else _(
+                    " point at no source (this answer had {n}): the claims there are not backed by a passage "
+                    "shown here.",
+                    n=len(turn.sources),
+                )
+            )
+        )
     if not turn.agent and check.uncited and turn.answer:
         st.caption(_("The answer cites no source: check it against the sources before trusting it."))
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
@@ -703,12 +977,23 @@ def _answer(turn: Turn) -> None:
         with st.container(horizontal=True, gap="small"):
             for n in check.cited:
                 gone = n in turn.gone
-                st.button(by_n[n].label + (_(" · deleted since") if gone else ""), key=f"chat_cite_{turn.id}_{n}",
-                          on_click=_open_source, args=(turn.id, n),
-                          icon="🗑️" if gone else "📄" if n in grounding.cited else "❔", type="tertiary",
-                          help=(_("Its document was deleted or replaced after this answer: the card shows the text "
-                                  "the answer was written from") if gone else _("Open this source and its page")
-                                + ("" if n in grounding.cited else _(" (it does not support the sentence citing it)"))))
+                st.button(
+                    by_n[n].label + (_(" · deleted since") if gone else ""),
+                    key=f"chat_cite_{turn.id}_{n}",
+                    on_click=_open_source,
+                    args=(turn.id, n),
+                    icon="🗑️" if gone else "📄" if n in grounding.cited else "❔",
+                    type="tertiary",
+                    help=(
+                        _(
+                            "Its document was deleted or replaced after this answer: the card shows the text "
+                            "the answer was written from"
+                        )
+                        if gone
+                        else _("Open this source and its page")
+                        + ("" if n in grounding.cited else _(" (it does not support the sentence citing it)"))
+                    ),
+                )
 
 
 def _render_turn(question: str, answer: Turn | Live | Callable[[], Turn | Live], sources_open: bool) -> None:
@@ -730,6 +1015,7 @@ def _render_turn(question: str, answer: Turn | Live | Callable[[], Turn | Live],
 
 
 # -- the live turn -------------------------------------------------------------------------------
+
 
 def _stop_live() -> None:
     """The Stop button: end the generation now (the text so far is kept)."""
@@ -780,8 +1066,14 @@ def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[
 def _stream_answer(live: Live) -> None:
     runner = live.runner
     left, right = st.columns([1, 4], vertical_alignment="center")
-    left.button(_("Stop"), key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
-                help=_("End the answer now; what was written so far is kept."))
+    left.button(
+        _("Stop"),
+        key="chat_stop",
+        icon="⏹️",
+        on_click=_stop_live,
+        disabled=runner.stop_requested,
+        help=_("End the answer now; what was written so far is kept."),
+    )
     status = right.empty()
     thinking_slot = st.empty()
     thoughts: list[str] = []
@@ -798,8 +1090,14 @@ def _stream_answer(live: Live) -> None:
 
 def _stream_agent(live: Live) -> None:
     runner = live.runner
-    st.button(_("Stop"), key="chat_stop", icon="⏹️", on_click=_stop_live, disabled=runner.stop_requested,
-              help=_("Stop after the current model request or tool call."))
+    st.button(
+        _("Stop"),
+        key="chat_stop",
+        icon="⏹️",
+        on_click=_stop_live,
+        disabled=runner.stop_requested,
+        help=_("Stop after the current model request or tool call."),
+    )
     with st.status(_("Working…"), expanded=True) as box:
         seen = 0
         while True:
@@ -829,8 +1127,9 @@ def _save(turn: Turn) -> None:
     if store is None or turn.problem:
         return
     try:
-        st.session_state[CONVERSATION] = generate.save_turn(store.conversations, st.session_state.get(CONVERSATION),
-                                                            turn)
+        st.session_state[CONVERSATION] = generate.save_turn(
+            store.conversations, st.session_state.get(CONVERSATION), turn
+        )
     except RagError as exc:
         st.warning(_("This turn was not saved: {error}", error=tr(exc)), icon="💾")
 
@@ -845,6 +1144,7 @@ def _follow_live(live: Live, slot: Any) -> None:
 
 # -- a new question ------------------------------------------------------------------------------
 
+
 def _consent_picker(use_agent: bool) -> tuple[str, ...]:
     """The MCP tools that may change things (not marked read-only): agent mode runs only those ticked here."""
     if not use_agent:
@@ -852,28 +1152,53 @@ def _consent_picker(use_agent: bool) -> tuple[str, ...]:
     changing = generate.tools_needing_consent()
     if not changing:
         return ()
-    picked = st.multiselect(_("Allow tools that may change things"), changing, key="chat_allowed_tools",
-                            placeholder=_("none: they are not run"),
-                            help=_("These tools are not marked read-only by their servers. A document or web "
-                                   "page can ask the model to call them; each runs only if you tick it here."))
+    picked = st.multiselect(
+        _("Allow tools that may change things"),
+        changing,
+        key="chat_allowed_tools",
+        placeholder=_("none: they are not run"),
+        help=_(
+            "These tools are not marked read-only by their servers. A document or web "
+            "page can ask the model to call them; each runs only if you tick it here."
+        ),
+    )
     return tuple(picked)
 
 
 def _request(c: Controls) -> engine.Request:
     return engine.Request(
-        kbs=c.kbs, top_k=c.top_k, min_score=c.min_score, filter=c.filter, mode=c.mode, rewrite=c.rewrite,
-        template=c.template, temperature=c.temperature, think=c.think, num_ctx=c.num_ctx,
-        context=c.model.context, thinks=c.model.thinks, agent=c.agent, route=c.route,
+        kbs=c.kbs,
+        top_k=c.top_k,
+        min_score=c.min_score,
+        filter=c.filter,
+        mode=c.mode,
+        rewrite=c.rewrite,
+        template=c.template,
+        temperature=c.temperature,
+        think=c.think,
+        num_ctx=c.num_ctx,
+        context=c.model.context,
+        thinks=c.model.thinks,
+        agent=c.agent,
+        route=c.route,
         allowed_tools=c.allowed_tools,
     )
 
 
 def _ask(question: str, c: Controls, store: Store | None, settings: Settings) -> None:
     def start() -> Turn | Live:
-        started = engine.start(question, _request(c), model=c.model.model, store=store, settings=settings,
-                               history=generate.history_messages(_turns()), memory=generate.memory_of(_turns()),
-                               model_problem=c.model.problem,
-                               busy=lambda text: st.spinner(tr(text)), warn=lambda text: st.warning(tr(text), icon="🧰"))
+        started = engine.start(
+            question,
+            _request(c),
+            model=c.model.model,
+            store=store,
+            settings=settings,
+            history=generate.history_messages(_turns()),
+            memory=generate.memory_of(_turns()),
+            model_problem=c.model.problem,
+            busy=lambda text: st.spinner(tr(text)),
+            warn=lambda text: st.warning(tr(text), icon="🧰"),
+        )
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _save(started)
@@ -887,20 +1212,29 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
 def _summary_block(turn: Turn) -> None:
     """The running summary this turn's prompt carried instead of the oldest exchanges."""
     if turn.summary:
-        with st.expander("🧠 " + _("Earlier in this conversation ({exchanges}, summarised)",
-                                  exchanges=count(turn.summary_covers, "exchange")),
-                         expanded=False):
+        with st.expander(
+            "🧠 "
+            + _(
+                "Earlier in this conversation ({exchanges}, summarised)",
+                exchanges=count(turn.summary_covers, "exchange"),
+            ),
+            expanded=False,
+        ):
             st.markdown(_md(turn.summary))
 
 
 # -- the page --------------------------------------------------------------------------------------
 
+
 def _clear() -> None:
     live: Live | None = st.session_state.pop(LIVE, None)
     if live is not None:
         live.runner.stop()
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(
-            ("chat_sources_", "chat_src_", "chat_page_", "chat_pageno_"))]:
+    for key in [
+        k
+        for k in st.session_state
+        if isinstance(k, str) and k.startswith(("chat_sources_", "chat_src_", "chat_page_", "chat_pageno_"))
+    ]:
         del st.session_state[key]
     st.session_state[TURNS] = []
     st.session_state[CONVERSATION] = None
@@ -911,24 +1245,38 @@ def _toolbar(turns: Sequence[Turn]) -> None:
     if not turns:
         return
     with st.container(horizontal=True, vertical_alignment="center"):
-        st.button(_("New conversation"), key="chat_clear", icon="🧹", on_click=_clear,
-                  help=_("Start afresh; this one stays under Conversations in the sidebar."))
-        st.download_button(_("Export as Markdown"), data=generate.export_markdown(turns), key="chat_export",
-                           file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md", mime="text/markdown",
-                           icon="⬇️", on_click="ignore",
-                           help=_("The questions, answers and the sources of each answer."))
+        st.button(
+            _("New conversation"),
+            key="chat_clear",
+            icon="🧹",
+            on_click=_clear,
+            help=_("Start afresh; this one stays under Conversations in the sidebar."),
+        )
+        st.download_button(
+            _("Export as Markdown"),
+            data=generate.export_markdown(turns),
+            key="chat_export",
+            file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md",
+            mime="text/markdown",
+            icon="⬇️",
+            on_click="ignore",
+            help=_("The questions, answers and the sources of each answer."),
+        )
         st.caption(_("{turns} in this session", turns=count(len(turns), "turn")))
 
 
 def main() -> None:
     st.title("💬 " + _("Chat"))
-    st.caption(_("Answers from your knowledge bases with numbered citations: click a citation to see the "
-                 "passage on its page. The sources are shown before the answer is written."))
+    st.caption(
+        _(
+            "Answers from your knowledge bases with numbered citations: click a citation to see the "
+            "passage on its page. The sources are shown before the answer is written."
+        )
+    )
     settings = resources.settings()
     store = widgets.try_store()
     controls = _controls(store, settings)
-    question = st.chat_input(_("Ask about your documents (English or 中文)…"), key="chat_input",
-                             submit_mode="disable")
+    question = st.chat_input(_("Ask about your documents (English or 中文)…"), key="chat_input", submit_mode="disable")
     live: Live | None = st.session_state.get(LIVE)
     if question and live is not None:  # asked again while answering: the running answer stops here
         live.runner.stop()

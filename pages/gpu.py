@@ -3,6 +3,7 @@
 UI only: the sampler and the placement advice come from rag.gpu, the phases from
 rag.llms.telemetry, the watched generation and its model choices from rag.generate.watch.
 """
+
 from __future__ import annotations
 
 import time
@@ -13,25 +14,30 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui import resources
-from ui.format import no_images
-from ui.i18n import _, columns, count, tr
 from rag import gpu
 from rag.errors import RagError
-from rag.llms.telemetry import PHASE_TITLES, Mark
 from rag.generate.watch import GenerationView, WatchedGeneration, watch_choices
 from rag.gpu.placement import unloads_in
 from rag.llms import resolve_chat_model
 from rag.llms.choice import default_local_name
 from rag.llms.ollama.admin import unload_model
+from rag.llms.telemetry import PHASE_TITLES, Mark
 from rag.model_ref import ModelRef, shown_name
+from ui import resources
+from ui.format import no_images
+from ui.i18n import _, columns, tr
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
 PLACEMENT_REFRESH_SECONDS = 3.0
 WINDOWS = {"1 min": 60, "2 min": 120, "5 min": 300, "10 min": 600}
-PHASE_COLOURS = {"load": "#8e6bbf", "prompt": "#f28e2b", "thinking": "#76b7e0", "output": "#59a14f",
-                 "generating": "#b0b0b0"}
+PHASE_COLOURS = {
+    "load": "#8e6bbf",
+    "prompt": "#f28e2b",
+    "thinking": "#76b7e0",
+    "output": "#59a14f",
+    "generating": "#b0b0b0",
+}
 GENERATION = "gpu_generation"
 DEFAULT_PROMPT = "Explain in three short paragraphs how a GPU speeds up a language model."
 GIB = 1024**3
@@ -87,8 +93,9 @@ def stop_generation() -> None:
 # Drawing
 
 
-def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None, now: float,
-              rows: int, window: float) -> None:
+def add_marks(
+    fig: go.Figure, marks: list[Mark], running: GenerationView | None, now: float, rows: int, window: float
+) -> None:
     """Each phase a shaded span across every chart; the phases in the legend; each generation's
     label once, where it starts."""
     spans = [(m.phase, m.start, m.end, m.label) for m in marks]
@@ -97,13 +104,29 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
     for phase, start, end, _label in spans:
         end = max(end, start + 0.05)  # a 1 ms model load is still worth seeing
         for row in range(1, rows + 1):
-            fig.add_vrect(x0=when(start), x1=when(end), fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
-                          opacity=0.22, line_width=0, layer="below", row=row, col=1)
+            fig.add_vrect(
+                x0=when(start),
+                x1=when(end),
+                fillcolor=PHASE_COLOURS.get(phase, "#cccccc"),
+                opacity=0.22,
+                line_width=0,
+                layer="below",
+                row=row,
+                col=1,
+            )
     for phase in dict.fromkeys(phase for phase, *_rest in spans):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=tr(PHASE_TITLES.get(phase, phase)),
-                                 legendgroup="phases", marker={"symbol": "square", "size": 12, "opacity": 0.5,
-                                                               "color": PHASE_COLOURS.get(phase, "#cccccc")}),
-                      row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=tr(PHASE_TITLES.get(phase, phase)),
+                legendgroup="phases",
+                marker={"symbol": "square", "size": 12, "opacity": 0.5, "color": PHASE_COLOURS.get(phase, "#cccccc")},
+            ),
+            row=1,
+            col=1,
+        )
     starts: dict[str, float] = {}
     for _phase, start, _end, label in spans:
         starts[label] = min(start, starts.get(label, start))
@@ -117,26 +140,50 @@ def add_marks(fig: go.Figure, marks: list[Mark], running: GenerationView | None,
     for start, labels in groups:
         text = " · ".join(tr(label) for label in labels)
         near_the_end = now - start < 0.3 * window  # written leftwards, so it is not cut off
-        fig.add_annotation(x=when(start), y=1.0, xref="x", yref="y domain", text=text, hovertext=text,
-                           showarrow=False, xanchor="right" if near_the_end else "left", yanchor="bottom",
-                           font={"size": 10})
+        fig.add_annotation(
+            x=when(start),
+            y=1.0,
+            xref="x",
+            yref="y domain",
+            text=text,
+            hovertext=text,
+            showarrow=False,
+            xanchor="right" if near_the_end else "left",
+            yanchor="bottom",
+            font={"size": 10},
+        )
 
 
-def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[Mark],
-                 running: GenerationView | None, start: float, now: float) -> go.Figure:
+def build_figure(
+    samples: list[gpu.Sample],
+    status: gpu.GpuStatus,
+    marks: list[Mark],
+    running: GenerationView | None,
+    start: float,
+    now: float,
+) -> go.Figure:
     times = [when(s.t) for s in samples]
     if status.available:
         titles = ("VRAM (GiB)", "Utilisation (%)", "Power (W)", "CPU (%)")
     else:
         titles = ("CPU (%)", "RAM (GiB)")
-    fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                        subplot_titles=titles)
+    fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=titles)
 
-    def line(row: int, name: str, values: list[float | None], dash: str | None = None,
-             colour: str | None = None) -> None:
-        fig.add_trace(go.Scatter(x=times, y=values, name=name, mode="lines",
-                                 line={"dash": dash, "color": colour, "width": 1.6}, connectgaps=False),
-                      row=row, col=1)
+    def line(
+        row: int, name: str, values: list[float | None], dash: str | None = None, colour: str | None = None
+    ) -> None:
+        fig.add_trace(
+            go.Scatter(
+                x=times,
+                y=values,
+                name=name,
+                mode="lines",
+                line={"dash": dash, "color": colour, "width": 1.6},
+                connectgaps=False,
+            ),
+            row=row,
+            col=1,
+        )
 
     def scaled(value: float | int | None, by: float) -> float | None:
         return None if value is None else value / by
@@ -151,8 +198,9 @@ def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[M
             devs = [device(s) for s in samples]
             line(1, f"{tag}VRAM used", [scaled(d.memory_used, GIB) if d else None for d in devs])
             line(1, f"{tag}VRAM total", [scaled(d.memory_total, GIB) if d else None for d in devs], "dot", "#888")
-            ollama = [sum(p.gpu_memory or 0 for p in s.processes if p.device == info.index and p.is_ollama)
-                      for s in samples]
+            ollama = [
+                sum(p.gpu_memory or 0 for p in s.processes if p.device == info.index and p.is_ollama) for s in samples
+            ]
             if any(ollama):
                 line(1, f"{tag}VRAM held by Ollama", [v / GIB for v in ollama], "dash")
             line(2, f"{tag}GPU util", [d.gpu_util if d else None for d in devs])
@@ -169,8 +217,12 @@ def build_figure(samples: list[gpu.Sample], status: gpu.GpuStatus, marks: list[M
         fig.update_yaxes(range=[0, 100], row=1, col=1)
     add_marks(fig, marks, running, now, len(titles), now - start)
     fig.update_xaxes(range=[when(start), when(now)])
-    fig.update_layout(height=190 * len(titles) + 60, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      legend={"orientation": "h", "y": -0.08}, uirevision="gpu-live")
+    fig.update_layout(
+        height=190 * len(titles) + 60,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        legend={"orientation": "h", "y": -0.08},
+        uirevision="gpu-live",
+    )
     return fig
 
 
@@ -193,11 +245,13 @@ def device_metrics(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
                 (f"Clocks (MHz){tag}", f"{fmt(d.clock_graphics)} / {fmt(d.clock_memory)}"),
             ]
     if latest.host is not None:
-        cells += [("CPU", f"{latest.host.cpu_percent:.0f} %"),
-                  ("RAM (GiB)", f"{latest.host.ram_used / GIB:.1f} / {latest.host.ram_total / GIB:.1f}")]
+        cells += [
+            ("CPU", f"{latest.host.cpu_percent:.0f} %"),
+            ("RAM (GiB)", f"{latest.host.ram_used / GIB:.1f} / {latest.host.ram_total / GIB:.1f}"),
+        ]
     for row in range(0, len(cells), 4):
         cols = st.columns(4)
-        for col, (label, value) in zip(cols, cells[row:row + 4]):
+        for col, (label, value) in zip(cols, cells[row : row + 4]):
             col.metric(label, value)
 
 
@@ -209,17 +263,23 @@ def process_table(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
     if cannot:
         st.caption(_("NVML cannot list processes on {gpus} (“Not Supported”).", gpus=", ".join(cannot)))
     if not latest.processes:
-        st.caption(_("No process holds GPU memory now. (Inside a container, programs of other containers "
-                   "are listed without a name, or not at all.)"))
+        st.caption(
+            _(
+                "No process holds GPU memory now. (Inside a container, programs of other containers "
+                "are listed without a name, or not at all.)"
+            )
+        )
         return
     rows = sorted(latest.processes, key=lambda p: (not p.is_ollama, -(p.gpu_memory or 0)))
-    table = pd.DataFrame({
-        "GPU": [p.device for p in rows],
-        "PID": [p.pid for p in rows],
-        "Process": [p.name or "(not visible from here)" for p in rows],
-        "VRAM (MiB)": [None if p.gpu_memory is None else round(p.gpu_memory / MIB) for p in rows],
-        "Ollama": [p.is_ollama for p in rows],
-    })
+    table = pd.DataFrame(
+        {
+            "GPU": [p.device for p in rows],
+            "PID": [p.pid for p in rows],
+            "Process": [p.name or "(not visible from here)" for p in rows],
+            "VRAM (MiB)": [None if p.gpu_memory is None else round(p.gpu_memory / MIB) for p in rows],
+            "Ollama": [p.is_ollama for p in rows],
+        }
+    )
     styled = table.style.apply(
         lambda row: ["background-color: #e6f4ea; font-weight: 600" if row["Ollama"] else "" for _cell in row], axis=1
     )
@@ -246,12 +306,18 @@ def generation_panel(view: GenerationView, now: float) -> None:
         cols[1].metric(_("Tokens/s"), fmt(view.tokens_per_second, "", digits=1))
         cols[2].metric(_("Load time"), fmt(view.load_seconds, " s", digits=2))
         prompt_count = stats.prompt_eval_count if stats else None
-        cols[3].metric(_("Prompt eval ({n} tokens)", n=fmt(prompt_count)),
-                       fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"))
+        cols[3].metric(
+            _("Prompt eval ({n} tokens)", n=fmt(prompt_count)),
+            fmt(stats.prompt_tokens_per_second if stats else None, " tok/s"),
+        )
         cols[4].metric(_("Output tokens"), fmt(stats.eval_count if stats else None))
         if stats is not None and stats.done_reason == "stopped" and ref is not None and ref.is_ollama:
-            st.caption(_("Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
-                       "are drawn as one span up to the first token."))
+            st.caption(
+                _(
+                    "Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation "
+                    "are drawn as one span up to the first token."
+                )
+            )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -262,12 +328,24 @@ def header(status: gpu.GpuStatus) -> None:
     st.title(_("GPU monitor"))
     if status.devices:  # found, even if one has failed since
         names = ", ".join(f"**{d.name}**" for d in status.devices)
-        st.markdown(_("{names} · driver {driver} · CUDA {cuda}", names=names, driver=status.driver or "?",
-                      cuda=status.cuda or "?"))
+        st.markdown(
+            _(
+                "{names} · driver {driver} · CUDA {cuda}",
+                names=names,
+                driver=status.driver or "?",
+                cuda=status.cuda or "?",
+            )
+        )
     else:
-        st.info(_("No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, "
-                  "so CPU and RAM are shown instead.", reason=tr(status.reason),
-                  hint=tr(gpu.no_gpu_hint(status.reason))), icon="ℹ️")
+        st.info(
+            _(
+                "No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, "
+                "so CPU and RAM are shown instead.",
+                reason=tr(status.reason),
+                hint=tr(gpu.no_gpu_hint(status.reason)),
+            ),
+            icon="ℹ️",
+        )
 
 
 @st.fragment(run_every=PLACEMENT_REFRESH_SECONDS)
@@ -279,35 +357,41 @@ def placement(host: str, watch: gpu.GpuSampler) -> None:
     report = gpu.ollama_placement(host, watch.status, watch.latest())
     models = report.models
     if models is None:
-        st.info(_("Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", host=host), icon="ℹ️")
+        st.info(
+            _("Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.", host=host), icon="ℹ️"
+        )
         return
     if not models:
         st.caption(_("Ollama holds no model in memory now: generate below to load one."))
         return
     advice = report.advice
     if advice is None:
-        st.success(_("All models run 100% on the GPU.") if len(models) > 1 else _("The model runs 100% on the GPU."),
-                   icon="✅")
+        st.success(
+            _("All models run 100% on the GPU.") if len(models) > 1 else _("The model runs 100% on the GPU."), icon="✅"
+        )
     elif advice.severity == "error":
         causes = "\n".join(f"{i}. {tr(c)}" for i, c in enumerate(advice.causes, 1))
         st.error(f"**{tr(advice.title)}**\n\n" + _("Likely causes and how to check:") + f"\n\n{causes}", icon="🚨")
     else:
         st.info(tr(advice.title), icon="ℹ️")
     now = datetime.now().astimezone()
-    table = pd.DataFrame({
-        "Model": [m.name for m in models],
-        "Size (GiB)": [round(m.size / GIB, 2) for m in models],
-        "In VRAM (GiB)": [round(m.size_vram / GIB, 2) for m in models],
-        "Placement": [m.share_on_gpu for m in models],
-        "Context": [m.context_length for m in models],
-        "Unloads in": [tr(unloads_in(m.expires_at, now)) for m in models],
-    })
+    table = pd.DataFrame(
+        {
+            "Model": [m.name for m in models],
+            "Size (GiB)": [round(m.size / GIB, 2) for m in models],
+            "In VRAM (GiB)": [round(m.size_vram / GIB, 2) for m in models],
+            "Placement": [m.share_on_gpu for m in models],
+            "Context": [m.context_length for m in models],
+            "Unloads in": [tr(unloads_in(m.expires_at, now)) for m in models],
+        }
+    )
     st.dataframe(table, hide_index=True, key="gpu_placement", column_config=columns(table))
     st.caption(_("Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart."))
     cols = st.columns(min(len(models), 4))
     for i, m in enumerate(models):
-        cols[i % len(cols)].button(_("Unload {model}", model=m.name), key=f"gpu_unload_{m.name}", on_click=unload,
-                                   args=(host, m.name))
+        cols[i % len(cols)].button(
+            _("Unload {model}", model=m.name), key=f"gpu_unload_{m.name}", on_click=unload, args=(host, m.name)
+        )
 
 
 def monitor(watch: gpu.GpuSampler, can_generate: bool, window_label: str | None) -> None:
@@ -316,8 +400,7 @@ def monitor(watch: gpu.GpuSampler, can_generate: bool, window_label: str | None)
     running = current is not None and current.running
     if can_generate:
         b1, b2, _spare = st.columns([1, 1, 4])
-        b1.button(_("Generate"), key="gpu_generate", type="primary", disabled=running,
-                  on_click=start_generation)
+        b1.button(_("Generate"), key="gpu_generate", type="primary", disabled=running, on_click=start_generation)
         b2.button(_("Stop"), key="gpu_stop", disabled=not running, on_click=stop_generation)
         current = st.session_state.get(GENERATION)
     for problem in watch.status.problems:  # here, so that a GPU lost while watching shows at once
@@ -334,8 +417,12 @@ def monitor(watch: gpu.GpuSampler, can_generate: bool, window_label: str | None)
     device_metrics(latest, watch.status)
     fig = build_figure(samples, watch.status, watch.marks(since=start), view, start, now)
     st.plotly_chart(fig, key="gpu_chart", config={"displaylogo": False})
-    st.caption(_("Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "
-               "evaluation, thinking, output."))
+    st.caption(
+        _(
+            "Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "
+            "evaluation, thinking, output."
+        )
+    )
     process_table(latest, watch.status)
 
 
@@ -359,12 +446,20 @@ def main() -> None:
     # A row sized by its content (wrapping when narrow), not fixed column shares: in 2/7 of the page
     # the four window buttons did not fit at 1400 px, and "10 min" was cut off.
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
-    window_label = controls.segmented_control(_("Window"), list(WINDOWS), default="2 min", key="gpu_window",
-                                              width="content")
-    live = controls.toggle(_("Live"), value=True, key="gpu_live",
-                           help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}"))
-    controls.download_button(_("Download samples (CSV)"), data=watch.to_csv, file_name="gpu-samples.csv",
-                             mime="text/csv", key="gpu_csv", on_click="ignore")
+    window_label = controls.segmented_control(
+        _("Window"), list(WINDOWS), default="2 min", key="gpu_window", width="content"
+    )
+    live = controls.toggle(
+        _("Live"), value=True, key="gpu_live", help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}")
+    )
+    controls.download_button(
+        _("Download samples (CSV)"),
+        data=watch.to_csv,
+        file_name="gpu-samples.csv",
+        mime="text/csv",
+        key="gpu_csv",
+        on_click="ignore",
+    )
     # Made a fragment here, not where it is defined: whether it redraws by itself is the Live toggle's.
     st.fragment(run_every=REFRESH_SECONDS if live else None)(monitor)(watch, bool(choices), window_label)
 

@@ -4,6 +4,7 @@ UI only: the config, the child processes and the calls are rag/mcp_client's; the
 check is rag/agent's. One manager serves the whole app (`mcp_client.shared_manager()`: thread-safe,
 restarted when mcp-servers.json changes, servers stopped when the app exits).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,11 @@ import pandas as pd
 import streamlit as st
 
 from rag import agent, generate
+from rag.agent import mcp_client
 from rag.agent.arguments import parse_arguments
 from rag.agent.websearch import WebSearchTool
 from rag.errors import RagError
 from rag.generate.agent_turn import routes_path
-from rag.agent import mcp_client
 from rag.mcp import server as mcp_server
 from ui import resources, widgets
 from ui.format import first_line
@@ -35,9 +36,21 @@ def load_manager() -> mcp_client.McpManager | None:
             return mcp_client.shared_manager()
     except mcp_client.McpConfigMissing as exc:
         st.info(tr(exc), icon="ℹ️")
-        st.code(json.dumps({"mcpServers": {"filesystem": {
-            "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/folder"],
-            "env": {}}}}, indent=2), language="json")
+        st.code(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "filesystem": {
+                            "command": "npx",
+                            "args": ["-y", "@modelcontextprotocol/server-filesystem", "/path/to/folder"],
+                            "env": {},
+                        }
+                    }
+                },
+                indent=2,
+            ),
+            language="json",
+        )
     except RagError as exc:
         st.error(tr(exc), icon="⚠️")
     return None
@@ -84,11 +97,17 @@ def call_form(manager: mcp_client.McpManager) -> None:
     tool_name = right.selectbox(_("Tool"), [t.name for t in status.tools], key="call_tool")
     tool = next(t for t in status.tools if t.name == tool_name)
     st.caption(first_line(tool.description))
-    call_by_hand("call", f"{server_name}/{tool_name}", tool.input_schema,
-                 lambda arguments: manager.call_tool(server_name, tool_name, arguments))
+    call_by_hand(
+        "call",
+        f"{server_name}/{tool_name}",
+        tool.input_schema,
+        lambda arguments: manager.call_tool(server_name, tool_name, arguments),
+    )
 
 
-def call_by_hand(key: str, which: str, schema: Any, call: Callable[[dict[str, Any]], mcp_client.ToolCallResult]) -> None:
+def call_by_hand(
+    key: str, which: str, schema: Any, call: Callable[[dict[str, Any]], mcp_client.ToolCallResult]
+) -> None:
     """The arguments box (an example filled in for each tool), the Call button and the result."""
     result_key = f"{key}_result"
     if st.session_state.get(f"{key}_args_for") != which:
@@ -128,8 +147,12 @@ def call_by_hand(key: str, which: str, schema: Any, call: Callable[[dict[str, An
 def own_tools_section() -> None:
     """This app's knowledge-base tools, tried in-process with no config: what `python -m rag mcp` serves."""
     st.subheader(_("This app's knowledge-base tools"))
-    st.caption(_("What `python -m rag mcp` serves to other agents (and what agent mode gives the model), "
-               "called here on this app's database."))
+    st.caption(
+        _(
+            "What `python -m rag mcp` serves to other agents (and what agent mode gives the model), "
+            "called here on this app's database."
+        )
+    )
     try:
         tools = resources.kb_tools()
         names = tools.tool_names()
@@ -147,11 +170,13 @@ def own_tools_section() -> None:
 def serve_section() -> None:
     with st.expander(_("Serve this knowledge base to other MCP clients (Claude Desktop, …)")):
         st.markdown(
-            _("`python -m rag mcp` serves the knowledge-base tools over stdio "
-            "(`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); "
-            "`--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; "
-            "`--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. "
-            "Add this to the client's config (e.g. `claude_desktop_config.json`):")
+            _(
+                "`python -m rag mcp` serves the knowledge-base tools over stdio "
+                "(`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); "
+                "`--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; "
+                "`--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. "
+                "Add this to the client's config (e.g. `claude_desktop_config.json`):"
+            )
         )
         st.code(json.dumps(mcp_server.client_config(), indent=2), language="json")
 
@@ -162,16 +187,28 @@ def web_and_routes_section() -> None:
     st.subheader(_("Web search and routes"))
     web = WebSearchTool.from_settings(settings)
     if web is None:
-        st.info(_("Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible "
+        st.info(
+            _(
+                "Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible "
                 "endpoint whose model searches the web (Qwen on DashScope, for instance) and restart:\n\n"
                 "`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · "
                 "`RAG_WEB_SEARCH_API_KEY=…` · optional `RAG_WEB_SEARCH_EXTRA_BODY` (JSON merged into the "
-                "request; default `{\"enable_search\": true}`)."), icon="🌐")
+                'request; default `{"enable_search": true}`).'
+            ),
+            icon="🌐",
+        )
     else:
         key = _("set (never shown)") if settings.web_search_api_key else _("not set")
-        st.markdown("🌐 " + _("**Web search is on**: model `{model}` at `{url}` · extra body `{body}` · API key {key}",
-                              model=web.model or _("(none)"), url=web.url,
-                              body=json.dumps(web.extra_body, ensure_ascii=False), key=key))
+        st.markdown(
+            "🌐 "
+            + _(
+                "**Web search is on**: model `{model}` at `{url}` · extra body `{body}` · API key {key}",
+                model=web.model or _("(none)"),
+                url=web.url,
+                body=json.dumps(web.extra_body, ensure_ascii=False),
+                key=key,
+            )
+        )
         query = st.text_input(_("Try a web search"), key="web_try_query", placeholder="劳动合同法 2024 修订")
         if st.button(_("Search the web"), key="web_try", disabled=not query.strip()):
             with st.spinner(_("Asking the search model…")):
@@ -182,31 +219,56 @@ def web_and_routes_section() -> None:
             elif not data.get("items"):
                 st.info(output.text)
             for item in data.get("items") or []:
-                st.markdown(f"[{item.get('site') or item['url']}]({item['url']}) {item.get('date', '')}  \n"
-                            f"{item.get('summary', '')}")
+                st.markdown(
+                    f"[{item.get('site') or item['url']}]({item['url']}) {item.get('date', '')}  \n"
+                    f"{item.get('summary', '')}"
+                )
     try:
         routes = generate.agent_routes(settings)
     except RagError as exc:
         st.error(tr(exc), icon="⚠️")
         return
     path = routes_path(settings)
-    st.caption(_("Routes from `{path}`", path=path) if path.exists() else
-               _("The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode picks one "
-                 "per question: small talk gets no tools, a route's keyword takes that route, the rest the default; "
-                 "the chat's Route picker forces one.", path=path))
-    widgets.table("tools_routes", pd.DataFrame(
-        [{"route": r.name, "tools": ", ".join(r.tools) or "none", "budget": r.budget,
-          "keywords": ", ".join(r.keywords), "what for": r.description} for r in routes],
-        columns=["route", "tools", "budget", "keywords", "what for"]), hide_index=True, width="stretch")
+    st.caption(
+        _("Routes from `{path}`", path=path)
+        if path.exists()
+        else _(
+            "The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode picks one "
+            "per question: small talk gets no tools, a route's keyword takes that route, the rest the default; "
+            "the chat's Route picker forces one.",
+            path=path,
+        )
+    )
+    widgets.table(
+        "tools_routes",
+        pd.DataFrame(
+            [
+                {
+                    "route": r.name,
+                    "tools": ", ".join(r.tools) or "none",
+                    "budget": r.budget,
+                    "keywords": ", ".join(r.keywords),
+                    "what for": r.description,
+                }
+                for r in routes
+            ],
+            columns=["route", "tools", "budget", "keywords", "what for"],
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 
 
 def main() -> None:
     st.title(_("🛠️ Tools"))
-    st.markdown(_(
-        "MCP servers from the config run as child processes of the app; in agent mode the chat gives the "
-        "model their tools, the knowledge-base search and web search as the question's route allows, "
-        "within the route's budget of tool calls per turn ({budget} on the default route).",
-        budget=agent.DEFAULT_TOOL_BUDGET))
+    st.markdown(
+        _(
+            "MCP servers from the config run as child processes of the app; in agent mode the chat gives the "
+            "model their tools, the knowledge-base search and web search as the question's route allows, "
+            "within the route's budget of tool calls per turn ({budget} on the default route).",
+            budget=agent.DEFAULT_TOOL_BUDGET,
+        )
+    )
     manager = load_manager()
     if manager is not None:
         statuses = manager.statuses()

@@ -9,6 +9,7 @@ Session state shared with other pages:
 - `apply_upload_settings`: a `ChunkSettings.as_dict()` the Chunk Lab leaves for this page; it is
   applied to the chunk settings widget at the top of the next run and removed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,11 +44,14 @@ STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "fai
 # What an ingest has done so far, set while it runs: still set at the start of a script run, the
 # ingest before was stopped (by the Stop button or any other click, which end the run).
 RUNNING_KEY = "_upload_running"
-LEGEND = ("Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
-          "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.")
+LEGEND = (
+    "Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
+    "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number."
+)
 
 
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
+
 
 @st.cache_resource(max_entries=16, show_spinner="Reading…")
 def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | None, str]:
@@ -58,8 +62,10 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
     def progress(done: int, total: int, what: str) -> None:
         # Only OCR is slow enough to show (seconds a page); a text page takes a millisecond.
         if what.startswith("OCR"):
-            bar.progress(done / max(total, 1), text=f"{filename}: " + _("OCR, {done} of {total} pages read",
-                                                                          done=done, total=total))
+            bar.progress(
+                done / max(total, 1),
+                text=f"{filename}: " + _("OCR, {done} of {total} pages read", done=done, total=total),
+            )
 
     try:
         return ingest.load(_data, filename, progress), ""
@@ -86,8 +92,15 @@ def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) 
 
 
 @st.cache_data(max_entries=64, show_spinner="Rendering the page…")
-def _page_png(_data: bytes, _doc: documents.Document, _chunks: tuple[Chunk, ...],
-              sha256: str, settings: ChunkSettings, page: int, boxes: bool) -> bytes:
+def _page_png(
+    _data: bytes,
+    _doc: documents.Document,
+    _chunks: tuple[Chunk, ...],
+    sha256: str,
+    settings: ChunkSettings,
+    page: int,
+    boxes: bool,
+) -> bytes:
     return render.render_page(_data, _doc, page, _chunks if boxes else ()).png
 
 
@@ -101,6 +114,7 @@ def _sha(name: str, data: bytes) -> str:
 
 
 # -- uploads kept in the session --------------------------------------------------------------
+
 
 def _uploads() -> dict[str, bytes]:
     return st.session_state.setdefault("uploads", {})
@@ -143,11 +157,18 @@ def _apply_chunk_lab_settings() -> None:
         return
     widgets.set_chunk_settings(WIDGET, settings)
     st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
-    st.info(_("Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** "
-              "to store with them.", settings=tr(chunking.summary(settings))), icon="🧩")
+    st.info(
+        _(
+            "Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** "
+            "to store with them.",
+            settings=tr(chunking.summary(settings)),
+        ),
+        icon="🧩",
+    )
 
 
 # -- knowledge base choice --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Target:
@@ -167,6 +188,7 @@ def _kb_label(by_name: dict[str, KnowledgeBase]):
         # No counts here: an option's label that changes under the kept key stayed stale in the
         # browser (seen in the Library's picker after a delete); the caption below has them.
         return option
+
     return label
 
 
@@ -197,23 +219,42 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     elif state["upload_kb_choice"] not in (*options, None):
         state["upload_kb_choice"] = None  # deleted meanwhile: nothing chosen (told to the browser too)
     choice = st.selectbox(
-        _("Knowledge base"), options, index=None, key="upload_kb_choice", format_func=_kb_label(by_name),
-        placeholder=_("Choose a knowledge base…"), on_change=lambda: state.update(_upload_kb_restored=False),
-        help=_("The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
-             "Searches and chats pick knowledge bases by this name."),
+        _("Knowledge base"),
+        options,
+        index=None,
+        key="upload_kb_choice",
+        format_func=_kb_label(by_name),
+        placeholder=_("Choose a knowledge base…"),
+        on_change=lambda: state.update(_upload_kb_restored=False),
+        help=_(
+            "The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). "
+            "Searches and chats pick knowledge bases by this name."
+        ),
     )
     if choice is None:
-        st.caption(_("Choose the knowledge base the files go into: none is preselected, so that no file "
-                   "lands in the wrong one."))
+        st.caption(
+            _(
+                "Choose the knowledge base the files go into: none is preselected, so that no file "
+                "lands in the wrong one."
+            )
+        )
         return Target(None, None, None, _("choose a knowledge base"))
     if choice in by_name:
         state["upload_kb_last"] = choice
         if state.get("_upload_kb_restored"):
-            st.info(_("**{kb}** is preselected: the knowledge base this session used last. Check that the files belong "
-                      "there.", kb=fmt.md(choice)), icon="📌")
+            st.info(
+                _(
+                    "**{kb}** is preselected: the knowledge base this session used last. Check that the files belong "
+                    "there.",
+                    kb=fmt.md(choice),
+                ),
+                icon="📌",
+            )
     if choice == NEW_KB:
         raw = st.text_input(
-            _("Name of the new knowledge base"), key="upload_kb_new", placeholder=_("e.g. finance"),
+            _("Name of the new knowledge base"),
+            key="upload_kb_new",
+            placeholder=_("e.g. finance"),
             help=_("Up to 200 characters. If a knowledge base with this name exists, the files are added to it."),
         )
         if not raw.strip():
@@ -226,8 +267,14 @@ def _knowledge_base_picker(store: Store | None) -> Target:
             return Target(None, None, None, _("fix the knowledge base name"))
         kb = by_name.get(name)
         if kb is not None:
-            st.info(_("'{kb}' already exists ({documents}): the files will be added to it.", kb=name,
-                      documents=count(kb.documents, "document")), icon="ℹ️")
+            st.info(
+                _(
+                    "'{kb}' already exists ({documents}): the files will be added to it.",
+                    kb=name,
+                    documents=count(kb.documents, "document"),
+                ),
+                icon="ℹ️",
+            )
     else:
         name, kb = choice, by_name[choice]
 
@@ -238,9 +285,17 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         return Target(name, kb, None, _("the embedder is not available"))
 
     if kb is not None:
-        st.markdown(_("**Embedder:** `{embedder}` · {dimension} dimensions", embedder=kb.embedder, dimension=kb.dimension))
-        st.caption(_("Created {date} · {documents} · {chunks}", date=f"{kb.created_at:%Y-%m-%d %H:%M}",
-                     documents=count(kb.documents, "document"), chunks=count(kb.chunks, "chunk")))
+        st.markdown(
+            _("**Embedder:** `{embedder}` · {dimension} dimensions", embedder=kb.embedder, dimension=kb.dimension)
+        )
+        st.caption(
+            _(
+                "Created {date} · {documents} · {chunks}",
+                date=f"{kb.created_at:%Y-%m-%d %H:%M}",
+                documents=count(kb.documents, "document"),
+                chunks=count(kb.chunks, "chunk"),
+            )
+        )
     else:
         st.markdown(_("**Embedder:** `{embedder}`", embedder=embedder.name))
         st.caption(_("A new knowledge base keeps the embedder it is created with."))
@@ -259,20 +314,32 @@ def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     if kb is None or settings is None or settings.cuts_as(kb.chunk_settings):
         return
     if settings.older_splitter(kb.chunk_settings):
-        st.caption(_("'{kb}' was last ingested with these settings but an older version of the splitter: its "
-                     "documents are cut again when they are ingested.", kb=kb.name))
+        st.caption(
+            _(
+                "'{kb}' was last ingested with these settings but an older version of the splitter: its "
+                "documents are cut again when they are ingested.",
+                kb=kb.name,
+            )
+        )
         return
-    st.caption(_("'{kb}' was last ingested with {settings}.", kb=kb.name, settings=tr(chunking.summary(kb.chunk_settings))))
+    st.caption(
+        _("'{kb}' was last ingested with {settings}.", kb=kb.name, settings=tr(chunking.summary(kb.chunk_settings)))
+    )
     try:
         theirs = chunking.settings_from_dict(kb.chunk_settings)
     except (RagError, TypeError, ValueError):
         return
-    st.button(_("Use the knowledge base's settings"), key="upload_use_kb_settings",
-              on_click=widgets.set_chunk_settings, args=(WIDGET, theirs),
-              help=_("Documents of one knowledge base chunked alike compare fairly in search."))
+    st.button(
+        _("Use the knowledge base's settings"),
+        key="upload_use_kb_settings",
+        on_click=widgets.set_chunk_settings,
+        args=(WIDGET, theirs),
+        help=_("Documents of one knowledge base chunked alike compare fairly in search."),
+    )
 
 
 # -- preview -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FilePreview:
@@ -289,9 +356,12 @@ def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePr
         sha = _sha(name, data)
         try:
             prepared, error = _prepare(data, sha, name, settings)
-        except Exception as exc:  # noqa: BLE001 - one bad file must not take the page down
+        except Exception as exc:
             log.exception("preparing %r failed", name)
-            prepared, error = None, _("unexpected error while reading it ({error})", error=f"{type(exc).__name__}: {exc}")
+            prepared, error = (
+                None,
+                _("unexpected error while reading it ({error})", error=f"{type(exc).__name__}: {exc}"),
+            )
         out.append(FilePreview(name, data, sha, prepared, error))
     return out
 
@@ -306,9 +376,16 @@ def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataF
     by_page = doc.unit == "page" and not doc.by_lines
     where = "pages" if by_page else "where"
     return pd.DataFrame(
-        [{"#": c.index, "tokens": c.tokens, "characters": len(c.text),
-          where: page_label(c.pages) if by_page else doc.chunk_location(c.pages, c.start, c.end),
-          "first words": fmt.first_words(c.text)} for c in chunks],
+        [
+            {
+                "#": c.index,
+                "tokens": c.tokens,
+                "characters": len(c.text),
+                where: page_label(c.pages) if by_page else doc.chunk_location(c.pages, c.start, c.end),
+                "first words": fmt.first_words(c.text),
+            }
+            for c in chunks
+        ],
         columns=["#", "tokens", "characters", where, "first words"],
     )
 
@@ -321,27 +398,46 @@ def _read_by(doc: documents.Document) -> str:
     return tr(doc.reader) + _(" (confidence ≥ {confidence}%)", confidence=f"{min(p.ocr or 0 for p in scanned):.0f}")
 
 
-def _overview(previews: list[FilePreview], existing: dict[str, StoredDocument],
-              settings: ChunkSettings, window: InputWindow | None, kb_name: str | None) -> None:
+def _overview(
+    previews: list[FilePreview],
+    existing: dict[str, StoredDocument],
+    settings: ChunkSettings,
+    window: InputWindow | None,
+    kb_name: str | None,
+) -> None:
     rows = []
     for p in previews:
         doc = p.prepared.document if p.prepared else None
         issues = _issues(p, window)
-        rows.append({
-            "file": p.name,
-            "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
-            "read by": _read_by(doc) if doc else "",
-            "size": fmt.size(len(p.data)),
-            "pages": doc.page_count if doc else None,
-            "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
-            "check": ("❌ " + tr(p.error)) if p.error else (
-                f"⚠️ {fmt.plural(len(issues), 'warning')}" if issues else "✅ ok"),
-            "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
-        })
-    widgets.table("upload_overview", pd.DataFrame(rows), hide_index=True, width="stretch",
-           column_config={"on ingest": st.column_config.TextColumn(
-               "on ingest", help=_("new: added · replaces: same filename with other content or "
-                                 "settings · unchanged: already stored exactly so (skipped)"))})
+        rows.append(
+            {
+                "file": p.name,
+                "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
+                "read by": _read_by(doc) if doc else "",
+                "size": fmt.size(len(p.data)),
+                "pages": doc.page_count if doc else None,
+                "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
+                "check": ("❌ " + tr(p.error))
+                if p.error
+                else (f"⚠️ {fmt.plural(len(issues), 'warning')}" if issues else "✅ ok"),
+                "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
+            }
+        )
+    widgets.table(
+        "upload_overview",
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "on ingest": st.column_config.TextColumn(
+                "on ingest",
+                help=_(
+                    "new: added · replaces: same filename with other content or "
+                    "settings · unchanged: already stored exactly so (skipped)"
+                ),
+            )
+        },
+    )
 
 
 def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow | None) -> None:
@@ -351,18 +447,39 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
     doc, chunk_set = p.prepared.document, p.prepared.chunk_set
     chunks = chunk_set.chunks
     stats = chunking.stats(chunk_set)
-    st.caption(_("{kind} · read by {reader} · {size} · sha256 {sha}…", kind=doc.kind.upper(), reader=_read_by(doc),
-                 size=fmt.size(len(p.data)), sha=p.sha256[:12]))
+    st.caption(
+        _(
+            "{kind} · read by {reader} · {size} · sha256 {sha}…",
+            kind=doc.kind.upper(),
+            reader=_read_by(doc),
+            size=fmt.size(len(p.data)),
+            sha=p.sha256[:12],
+        )
+    )
     m = st.columns(5)
-    m[0].metric(_("Pages"), f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
-                help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"))
+    m[0].metric(
+        _("Pages"),
+        f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
+        help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"),
+    )
     m[1].metric(_("Chunks"), stats.count, help=f"{tr(chunking.summary(settings))}")
-    m[2].metric(_("Tokens per chunk"), f"{stats.mean_tokens:.0f}" if stats.count else "–",
-                help=_("mean; smallest {smallest}, largest {largest} (cl100k tokens)", smallest=stats.min_tokens,
-                       largest=stats.max_tokens))
-    m[3].metric(_("Ends mid-sentence"), f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
-                help=_("Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
-                     "of the thought it starts."))
+    m[2].metric(
+        _("Tokens per chunk"),
+        f"{stats.mean_tokens:.0f}" if stats.count else "–",
+        help=_(
+            "mean; smallest {smallest}, largest {largest} (cl100k tokens)",
+            smallest=stats.min_tokens,
+            largest=stats.max_tokens,
+        ),
+    )
+    m[3].metric(
+        _("Ends mid-sentence"),
+        f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
+        help=_(
+            "Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
+            "of the thought it starts."
+        ),
+    )
     m[4].metric(_("Dropped pieces"), stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
     for issue in _issues(p, window):
         st.warning(tr(issue), icon="⚠️")
@@ -371,16 +488,25 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
     with chunks_tab:
         widgets.table(
             f"upload_chunks_{p.name}",
-            _chunk_table(chunks, doc), hide_index=True, width="stretch",
+            _chunk_table(chunks, doc),
+            hide_index=True,
+            width="stretch",
             column_config={
                 "#": st.column_config.NumberColumn("#", help=_("Chunk index, as stored in metadata.chunk_index")),
                 "tokens": st.column_config.ProgressColumn(
-                    "tokens", min_value=0, max_value=max(settings.chunk_size, stats.max_tokens, 1),
-                    format="%d", help=_("cl100k tokens; the bar is relative to the chunk size ({size})", size=settings.chunk_size)),
+                    "tokens",
+                    min_value=0,
+                    max_value=max(settings.chunk_size, stats.max_tokens, 1),
+                    format="%d",
+                    help=_("cl100k tokens; the bar is relative to the chunk size ({size})", size=settings.chunk_size),
+                ),
                 "pages": st.column_config.TextColumn("pages", help=_("Pages the chunk's text comes from")),
-                "where": st.column_config.TextColumn("where", help=_(
-                    "The nearest heading above the chunk's start and the file's lines it covers") if doc.by_lines
-                    else _("The slides, sheets or sections (heading path) the chunk's text comes from")),
+                "where": st.column_config.TextColumn(
+                    "where",
+                    help=_("The nearest heading above the chunk's start and the file's lines it covers")
+                    if doc.by_lines
+                    else _("The slides, sheets or sections (heading path) the chunk's text comes from"),
+                ),
                 "first words": st.column_config.TextColumn("first words", width="large"),
             },
         )
@@ -389,16 +515,18 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
     with text_tab:
         show = True
         if len(doc.text) > WHOLE_TEXT_AUTO_CHARS:
-            show = st.toggle(_("Colour the whole text ({n} characters; may be slow)", n=f"{len(doc.text):,}"),
-                             key=f"upload_whole_{p.name}", value=False)
+            show = st.toggle(
+                _("Colour the whole text ({n} characters; may be slow)", n=f"{len(doc.text):,}"),
+                key=f"upload_whole_{p.name}",
+                value=False,
+            )
         if show:
             st.caption(_(LEGEND))
             with st.container(height=560, border=True):
                 st.html(render.chunks_html(doc.text, chunks))
 
 
-def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...],
-               settings: ChunkSettings) -> None:
+def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...], settings: ChunkSettings) -> None:
     with_text = {page.number: i for i, page in enumerate(doc.pages)}
     numbers = list(range(1, doc.page_count + 1))
     if st.session_state.get(f"upload_page_{p.name}", 1) not in numbers:
@@ -413,7 +541,10 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
         return f"{unit} {n}" + (f": {title}" if title else "") + ("" if n in with_text else " · no text")
 
     page = st.columns([1, 2])[0].selectbox(
-        unit, numbers, key=f"upload_page_{p.name}", format_func=label,
+        unit,
+        numbers,
+        key=f"upload_page_{p.name}",
+        format_func=label,
         help=_("Type a number to jump to a {unit}.", unit=_(doc.unit)),
     )
     renderable = render.renderable(doc)
@@ -421,43 +552,66 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
     on_page: list[Chunk] = []
     with left:
         if page not in with_text:
-            st.info(_("{unit} {number} has no extractable text: it will not be searchable.", unit=unit, number=page),
-                    icon="🖼️")
+            st.info(
+                _("{unit} {number} has no extractable text: it will not be searchable.", unit=unit, number=page),
+                icon="🖼️",
+            )
         else:
             index = with_text[page]
             confidence = doc.pages[index].ocr
             if confidence is not None:
-                st.caption("🔎 " + _("Read from the page image by OCR ({engine}), mean word confidence {confidence}%: "
-                                     "check names and numbers against the page.", engine=ocr.engine_name(),
-                                     confidence=f"{confidence:.0f}"))
+                st.caption(
+                    "🔎 "
+                    + _(
+                        "Read from the page image by OCR ({engine}), mean word confidence {confidence}%: "
+                        "check names and numbers against the page.",
+                        engine=ocr.engine_name(),
+                        confidence=f"{confidence:.0f}",
+                    )
+                )
             base = doc.page_starts[index]
             on_page = chunking.chunks_in_span(chunks, base, base + len(doc.pages[index].text))
             if on_page:
                 first = on_page[0]
-                carried = _(" (continues from the page before)") if chunks[first.index].start < doc.page_starts[index] else ""
-                st.caption(_("Chunks on this page: {chunks}", chunks=page_label([c.index for c in on_page])) +
-                           f"{carried}. {_(LEGEND)}")
+                carried = (
+                    _(" (continues from the page before)") if chunks[first.index].start < doc.page_starts[index] else ""
+                )
+                st.caption(
+                    _("Chunks on this page: {chunks}", chunks=page_label([c.index for c in on_page]))
+                    + f"{carried}. {_(LEGEND)}"
+                )
             else:
                 st.caption(_("No chunk covers this page (its pieces were dropped as too short)."))
             with st.container(height=560, border=True):
                 st.html(render.chunks_html(doc.pages[index].text, on_page))
             tables = documents.tables_in(doc.pages[index].text)
             if tables:
-                with st.expander(_("{tables} on this {unit}, as tables", tables=count(len(tables), "table"),
-                                   unit=_(doc.unit))):
+                with st.expander(
+                    _("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))
+                ):
                     for table in tables:
                         st.markdown(table)
     if right is not None:
         with right:
-            boxes = st.toggle(_("Draw the chunks on the page"), value=True, key=f"upload_boxes_{p.name}",
-                              help=_("Each chunk's lines boxed in its colour, on the rendered page."))
+            boxes = st.toggle(
+                _("Draw the chunks on the page"),
+                value=True,
+                key=f"upload_boxes_{p.name}",
+                help=_("Each chunk's lines boxed in its colour, on the rendered page."),
+            )
             originals = tuple(chunks[c.index] for c in on_page)
             try:
                 png = _page_png(p.data, doc, originals, p.sha256, settings, page, boxes)
-            except Exception as exc:  # noqa: BLE001 - a picture must not take the preview down
+            except Exception as exc:
                 log.exception("rendering %r page %d failed", p.name, page)
-                st.warning(_("Page {number} could not be rendered ({error}).", number=page,
-                             error=f"{type(exc).__name__}: {exc}"), icon="⚠️")
+                st.warning(
+                    _(
+                        "Page {number} could not be rendered ({error}).",
+                        number=page,
+                        error=f"{type(exc).__name__}: {exc}",
+                    ),
+                    icon="⚠️",
+                )
             else:
                 scanned = page in with_text and doc.pages[with_text[page]].ocr is not None
                 note = _(" (text read by OCR has no positions on the page: no boxes)") if scanned and boxes else ""
@@ -467,8 +621,10 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
 
 # -- ingest ----------------------------------------------------------------------------------
 
-def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: ChunkSettings,
-                previews: list[FilePreview], new_kb: bool) -> list[IngestResult]:
+
+def _run_ingest(
+    store: Store, knowledge: str, embedder: Embedder, settings: ChunkSettings, previews: list[FilePreview], new_kb: bool
+) -> list[IngestResult]:
     """Ingest the previewed files through `ingest.ingest_files`, the pipeline `rag ingest` runs, handed
     what the preview parsed: no file is parsed (or OCR'd) again, an unchanged one not at all."""
     sources = [ingest.Source.upload(p.name, p.data, p.prepared) for p in previews]
@@ -476,14 +632,27 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
     reached: dict[str, str] = {}  # file -> the last stage it reached: what a stop left of it (_after_stop)
     total = len(sources)
     stages = len(ingest.STAGES)
-    st.session_state[RUNNING_KEY] = {"kb": knowledge, "settings": settings, "sources": sources, "done": results,
-                                     "reached": reached, "new_kb": new_kb}
+    st.session_state[RUNNING_KEY] = {
+        "kb": knowledge,
+        "settings": settings,
+        "sources": sources,
+        "done": results,
+        "reached": reached,
+        "new_kb": new_kb,
+    }
     stop_slot = st.empty()
-    stop_slot.button(_("Stop ingesting"), key="upload_stop", icon="⏹️",
-                     help=_("Stops at the next step of the file being ingested: that file is stored whole or "
-                          "not at all, the files done before stay, the rest are not started."))
-    with st.status(_("Ingesting {files} into '{kb}'…", files=count(total, "file"), kb=knowledge),
-                   expanded=True) as status:
+    stop_slot.button(
+        _("Stop ingesting"),
+        key="upload_stop",
+        icon="⏹️",
+        help=_(
+            "Stops at the next step of the file being ingested: that file is stored whole or "
+            "not at all, the files done before stay, the rest are not started."
+        ),
+    )
+    with st.status(
+        _("Ingesting {files} into '{kb}'…", files=count(total, "file"), kb=knowledge), expanded=True
+    ) as status:
         rows: dict[str, tuple[DeltaGenerator, DeltaGenerator]] = {}  # file -> (its container, its bar)
         fractions: dict[str, float] = {}
 
@@ -498,14 +667,16 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
             bar = box.progress(0.0, text=_("waiting"))
             rows[name] = (box, bar)
             # Said again each time: the browser keeps an expander at this place closed if one was before.
-            status.update(label=_("Ingesting {number}/{total}: {file}…", number=len(rows), total=total, file=name),
-                          expanded=True)
+            status.update(
+                label=_("Ingesting {number}/{total}: {file}…", number=len(rows), total=total, file=name), expanded=True
+            )
 
             def update(stage: str, fraction: float, message: str) -> None:
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
                 reached[name] = stage
                 fractions[name] = min(max(float(fraction), 0.0), 1.0)
                 bar.progress(fractions[name], text=f"{_(stage)} ({step}/{stages}) · {tr(message)}")
+
             return update
 
         # closing: a stop (the RerunException a click raises in a callback, or here) ends the run only once
@@ -515,19 +686,31 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
                 results.append(result)
                 box, bar = rows[result.filename]
                 if result.ok:
-                    bar.progress(1.0, text=f"{STATUS_ICONS.get(result.status, '')} {_(result.status)} · "
-                                           f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}")
+                    bar.progress(
+                        1.0,
+                        text=f"{STATUS_ICONS.get(result.status, '')} {_(result.status)} · "
+                        f"{count(result.pages, 'page')} · {count(result.chunks, 'chunk')}",
+                    )
                 else:
-                    bar.progress(fractions[result.filename],
-                                 text="❌ " + _("failed during {stage}", stage=_(reached[result.filename])))
-                    box.error(_("**{file}** failed: {reason}", file=fmt.md(result.filename), reason=tr(result.reason)),
-                              icon="🚫")
+                    bar.progress(
+                        fractions[result.filename],
+                        text="❌ " + _("failed during {stage}", stage=_(reached[result.filename])),
+                    )
+                    box.error(
+                        _("**{file}** failed: {reason}", file=fmt.md(result.filename), reason=tr(result.reason)),
+                        icon="🚫",
+                    )
         failed = sum(not r.ok for r in results)
-        counts = ", ".join(f"{sum(r.status == s for r in results)} {s}"
-                           for s in ("stored", "replaced", "unchanged", "failed")
-                           if any(r.status == s for r in results))
-        status.update(label=_("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts),
-                      state="error" if failed == total else "complete", expanded=bool(failed))
+        counts = ", ".join(
+            f"{sum(r.status == s for r in results)} {s}"
+            for s in ("stored", "replaced", "unchanged", "failed")
+            if any(r.status == s for r in results)
+        )
+        status.update(
+            label=_("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts),
+            state="error" if failed == total else "complete",
+            expanded=bool(failed),
+        )
     st.session_state.pop(RUNNING_KEY, None)
     stop_slot.empty()
     return results
@@ -535,7 +718,9 @@ def _run_ingest(store: Store, knowledge: str, embedder: Embedder, settings: Chun
 
 def _record(knowledge: str, results: list[IngestResult], new_kb: bool, stopped: bool = False) -> None:
     st.session_state["upload_results"] = {
-        "kb": knowledge, "at": datetime.now(), "stopped": stopped,
+        "kb": knowledge,
+        "at": datetime.now(),
+        "stopped": stopped,
         "results": [dataclasses.asdict(r) for r in results],
     }
     if new_kb and any(r.ok for r in results):
@@ -547,8 +732,9 @@ def _after_stop(store: Store | None) -> None:
     running = st.session_state.pop(RUNNING_KEY, None)
     if running is None or store is None:
         return
-    results = ingest.results_after_stop(store, running["kb"], running["settings"], running["sources"],
-                                        running["done"], running["reached"])
+    results = ingest.results_after_stop(
+        store, running["kb"], running["settings"], running["sources"], running["done"], running["reached"]
+    )
     _record(running["kb"], results, running["new_kb"], stopped=True)
 
 
@@ -559,60 +745,102 @@ def _show_results() -> None:
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
     done = sum(IngestResult(**r).ok for r in results)
-    message = _("Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.",
-                kb=fmt.md(last["kb"]), time=f"{last['at']:%H:%M:%S}", done=done, files=count(len(results), "file"))
+    message = _(
+        "Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.",
+        kb=fmt.md(last["kb"]),
+        time=f"{last['at']:%H:%M:%S}",
+        done=done,
+        files=count(len(results), "file"),
+    )
     if last.get("stopped"):
-        st.info(message + _(" It was stopped: press **Ingest** to go on (files already stored are skipped)."),
-                icon="⏹️")
+        st.info(message + _(" It was stopped: press **Ingest** to go on (files already stored are skipped)."), icon="⏹️")
     elif failed:
         st.warning(message + _(" See the reasons below; fix them and ingest again."), icon="⚠️")
     else:
         st.success(message + _(" See it in the **Library** tab."), icon="✅")
     frame = pd.DataFrame(
-        [{"": STATUS_ICONS.get(r["status"], ""), "file": r["filename"], "status": r["status"],
-          "pages": None if r["status"] == "failed" else r["pages"],
-          "chunks": None if r["status"] == "failed" else r["chunks"], "reason": tr(r["reason"])}
-         for r in results],
+        [
+            {
+                "": STATUS_ICONS.get(r["status"], ""),
+                "file": r["filename"],
+                "status": r["status"],
+                "pages": None if r["status"] == "failed" else r["pages"],
+                "chunks": None if r["status"] == "failed" else r["chunks"],
+                "reason": tr(r["reason"]),
+            }
+            for r in results
+        ],
         columns=["", "file", "status", "pages", "chunks", "reason"],
     )
-    widgets.table("upload_summary", frame, hide_index=True, width="stretch",
-           column_config={"reason": st.column_config.TextColumn("reason", width="large")})
+    widgets.table(
+        "upload_summary",
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config={"reason": st.column_config.TextColumn("reason", width="large")},
+    )
 
 
-def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | None,
-                uploads: dict[str, bytes], previews: list[FilePreview]) -> None:
+def _ingest_bar(
+    store: Store | None,
+    target: Target,
+    settings: ChunkSettings | None,
+    uploads: dict[str, bytes],
+    previews: list[FilePreview],
+) -> None:
     _after_stop(store)
     blockers = []
     if not uploads:
         blockers.append(_("upload at least one file"))
-    elif settings is not None and ingest.all_fail([ingest.destiny(p.prepared, p.sha256, None, settings)
-                                                   for p in previews]):
-        blockers.append(_("the file would fail (the reasons are in the preview below): fix or replace it")
-                        if len(previews) == 1 else
-                        _("each of the {n} files would fail (the reasons are in the preview below): fix or replace them",
-                          n=len(previews)))
+    elif settings is not None and ingest.all_fail(
+        [ingest.destiny(p.prepared, p.sha256, None, settings) for p in previews]
+    ):
+        blockers.append(
+            _("the file would fail (the reasons are in the preview below): fix or replace it")
+            if len(previews) == 1
+            else _(
+                "each of the {n} files would fail (the reasons are in the preview below): fix or replace them",
+                n=len(previews),
+            )
+        )
     if store is None:
         blockers.append(_("the database must be available"))
     if target.problem:
         blockers.append(target.problem)
     if settings is None:
         blockers.append(_("fix the chunk settings"))
-    ready = (store is not None and settings is not None and target.name is not None
-             and target.embedder is not None and not blockers)
+    ready = (
+        store is not None
+        and settings is not None
+        and target.name is not None
+        and target.embedder is not None
+        and not blockers
+    )
     button, plan = st.columns([1, 5], vertical_alignment="center")
-    clicked = button.button(_("Ingest"), key="upload_ingest", type="primary", icon="📥",
-                            disabled=not ready, width="stretch",
-                            help=_("Parse, chunk, embed and store every file above. A file already "
-                                 "stored with the same content and settings is skipped."))
+    clicked = button.button(
+        _("Ingest"),
+        key="upload_ingest",
+        type="primary",
+        icon="📥",
+        disabled=not ready,
+        width="stretch",
+        help=_(
+            "Parse, chunk, embed and store every file above. A file already "
+            "stored with the same content and settings is skipped."
+        ),
+    )
     if not ready:
         plan.caption(_("To ingest: ") + _("; ").join(tr(b) for b in (blockers or ["choose a knowledge base"])) + _("."))
         return _show_results()
-    plan.markdown(f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
-                  f"`{target.embedder.name}` · {tr(chunking.summary(settings))}")
+    plan.markdown(
+        f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
+        f"`{target.embedder.name}` · {tr(chunking.summary(settings))}"
+    )
     texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
-    notes = ingest.plan_notes(target.embedder.name, embeddings.expected_seconds(target.embedder, texts),
-                              len(texts), sample)
+    notes = ingest.plan_notes(
+        target.embedder.name, embeddings.expected_seconds(target.embedder, texts), len(texts), sample
+    )
     if notes.duration:
         plan.caption(f"⏱️ {tr(notes.duration)} " + _("**Stop ingesting** ends it early; the files done by then stay."))
     if notes.language:
@@ -625,6 +853,7 @@ def _ingest_bar(store: Store | None, target: Target, settings: ChunkSettings | N
 
 # -- the upload tab ------------------------------------------------------------------------------
 
+
 def _ocr_note() -> str:
     if ocr.available():
         return _("Scanned pages are read by OCR ({engine}, a few seconds a page).", engine=ocr.engine_name())
@@ -635,12 +864,21 @@ def _files_column() -> dict[str, bytes]:
     limit = st.get_option("server.maxUploadSize")
     # No `type=` filter: the browser would refuse other files with a reason shown only on hover;
     # here each gets a row in the preview saying why it is not read and what to do instead.
-    files = st.file_uploader(
-        _("Documents"), accept_multiple_files=True, key="upload_files",
-        on_change=_sync_uploads,
-        help=_("{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is "
-               "stored until you press Ingest.", types=tr(ingest.READ_TYPES), limit=limit),
-    ) or []
+    files = (
+        st.file_uploader(
+            _("Documents"),
+            accept_multiple_files=True,
+            key="upload_files",
+            on_change=_sync_uploads,
+            help=_(
+                "{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is "
+                "stored until you press Ingest.",
+                types=tr(ingest.READ_TYPES),
+                limit=limit,
+            ),
+        )
+        or []
+    )
     st.caption(_("Read: {types}.", types=tr(ingest.READ_TYPES)) + f" {_ocr_note()}")
     uploads = _uploads()
     for f in files:  # safety net: the callback normally did this already
@@ -650,16 +888,26 @@ def _files_column() -> dict[str, bytes]:
     names = [f.name for f in files]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        st.warning(_("Several files are named {names}: only the last one is kept, because a knowledge base tells "
-                     "documents apart by filename. Rename the others to ingest them too.",
-                     names=", ".join(repr(d) for d in duplicates)), icon="⚠️")
+        st.warning(
+            _(
+                "Several files are named {names}: only the last one is kept, because a knowledge base tells "
+                "documents apart by filename. Rename the others to ingest them too.",
+                names=", ".join(repr(d) for d in duplicates),
+            ),
+            icon="⚠️",
+        )
     kept = [n for n in uploads if n not in set(names)]
     if kept:
         st.caption(_("Kept from earlier in this session: {files}.", files=", ".join(fmt.md(k) for k in kept)))
         st.button(_("Forget them"), key="upload_forget", on_click=_forget, args=(kept,), icon="🧹")
     if uploads:
-        st.caption(_("{files}, {size} in this session.", files=count(len(uploads), "file"),
-                     size=fmt.size(sum(len(d) for d in uploads.values()))))
+        st.caption(
+            _(
+                "{files}, {size} in this session.",
+                files=count(len(uploads), "file"),
+                size=fmt.size(sum(len(d) for d in uploads.values())),
+            )
+        )
     return uploads
 
 
@@ -683,8 +931,13 @@ def _upload_tab(store: Store | None) -> None:
     st.divider()
     st.markdown(_("#### Preview"))
     if not uploads:
-        st.info(_("Upload files to see their pages and where the chunks fall. Nothing is stored until "
-                "you press **Ingest**."), icon="📄")
+        st.info(
+            _(
+                "Upload files to see their pages and where the chunks fall. Nothing is stored until "
+                "you press **Ingest**."
+            ),
+            icon="📄",
+        )
         return
     if settings is None:
         st.info(_("Fix the chunk settings above to see the chunks."), icon="🧩")
@@ -704,6 +957,7 @@ def _upload_tab(store: Store | None) -> None:
 
 
 # -- the library tab ----------------------------------------------------------------------------
+
 
 def _flash(kind: str, message: str) -> None:
     st.session_state["_lib_flash"] = (kind, message)
@@ -743,8 +997,14 @@ def _reset_confirmations() -> None:
 
 def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
     """A knowledge base built by `rag sync`: its folder, and syncing it again from here."""
-    st.caption("📁 " + _("Kept in step with the folder `{folder}` (`python -m rag sync`): new files are stored, changed "
-                         "ones replaced, unchanged ones left, with the chunk settings above.", folder=kb.source_folder))
+    st.caption(
+        "📁 "
+        + _(
+            "Kept in step with the folder `{folder}` (`python -m rag sync`): new files are stored, changed "
+            "ones replaced, unchanged ones left, with the chunk settings above.",
+            folder=kb.source_folder,
+        )
+    )
     left, right = st.columns([1, 2])
     delete_missing = right.checkbox(_("Also delete the documents whose file is gone"), key="lib_sync_delete")
     if not left.button(_("Sync"), key="lib_sync", icon="🔄"):
@@ -755,20 +1015,29 @@ def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
 
         def on_stage(name: str):  # noqa: ANN202 - the progress callback of one file
             bar = bars.setdefault(name, st.progress(0.0, text=f"{name}: {_('waiting')}"))
-            return lambda stage, fraction, message: bar.progress(min(max(fraction, 0.0), 1.0),
-                                                                 text=f"{name}: {_(stage)} · {tr(message)}")
+            return lambda stage, fraction, message: bar.progress(
+                min(max(fraction, 0.0), 1.0), text=f"{name}: {_(stage)} · {tr(message)}"
+            )
 
         try:
             embedder = ingest.embedder_for_kb(store, resources.settings(), kb.name)
-            report = ingest.sync(store, embedder, kb.source_folder, kb.name, settings,
-                                 delete_missing=delete_missing, on_line=lambda line: st.text(tr(line)),
-                                 on_stage=on_stage)
+            report = ingest.sync(
+                store,
+                embedder,
+                kb.source_folder,
+                kb.name,
+                settings,
+                delete_missing=delete_missing,
+                on_line=lambda line: st.text(tr(line)),
+                on_stage=on_stage,
+            )
         except RagError as exc:
             status.update(label=_("Sync of '{kb}' failed", kb=kb.name), state="error")
             widgets.show_error(exc, _("Sync"))
             return
-        status.update(label=tr(report.summary()), state="error" if report.failed else "complete",
-                      expanded=bool(report.failed))
+        status.update(
+            label=tr(report.summary()), state="error" if report.failed else "complete", expanded=bool(report.failed)
+        )
     failures = "".join(f"\n- {fmt.md(tr(r.line()))}" for r in report.results if not r.ok)
     st.session_state["_lib_flash"] = ("warning" if report.failed else "success", tr(report.summary()) + failures)
     st.rerun()
@@ -793,15 +1062,28 @@ def _library_tab(store: Store | None) -> None:
     widgets.table(
         "lib_overview",
         pd.DataFrame(
-            [{"knowledge base": kb.name, "documents": kb.documents, "chunks": kb.chunks,
-              "embedder": kb.embedder, "dimension": kb.dimension,
-              "chunk settings": tr(chunking.summary(kb.chunk_settings, short=True)), "created": kb.created_at} for kb in kbs],
+            [
+                {
+                    "knowledge base": kb.name,
+                    "documents": kb.documents,
+                    "chunks": kb.chunks,
+                    "embedder": kb.embedder,
+                    "dimension": kb.dimension,
+                    "chunk settings": tr(chunking.summary(kb.chunk_settings, short=True)),
+                    "created": kb.created_at,
+                }
+                for kb in kbs
+            ],
             columns=["knowledge base", "documents", "chunks", "embedder", "dimension", "chunk settings", "created"],
         ),
-        hide_index=True, width="stretch",
-        column_config={"created": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
-                       "chunk settings": st.column_config.TextColumn(
-                           "chunk settings", help=_("The settings of the latest ingest"))},
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "created": st.column_config.DatetimeColumn("created", format="YYYY-MM-DD HH:mm"),
+            "chunk settings": st.column_config.TextColumn(
+                "chunk settings", help=_("The settings of the latest ingest")
+            ),
+        },
     )
     by_name = {kb.name: kb for kb in kbs}
     # A stale choice (deleted meanwhile) is replaced, not dropped: assigning it tells the browser
@@ -817,8 +1099,13 @@ def _library_tab(store: Store | None) -> None:
     m[1].metric(_("Chunks"), kb.chunks)
     m[2].metric(_("Dimension"), kb.dimension)
     m[3].metric(_("Embedder"), kb.embedder.split(":", 1)[0], help=kb.embedder)
-    st.caption(_("Embedder `{embedder}` · chunk settings of the latest ingest: {settings}", embedder=kb.embedder,
-                 settings=tr(chunking.summary(kb.chunk_settings))))
+    st.caption(
+        _(
+            "Embedder `{embedder}` · chunk settings of the latest ingest: {settings}",
+            embedder=kb.embedder,
+            settings=tr(chunking.summary(kb.chunk_settings)),
+        )
+    )
     if kb.source_folder:
         _sync_panel(store, kb)
     try:
@@ -829,28 +1116,51 @@ def _library_tab(store: Store | None) -> None:
     widgets.table(
         "lib_docs",
         pd.DataFrame(
-            [{"filename": d.original_filename, "pages": d.page_count, "chunks": d.chunk_count,
-              "size": fmt.size(d.size_bytes), "ingested at": d.ingested_at,
-              "chunk settings": tr(chunking.summary(d.chunk_settings, short=True))} for d in docs],
+            [
+                {
+                    "filename": d.original_filename,
+                    "pages": d.page_count,
+                    "chunks": d.chunk_count,
+                    "size": fmt.size(d.size_bytes),
+                    "ingested at": d.ingested_at,
+                    "chunk settings": tr(chunking.summary(d.chunk_settings, short=True)),
+                }
+                for d in docs
+            ],
             columns=["filename", "pages", "chunks", "size", "ingested at", "chunk settings"],
         ),
-        hide_index=True, width="stretch",
+        hide_index=True,
+        width="stretch",
         column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")},
     )
     stem = export.file_stem(name)
     d1, d2, _spare = st.columns([1, 1, 3])
     d1.download_button(
-        _("Chunks as CSV"), data=lambda: export.chunks_csv(store.iter_chunks(name)),
-        file_name=f"{stem}-chunks.csv", mime="text/csv", key="lib_csv", icon="⬇️",
-        on_click="ignore", disabled=kb.chunks == 0, width="stretch",
-        help=_("id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
-             "so Excel shows every script correctly. Text that would start a formula (=, +, -, @) "
-             "gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact."),
+        _("Chunks as CSV"),
+        data=lambda: export.chunks_csv(store.iter_chunks(name)),
+        file_name=f"{stem}-chunks.csv",
+        mime="text/csv",
+        key="lib_csv",
+        icon="⬇️",
+        on_click="ignore",
+        disabled=kb.chunks == 0,
+        width="stretch",
+        help=_(
+            "id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM "
+            "so Excel shows every script correctly. Text that would start a formula (=, +, -, @) "
+            "gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact."
+        ),
     )
     d2.download_button(
-        _("Chunks as JSONL"), data=lambda: export.chunks_jsonl(store.iter_chunks(name)),
-        file_name=f"{stem}-chunks.jsonl", mime="application/jsonl", key="lib_jsonl", icon="⬇️",
-        on_click="ignore", disabled=kb.chunks == 0, width="stretch",
+        _("Chunks as JSONL"),
+        data=lambda: export.chunks_jsonl(store.iter_chunks(name)),
+        file_name=f"{stem}-chunks.jsonl",
+        mime="application/jsonl",
+        key="lib_jsonl",
+        icon="⬇️",
+        on_click="ignore",
+        disabled=kb.chunks == 0,
+        width="stretch",
         help=_("One JSON object per line: id, content and the full metadata."),
     )
     with st.expander(_("🗑️ Delete a document or the whole knowledge base")):
@@ -865,24 +1175,54 @@ def _library_tab(store: Store | None) -> None:
             chosen = st.selectbox(_("Document"), filenames, key=picker, on_change=_reset_confirmations)
             doc = next(d for d in docs if d.original_filename == chosen)
             confirm = st.checkbox(
-                _("I understand that '{document}' and its {chunks} will be removed from '{kb}'", document=chosen,
-                  chunks=count(doc.chunk_count, "chunk"), kb=name), key="lib_doc_confirm")
-            st.button(_("Delete the document"), key="lib_doc_delete", disabled=not confirm, icon="🗑️",
-                      on_click=_delete_document, args=(name, chosen))
+                _(
+                    "I understand that '{document}' and its {chunks} will be removed from '{kb}'",
+                    document=chosen,
+                    chunks=count(doc.chunk_count, "chunk"),
+                    kb=name,
+                ),
+                key="lib_doc_confirm",
+            )
+            st.button(
+                _("Delete the document"),
+                key="lib_doc_delete",
+                disabled=not confirm,
+                icon="🗑️",
+                on_click=_delete_document,
+                args=(name, chosen),
+            )
             st.divider()
         confirm_kb = st.checkbox(
-            _("I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good",
-              kb=name, documents=count(kb.documents, "document"), chunks=count(kb.chunks, "chunk")), key="lib_kb_confirm")
-        st.button(_("Delete the knowledge base"), key="lib_kb_delete", disabled=not confirm_kb, type="primary",
-                  icon="🗑️", on_click=_delete_knowledge_base, args=(name,))
+            _(
+                "I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good",
+                kb=name,
+                documents=count(kb.documents, "document"),
+                chunks=count(kb.chunks, "chunk"),
+            ),
+            key="lib_kb_confirm",
+        )
+        st.button(
+            _("Delete the knowledge base"),
+            key="lib_kb_delete",
+            disabled=not confirm_kb,
+            type="primary",
+            icon="🗑️",
+            on_click=_delete_knowledge_base,
+            args=(name,),
+        )
 
 
 # -- the page ----------------------------------------------------------------------------------------
 
+
 def main() -> None:
     st.title(_("📄 Upload & preview"))
-    st.caption(_("Upload documents, check how each page parses and where the chunks fall, then ingest "
-               "them into a knowledge base. Nothing is stored before you press **Ingest**."))
+    st.caption(
+        _(
+            "Upload documents, check how each page parses and where the chunks fall, then ingest "
+            "them into a knowledge base. Nothing is stored before you press **Ingest**."
+        )
+    )
     _apply_chunk_lab_settings()
     store = widgets.try_store()
     upload_tab, library_tab = st.tabs([_("📥 Upload & ingest"), _("📚 Library")])

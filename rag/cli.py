@@ -1,4 +1,5 @@
 """`python -m rag`: ingest, search, eval, ask, chunk, kb, mcp and bench from the command line."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,10 +26,16 @@ if TYPE_CHECKING:
 def _add_chunk_options(parser: argparse.ArgumentParser, *, kb: bool = True) -> None:
     # One option per chunking.FIELDS entry; the dests are the ChunkSettings field names. Each defaults to
     # None, so that `_chunk_settings` can tell options given from options left out.
-    group = parser.add_argument_group("chunking", (
-        "Without any of these options a knowledge base that exists keeps the settings it was last ingested "
-        "with (a sync re-embeds nothing that did not change); a new one gets the default preset, "
-        f"{chunking.DEFAULT_PRESET}.") if kb else f"Without them: the default preset, {chunking.DEFAULT_PRESET}.")
+    group = parser.add_argument_group(
+        "chunking",
+        (
+            "Without any of these options a knowledge base that exists keeps the settings it was last ingested "
+            "with (a sync re-embeds nothing that did not change); a new one gets the default preset, "
+            f"{chunking.DEFAULT_PRESET}."
+        )
+        if kb
+        else f"Without them: the default preset, {chunking.DEFAULT_PRESET}.",
+    )
     for field in chunking.FIELDS:
         shown = f"{field.cli_help} (default: {field.default})"
         if field.kind is bool:
@@ -59,8 +66,9 @@ class _Parser(argparse.ArgumentParser):
     """A subcommand whose options may come from a module imported only once that subcommand is parsed
     or its help shown (`add_options`): the other commands do not pay for that import."""
 
-    def __init__(self, *args: Any, add_options: Callable[[argparse.ArgumentParser], None] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, add_options: Callable[[argparse.ArgumentParser], None] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._add_options = add_options
 
@@ -69,8 +77,11 @@ class _Parser(argparse.ArgumentParser):
             add, self._add_options = self._add_options, None
             add(self)
 
-    def parse_known_args(self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None,
-                         ) -> tuple[argparse.Namespace, list[str]]:
+    def parse_known_args(
+        self,
+        args: Sequence[str] | None = None,
+        namespace: argparse.Namespace | None = None,
+    ) -> tuple[argparse.Namespace, list[str]]:
         self._ensure_options()
         return super().parse_known_args(args, namespace)
 
@@ -94,71 +105,119 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("ingest", help="parse, chunk, embed and store files or folders")
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="files, or folders to scan for the types read (PDF, Office, HTML, CSV, TXT, MD...)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="files, or folders to scan for the types read (PDF, Office, HTML, CSV, TXT, MD...)",
+    )
     p.add_argument("--kb", required=True, help="knowledge base name (metadata 'knowledge')")
     _add_chunk_options(p)
 
-    p = sub.add_parser("sync", help="keep a knowledge base in step with a folder: store new files, replace "
-                                    "changed ones, leave the rest")
+    p = sub.add_parser(
+        "sync",
+        help="keep a knowledge base in step with a folder: store new files, replace changed ones, leave the rest",
+    )
     p.add_argument("folder", metavar="FOLDER", help="the folder (searched recursively)")
     p.add_argument("--kb", required=True, help="knowledge base name")
-    p.add_argument("--delete-missing", action="store_true",
-                   help="delete the documents of this folder whose file is gone")
+    p.add_argument(
+        "--delete-missing", action="store_true", help="delete the documents of this folder whose file is gone"
+    )
     p.add_argument("--dry-run", action="store_true", help="say what would be done; read and write nothing")
     _add_chunk_options(p)
 
     p = sub.add_parser("search", help="find the chunks closest to a query (or to each line of a file)")
     p.add_argument("query", nargs="?", help="the query (omit it with --queries)")
-    p.add_argument("--queries", metavar="FILE", default=None,
-                   help="one query per line; with --json, one line of JSON per query, in order")
-    p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE,
-                   help="vector (embeddings), keyword (BM25 in PostgreSQL, CJK bigrams), or hybrid "
-                        f"(weighted reciprocal rank fusion); default {retrieve.DEFAULT_MODE}")
-    p.add_argument("--kb", required=True, action="append",
-                   help="knowledge base to search (repeat for several)")
+    p.add_argument(
+        "--queries",
+        metavar="FILE",
+        default=None,
+        help="one query per line; with --json, one line of JSON per query, in order",
+    )
+    p.add_argument(
+        "--mode",
+        choices=retrieve.MODES,
+        default=retrieve.DEFAULT_MODE,
+        help="vector (embeddings), keyword (BM25 in PostgreSQL, CJK bigrams), or hybrid "
+        f"(weighted reciprocal rank fusion); default {retrieve.DEFAULT_MODE}",
+    )
+    p.add_argument("--kb", required=True, action="append", help="knowledge base to search (repeat for several)")
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--min-score", type=float, default=None, help="minimum cosine similarity (-1..1)")
-    p.add_argument("--filter", default=None,
-                   help="Spring AI filter expression, e.g. \"original_filename == 'a.pdf' && page >= 3\"")
+    p.add_argument(
+        "--filter", default=None, help="Spring AI filter expression, e.g. \"original_filename == 'a.pdf' && page >= 3\""
+    )
     p.add_argument("--json", action="store_true", help="print hits as JSON")
 
     p = sub.add_parser("eval", help="measure retrieval: hit@1/3/5 and MRR per search mode over a question file")
     p.add_argument("--kb", required=True, help="the knowledge base to search")
-    p.add_argument("--questions", required=True, metavar="FILE",
-                   help='JSONL, one {"question", "file"} and/or {"question", "expected"} object a line ("file": '
-                        'the original_filename that answers it; "expected": text the right chunk contains), or '
-                        "a CSV with the same headers (the Chunk Lab's question CSV)")
+    p.add_argument(
+        "--questions",
+        required=True,
+        metavar="FILE",
+        help='JSONL, one {"question", "file"} and/or {"question", "expected"} object a line ("file": '
+        'the original_filename that answers it; "expected": text the right chunk contains), or '
+        "a CSV with the same headers (the Chunk Lab's question CSV)",
+    )
     p.add_argument("--mode", choices=(*retrieve.MODES, "all"), default="all", help="search mode(s); default all")
-    p.add_argument("--k", type=int, default=10,
-                   help="hits read per question (default 10): a right chunk ranked below it counts as not found")
-    p.add_argument("--json", action="store_true",
-                   help='print {"MODE": {"hit@1", "hit@3", "hit@5", "mrr", "n"}} (with --details, "ranks" too)')
+    p.add_argument(
+        "--k",
+        type=int,
+        default=10,
+        help="hits read per question (default 10): a right chunk ranked below it counts as not found",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"MODE": {"hit@1", "hit@3", "hit@5", "mrr", "n"}} (with --details, "ranks" too)',
+    )
     p.add_argument("--details", action="store_true", help="also the rank of the right chunk for each question")
 
     p = sub.add_parser("ask", help="answer a question from a knowledge base, with citations")
     p.add_argument("question")
     p.add_argument("--kb", required=True, action="append", help="knowledge base (repeat for several)")
     p.add_argument("--top-k", type=int, default=8)
-    p.add_argument("--model", default=None,
-                   help="an Ollama model (e.g. qwen2.5:7b-instruct) or 'local' for the embedded one; "
-                        "default RAG_CHAT_MODEL, else Ollama's first model, else local")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="an Ollama model (e.g. qwen2.5:7b-instruct) or 'local' for the embedded one; "
+        "default RAG_CHAT_MODEL, else Ollama's first model, else local",
+    )
     p.add_argument("--mode", choices=retrieve.MODES, default=retrieve.DEFAULT_MODE)
     p.add_argument("--filter", default=None, help="Spring AI filter expression")
-    p.add_argument("--history", metavar="FILE", default=None,
-                   help='the conversation so far, a JSON list of {"role": "user"|"assistant", "content"}: '
-                        "the prompt carries it (oldest left out first if it would not fit)")
-    p.add_argument("--temperature", type=float, default=0.2,
-                   help="sampling temperature (default 0.2; 0: the same answer every run)")
-    p.add_argument("--rewrite", action=argparse.BooleanOptionalAction, default=True,
-                   help="with --history, rewrite a follow-up into a standalone query before searching")
-    p.add_argument("--conversation", metavar="ID", default=None,
-                   help="continue a stored conversation (its turns are the history, the answer is added to it); "
-                        "'new' starts one and prints its id on stderr")
-    p.add_argument("--json", action="store_true",
-                   help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
-                        '"chunk_id", "supported"}], "grounded", "sentences", "model", ...}; on failure '
-                        '{"error": "..."} and exit code 2')
+    p.add_argument(
+        "--history",
+        metavar="FILE",
+        default=None,
+        help='the conversation so far, a JSON list of {"role": "user"|"assistant", "content"}: '
+        "the prompt carries it (oldest left out first if it would not fit)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.2,
+        help="sampling temperature (default 0.2; 0: the same answer every run)",
+    )
+    p.add_argument(
+        "--rewrite",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --history, rewrite a follow-up into a standalone query before searching",
+    )
+    p.add_argument(
+        "--conversation",
+        metavar="ID",
+        default=None,
+        help="continue a stored conversation (its turns are the history, the answer is added to it); "
+        "'new' starts one and prints its id on stderr",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"answer", "citations": [{"n", "original_filename", "pages", "score", '
+        '"chunk_id", "supported"}], "grounded", "sentences", "model", ...}; on failure '
+        '{"error": "..."} and exit code 2',
+    )
 
     p = sub.add_parser("conversations", help="the stored conversations: list, show, export, delete")
     conv = p.add_subparsers(dest="conversations_command", required=True)
@@ -175,8 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chunk", help="show how files would be chunked (nothing is stored)")
     p.add_argument("files", nargs="+", metavar="FILE")
     _add_chunk_options(p, kb=False)
-    p.add_argument("--json", action="store_true",
-                   help='print a JSON list of {"text", "tokens", "start", "end", "pages"} per file')
+    p.add_argument(
+        "--json", action="store_true", help='print a JSON list of {"text", "tokens", "start", "end", "pages"} per file'
+    )
 
     p = sub.add_parser("kb", help="list or delete knowledge bases")
     kb_sub = p.add_subparsers(dest="kb_command", required=True)
@@ -189,11 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks, each reported as a ratio against a peer")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    p.add_argument("--only", action="append", default=None,
-                   help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, scale, "
-                        "external, peers, memory, retrieval, answers, sessions); repeatable")
-    p.add_argument("--scale", action="append", default=None, metavar="ROWSxDIM",
-                   help="the sizes `scale` searches (default 100000x384, 1000000x768 and 1000000x384); repeatable")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, scale, "
+        "external, peers, memory, retrieval, answers, sessions); repeatable",
+    )
+    p.add_argument(
+        "--scale",
+        action="append",
+        default=None,
+        metavar="ROWSxDIM",
+        help="the sizes `scale` searches (default 100000x384, 1000000x768 and 1000000x384); repeatable",
+    )
     return parser
 
 
@@ -223,8 +292,9 @@ class _Progress:
             self.stream.flush()
 
 
-def _say_duration(err: TextIO, progress: _Progress, filename: str, embedder: str, chunks: int,
-                  expected: float | None) -> None:
+def _say_duration(
+    err: TextIO, progress: _Progress, filename: str, embedder: str, chunks: int, expected: float | None
+) -> None:
     from rag.ingest import duration_note
 
     note = duration_note(embedder, expected, chunks)
@@ -252,13 +322,21 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
             def update(stage: str, fraction: float, message: str) -> None:
                 progress.index = index[name]
                 progress.update(name, stage, fraction, message)
+
             return update
 
         # One file is written while the next is read and embedded (ingest_paths): results come in order.
         for result in ingest.ingest_paths(
-                store, embedder, paths, knowledge, chunk_settings, on_stage=on_stage,
-                on_plan=lambda name: lambda chunks, expected: _say_duration(
-                    err, progress, name, embedder.name, chunks, expected)):
+            store,
+            embedder,
+            paths,
+            knowledge,
+            chunk_settings,
+            on_stage=on_stage,
+            on_plan=lambda name: (
+                lambda chunks, expected: _say_duration(err, progress, name, embedder.name, chunks, expected)
+            ),
+        ):
             progress.clear()
             failed += not result.ok
             print(printable(result.line()), file=out, flush=True)
@@ -294,8 +372,16 @@ def cmd_search(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         queries = [args.query]
     with Store.open(settings) as store:
         for query in queries:
-            hits = retrieve.search(store, settings, query, args.kb, top_k=args.top_k, min_score=args.min_score,
-                                    filter_expression=args.filter, mode=args.mode)
+            hits = retrieve.search(
+                store,
+                settings,
+                query,
+                args.kb,
+                top_k=args.top_k,
+                min_score=args.min_score,
+                filter_expression=args.filter,
+                mode=args.mode,
+            )
             if args.json and args.queries is not None:
                 out.write(json.dumps({"query": query, "hits": [h.as_dict() for h in hits]}, ensure_ascii=False) + "\n")
             elif args.json:
@@ -331,8 +417,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
             def questions_done(done: int, total: int, mode: str = mode) -> None:
                 progress.update(mode, "question", done / total, f"{done}/{total}")
 
-            quality[mode] = mode_quality(store, settings, args.kb, questions, mode=mode, depth=args.k,
-                                         progress=questions_done)
+            quality[mode] = mode_quality(
+                store, settings, args.kb, questions, mode=mode, depth=args.k, progress=questions_done
+            )
         progress.clear()
     if args.json:
         body = {mode: q.as_dict() | ({"ranks": list(q.ranks)} if args.details else {}) for mode, q in quality.items()}
@@ -344,8 +431,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
         print(f"{mode:8} {q.hit_at_1:6.3f} {q.hit_at_3:6.3f} {q.hit_at_5:6.3f} {q.mrr:6.3f}", file=out)
     if args.details:
         print("", file=out)
-        print("  ".join(f"{mode:>7}" for mode in quality) + "  question (rank of the right chunk; - not found)",
-              file=out)
+        print(
+            "  ".join(f"{mode:>7}" for mode in quality) + "  question (rank of the right chunk; - not found)", file=out
+        )
         for i, question in enumerate(questions):
             ranks = "  ".join(f"{q.ranks[i] if q.ranks[i] is not None else '-':>7}" for q in quality.values())
             print(f"{ranks}  {one_line(question.text, None)[:100]}", file=out)
@@ -364,8 +452,14 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     if args.history and args.conversation:
         raise RagError("give --history or --conversation, not both (a conversation carries its own history)")
     history = load_history(args.history) if args.history else []
-    request = engine.Request(kbs=tuple(args.kb), top_k=args.top_k, filter=args.filter, mode=args.mode,
-                             rewrite=args.rewrite, temperature=args.temperature)
+    request = engine.Request(
+        kbs=tuple(args.kb),
+        top_k=args.top_k,
+        filter=args.filter,
+        mode=args.mode,
+        rewrite=args.rewrite,
+        temperature=args.temperature,
+    )
     with Store.open(settings) as store:
         conversation = None if args.conversation in (None, "new") else args.conversation
         if conversation is not None:
@@ -375,8 +469,9 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
             history, memory = history_messages(earlier), memory_of(earlier)
         else:
             memory = None
-        turn = engine.ask(args.question, request, model=model, store=store, settings=settings, history=history,
-                          memory=memory)
+        turn = engine.ask(
+            args.question, request, model=model, store=store, settings=settings, history=history, memory=memory
+        )
         if turn.problem or turn.error:
             raise RagError(turn.problem or turn.error)
         if args.conversation is not None:
@@ -396,14 +491,15 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     print("", file=out)
     for s in turn.sources:
         mark = "*" if s.n in grounding.cited else "~" if s.n in check.cited else " "
-        print(f"{mark} {s.label}  (score {s.hit.score:.3f}){'  [given in part]' if s.text is not None else ''}",
-              file=out)
+        print(
+            f"{mark} {s.label}  (score {s.hit.score:.3f}){'  [given in part]' if s.text is not None else ''}", file=out
+        )
     if check.unknown:
         print(f"warning: the answer cites sources that do not exist: {list(check.unknown)}", file=err)
     if check.uncited:
         print("warning: the answer cites no source", file=err)
     for sentence in grounding.flagged:
-        text = one_line(turn.answer[sentence.start:sentence.end], 120)
+        text = one_line(turn.answer[sentence.start : sentence.end], 120)
         why = "its cited source does not support it" if sentence.numbers else "no source supports it"
         print(f"warning: {why}: {text}", file=err)
     return 0
@@ -419,15 +515,32 @@ def cmd_conversations(args: argparse.Namespace, settings: Settings, out: TextIO,
         if command == "list":
             found = conversations.list()
             if args.json:
-                json.dump([{"id": str(c.id), "title": c.title, "knowledge_bases": list(c.knowledge_bases),
-                            "model": c.model, "turns": c.turns, "created_at": c.created_at.isoformat(),
-                            "updated_at": c.updated_at.isoformat()} for c in found], out, ensure_ascii=False, indent=2)
+                json.dump(
+                    [
+                        {
+                            "id": str(c.id),
+                            "title": c.title,
+                            "knowledge_bases": list(c.knowledge_bases),
+                            "model": c.model,
+                            "turns": c.turns,
+                            "created_at": c.created_at.isoformat(),
+                            "updated_at": c.updated_at.isoformat(),
+                        }
+                        for c in found
+                    ],
+                    out,
+                    ensure_ascii=False,
+                    indent=2,
+                )
                 out.write("\n")
             elif not found:
                 print('no conversations yet: python -m rag ask "..." --kb NAME --conversation new', file=out)
             for c in found if not args.json else ():
-                print(f"{c.id}\t{c.updated_at:%Y-%m-%d %H:%M}\t{c.turns} turns\t{','.join(c.knowledge_bases) or '-'}"
-                      f"\t{c.title}", file=out)
+                print(
+                    f"{c.id}\t{c.updated_at:%Y-%m-%d %H:%M}\t{c.turns} turns\t{','.join(c.knowledge_bases) or '-'}"
+                    f"\t{c.title}",
+                    file=out,
+                )
             return 0
         if command == "delete":
             if not conversations.delete(args.id):
@@ -436,8 +549,11 @@ def cmd_conversations(args: argparse.Namespace, settings: Settings, out: TextIO,
             return 0
         info, turns = generate.load_conversation(conversations, args.id)
     if command == "export":
-        out.write(generate.conversation_json(info, turns) + "\n" if args.format == "json"
-                  else generate.conversation_markdown_export(info, turns))
+        out.write(
+            generate.conversation_json(info, turns) + "\n"
+            if args.format == "json"
+            else generate.conversation_markdown_export(info, turns)
+        )
         return 0
     print(f"{info.title}  ({info.turns} turns, {','.join(info.knowledge_bases) or '-'}, {info.model or '-'})", file=out)
     for number, turn in enumerate(turns, 1):
@@ -465,9 +581,12 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
             out.write(json.dumps([c.as_dict() for c in chunk_set.chunks], ensure_ascii=False) + "\n")
             continue
         st = chunking.stats(chunk_set)
-        print(f"{printable(doc.filename)}: {len(doc.pages)} pages, {st.count} chunks, tokens "
-              f"mean {st.mean_tokens:.0f} min {st.min_tokens} max {st.max_tokens}, "
-              f"{st.mid_sentence_share:.0%} end mid-sentence, {st.dropped} dropped", file=out)
+        print(
+            f"{printable(doc.filename)}: {len(doc.pages)} pages, {st.count} chunks, tokens "
+            f"mean {st.mean_tokens:.0f} min {st.min_tokens} max {st.max_tokens}, "
+            f"{st.mid_sentence_share:.0%} end mid-sentence, {st.dropped} dropped",
+            file=out,
+        )
         for c in chunk_set.chunks:
             pages = ",".join(map(str, c.pages))
             preview = printable(one_line(c.text, None)[:80])
@@ -490,8 +609,9 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
     with Store.open(settings) as store:
         chunk_settings = _chunk_settings(args, _kept_settings(store, knowledge))
         if args.dry_run:
-            report = ingest.dry_run(store, args.folder, knowledge, chunk_settings,
-                                    delete_missing=args.delete_missing, on_line=say)
+            report = ingest.dry_run(
+                store, args.folder, knowledge, chunk_settings, delete_missing=args.delete_missing, on_line=say
+            )
             print(report.summary(dry_run=True), file=err)
             return 0
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
@@ -504,8 +624,16 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
             progress.clear()
             say(text)
 
-        report = ingest.sync(store, embedder, args.folder, knowledge, chunk_settings,
-                             delete_missing=args.delete_missing, on_line=line, on_stage=stage)
+        report = ingest.sync(
+            store,
+            embedder,
+            args.folder,
+            knowledge,
+            chunk_settings,
+            delete_missing=args.delete_missing,
+            on_line=line,
+            on_stage=stage,
+        )
     progress.clear()
     print(report.summary() + f" ({embedder.name})", file=err)
     return 1 if report.failed else 0
@@ -522,9 +650,24 @@ def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextI
             return 0
         kbs = store.list_knowledge_bases()
     if args.json:
-        json.dump([{"name": k.name, "embedder": k.embedder, "dimension": k.dimension,
-                    "documents": k.documents, "chunks": k.chunks, "chunk_settings": k.chunk_settings,
-                    "created_at": k.created_at.isoformat(), "source_folder": k.source_folder} for k in kbs], out, ensure_ascii=False, indent=2)
+        json.dump(
+            [
+                {
+                    "name": k.name,
+                    "embedder": k.embedder,
+                    "dimension": k.dimension,
+                    "documents": k.documents,
+                    "chunks": k.chunks,
+                    "chunk_settings": k.chunk_settings,
+                    "created_at": k.created_at.isoformat(),
+                    "source_folder": k.source_folder,
+                }
+                for k in kbs
+            ],
+            out,
+            ensure_ascii=False,
+            indent=2,
+        )
         out.write("\n")
         return 0
     if not kbs:
@@ -554,12 +697,28 @@ def cmd_bench(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
 def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag.mcp import server as mcp_server
 
-    return mcp_server.serve(settings, http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
-                            answer_model=args.answer, allow_origins=args.allow_origin or ())
+    return mcp_server.serve(
+        settings,
+        http=args.http,
+        port=args.port,
+        allow_ingest=args.allow_ingest or (),
+        answer_model=args.answer,
+        allow_origins=args.allow_origin or (),
+    )
 
 
-COMMANDS = {"ingest": cmd_ingest, "sync": cmd_sync, "conversations": cmd_conversations, "search": cmd_search, "eval": cmd_eval, "ask": cmd_ask, "chunk": cmd_chunk,
-            "kb": cmd_kb, "bench": cmd_bench, "mcp": cmd_mcp}
+COMMANDS = {
+    "ingest": cmd_ingest,
+    "sync": cmd_sync,
+    "conversations": cmd_conversations,
+    "search": cmd_search,
+    "eval": cmd_eval,
+    "ask": cmd_ask,
+    "chunk": cmd_chunk,
+    "kb": cmd_kb,
+    "bench": cmd_bench,
+    "mcp": cmd_mcp,
+}
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -568,8 +727,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = build_parser().parse_args(argv)
     exit_on_sigterm()
     install_log_masking()
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=err,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=err,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         return COMMANDS[args.command](args, get_settings(), out, err)
     except (RagError, ValueError) as exc:

@@ -1,4 +1,5 @@
 """How many CPU cores this process may use: its affinity, capped by a cgroup's CPU quota."""
+
 from __future__ import annotations
 
 import functools

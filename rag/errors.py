@@ -1,4 +1,5 @@
 """User-facing errors: each message is one line that says what went wrong and what to do."""
+
 from __future__ import annotations
 
 import re
@@ -8,7 +9,8 @@ from rag.text import Text
 _URL_PASSWORD = re.compile(r"(//[^:/@\s'\"]*):([^@\s'\"]+)@")
 _KEY_VALUE_SECRET = re.compile(
     r"(?i)(?<![a-z])(password|passwd|pwd|api[_-]?key|secret|token)(\s*[=:]\s*)('[^']*'|\"[^\"]*\"|[^\s,;&]+)"
-    r"|(?<![a-z])(bearer)(\s+)(\S+)")
+    r"|(?<![a-z])(bearer)(\s+)(\S+)"
+)
 
 
 def mask_secrets(text: str) -> str:
@@ -86,8 +88,14 @@ class FilterSyntaxError(RagError, ValueError):
         self.position = position
         self.reason = reason
         # The text as typed (rag.query.filters.caret draws '^' under the position).
-        super().__init__(Text("filter error at position {position}: {reason} in: {expression}", position=position,
-                              reason=reason, expression=expression))
+        super().__init__(
+            Text(
+                "filter error at position {position}: {reason} in: {expression}",
+                position=position,
+                reason=reason,
+                expression=expression,
+            )
+        )
 
 
 class EmbedderError(RagError):

@@ -4,6 +4,7 @@ Both formats come as generators of byte blocks (`iter_chunks_csv`, `iter_chunks_
 large knowledge base can be streamed from `Store.iter_chunks` without holding every row, and
 as plain `bytes` (`chunks_csv`, `chunks_jsonl`) for a download button.
 """
+
 from __future__ import annotations
 
 import csv
@@ -16,7 +17,13 @@ if TYPE_CHECKING:  # rows are only read here; the store (psycopg) is the caller'
     from rag.store import Hit
 
 CSV_COLUMNS: tuple[str, ...] = (
-    "id", "knowledge", "original_filename", "pages", "chunk_index", "tokens", "content",
+    "id",
+    "knowledge",
+    "original_filename",
+    "pages",
+    "chunk_index",
+    "tokens",
+    "content",
 )
 # Excel reads a CSV as the ANSI code page unless it starts with a UTF-8 BOM; with the BOM,
 # Chinese (and every other non-Latin) text opens correctly by double-click.

@@ -2,6 +2,7 @@
 
 `python -m rag --help` must not load pymupdf, psycopg, ollama or llama.cpp (it took ~2 s when it did);
 packages whose public names need those serve them through `lazy_exports`."""
+
 from __future__ import annotations
 
 import importlib

@@ -10,6 +10,7 @@ embedder's may not (RAG_EMBEDDER must say which): hence `parse`'s `bare`.
 A leaf module (it imports rag.text only), not one of rag.llms: rag.settings reads RAG_EMBEDDER with
 it, and rag.llms imports rag.settings, so a home in rag.llms would make the two import each other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,14 @@ class ModelRef:
         if not stripped:
             raise ValueError(_no_model(text))
         if bare is None:
-            raise ValueError(Text("{ref} names no provider: write 'ollama:{name}' for an Ollama model, or 'local' "
-                                  "for the embedded one", ref=repr(text), name=printable(stripped)))
+            raise ValueError(
+                Text(
+                    "{ref} names no provider: write 'ollama:{name}' for an Ollama model, or 'local' "
+                    "for the embedded one",
+                    ref=repr(text),
+                    name=printable(stripped),
+                )
+            )
         return cls(bare, stripped)
 
     @classmethod

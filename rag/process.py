@@ -1,6 +1,7 @@
 """How a process of ours ends: the helpers every entry point (`rag ...`, `python -m rag.mcp.server`) runs first.
 
 Kept apart from `rag.cli`, so that the MCP server, which `rag mcp` starts, does not import the CLI back."""
+
 from __future__ import annotations
 
 import signal

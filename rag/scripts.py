@@ -4,6 +4,7 @@ Keyword search, the support check, sentence splitting and the loop guard all tre
 characters one by one (or as bigrams) instead of as space-separated words; the language rules
 (the Chinese prompt, the Chinese-embedder hint) look at Han characters alone.
 """
+
 from __future__ import annotations
 
 import re

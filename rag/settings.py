@@ -1,4 +1,5 @@
 """The one place the environment is read: a frozen Settings, built once per process."""
+
 from __future__ import annotations
 
 import functools
@@ -68,10 +69,13 @@ class Settings:
         # local:<name> is checked when the embedder is built (rag.embeddings): the names recorded by
         # knowledge bases (local:wordllama-l2_supercat-256) are accepted as well as local:e5.
         if embedder != "auto" and ModelRef.parse_or_none(embedder) is None:
-            raise ValueError(Text(
-                "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', "
-                "'local:wordllama' or 'ollama:<model>'", embedder=repr(embedder)
-            ))
+            raise ValueError(
+                Text(
+                    "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', "
+                    "'local:wordllama' or 'ollama:<model>'",
+                    embedder=repr(embedder),
+                )
+            )
         host = env.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_HOST
         if "://" not in host:
             # Ollama's own CLI accepts a bare host or host:port and defaults the port to 11434.
@@ -108,12 +112,19 @@ def _extra_body(raw: str) -> str:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ValueError(Text("RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({error} at character {position}): "
-                              "give an object such as {example}", error=exc.msg, position=exc.pos,
-                              example=_EXAMPLE_BODY)) from None
+        raise ValueError(
+            Text(
+                "RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({error} at character {position}): "
+                "give an object such as {example}",
+                error=exc.msg,
+                position=exc.pos,
+                example=_EXAMPLE_BODY,
+            )
+        ) from None
     if not isinstance(value, dict):
-        raise ValueError(Text("RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {example}",
-                              example=_EXAMPLE_BODY))
+        raise ValueError(
+            Text("RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {example}", example=_EXAMPLE_BODY)
+        )
     return raw.strip()
 
 
@@ -124,8 +135,14 @@ def _bm25_parameter(env: Mapping[str, str], name: str, default: float, highest: 
     except ValueError:
         value = float("nan")
     if not 0 <= value <= highest:  # also refuses nan
-        raise ValueError(Text("{name}={value} is not understood: use a number from 0 to {highest}", name=name,
-                              value=repr(raw), highest=f"{highest:g}"))
+        raise ValueError(
+            Text(
+                "{name}={value} is not understood: use a number from 0 to {highest}",
+                name=name,
+                value=repr(raw),
+                highest=f"{highest:g}",
+            )
+        )
     return value
 
 

@@ -1,4 +1,5 @@
 """Chunk settings as code to paste elsewhere: the `rag` Python API and Spring AI's TokenTextSplitter."""
+
 from __future__ import annotations
 
 from rag.chunking import SPRING_DEFAULT, ChunkSettings, is_spring
@@ -45,8 +46,9 @@ def spring_snippet(settings: ChunkSettings) -> str:
             lines.append(f"// the closest cuts each {settings.chunk_size}-token window after its last . ? ! or")
             lines.append(f"// newline beyond ~{min_chars} characters (about half the window).")
         if settings.chunk_overlap:
-            lines.append(f"// The {settings.chunk_overlap}-token overlap is lost; "
-                         "measure the difference in the Chunk Lab.")
+            lines.append(
+                f"// The {settings.chunk_overlap}-token overlap is lost; measure the difference in the Chunk Lab."
+            )
     min_chars_java = "Integer.MAX_VALUE" if min_chars >= _JAVA_INT_MAX else str(min_chars)
     keep = "true" if settings.keep_separator or not is_spring(settings.strategy) else "false"
     lines += [

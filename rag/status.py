@@ -1,4 +1,5 @@
 """What the sidebar reports: database, model server, embedder, GPU, each with a one-line fix."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,15 +48,33 @@ def embedded_chat_is_default(settings: Settings, status: OllamaStatus) -> bool:
 
 def ollama_check(settings: Settings, status: OllamaStatus) -> Check:
     if not status.reachable:
-        return Check("Model server", False, Text("Ollama not reachable: using the embedded local models"),
-                     Text("start Ollama ('ollama serve') or set OLLAMA_HOST (now {host})", host=settings.ollama_host))
+        return Check(
+            "Model server",
+            False,
+            Text("Ollama not reachable: using the embedded local models"),
+            Text("start Ollama ('ollama serve') or set OLLAMA_HOST (now {host})", host=settings.ollama_host),
+        )
     if not status.models:
-        return Check("Model server", True, Text("Ollama {version} at {host}: no models pulled",
-                                                version=status.version or "?", host=status.host),
-                     Text("pull a model: ollama pull {chat} && ollama pull {embed}", chat=SUGGESTED_OLLAMA_MODEL,
-                          embed=DEFAULT_OLLAMA_EMBED_MODEL))
-    return Check("Model server", True, Text("Ollama {version} at {host}: {names}", version=status.version or "?",
-                                            host=status.host, names=", ".join(status.models)))
+        return Check(
+            "Model server",
+            True,
+            Text("Ollama {version} at {host}: no models pulled", version=status.version or "?", host=status.host),
+            Text(
+                "pull a model: ollama pull {chat} && ollama pull {embed}",
+                chat=SUGGESTED_OLLAMA_MODEL,
+                embed=DEFAULT_OLLAMA_EMBED_MODEL,
+            ),
+        )
+    return Check(
+        "Model server",
+        True,
+        Text(
+            "Ollama {version} at {host}: {names}",
+            version=status.version or "?",
+            host=status.host,
+            names=", ".join(status.models),
+        ),
+    )
 
 
 def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str) -> Check:
@@ -71,18 +90,27 @@ def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str)
     else:
         reason = local_fallback_reason()
         if settings.embedder in ("auto", "local") and reason is not None:
-            summary = Text("{embedder} (embedded, offline): the fallback, as e5 cannot run here: {reason}",
-                           embedder=embedder_name, reason=reason)
+            summary = Text(
+                "{embedder} (embedded, offline): the fallback, as e5 cannot run here: {reason}",
+                embedder=embedder_name,
+                reason=reason,
+            )
         else:
-            summary = Text("{embedder} (embedded, offline): the fast choice, weaker in retrieval", embedder=embedder_name)
+            summary = Text(
+                "{embedder} (embedded, offline): the fast choice, weaker in retrieval", embedder=embedder_name
+            )
             if reason is None:
-                fix = Text("for better retrieval (Chinese above all): RAG_EMBEDDER={e5}, hundreds of times slower to "
-                           "ingest", e5=E5_NAME)
+                fix = Text(
+                    "for better retrieval (Chinese above all): RAG_EMBEDDER={e5}, hundreds of times slower to ingest",
+                    e5=E5_NAME,
+                )
     if settings.embedder == "auto":
         if status.reachable and not ollama_has_model(status.models, DEFAULT_OLLAMA_EMBED_MODEL):
             fix = fix or Text("to embed with Ollama: ollama pull {model}", model=DEFAULT_OLLAMA_EMBED_MODEL)
         elif not status.reachable:
-            fix = fix or Text("to embed with Ollama: start Ollama and ollama pull {model}", model=DEFAULT_OLLAMA_EMBED_MODEL)
+            fix = fix or Text(
+                "to embed with Ollama: start Ollama and ollama pull {model}", model=DEFAULT_OLLAMA_EMBED_MODEL
+            )
     return Check("Embedder", True, summary, fix)
 
 
@@ -120,5 +148,9 @@ def gpu_presence() -> GpuPresence:
 def gpu_check(presence: GpuPresence) -> Check:
     if presence.found:
         return Check("GPU", True, f"{', '.join(presence.names)} ({presence.reason})")
-    return Check("GPU", False, Text("no NVIDIA GPU found ({reason})", reason=presence.reason),
-                 Text("models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)"))
+    return Check(
+        "GPU",
+        False,
+        Text("no NVIDIA GPU found ({reason})", reason=presence.reason),
+        Text("models run on the CPU; for a GPU install the NVIDIA driver (and the Container Toolkit for Docker)"),
+    )

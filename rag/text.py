@@ -4,6 +4,7 @@
 so everything that prints, compares or logs it works unchanged), and keeps `template` and `values`
 so that the app can look the template up in its catalogue (ui.i18n.tr) and fill in the same values.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -10,6 +10,7 @@ The settings are this process's (tests/conftest.py points them at the test datab
 WordLlama embedder and an Ollama that is not there); a test that needs another Ollama sets OLLAMA_HOST
 with monkeypatch. They are read afresh for each run, as a new process would.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
 """Shared fixtures: a real PostgreSQL with pgvector (embedded, or TEST_DATABASE_URL)."""
+
 from __future__ import annotations
 
 import os

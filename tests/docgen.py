@@ -2,6 +2,7 @@
 
 Plain functions returning bytes, so any test module can import them.
 """
+
 from __future__ import annotations
 
 import html
@@ -37,9 +38,7 @@ def make_encrypted_pdf(
 ) -> bytes:
     """An AES-256 PDF; with a non-empty user password it cannot be opened without it."""
     with pymupdf.open(stream=make_pdf(pages or ["Top secret text."]), filetype="pdf") as doc:
-        return doc.tobytes(
-            encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=user_password, owner_pw=owner_password
-        )
+        return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=user_password, owner_pw=owner_password)
 
 
 def make_truncated_pdf(pages: list[str] | None = None) -> bytes:
@@ -128,9 +127,7 @@ def make_epub(chapters: list[str], *, title: str = "Test book") -> bytes:
     chapter is exactly one page.
     """
     ids = [f"ch{i}" for i in range(1, len(chapters) + 1)]
-    manifest = "".join(
-        f'<item id="{cid}" href="{cid}.xhtml" media-type="application/xhtml+xml"/>' for cid in ids
-    )
+    manifest = "".join(f'<item id="{cid}" href="{cid}.xhtml" media-type="application/xhtml+xml"/>' for cid in ids)
     spine = "".join(f'<itemref idref="{cid}"/>' for cid in ids)
     opf = (
         '<?xml version="1.0" encoding="UTF-8"?>'
@@ -192,9 +189,7 @@ def make_xps(pages: list[str]) -> bytes:
     built-in Helvetica (bare CFF) is embedded, which MuPDF's FreeType loader accepts.
     """
     font = bytes(pymupdf.Font("helv").buffer)
-    contents = "".join(
-        f'<PageContent Source="/Documents/1/Pages/{n}.fpage"/>' for n in range(1, len(pages) + 1)
-    )
+    contents = "".join(f'<PageContent Source="/Documents/1/Pages/{n}.fpage"/>' for n in range(1, len(pages) + 1))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("[Content_Types].xml", _XPS_CONTENT_TYPES)
@@ -232,7 +227,7 @@ def make_docx(paragraphs: list[str]) -> bytes:
     import zipfile
     from xml.sax.saxutils import escape
 
-    body = "".join(f"<w:p><w:r><w:t xml:space=\"preserve\">{escape(p)}</w:t></w:r></w:p>" for p in paragraphs)
+    body = "".join(f'<w:p><w:r><w:t xml:space="preserve">{escape(p)}</w:t></w:r></w:p>' for p in paragraphs)
     parts = {
         "[Content_Types].xml": (
             '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
@@ -240,16 +235,19 @@ def make_docx(paragraphs: list[str]) -> bytes:
             '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
             '<Default Extension="xml" ContentType="application/xml"/>'
             '<Override PartName="/word/document.xml" ContentType="application/'
-            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'),
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+        ),
         "_rels/.rels": (
             '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
             '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
             '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-            'relationships/officeDocument" Target="word/document.xml"/></Relationships>'),
+            'relationships/officeDocument" Target="word/document.xml"/></Relationships>'
+        ),
         "word/document.xml": (
             '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
             '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
-            f"<w:body>{body}</w:body></w:document>"),
+            f"<w:body>{body}</w:body></w:document>"
+        ),
     }
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
@@ -261,8 +259,10 @@ def make_docx(paragraphs: list[str]) -> bytes:
 def make_scan_pdf(pages: list[str], *, fontname: str = "helv", fontsize: float = 12, dpi: int = 150) -> bytes:
     """A scanned document: each page of text rendered to a grey image at `dpi`, and the images put
     into a new PDF, one per page, with no text layer (what a scanner writes)."""
-    with pymupdf.open(stream=make_pdf(pages, fontname=fontname, fontsize=fontsize), filetype="pdf") as source, \
-            pymupdf.open() as scan:
+    with (
+        pymupdf.open(stream=make_pdf(pages, fontname=fontname, fontsize=fontsize), filetype="pdf") as source,
+        pymupdf.open() as scan,
+    ):
         for page in source:
             png = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY).tobytes("png")
             target = scan.new_page(width=page.rect.width, height=page.rect.height)
@@ -339,8 +339,9 @@ def make_pptx() -> bytes:
     data = CategoryChartData()
     data.categories = ["Q1", "Q2"]
     data.add_series("Bookings", (1.2, 3.4))
-    chart = second.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(5), Inches(1.5), Inches(4), Inches(3),
-                                    data).chart
+    chart = second.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(5), Inches(1.5), Inches(4), Inches(3), data
+    ).chart
     chart.has_title = True
     chart.chart_title.text_frame.text = "Bookings by quarter"
     out = io.BytesIO()

@@ -1,4 +1,5 @@
 """Ollama's documented wire format for the stand-ins (pytest-httpserver): /api/chat's NDJSON chunks."""
+
 from __future__ import annotations
 
 import json

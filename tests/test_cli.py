@@ -2,6 +2,7 @@
 
 The commands run in this process (tests/clirun.py: `rag.cli.main(argv, out, err)`); the tests that need a
 process of their own (what a fresh interpreter imports, a SIGKILL mid-sync) start one and say why."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,7 @@ from rag.chunking import ChunkSettings, split
 from rag.documents import load_bytes
 from tests.clirun import rag
 from tests.conftest import PYTHON, ROOT, wipe
-from tests.docgen import (make_encrypted_pdf, make_image_only_pdf, make_pdf, make_png,
-                          make_truncated_pdf)
+from tests.docgen import make_encrypted_pdf, make_image_only_pdf, make_pdf, make_png, make_truncated_pdf
 
 FINANCE = [
     "Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions.\n"
@@ -55,13 +55,26 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, clea
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.strip().splitlines()
     by_file = {line.split(":", 1)[0]: line for line in lines}
-    assert sorted(by_file) == ["database.pdf", "empty.pdf", "encrypted.pdf", "finance.pdf", "notes.md",
-                               "picture.pdf", "scan.pdf", "truncated.pdf"]
+    assert sorted(by_file) == [
+        "database.pdf",
+        "empty.pdf",
+        "encrypted.pdf",
+        "finance.pdf",
+        "notes.md",
+        "picture.pdf",
+        "scan.pdf",
+        "truncated.pdf",
+    ]
     assert by_file["finance.pdf"].startswith("finance.pdf: stored (2 pages, ")
     assert by_file["notes.md"].startswith("notes.md: stored (1 pages, ")
     assert by_file["empty.pdf"] == "empty.pdf: failed: empty file (0 bytes)"
-    assert by_file["encrypted.pdf"] == "encrypted.pdf: failed: password-protected PDF: remove the password and try again"
-    assert by_file["scan.pdf"] == "scan.pdf: failed: no extractable text: its pages hold neither text nor a scanned page image"
+    assert (
+        by_file["encrypted.pdf"] == "encrypted.pdf: failed: password-protected PDF: remove the password and try again"
+    )
+    assert (
+        by_file["scan.pdf"]
+        == "scan.pdf: failed: no extractable text: its pages hold neither text nor a scanned page image"
+    )
     assert by_file["truncated.pdf"].startswith("truncated.pdf: failed: truncated PDF")
     assert by_file["picture.pdf"].startswith("picture.pdf: failed: not a PDF file")
     assert "Traceback" not in proc.stderr
@@ -75,12 +88,10 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, clea
     assert all(-1.0 <= h["score"] <= 1.0 for h in hits)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
-    vectors = rag(["search", "approximate nearest neighbour index", "--kb", "finance", "--top-k", "1",
-                   "--json"])
+    vectors = rag(["search", "approximate nearest neighbour index", "--kb", "finance", "--top-k", "1", "--json"])
     assert json.loads(vectors.stdout)[0]["metadata"]["original_filename"] == "database.pdf"
 
-    filtered = rag(["search", "revenue", "--kb", "finance", "--json", "--filter",
-                    "original_filename == 'notes.md'"])
+    filtered = rag(["search", "revenue", "--kb", "finance", "--json", "--filter", "original_filename == 'notes.md'"])
     assert {h["metadata"]["original_filename"] for h in json.loads(filtered.stdout)} == {"notes.md"}
 
 
@@ -116,10 +127,10 @@ def test_without_chunk_options_a_knowledge_base_keeps_its_settings(tmp_path: Pat
 def test_kb_list_and_delete(tmp_path: Path, clean_db: None) -> None:
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(make_pdf(DATABASE))
-    rag(["ingest", str(pdf), "--kb", "it's; \"odd\" $$ name"])
+    rag(["ingest", str(pdf), "--kb", 'it\'s; "odd" $$ name'])
     listed = rag(["kb", "list"])
-    assert listed.stdout.startswith("it's; \"odd\" $$ name\t1 documents\t")
-    deleted = rag(["kb", "delete", "it's; \"odd\" $$ name"])
+    assert listed.stdout.startswith('it\'s; "odd" $$ name\t1 documents\t')
+    deleted = rag(["kb", "delete", 'it\'s; "odd" $$ name'])
     assert deleted.returncode == 0
     assert "no knowledge bases yet" in rag(["kb", "list"]).stdout
     missing = rag(["kb", "delete", "nope"])
@@ -129,7 +140,9 @@ def test_kb_list_and_delete(tmp_path: Path, clean_db: None) -> None:
 def test_search_errors_are_one_line(clean_db: None) -> None:
     unknown = rag(["search", "x", "--kb", "missing"])
     assert unknown.returncode == 2
-    assert unknown.stderr.strip() == "error: no knowledge base named 'missing' (existing: none yet; ingest a file first)"
+    assert (
+        unknown.stderr.strip() == "error: no knowledge base named 'missing' (existing: none yet; ingest a file first)"
+    )
     bad = rag(["search", "x", "--kb", "missing", "--filter", "year >= "])
     assert bad.returncode == 2 and "filter error at position" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
@@ -141,8 +154,7 @@ def test_chunk_json_matches_library_for_each_file(tmp_path: Path) -> None:
     b = tmp_path / "b.txt"
     text = "第一句。第二句！第三句？" * 40 + "\n\nEnglish tail. More words here."
     b.write_text(text, encoding="utf-8")
-    args = ["chunk", str(a), str(b), "--strategy", "recursive", "--chunk-size", "30",
-            "--chunk-overlap", "5", "--json"]
+    args = ["chunk", str(a), str(b), "--strategy", "recursive", "--chunk-size", "30", "--chunk-overlap", "5", "--json"]
     proc = rag(args)
     assert proc.returncode == 0, proc.stderr
     outputs = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -151,14 +163,16 @@ def test_chunk_json_matches_library_for_each_file(tmp_path: Path) -> None:
     for path, listed in zip((a, b), outputs):
         doc = load_bytes(path.read_bytes(), path.name)
         expected = split(doc.text, settings, doc.pages_for_span).chunks
-        assert listed == [{"text": c.text, "tokens": c.tokens, "start": c.start, "end": c.end,
-                           "pages": list(c.pages)} for c in expected]
+        assert listed == [
+            {"text": c.text, "tokens": c.tokens, "start": c.start, "end": c.end, "pages": list(c.pages)}
+            for c in expected
+        ]
         assert all(set(item) == {"text", "tokens", "start", "end", "pages"} for item in listed)
     assert outputs[0][-1]["pages"][-1] == 2
     # Without the library: the text file's chunks are its own text, in order, none over 30 tokens, the
     # whole text covered up to the paragraph break, the English tail a chunk of its own.
     chunks = outputs[1]
-    assert all(c["text"] == text[c["start"]:c["end"]] and 0 < c["tokens"] <= 30 and c["pages"] == [1] for c in chunks)
+    assert all(c["text"] == text[c["start"] : c["end"]] and 0 < c["tokens"] <= 30 and c["pages"] == [1] for c in chunks)
     assert chunks[0]["start"] == 0 and chunks[-1]["end"] == len(text)
     assert all(x["start"] < y["start"] <= x["end"] for x, y in zip(chunks, chunks[1:-1]))
     assert "".join(c["text"] for c in chunks[:-1]).startswith("第一句。第二句！第三句？" * 2)
@@ -189,10 +203,14 @@ def imported(args: list[str]) -> tuple[subprocess.CompletedProcess[str], set[str
     A subprocess, not cli.main: what a command imports is only seen in a fresh interpreter (this one has
     imported psycopg, pymupdf and the rest long ago)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([PYTHON, "-X", "importtime", "-m", "rag", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    names = {line.rsplit("|", 1)[1].strip().split(".")[0]
-             for line in proc.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+    proc = subprocess.run(
+        [PYTHON, "-X", "importtime", "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
     return proc, names
 
 
@@ -243,7 +261,8 @@ def race_kb(tmp_path: Path, clean_db: None) -> list[dict[str, str]]:
 
 
 def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
-        tmp_path: Path, race_kb: list[dict[str, str]]) -> None:
+    tmp_path: Path, race_kb: list[dict[str, str]]
+) -> None:
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(json.dumps(q) for q in race_kb), encoding="utf-8")
     proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--json", "--details"])
@@ -257,8 +276,10 @@ def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
         assert found.returncode == 0, found.stderr
         lines = [json.loads(line) for line in found.stdout.splitlines()]
         assert [line["query"] for line in lines] == [q["question"] for q in race_kb]
-        hits = sum(any(h["metadata"]["original_filename"] == q["file"] for h in line["hits"])
-                   for q, line in zip(race_kb, lines))
+        hits = sum(
+            any(h["metadata"]["original_filename"] == q["file"] for h in line["hits"])
+            for q, line in zip(race_kb, lines)
+        )
         assert scores["n"] == len(race_kb) >= 20
         assert scores["hit@5"] == round(hits / len(race_kb), 4), mode
         assert sum(r is not None and r <= 5 for r in scores["ranks"]) == hits
@@ -267,15 +288,15 @@ def test_eval_reports_the_hit_at_5_that_counting_search_results_gives(
     assert min(s["hit@1"] for s in report.values()) < 1.0
 
 
-def test_eval_by_expected_text_from_a_csv_with_details(
-        tmp_path: Path, race_kb: list[dict[str, str]]) -> None:
+def test_eval_by_expected_text_from_a_csv_with_details(tmp_path: Path, race_kb: list[dict[str, str]]) -> None:
     from rag.evaluation.sets import eval_set
 
     passage = eval_set("en_race").passages[0]
     sentence = passage.text.split(". ")[1]
     questions = tmp_path / "questions.csv"
-    questions.write_text(f'question,expected\n"{race_kb[0]["question"]}","{sentence}"\n'
-                         f'zzzq xxqv,"{sentence}"\n', encoding="utf-8")
+    questions.write_text(
+        f'question,expected\n"{race_kb[0]["question"]}","{sentence}"\nzzzq xxqv,"{sentence}"\n', encoding="utf-8"
+    )
     proc = rag(["eval", "--kb", "race", "--questions", str(questions), "--mode", "keyword", "--details"])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -294,7 +315,8 @@ def test_eval_errors_are_one_line(tmp_path: Path, clean_db: None) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {bad}: line 2: no expected passage for 'b'; paste the sentence of the document that answers it, "
-        "or name the file that does"]
+        "or name the file that does"
+    ]
     good = tmp_path / "good.jsonl"
     good.write_text('{"question": "a", "file": "x.pdf"}\n', encoding="utf-8")
     missing = rag(["eval", "--kb", "nowhere", "--questions", str(good)])
@@ -313,12 +335,18 @@ def _office_folder(root: Path) -> Path:
     (d / "decks" / "review.pptx").write_bytes(make_pptx())
     (d / "prices.xlsx").write_bytes(make_xlsx())
     article = "The Osprey drone passed its certification flight over the Wadden Sea in June. " * 4
-    (d / "news.html").write_text(f"<html><head><title>Osprey news</title></head><body><nav>Home | Products | Contact"
-                                 f"</nav><main><h1>Certification</h1><p>{article}</p></main><footer>Cookie policy"
-                                 "</footer></body></html>", encoding="utf-8")
-    (d / "lease-scan.pdf").write_bytes(make_scan_pdf(
-        ["Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021."]))
-    (d / "报告扫描.pdf").write_bytes(make_scan_pdf(["营业收入增长了百分之十二，主要来自华东地区的新客户。"], fontname="china-s"))
+    (d / "news.html").write_text(
+        f"<html><head><title>Osprey news</title></head><body><nav>Home | Products | Contact"
+        f"</nav><main><h1>Certification</h1><p>{article}</p></main><footer>Cookie policy"
+        "</footer></body></html>",
+        encoding="utf-8",
+    )
+    (d / "lease-scan.pdf").write_bytes(
+        make_scan_pdf(["Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021."])
+    )
+    (d / "报告扫描.pdf").write_bytes(
+        make_scan_pdf(["营业收入增长了百分之十二，主要来自华东地区的新客户。"], fontname="china-s")
+    )
     (d / "~$report.docx").write_bytes(b"owner lock file")
     return d
 
@@ -336,8 +364,14 @@ def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cl
     first = rag(["sync", str(folder), "--kb", "office", *small])
     assert first.returncode == 0, first.stdout + first.stderr
     lines = dict(line.split(": ", 1) for line in first.stdout.strip().splitlines())
-    assert set(lines) == {"report.docx", "decks/review.pptx", "prices.xlsx", "news.html", "lease-scan.pdf",
-                          "报告扫描.pdf"}
+    assert set(lines) == {
+        "report.docx",
+        "decks/review.pptx",
+        "prices.xlsx",
+        "news.html",
+        "lease-scan.pdf",
+        "报告扫描.pdf",
+    }
     assert all(v.startswith("stored (") for v in lines.values()), lines
     assert "6 new, 0 replaced, 0 unchanged, 0 deleted, 0 failed" in first.stderr
 
@@ -379,7 +413,8 @@ def test_sync_ingests_an_analysts_folder_and_keeps_it_in_step(tmp_path: Path, cl
 
 
 def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_finishes(
-        tmp_path: Path, cli_env: dict[str, str], pg_uri: str, clean_db: None) -> None:
+    tmp_path: Path, cli_env: dict[str, str], pg_uri: str, clean_db: None
+) -> None:
     import signal
 
     import psycopg
@@ -387,11 +422,18 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
     folder = tmp_path / "notes"
     folder.mkdir()
     for i in range(6):
-        (folder / f"note-{i}.md").write_text(f"# Note {i}\n\n" + f"Harbour log entry {i}: the keeper lit the lamp. " * 400,
-                                            encoding="utf-8")
+        (folder / f"note-{i}.md").write_text(
+            f"# Note {i}\n\n" + f"Harbour log entry {i}: the keeper lit the lamp. " * 400, encoding="utf-8"
+        )
     # A process of its own: what is checked is what a SIGKILL mid-sync leaves in the database.
-    proc = subprocess.Popen([PYTHON, "-m", "rag", "sync", str(folder), "--kb", "logs"], cwd=ROOT, env=cli_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "rag", "sync", str(folder), "--kb", "logs"],
+        cwd=ROOT,
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     proc.send_signal(signal.SIGKILL)
@@ -400,9 +442,12 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
 
     def stored() -> dict[str, tuple[int, int]]:
         with psycopg.connect(pg_uri) as conn:
-            rows = conn.execute("SELECT d.original_filename, d.chunk_count, count(v.id) FROM documents d "
-                                "LEFT JOIN vector_store v ON v.document_id = d.id WHERE d.knowledge = %s "
-                                "GROUP BY 1, 2", ("logs",)).fetchall()
+            rows = conn.execute(
+                "SELECT d.original_filename, d.chunk_count, count(v.id) FROM documents d "
+                "LEFT JOIN vector_store v ON v.document_id = d.id WHERE d.knowledge = %s "
+                "GROUP BY 1, 2",
+                ("logs",),
+            ).fetchall()
         return {name: (expected, found) for name, expected, found in rows}
 
     after_kill = stored()
@@ -417,7 +462,8 @@ def test_a_killed_sync_leaves_each_document_whole_or_absent_and_the_next_sync_fi
 
 
 def test_a_file_name_with_control_characters_is_printed_escaped_and_top_k_is_capped(
-        tmp_path: Path, clean_db: None) -> None:
+    tmp_path: Path, clean_db: None
+) -> None:
     """Issue 18 (10): a name holding an escape sequence and a carriage return rewrote the terminal's line;
     --top-k 1000000000 returned the whole knowledge base."""
     crafted = tmp_path / "report\x1b[2K\rtotally-safe.txt"

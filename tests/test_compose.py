@@ -5,6 +5,7 @@ copied from the compose-spec/compose-spec repository (commit 170098ba07d9f53c383
 schema/compose-spec.json, Apache-2.0). Then the parts that decide whether Ollama gets the GPU, and
 the start order, are asserted one by one.
 """
+
 from __future__ import annotations
 
 import copy
@@ -58,11 +59,13 @@ def interpolate(value: Any, env: dict[str, str] | None = None) -> Any:
     """Compose's interpolation, as far as these files use it: ${VAR}, ${VAR:-default}, $$ -> $."""
     env = env or {}
     if isinstance(value, str):
+
         def sub(m: re.Match[str]) -> str:
             if m.group(0) == "$$":
                 return "$"
             name = m.group(1) or m.group(3)
             return env.get(name) or (m.group(2) or "")
+
         return _VARIABLE.sub(sub, value)
     if isinstance(value, dict):
         return {k: interpolate(v, env) for k, v in value.items()}
@@ -155,14 +158,25 @@ def test_cpu_override_and_the_merged_model_are_valid(compose: dict[str, Any]) ->
     validate(merge(compose, override))
 
 
-@pytest.mark.parametrize("mistake, message", [
-    (lambda c: c["services"]["ollama"]["deploy"]["resources"]["reservations"]["devices"][0]
-     .update(capabilities="gpu"), "is not of type 'array'"),
-    (lambda c: c["services"]["app"]["depends_on"]["ollama"].update(condition="service_ready"),
-     "is not valid under any of the given schemas"),
-    (lambda c: c["services"]["postgres"].update(healthcheck={"test": ["CMD", "pg_isready"], "every": "5s"}),
-     "'every' does not match any of the regexes"),
-])
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        (
+            lambda c: c["services"]["ollama"]["deploy"]["resources"]["reservations"]["devices"][0].update(
+                capabilities="gpu"
+            ),
+            "is not of type 'array'",
+        ),
+        (
+            lambda c: c["services"]["app"]["depends_on"]["ollama"].update(condition="service_ready"),
+            "is not valid under any of the given schemas",
+        ),
+        (
+            lambda c: c["services"]["postgres"].update(healthcheck={"test": ["CMD", "pg_isready"], "every": "5s"}),
+            "'every' does not match any of the regexes",
+        ),
+    ],
+)
 def test_the_schema_catches_mistakes(compose: dict[str, Any], mistake: Any, message: str) -> None:
     broken = copy.deepcopy(compose)
     mistake(broken)
@@ -173,8 +187,9 @@ def test_the_schema_catches_mistakes(compose: dict[str, Any], mistake: Any, mess
 # --- the services -------------------------------------------------------------------------------
 
 
-def test_postgres_is_pgvector_17_with_a_named_volume_and_pg_isready(compose: dict[str, Any],
-                                                                     services: dict[str, Any]) -> None:
+def test_postgres_is_pgvector_17_with_a_named_volume_and_pg_isready(
+    compose: dict[str, Any], services: dict[str, Any]
+) -> None:
     pg = services["postgres"]
     assert pg["image"] == "pgvector/pgvector:pg17"
     volume, target = pg["volumes"][0].split(":")[:2]
@@ -217,8 +232,9 @@ def test_app_is_built_and_wired_to_postgres_and_ollama(services: dict[str, Any])
     env = app["environment"]
     assert env["OLLAMA_HOST"] == "http://ollama:11434"
     pg_env = services["postgres"]["environment"]
-    assert env["DATABASE_URL"] == (f"postgresql://{pg_env['POSTGRES_USER']}:{pg_env['POSTGRES_PASSWORD']}"
-                                   f"@postgres:5432/{pg_env['POSTGRES_DB']}")
+    assert env["DATABASE_URL"] == (
+        f"postgresql://{pg_env['POSTGRES_USER']}:{pg_env['POSTGRES_PASSWORD']}@postgres:5432/{pg_env['POSTGRES_DB']}"
+    )
     assert env["RAG_CHAT_MODEL"] == f"ollama:{MODELS[0]}"
     assert "RAG_EMBEDDER" not in env  # auto: nomic-embed-text once pulled, and existing bases keep theirs
     assert app["ports"] == ["127.0.0.1:8501:8501"]  # this machine only: the app has no login
@@ -314,6 +330,7 @@ def test_dockerfile_builds_in_one_stage_and_runs_slim_as_a_non_root_user() -> No
 def test_dockerfile_final_stage_has_the_libraries_llama_cpp_links_to() -> None:
     """The compiled llama.cpp links to OpenMP's runtime, which python:3.11-slim lacks."""
     import llama_cpp  # in requirements.txt: a missing or broken install fails here, it is not skipped
+
     libs = sorted((Path(llama_cpp.__file__).parent / "lib").glob("*.so"))
     assert libs, "llama_cpp ships no shared libraries"
     linked = subprocess.run(["ldd", *map(str, libs)], capture_output=True, text=True, check=True).stdout
@@ -327,7 +344,7 @@ def test_dockerfile_final_stage_has_the_libraries_llama_cpp_links_to() -> None:
 
 def test_dockerfile_healthcheck_asks_streamlit_with_python() -> None:
     (check,) = [arg for word, arg in instructions() if word == "HEALTHCHECK"]
-    exec_form = json.loads(check[check.index("CMD") + 3:])
+    exec_form = json.loads(check[check.index("CMD") + 3 :])
     assert exec_form[:2] == ["python", "-c"]
     assert "http://localhost:8501/_stcore/health" in exec_form[2]
     assert "curl" not in check and "wget" not in check
@@ -342,7 +359,10 @@ def test_dockerfile_runs_streamlit_on_every_interface() -> None:
 
 
 def test_dockerignore_keeps_local_state_out_of_the_image() -> None:
-    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     assert {".git", ".venv", ".rag-data", "**/__pycache__"} <= ignored
     assert "requirements.txt" not in ignored and "app.py" not in ignored

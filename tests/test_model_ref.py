@@ -1,5 +1,6 @@
 """rag/model_ref.py: 'ollama:<model>', 'local' and 'local:<model>' read once into a ModelRef, written
 back the same way, and refused in one line that names what was given."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,14 +9,17 @@ from rag.model_ref import ModelRef, shown_name
 from rag.text import Text
 
 
-@pytest.mark.parametrize(("text", "provider", "name"), [
-    ("ollama:qwen2.5:7b-instruct", "ollama", "qwen2.5:7b-instruct"),  # Ollama's tag keeps its colon
-    ("ollama:bge-m3", "ollama", "bge-m3"),
-    ("local", "local", ""),
-    ("local:e5", "local", "e5"),
-    ("local:wordllama-l2_supercat-256", "local", "wordllama-l2_supercat-256"),
-    ("  ollama: llama3.2 \n", "ollama", "llama3.2"),
-])
+@pytest.mark.parametrize(
+    ("text", "provider", "name"),
+    [
+        ("ollama:qwen2.5:7b-instruct", "ollama", "qwen2.5:7b-instruct"),  # Ollama's tag keeps its colon
+        ("ollama:bge-m3", "ollama", "bge-m3"),
+        ("local", "local", ""),
+        ("local:e5", "local", "e5"),
+        ("local:wordllama-l2_supercat-256", "local", "wordllama-l2_supercat-256"),
+        ("  ollama: llama3.2 \n", "ollama", "llama3.2"),
+    ],
+)
 def test_a_reference_names_its_provider_and_model(text: str, provider: str, name: str) -> None:
     ref = ModelRef.parse(text)
     assert (ref.provider, ref.name) == (provider, name)
@@ -38,16 +42,25 @@ def test_a_bare_name_is_the_provider_the_caller_says() -> None:
     assert ModelRef.parse("ollama", bare="ollama") == ModelRef("ollama", "ollama")
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "'' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
-    ("  ", "'  ' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
-    ("ollama:", "'ollama:' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
-    ("local: ", "'local: ' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
-    ("nomic-embed-text", "'nomic-embed-text' names no provider: write 'ollama:nomic-embed-text' for an Ollama "
-                         "model, or 'local' for the embedded one"),
-    ("bad\nname", "'bad\\nname' names no provider: write 'ollama:bad\\nname' for an Ollama model, or 'local' for "
-                  "the embedded one"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "'' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
+        ("  ", "'  ' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
+        ("ollama:", "'ollama:' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
+        ("local: ", "'local: ' names no model: write 'ollama:<model>', 'local' or 'local:<model>'"),
+        (
+            "nomic-embed-text",
+            "'nomic-embed-text' names no provider: write 'ollama:nomic-embed-text' for an Ollama "
+            "model, or 'local' for the embedded one",
+        ),
+        (
+            "bad\nname",
+            "'bad\\nname' names no provider: write 'ollama:bad\\nname' for an Ollama model, or 'local' for "
+            "the embedded one",
+        ),
+    ],
+)
 def test_what_names_no_model_is_refused_in_one_line_naming_it(text: str, message: str) -> None:
     with pytest.raises(ValueError) as caught:
         ModelRef.parse(text)

@@ -5,6 +5,7 @@ Every page imports from this package before drawing anything, so importing it is
 started without the router (Streamlit's discovery of pages/ on a fresh server's first request)
 is sent back through it: see routing.py.
 """
+
 from ui import routing as _routing
 
 _routing.through_router()

@@ -1,4 +1,5 @@
 """Plain values as the short strings the pages show (no Streamlit calls, no domain rules)."""
+
 from __future__ import annotations
 
 _MARKDOWN_SPECIALS = "\\`*_[]<>#|~$"

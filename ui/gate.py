@@ -1,4 +1,5 @@
 """The optional password in front of every page (RAG_APP_PASSWORD), for a demo on a network."""
+
 from __future__ import annotations
 
 import hmac

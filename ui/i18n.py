@@ -6,6 +6,7 @@ remembered in the URL (`?lang=zh`: it survives a reload and a bookmark). tests/u
 when a message id used in a translated page has no Chinese, when a translation's placeholders differ
 from its id's, and when a translated page shows English while Chinese is on. The CLI stays English.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -58,12 +59,54 @@ def tr(text: str | BaseException) -> str:
 
 
 COLUMNS = (
-    "Setting", "Chunks", "Mean tokens", "Min tokens", "Max tokens", "Cut mid-sentence", "Dropped (too short)",
-    "Split in ms", "Target size", "Overlap", "Question", "question", "expected", "Notes", "Process",
-    "VRAM (MiB)", "Model", "Size (GiB)", "In VRAM (GiB)", "Placement", "Context", "Unloads in", "route",
-    "tools", "budget", "keywords", "what for", "tokens", "characters", "pages", "first words", "file",
-    "type", "read by", "size", "chunks", "check", "on ingest", "status", "reason", "knowledge base",
-    "documents", "embedder", "dimension", "chunk settings", "created", "ingested at", "where",
+    "Setting",
+    "Chunks",
+    "Mean tokens",
+    "Min tokens",
+    "Max tokens",
+    "Cut mid-sentence",
+    "Dropped (too short)",
+    "Split in ms",
+    "Target size",
+    "Overlap",
+    "Question",
+    "question",
+    "expected",
+    "Notes",
+    "Process",
+    "VRAM (MiB)",
+    "Model",
+    "Size (GiB)",
+    "In VRAM (GiB)",
+    "Placement",
+    "Context",
+    "Unloads in",
+    "route",
+    "tools",
+    "budget",
+    "keywords",
+    "what for",
+    "tokens",
+    "characters",
+    "pages",
+    "first words",
+    "file",
+    "type",
+    "read by",
+    "size",
+    "chunks",
+    "check",
+    "on ingest",
+    "status",
+    "reason",
+    "knowledge base",
+    "documents",
+    "embedder",
+    "dimension",
+    "chunk settings",
+    "created",
+    "ingested at",
+    "where",
 )
 """The tables' column names the pages use; their Chinese is in ui/zh.py (tests/ui/test_i18n.py checks)."""
 
@@ -97,16 +140,32 @@ def language_switch() -> None:
     if st.session_state.get(CHOICE_KEY) and st.query_params.get(QUERY_KEY) != current:
         st.query_params[QUERY_KEY] = current
     st.session_state[WIDGET_KEY] = current
-    st.sidebar.segmented_control("Language · 语言", list(LANGUAGES), format_func=LANGUAGES.get, key=WIDGET_KEY,
-                                 on_change=_remember, label_visibility="collapsed")
+    st.sidebar.segmented_control(
+        "Language · 语言",
+        list(LANGUAGES),
+        format_func=LANGUAGES.get,
+        key=WIDGET_KEY,
+        on_change=_remember,
+        label_visibility="collapsed",
+    )
 
 
 UNITS = {
-    "turn": ("turn", "轮"), "doc": ("doc", "篇文档"), "source": ("source", "个来源"),
-    "web source": ("web source", "个网页来源"), "exchange": ("exchange", "轮对话"), "tool call": ("tool call", "次工具调用"),
-    "sentence": ("sentence", "句"), "cited source": ("cited source", "个被引用的来源"), "marker": ("marker", "个标记"),
-    "document": ("document", "篇文档"), "chunk": ("chunk", "个分块"), "file": ("file", "个文件"), "page": ("page", "页"),
-    "table": ("table", "个表格"), "tool": ("tool", "个工具"),
+    "turn": ("turn", "轮"),
+    "doc": ("doc", "篇文档"),
+    "source": ("source", "个来源"),
+    "web source": ("web source", "个网页来源"),
+    "exchange": ("exchange", "轮对话"),
+    "tool call": ("tool call", "次工具调用"),
+    "sentence": ("sentence", "句"),
+    "cited source": ("cited source", "个被引用的来源"),
+    "marker": ("marker", "个标记"),
+    "document": ("document", "篇文档"),
+    "chunk": ("chunk", "个分块"),
+    "file": ("file", "个文件"),
+    "page": ("page", "页"),
+    "table": ("table", "个表格"),
+    "tool": ("tool", "个工具"),
 }
 """Counted things: English singular (an 's' is added) and the Chinese measure word with its noun."""
 
@@ -124,7 +183,13 @@ def message_ids(path: str) -> list[str]:
     tree = ast.parse(open(path, encoding="utf-8").read())
     found = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_" and node.args
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "_"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             found.append(node.args[0].value)
     return found

@@ -1,5 +1,6 @@
 """What the app shares across reruns and sessions: settings, the store, the embedder, the GPU
 sampler and the status look-ups, each cached once (st.cache_resource objects are thread-safe)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

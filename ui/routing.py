@@ -9,6 +9,7 @@ switches the process to `st.navigation` mode and reruns; the rerun asks for the 
 the router then draws, because Streamlit names the discovered page after its file and app.py gives
 every page its file name as URL path.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

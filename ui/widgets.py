@@ -1,4 +1,5 @@
 """Widgets more than one page draws: errors as one line, the chunk settings form, keyed tables."""
+
 from __future__ import annotations
 
 import logging
@@ -12,8 +13,7 @@ from rag.errors import FilterSyntaxError, RagError
 from rag.query import filters
 from rag.store import Store
 from ui import format as fmt
-from ui import resources
-from ui import i18n
+from ui import i18n, resources
 from ui.i18n import _, tr
 
 log = logging.getLogger(__name__)
@@ -93,31 +93,60 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
     base = st.session_state.get(f"{key}_preset_base")
     # Labels made now, in this run's language (a format_func may be called outside the script run).
     presets = {name: _(name) for name in chunking.PRESETS}
-    presets[chunking.CUSTOM] = _("{preset}, changed", preset=_(base)) if base in chunking.PRESETS else _(chunking.CUSTOM)
+    presets[chunking.CUSTOM] = (
+        _("{preset}, changed", preset=_(base)) if base in chunking.PRESETS else _(chunking.CUSTOM)
+    )
     preset_help = _(chunking.PRESET_HELP[current]) if current in chunking.PRESET_HELP else ""
-    st.selectbox(_("Preset"), [*chunking.PRESETS, chunking.CUSTOM], key=f"{key}_preset", on_change=apply_preset,
-                 format_func=presets.get,
-                 help=" ".join(filter(None, (preset_help, _("Fills in the settings below; change any of them to "
-                                                            "customise.")))))
+    st.selectbox(
+        _("Preset"),
+        [*chunking.PRESETS, chunking.CUSTOM],
+        key=f"{key}_preset",
+        on_change=apply_preset,
+        format_func=presets.get,
+        help=" ".join(filter(None, (preset_help, _("Fills in the settings below; change any of them to customise.")))),
+    )
     strategy_field, *numbers = FIELDS
     strategies = {s: _(label) for s, label in chunking.STRATEGY_LABELS.items()}
-    strategy = st.radio(_(strategy_field.label), chunking.STRATEGIES, horizontal=True,
-                        format_func=lambda s: strategies.get(s, s),
-                        key=f"{key}_{strategy_field.short}", help=_(strategy_field.help),
-                        on_change=_sync_preset, args=(key,))
+    strategy = st.radio(
+        _(strategy_field.label),
+        chunking.STRATEGIES,
+        horizontal=True,
+        format_func=lambda s: strategies.get(s, s),
+        key=f"{key}_{strategy_field.short}",
+        help=_(strategy_field.help),
+        on_change=_sync_preset,
+        args=(key,),
+    )
     values: dict[str, object] = {"strategy": strategy}
-    for pair in (numbers[i:i + 2] for i in range(0, len(numbers), 2)):
+    for pair in (numbers[i : i + 2] for i in range(0, len(numbers), 2)):
         for field, column in zip(pair, st.columns(2)):
             widget_key = f"{key}_{field.short}"
             disabled = not field.applies_to(strategy)
             if field.kind is bool:
-                values[field.name] = bool(column.checkbox(_(field.label), key=widget_key, help=_(field.help),
-                                                          disabled=disabled, on_change=_sync_preset, args=(key,)))
+                values[field.name] = bool(
+                    column.checkbox(
+                        _(field.label),
+                        key=widget_key,
+                        help=_(field.help),
+                        disabled=disabled,
+                        on_change=_sync_preset,
+                        args=(key,),
+                    )
+                )
             else:
-                values[field.name] = int(column.number_input(_(field.label), field.minimum, field.maximum,
-                                                             step=field.step, key=widget_key,
-                                                             help=_(field.help), disabled=disabled,
-                                                             on_change=_sync_preset, args=(key,)))
+                values[field.name] = int(
+                    column.number_input(
+                        _(field.label),
+                        field.minimum,
+                        field.maximum,
+                        step=field.step,
+                        key=widget_key,
+                        help=_(field.help),
+                        disabled=disabled,
+                        on_change=_sync_preset,
+                        args=(key,),
+                    )
+                )
     try:
         return chunking.from_widget_values(values)
     except RagError as exc:

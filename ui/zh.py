@@ -1,4 +1,5 @@
 """简体中文: the Chinese of every message id the translated pages pass to `ui.i18n._` (the English text)."""
+
 from __future__ import annotations
 
 ZH: dict[str, str] = {
@@ -15,14 +16,12 @@ ZH: dict[str, str] = {
     "GPU": "GPU",
     # -- chat: model
     "Model": "模型",
-    "Ollama's chat models and the embedded one. Type another Ollama model's name to pull it.":
-        "Ollama 的对话模型和内置模型。输入另一个 Ollama 模型的名称即可下载它。",
+    "Ollama's chat models and the embedded one. Type another Ollama model's name to pull it.": "Ollama 的对话模型和内置模型。输入另一个 Ollama 模型的名称即可下载它。",
     "Pulling {name}…": "正在下载 {name}…",
     "Pulled {name}": "已下载 {name}",
     "Pull": "下载",
     "Pull {name}": "下载 {name}",
-    "Download the model into Ollama (POST /api/pull); this can take minutes.":
-        "把模型下载到 Ollama（POST /api/pull），可能需要几分钟。",
+    "Download the model into Ollama (POST /api/pull); this can take minutes.": "把模型下载到 Ollama（POST /api/pull），可能需要几分钟。",
     "In use: **{model}** · context window {tokens} tokens ({note})": "正在使用：**{model}** · 上下文窗口 {tokens} 个词元（{note}）",
     "num_ctx set below": "由下方的 num_ctx 设定",
     "fixed when the embedded model is loaded": "内置模型加载时确定",
@@ -35,8 +34,7 @@ ZH: dict[str, str] = {
     "Past conversations": "以往的对话",
     "Open one…": "打开一个…",
     "Open": "打开",
-    "None yet: each answer is saved, and a conversation shows here after its first one.":
-        "还没有：每个回答都会保存，对话在第一个回答之后出现在这里。",
+    "None yet: each answer is saved, and a conversation shows here after its first one.": "还没有：每个回答都会保存，对话在第一个回答之后出现在这里。",
     "Conversations are kept in the database, which is not available.": "对话保存在数据库中，而数据库现在不可用。",
     "The conversation cannot be opened: {error}": "无法打开这个对话：{error}",
     "The conversation was not deleted: {error}": "对话没有被删除：{error}",
@@ -45,8 +43,7 @@ ZH: dict[str, str] = {
     "Rename": "重命名",
     "Export as Markdown": "导出为 Markdown",
     "Export as JSON": "导出为 JSON",
-    "Every turn's record: question, query, route, sources with chunk ids and ranks, answer, model, timings":
-        "每一轮的完整记录：问题、检索语句、路由、来源（含分块 ID 与排名）、回答、模型、耗时",
+    "Every turn's record: question, query, route, sources with chunk ids and ranks, answer, model, timings": "每一轮的完整记录：问题、检索语句、路由、来源（含分块 ID 与排名）、回答、模型、耗时",
     "I understand that '{title}' and its {turns} will be deleted": "我明白“{title}”及其 {turns}将被删除",
     "Delete this conversation": "删除这个对话",
     "This turn was not saved: {error}": "这一轮没有保存：{error}",
@@ -57,8 +54,7 @@ ZH: dict[str, str] = {
     # -- chat: retrieval and generation settings
     "Knowledge bases": "知识库",
     "Choose knowledge bases": "选择知识库",
-    "The `knowledge` tags to search; each is searched with the embedder it was built with.":
-        "要检索的 `knowledge` 标签；每个知识库都用构建它时的嵌入模型检索。",
+    "The `knowledge` tags to search; each is searched with the embedder it was built with.": "要检索的 `knowledge` 标签；每个知识库都用构建它时的嵌入模型检索。",
     "No knowledge bases yet: ingest documents on the Upload page first.": "还没有知识库：请先在上传页面导入文档。",
     "Agent mode needs a model with tool calling.": "智能体模式需要支持工具调用的模型。",
     "Agent mode (tools)": "智能体模式（工具）",
@@ -67,38 +63,29 @@ ZH: dict[str, str] = {
     "{name} · {tools} · budget {budget}": "{name} · {tools} · 预算 {budget}",
     "no tools": "无工具",
     "auto (greetings get no tools, the rest the default route)": "自动（问候不使用工具，其余走默认路由）",
-    "Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the Tools page).":
-        "智能体可用哪些工具，以及每轮最多调用几次（routes.toml；见“工具”页面）。",
+    "Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the Tools page).": "智能体可用哪些工具，以及每轮最多调用几次（routes.toml；见“工具”页面）。",
     "Retrieval": "检索",
     "Search mode": "检索方式",
     "Vector": "向量",
     "Keyword": "关键词",
     "Hybrid": "混合",
-    "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese too). Hybrid: both, fused by reciprocal rank.":
-        "向量：按语义（嵌入）。关键词：按词语的 BM25（也适用于中文）。混合：两者结合，按倒数排名融合。",
-    "How many passages are searched for. As many as fit the model's window go into the prompt, best first (the last one in part); the rest are listed as left out.":
-        "检索多少段落。能放进模型窗口的按相关度依次放入提示（最后一段可能只放一部分）；其余的列为未放入。",
+    "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese too). Hybrid: both, fused by reciprocal rank.": "向量：按语义（嵌入）。关键词：按词语的 BM25（也适用于中文）。混合：两者结合，按倒数排名融合。",
+    "How many passages are searched for. As many as fit the model's window go into the prompt, best first (the last one in part); the rest are listed as left out.": "检索多少段落。能放进模型窗口的按相关度依次放入提示（最后一段可能只放一部分）；其余的列为未放入。",
     "Minimum similarity": "最低相似度",
-    "Cosine similarity a vector hit needs (also inside hybrid); 0 = no minimum. Keyword hits are kept on their own merit.":
-        "向量命中需要达到的余弦相似度（混合检索中也适用）；0 表示不设下限。关键词命中按其自身得分保留。",
+    "Cosine similarity a vector hit needs (also inside hybrid); 0 = no minimum. Keyword hits are kept on their own merit.": "向量命中需要达到的余弦相似度（混合检索中也适用）；0 表示不设下限。关键词命中按其自身得分保留。",
     "Filter": "过滤条件",
-    "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, &&, ||, NOT, parentheses.":
-        "作用于元数据的 Spring AI 过滤表达式：==、!=、<、>=、in [...]、nin、&&、||、NOT、括号。",
+    "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, &&, ||, NOT, parentheses.": "作用于元数据的 Spring AI 过滤表达式：==、!=、<、>=、in [...]、nin、&&、||、NOT、括号。",
     "Rewrite follow-up questions": "改写追问",
-    "Before searching, the model turns a follow-up ('and in 2023?', 'what about her father?') into a standalone query, searched together with the question as asked; a question that stands alone is never rewritten. The query searched is shown with the answer.":
-        "检索前，模型把追问（如“那 2023 年呢？”“她父亲呢？”）改写成独立的检索语句，并与原问题一起检索；能独立理解的问题从不改写。实际检索的语句会随回答显示。",
+    "Before searching, the model turns a follow-up ('and in 2023?', 'what about her father?') into a standalone query, searched together with the question as asked; a question that stands alone is never rewritten. The query searched is shown with the answer.": "检索前，模型把追问（如“那 2023 年呢？”“她父亲呢？”）改写成独立的检索语句，并与原问题一起检索；能独立理解的问题从不改写。实际检索的语句会随回答显示。",
     "Generation": "生成",
     "Temperature": "温度",
     "Think (reasoning models)": "思考（推理模型）",
-    "Reasoning models such as deepseek-r1 or qwen3 think before answering; the thinking is shown in a collapsed block.":
-        "deepseek-r1、qwen3 等推理模型会先思考再回答；思考过程显示在折叠块中。",
+    "Reasoning models such as deepseek-r1 or qwen3 think before answering; the thinking is shown in a collapsed block.": "deepseek-r1、qwen3 等推理模型会先思考再回答；思考过程显示在折叠块中。",
     "The model in use does not think aloud.": "当前模型不输出思考过程。",
     "Context window (num_ctx)": "上下文窗口（num_ctx）",
-    "Tokens Ollama loads the model with; 0 keeps the model's own setting. A larger window needs more memory.":
-        "Ollama 加载模型时使用的词元数；0 表示沿用模型自身的设置。窗口越大占用内存越多。",
+    "Tokens Ollama loads the model with; 0 keeps the model's own setting. A larger window needs more memory.": "Ollama 加载模型时使用的词元数；0 表示沿用模型自身的设置。窗口越大占用内存越多。",
     "System prompt": "系统提示词",
-    "`{sources}` is replaced by the numbered sources (they are appended when it is missing).":
-        "`{sources}` 会被替换为编号的来源（若提示词中没有它，来源会附加在末尾）。",
+    "`{sources}` is replaced by the numbered sources (they are appended when it is missing).": "`{sources}` 会被替换为编号的来源（若提示词中没有它，来源会附加在末尾）。",
     "English default": "英文默认",
     "Chinese default": "中文默认",
     "Edited: used as is.": "已编辑：按原样使用。",
@@ -109,8 +96,7 @@ ZH: dict[str, str] = {
     "Show the whole chunk": "显示完整分块",
     "The model was given the part shown (it fits its window)": "模型得到的是显示的这一部分（以适应它的窗口）",
     "Given to the model in part: the sentences that best match the question.": "只把部分内容给了模型：与问题最匹配的句子。",
-    "This passage's document was deleted or replaced after this answer: the text above is what the answer was written from, kept with the conversation.":
-        "这段内容所在的文档在此回答之后被删除或替换：上面的文字是回答当时依据的内容，随对话一起保存。",
+    "This passage's document was deleted or replaced after this answer: the text above is what the answer was written from, kept with the conversation.": "这段内容所在的文档在此回答之后被删除或替换：上面的文字是回答当时依据的内容，随对话一起保存。",
     "Show the page with the passage highlighted": "显示该页并高亮这段内容",
     "Page": "页",
     "Page {number}": "第 {number} 页",
@@ -119,8 +105,7 @@ ZH: dict[str, str] = {
     "{file}, page {number}": "{file}，第 {number} 页",
     " (the passage could not be located on the page)": "（无法在页面上定位这段内容）",
     "Searched for: *{query}* and the question as asked": "检索语句：*{query}* 以及原问题",
-    "No passage was found: the answer has no sources. Check the knowledge bases, the filter and the minimum similarity.":
-        "没有找到段落：回答没有来源。请检查知识库、过滤条件和最低相似度。",
+    "No passage was found: the answer has no sources. Check the knowledge bases, the filter and the minimum similarity.": "没有找到段落：回答没有来源。请检查知识库、过滤条件和最低相似度。",
     "found by the agent": "由智能体找到",
     "{mode} search in {kbs}": "在 {kbs} 中{mode}检索",
     "Found but not given to the model (no room left for them in its prompt): ": "已找到但未交给模型（提示中已无空间）：",
@@ -129,10 +114,8 @@ ZH: dict[str, str] = {
     "Context: {total} of {limit} tokens ({share}) · {model}": "上下文：{total} / {limit} 个词元（{share}）· {model}",
     "system {system} · sources {sources} · ": "系统 {system} · 来源 {sources} · ",
     "summary {n} · ": "摘要 {n} · ",
-    "history {history} · question {question} · kept for the answer {reserve} ({counted})":
-        "历史 {history} · 问题 {question} · 为回答预留 {reserve}（{counted}）",
-    "The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's {limit}-token window: the model would lose the start of it (the instructions and the first sources). Lower top-k, clear the conversation, or raise num_ctx.":
-        "提示（{used} 个词元，另需 {reserve} 个留给回答）超过了模型 {limit} 个词元的窗口：模型会丢失开头部分（指令和最前面的来源）。请调低 top-k、开始新对话或调高 num_ctx。",
+    "history {history} · question {question} · kept for the answer {reserve} ({counted})": "历史 {history} · 问题 {question} · 为回答预留 {reserve}（{counted}）",
+    "The prompt ({used} tokens, plus {reserve} for the answer) is larger than the model's {limit}-token window: the model would lose the start of it (the instructions and the first sources). Lower top-k, clear the conversation, or raise num_ctx.": "提示（{used} 个词元，另需 {reserve} 个留给回答）超过了模型 {limit} 个词元的窗口：模型会丢失开头部分（指令和最前面的来源）。请调低 top-k、开始新对话或调高 num_ctx。",
     "{n} tokens": "{n} 个词元",
     "prompt {n} tokens": "提示 {n} 个词元",
     # -- chat: the answer
@@ -152,17 +135,13 @@ ZH: dict[str, str] = {
     "{k} of {sentences} not supported by the sources": "{sentences}中有 {k} 句没有来源支持",
     "{sources} not supporting the sentence citing it": "{sources}不支持引用它的句子",
     "{markers} pointing at no source": "{markers}指向不存在的来源",
-    " points at no source (this answer had {n}): the claim there is not backed by a passage shown here.":
-        " 指向不存在的来源（此回答共有 {n} 个来源）：那里的说法没有这里显示的段落支持。",
-    " point at no source (this answer had {n}): the claims there are not backed by a passage shown here.":
-        " 指向不存在的来源（此回答共有 {n} 个来源）：那些说法没有这里显示的段落支持。",
+    " points at no source (this answer had {n}): the claim there is not backed by a passage shown here.": " 指向不存在的来源（此回答共有 {n} 个来源）：那里的说法没有这里显示的段落支持。",
+    " point at no source (this answer had {n}): the claims there are not backed by a passage shown here.": " 指向不存在的来源（此回答共有 {n} 个来源）：那些说法没有这里显示的段落支持。",
     "The answer cites no source: check it against the sources before trusting it.": "回答没有引用任何来源：请先对照来源核实再采信。",
     "no source": "无来源",
-    "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's words · red ⚠ n: no such source.":
-        "蓝色 [n]：被引用的来源陈述了这句话的论断（在其中一句里有相同的名字、数字、否定和关系；由规则核对，不靠模型）· 橙色 [n ?]：没有 · 灰色 ≈ n：事后匹配到来源，并非模型引用 · 灰色 n：太短无法核对 · ⚠ 无来源：没有段落包含这句话的词语 · 红色 ⚠ n：不存在这个来源。",
+    "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's words · red ⚠ n: no such source.": "蓝色 [n]：被引用的来源陈述了这句话的论断（在其中一句里有相同的名字、数字、否定和关系；由规则核对，不靠模型）· 橙色 [n ?]：没有 · 灰色 ≈ n：事后匹配到来源，并非模型引用 · 灰色 n：太短无法核对 · ⚠ 无来源：没有段落包含这句话的词语 · 红色 ⚠ n：不存在这个来源。",
     " · deleted since": " · 已被删除",
-    "Its document was deleted or replaced after this answer: the card shows the text the answer was written from":
-        "它所在的文档在此回答之后被删除或替换：卡片中显示的是回答当时依据的文字",
+    "Its document was deleted or replaced after this answer: the card shows the text the answer was written from": "它所在的文档在此回答之后被删除或替换：卡片中显示的是回答当时依据的文字",
     "Open this source and its page": "打开这个来源及其页面",
     " (it does not support the sentence citing it)": "（它不支持引用它的句子）",
     # -- chat: the live answer
@@ -176,14 +155,12 @@ ZH: dict[str, str] = {
     "Working…": "正在处理…",
     "Done": "完成",
     # -- chat: the page
-    "Answers from your knowledge bases with numbered citations: click a citation to see the passage on its page. The sources are shown before the answer is written.":
-        "基于知识库的回答，带编号引用：点击引用即可查看它在页面上的原文。来源会在回答写出之前显示。",
+    "Answers from your knowledge bases with numbered citations: click a citation to see the passage on its page. The sources are shown before the answer is written.": "基于知识库的回答，带编号引用：点击引用即可查看它在页面上的原文。来源会在回答写出之前显示。",
     "Ask about your documents (English or 中文)…": "就你的文档提问（中文或 English）…",
     "Ask a question below. Choose the knowledge bases and the model in the sidebar.": "在下方提问。在侧边栏选择知识库和模型。",
     # -- upload: the page and its steps
     "📄 Upload & preview": "📄 上传与预览",
-    "Upload documents, check how each page parses and where the chunks fall, then ingest them into a knowledge base. Nothing is stored before you press **Ingest**.":
-        "上传文档，查看每页的解析结果和分块位置，再导入知识库。按下 **导入** 之前不会保存任何内容。",
+    "Upload documents, check how each page parses and where the chunks fall, then ingest them into a knowledge base. Nothing is stored before you press **Ingest**.": "上传文档，查看每页的解析结果和分块位置，再导入知识库。按下 **导入** 之前不会保存任何内容。",
     "📥 Upload & ingest": "📥 上传与导入",
     "📚 Library": "📚 文档库",
     "##### 1 · Files": "##### 1 · 文件",
@@ -192,43 +169,34 @@ ZH: dict[str, str] = {
     "##### 4 · Ingest": "##### 4 · 导入",
     "#### Preview": "#### 预览",
     "Documents": "文档",
-    "{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is stored until you press Ingest.":
-        "{types}；每个文件最大 {limit} MB（.streamlit/config.toml 中的 server.maxUploadSize）。按下“导入”之前不会保存任何内容。",
+    "{types}; up to {limit} MB per file (server.maxUploadSize in .streamlit/config.toml). Nothing is stored until you press Ingest.": "{types}；每个文件最大 {limit} MB（.streamlit/config.toml 中的 server.maxUploadSize）。按下“导入”之前不会保存任何内容。",
     "Read: {types}.": "可读取：{types}。",
     "Scanned pages are read by OCR ({engine}, a few seconds a page).": "扫描页由 OCR 识别（{engine}，每页几秒）。",
     "Scanned pages cannot be read yet: {hint}.": "暂时无法读取扫描页：{hint}。",
-    "Several files are named {names}: only the last one is kept, because a knowledge base tells documents apart by filename. Rename the others to ingest them too.":
-        "有多个文件都叫 {names}：只保留最后一个，因为知识库按文件名区分文档。请重命名其他文件后再导入。",
+    "Several files are named {names}: only the last one is kept, because a knowledge base tells documents apart by filename. Rename the others to ingest them too.": "有多个文件都叫 {names}：只保留最后一个，因为知识库按文件名区分文档。请重命名其他文件后再导入。",
     "Kept from earlier in this session: {files}.": "本次会话早先上传并保留的：{files}。",
     "Forget them": "移除它们",
     "{files}, {size} in this session.": "本次会话共 {files}，{size}。",
-    "Upload files to see their pages and where the chunks fall. Nothing is stored until you press **Ingest**.":
-        "上传文件后即可查看其页面和分块位置。按下 **导入** 之前不会保存任何内容。",
+    "Upload files to see their pages and where the chunks fall. Nothing is stored until you press **Ingest**.": "上传文件后即可查看其页面和分块位置。按下 **导入** 之前不会保存任何内容。",
     "Fix the chunk settings above to see the chunks.": "请先修正上方的分块设置，才能看到分块。",
     "The settings sent from the Chunk Lab were not applied: {error}": "从分块实验室发来的设置没有应用：{error}",
-    "Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** to store with them.":
-        "已应用分块实验室的分块设置：{settings}。下面的预览使用这些设置；按 **导入** 即按此设置保存。",
+    "Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** to store with them.": "已应用分块实验室的分块设置：{settings}。下面的预览使用这些设置；按 **导入** 即按此设置保存。",
     # -- upload: knowledge base
     "Knowledge base": "知识库",
     "Choose a knowledge base…": "选择知识库…",
-    "The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). Searches and chats pick knowledge bases by this name.":
-        "每个分块的 `knowledge` 标签（即 Spring AI 的 `metadata->>'knowledge'`）。检索和对话按这个名称选择知识库。",
-    "Choose the knowledge base the files go into: none is preselected, so that no file lands in the wrong one.":
-        "选择文件要导入的知识库：默认不预选，以免文件进错知识库。",
-    "**{kb}** is preselected: the knowledge base this session used last. Check that the files belong there.":
-        "已预选 **{kb}**：本次会话上次使用的知识库。请确认文件确实属于这里。",
+    "The `knowledge` tag of every chunk (Spring AI's `metadata->>'knowledge'`). Searches and chats pick knowledge bases by this name.": "每个分块的 `knowledge` 标签（即 Spring AI 的 `metadata->>'knowledge'`）。检索和对话按这个名称选择知识库。",
+    "Choose the knowledge base the files go into: none is preselected, so that no file lands in the wrong one.": "选择文件要导入的知识库：默认不预选，以免文件进错知识库。",
+    "**{kb}** is preselected: the knowledge base this session used last. Check that the files belong there.": "已预选 **{kb}**：本次会话上次使用的知识库。请确认文件确实属于这里。",
     "Name of the new knowledge base": "新知识库的名称",
     "e.g. finance": "例如 finance",
-    "Up to 200 characters. If a knowledge base with this name exists, the files are added to it.":
-        "最多 200 个字符。如果已有同名知识库，文件会加入其中。",
+    "Up to 200 characters. If a knowledge base with this name exists, the files are added to it.": "最多 200 个字符。如果已有同名知识库，文件会加入其中。",
     "Give the new knowledge base a name to ingest into it.": "给新知识库起个名字，才能导入。",
     "'{kb}' already exists ({documents}): the files will be added to it.": "“{kb}”已存在（{documents}）：文件将加入其中。",
     "**Embedder:** `{embedder}` · {dimension} dimensions": "**嵌入模型：** `{embedder}` · {dimension} 维",
     "**Embedder:** `{embedder}`": "**嵌入模型：** `{embedder}`",
     "Created {date} · {documents} · {chunks}": "创建于 {date} · {documents} · {chunks}",
     "A new knowledge base keeps the embedder it is created with.": "新知识库会一直使用创建时的嵌入模型。",
-    "'{kb}' was last ingested with these settings but an older version of the splitter: its documents are cut again when they are ingested.":
-        "“{kb}”上次用的是这些设置，但分块器是旧版本：再次导入时它的文档会重新分块。",
+    "'{kb}' was last ingested with these settings but an older version of the splitter: its documents are cut again when they are ingested.": "“{kb}”上次用的是这些设置，但分块器是旧版本：再次导入时它的文档会重新分块。",
     "'{kb}' was last ingested with {settings}.": "“{kb}”上次导入时使用 {settings}。",
     "Use the knowledge base's settings": "使用该知识库的设置",
     "Documents of one knowledge base chunked alike compare fairly in search.": "同一知识库的文档用相同方式分块，检索时才能公平比较。",
@@ -242,8 +210,7 @@ ZH: dict[str, str] = {
     "Tokens per chunk": "每块词元数",
     "mean; smallest {smallest}, largest {largest} (cl100k tokens)": "平均值；最小 {smallest}，最大 {largest}（cl100k 词元）",
     "Ends mid-sentence": "句中截断",
-    "Share of chunks whose text stops inside a sentence: such a chunk may lack the end of the thought it starts.":
-        "文字在句子中间结束的分块所占比例：这样的分块可能缺少它所开始的意思的结尾。",
+    "Share of chunks whose text stops inside a sentence: such a chunk may lack the end of the thought it starts.": "文字在句子中间结束的分块所占比例：这样的分块可能缺少它所开始的意思的结尾。",
     "Dropped pieces": "丢弃的片段",
     "🧩 Chunks": "🧩 分块",
     "📄 Pages": "📄 页面",
@@ -256,8 +223,7 @@ ZH: dict[str, str] = {
     "Colour the whole text ({n} characters; may be slow)": "为全文着色（{n} 个字符；可能较慢）",
     "Type a number to jump to a {unit}.": "输入数字即可跳到该{unit}。",
     "{unit} {number} has no extractable text: it will not be searchable.": "{unit} {number} 没有可提取的文字：将无法被检索。",
-    "Read from the page image by OCR ({engine}), mean word confidence {confidence}%: check names and numbers against the page.":
-        "由 OCR 从页面图像识别（{engine}），平均置信度 {confidence}%：请对照页面核对人名和数字。",
+    "Read from the page image by OCR ({engine}), mean word confidence {confidence}%: check names and numbers against the page.": "由 OCR 从页面图像识别（{engine}），平均置信度 {confidence}%：请对照页面核对人名和数字。",
     "Chunks on this page: {chunks}": "本页的分块：{chunks}",
     " (continues from the page before)": "（接续上一页）",
     "No chunk covers this page (its pieces were dropped as too short).": "没有分块覆盖本页（其片段因太短被丢弃）。",
@@ -267,17 +233,13 @@ ZH: dict[str, str] = {
     "Page {number} could not be rendered ({error}).": "第 {number} 页无法渲染（{error}）。",
     " (text read by OCR has no positions on the page: no boxes)": "（OCR 识别的文字没有页面位置：无法画框）",
     "OCR, {done} of {total} pages read": "OCR：已识别 {done} / {total} 页",
-    "Alternating colours are chunks, **red** is text shared by two chunks (overlap), grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.":
-        "交替的颜色是各个分块，**红色**是两个分块共有的文字（重叠），灰色是不属于任何分块的文字；深色标记表示分块的开始，悬停可看到序号。",
-    "new: added · replaces: same filename with other content or settings · unchanged: already stored exactly so (skipped)":
-        "new：新增 · replaces：同名文件但内容或设置不同 · unchanged：已按完全相同的方式保存（跳过）",
+    "Alternating colours are chunks, **red** is text shared by two chunks (overlap), grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number.": "交替的颜色是各个分块，**红色**是两个分块共有的文字（重叠），灰色是不属于任何分块的文字；深色标记表示分块的开始，悬停可看到序号。",
+    "new: added · replaces: same filename with other content or settings · unchanged: already stored exactly so (skipped)": "new：新增 · replaces：同名文件但内容或设置不同 · unchanged：已按完全相同的方式保存（跳过）",
     # -- upload: ingest
     "Ingest": "导入",
-    "Parse, chunk, embed and store every file above. A file already stored with the same content and settings is skipped.":
-        "解析、分块、嵌入并保存上面的每个文件。内容和设置都相同且已保存的文件会被跳过。",
+    "Parse, chunk, embed and store every file above. A file already stored with the same content and settings is skipped.": "解析、分块、嵌入并保存上面的每个文件。内容和设置都相同且已保存的文件会被跳过。",
     "Stop ingesting": "停止导入",
-    "Stops at the next step of the file being ingested: that file is stored whole or not at all, the files done before stay, the rest are not started.":
-        "在正在导入的文件的下一步停止：该文件要么完整保存要么完全不保存，之前完成的文件保留，其余的不再开始。",
+    "Stops at the next step of the file being ingested: that file is stored whole or not at all, the files done before stay, the rest are not started.": "在正在导入的文件的下一步停止：该文件要么完整保存要么完全不保存，之前完成的文件保留，其余的不再开始。",
     "**Stop ingesting** ends it early; the files done by then stay.": "**停止导入** 可提前结束；已完成的文件会保留。",
     "Ingesting {files} into '{kb}'…": "正在把 {files}导入“{kb}”…",
     "Ingesting {number}/{total}: {file}…": "正在导入 {number}/{total}：{file}…",
@@ -285,10 +247,23 @@ ZH: dict[str, str] = {
     "failed during {stage}": "在{stage}阶段失败",
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",
     "Ingested into '{kb}': {counts}": "已导入“{kb}”：{counts}",
-    "parse": "解析", "chunk": "分块", "embed": "嵌入", "store": "保存",
-    "stored": "已保存", "replaced": "已替换", "unchanged": "未变", "failed": "失败",
-    "page": "页", "slide": "幻灯片", "sheet": "工作表", "section": "章节", "table": "表格",
-    "Slide": "幻灯片", "Sheet": "工作表", "Section": "章节", "Table": "表格",
+    "parse": "解析",
+    "chunk": "分块",
+    "embed": "嵌入",
+    "store": "保存",
+    "stored": "已保存",
+    "replaced": "已替换",
+    "unchanged": "未变",
+    "failed": "失败",
+    "page": "页",
+    "slide": "幻灯片",
+    "sheet": "工作表",
+    "section": "章节",
+    "table": "表格",
+    "Slide": "幻灯片",
+    "Sheet": "工作表",
+    "Section": "章节",
+    "Table": "表格",
     # -- upload: library
     "The library needs the database: see the error at the top of the page.": "文档库需要数据库：请看页面顶部的错误。",
     "Knowledge bases need the database: see the error at the top of the page.": "知识库需要数据库：请看页面顶部的错误。",
@@ -296,23 +271,20 @@ ZH: dict[str, str] = {
     "Dimension": "维度",
     "Embedder `{embedder}` · chunk settings of the latest ingest: {settings}": "嵌入模型 `{embedder}` · 最近一次导入的分块设置：{settings}",
     "The settings of the latest ingest": "最近一次导入的设置",
-    "Kept in step with the folder `{folder}` (`python -m rag sync`): new files are stored, changed ones replaced, unchanged ones left, with the chunk settings above.":
-        "与文件夹 `{folder}` 保持同步（`python -m rag sync`）：按上面的分块设置保存新文件、替换有改动的文件、保留未变的文件。",
+    "Kept in step with the folder `{folder}` (`python -m rag sync`): new files are stored, changed ones replaced, unchanged ones left, with the chunk settings above.": "与文件夹 `{folder}` 保持同步（`python -m rag sync`）：按上面的分块设置保存新文件、替换有改动的文件、保留未变的文件。",
     "Also delete the documents whose file is gone": "同时删除文件已不存在的文档",
     "Sync": "同步",
     "Syncing '{kb}' with {folder}…": "正在同步“{kb}”与 {folder}…",
     "Sync of '{kb}' failed": "“{kb}”同步失败",
     "Chunks as CSV": "分块导出为 CSV",
     "Chunks as JSONL": "分块导出为 JSONL",
-    "id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM so Excel shows every script correctly. Text that would start a formula (=, +, -, @) gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact.":
-        "id、knowledge、original_filename、pages、chunk_index、tokens、content；带 BOM 的 UTF-8，Excel 能正确显示各种文字。会被当成公式开头的文字（=、+、-、@）前面加 '，电子表格只显示不执行；JSONL 原样保留。",
+    "id, knowledge, original_filename, pages, chunk_index, tokens, content; UTF-8 with BOM so Excel shows every script correctly. Text that would start a formula (=, +, -, @) gets a leading ' so a spreadsheet shows it rather than runs it; JSONL keeps it exact.": "id、knowledge、original_filename、pages、chunk_index、tokens、content；带 BOM 的 UTF-8，Excel 能正确显示各种文字。会被当成公式开头的文字（=、+、-、@）前面加 '，电子表格只显示不执行；JSONL 原样保留。",
     "One JSON object per line: id, content and the full metadata.": "每行一个 JSON 对象：id、content 和完整的元数据。",
     "🗑️ Delete a document or the whole knowledge base": "🗑️ 删除一个文档或整个知识库",
     "Document": "文档",
     "I understand that '{document}' and its {chunks} will be removed from '{kb}'": "我明白“{document}”及其 {chunks}将从“{kb}”中移除",
     "Delete the document": "删除文档",
-    "I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good":
-        "我明白知识库“{kb}”连同其 {documents}和 {chunks}将被永久删除",
+    "I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good": "我明白知识库“{kb}”连同其 {documents}和 {chunks}将被永久删除",
     "Delete the knowledge base": "删除知识库",
     " (confidence ≥ {confidence}%)": "（置信度 ≥ {confidence}%）",
     "To ingest: ": "要导入：",
@@ -327,12 +299,10 @@ ZH: dict[str, str] = {
     "fix the knowledge base name": "请修正知识库名称",
     "the embedder is not available": "嵌入模型不可用",
     "the file would fail (the reasons are in the preview below): fix or replace it": "这个文件会失败（原因见下方预览）：请修正或替换它",
-    "each of the {n} files would fail (the reasons are in the preview below): fix or replace them":
-        "这 {n} 个文件都会失败（原因见下方预览）：请修正或替换它们",
+    "each of the {n} files would fail (the reasons are in the preview below): fix or replace them": "这 {n} 个文件都会失败（原因见下方预览）：请修正或替换它们",
     # -- tools
     "🛠️ Tools": "🛠️ 工具",
-    "MCP servers from the config run as child processes of the app; in agent mode the chat gives the model their tools, the knowledge-base search and web search as the question's route allows, within the route's budget of tool calls per turn ({budget} on the default route).":
-        "配置中的 MCP 服务器作为本应用的子进程运行；在智能体模式下，对话会按问题所走的路由把它们的工具、知识库检索和网络搜索交给模型，每轮工具调用不超过该路由的预算（默认路由为 {budget} 次）。",
+    "MCP servers from the config run as child processes of the app; in agent mode the chat gives the model their tools, the knowledge-base search and web search as the question's route allows, within the route's budget of tool calls per turn ({budget} on the default route).": "配置中的 MCP 服务器作为本应用的子进程运行；在智能体模式下，对话会按问题所走的路由把它们的工具、知识库检索和网络搜索交给模型，每轮工具调用不超过该路由的预算（默认路由为 {budget} 次）。",
     "Config: `{path}` (set {env} to use another file)": "配置文件：`{path}`（设置 {env} 可使用其他文件）",
     "Starting the MCP servers…": "正在启动 MCP 服务器…",
     "**{running} of {total} servers running**": "**{total} 个服务器中有 {running} 个正在运行**",
@@ -351,13 +321,10 @@ ZH: dict[str, str] = {
     "The tool reported an error ({s} s)": "工具报告了错误（{s} 秒）",
     "Done in {s} s": "完成，用时 {s} 秒",
     "This app's knowledge-base tools": "本应用的知识库工具",
-    "What `python -m rag mcp` serves to other agents (and what agent mode gives the model), called here on this app's database.":
-        "即 `python -m rag mcp` 提供给其他智能体的工具（也是智能体模式交给模型的工具），在这里直接对本应用的数据库调用。",
+    "What `python -m rag mcp` serves to other agents (and what agent mode gives the model), called here on this app's database.": "即 `python -m rag mcp` 提供给其他智能体的工具（也是智能体模式交给模型的工具），在这里直接对本应用的数据库调用。",
     "Web search and routes": "网络搜索与路由",
-    'Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible endpoint whose model searches the web (Qwen on DashScope, for instance) and restart:\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · optional `RAG_WEB_SEARCH_EXTRA_BODY` (JSON merged into the request; default `{"enable_search": true}`).':
-        '网络搜索未开启。要让智能体模式获得 `web_search` 工具，请把它指向一个兼容 OpenAI、其模型能联网搜索的端点（例如 DashScope 上的通义千问），然后重启：\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · 可选 `RAG_WEB_SEARCH_EXTRA_BODY`（合并进请求体的 JSON；默认 `{"enable_search": true}`）。',
-    "**Web search is on**: model `{model}` at `{url}` · extra body `{body}` · API key {key}":
-        "**网络搜索已开启**：模型 `{model}`，地址 `{url}` · 附加请求体 `{body}` · API 密钥{key}",
+    'Web search is off. To give agent mode a `web_search` tool, point it at an OpenAI-compatible endpoint whose model searches the web (Qwen on DashScope, for instance) and restart:\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · optional `RAG_WEB_SEARCH_EXTRA_BODY` (JSON merged into the request; default `{"enable_search": true}`).': '网络搜索未开启。要让智能体模式获得 `web_search` 工具，请把它指向一个兼容 OpenAI、其模型能联网搜索的端点（例如 DashScope 上的通义千问），然后重启：\n\n`RAG_WEB_SEARCH_URL=https://…/compatible-mode/v1` · `RAG_WEB_SEARCH_MODEL=qwen-plus` · `RAG_WEB_SEARCH_API_KEY=…` · 可选 `RAG_WEB_SEARCH_EXTRA_BODY`（合并进请求体的 JSON；默认 `{"enable_search": true}`）。',
+    "**Web search is on**: model `{model}` at `{url}` · extra body `{body}` · API key {key}": "**网络搜索已开启**：模型 `{model}`，地址 `{url}` · 附加请求体 `{body}` · API 密钥{key}",
     "(none)": "（无）",
     "set (never shown)": "已设置（从不显示）",
     "not set": "未设置",
@@ -366,11 +333,9 @@ ZH: dict[str, str] = {
     "Asking the search model…": "正在询问搜索模型…",
     "Web search is unavailable: {reason}.": "网络搜索不可用：{reason}。",
     "Routes from `{path}`": "路由来自 `{path}`",
-    "The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode picks one per question: small talk gets no tools, a route's keyword takes that route, the rest the default; the chat's Route picker forces one.":
-        "默认路由（写一个 `{path}` 即可修改；参见 `routes.example.toml`）。智能体模式为每个问题选择一条路由：闲聊不使用工具，含有某路由关键词的问题走该路由，其余走默认路由；对话页的“路由”选择器可强制指定。",
+    "The default routes (write `{path}` to change them; see `routes.example.toml`). Agent mode picks one per question: small talk gets no tools, a route's keyword takes that route, the rest the default; the chat's Route picker forces one.": "默认路由（写一个 `{path}` 即可修改；参见 `routes.example.toml`）。智能体模式为每个问题选择一条路由：闲聊不使用工具，含有某路由关键词的问题走该路由，其余走默认路由；对话页的“路由”选择器可强制指定。",
     "Serve this knowledge base to other MCP clients (Claude Desktop, …)": "把这个知识库提供给其他 MCP 客户端（Claude Desktop 等）",
-    "`python -m rag mcp` serves the knowledge-base tools over stdio (`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); `--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; `--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. Add this to the client's config (e.g. `claude_desktop_config.json`):":
-        "`python -m rag mcp` 通过 stdio 提供知识库工具（`list_knowledge_bases`、`search_knowledge_base`、`get_chunk`；只读）；`--http --port 8765` 在 `http://127.0.0.1:8765/mcp` 提供；`--allow-ingest FOLDER` 增加限于该文件夹的 `ingest_file`。把下面的内容加入客户端的配置（如 `claude_desktop_config.json`）：",
+    "`python -m rag mcp` serves the knowledge-base tools over stdio (`list_knowledge_bases`, `search_knowledge_base`, `get_chunk`; read-only); `--http --port 8765` serves them at `http://127.0.0.1:8765/mcp`; `--allow-ingest FOLDER` adds `ingest_file`, confined to that folder. Add this to the client's config (e.g. `claude_desktop_config.json`):": "`python -m rag mcp` 通过 stdio 提供知识库工具（`list_knowledge_bases`、`search_knowledge_base`、`get_chunk`；只读）；`--http --port 8765` 在 `http://127.0.0.1:8765/mcp` 提供；`--allow-ingest FOLDER` 增加限于该文件夹的 `ingest_file`。把下面的内容加入客户端的配置（如 `claude_desktop_config.json`）：",
     # -- the chunk settings widget (ui/widgets.py; the words of rag.chunking)
     "Strategy": "策略",
     "spring: Spring AI's TokenTextSplitter, with one difference: every cut is snapped to a character boundary, so a character that cl100k spreads over several tokens (many Chinese characters, emoji) is never split into U+FFFD (�) garbage. spring-exact: Spring AI's splitter exactly, which may split such characters. token: fixed windows of tokens. recursive: ends chunks at paragraph, then sentence (. ? ! 。！？；), then word boundaries.": "spring：Spring AI 的 TokenTextSplitter，只有一处不同：每次切分都对齐到字符边界，因此 cl100k 拆成多个词元的字符（许多汉字、表情符号）不会被切成 U+FFFD（�）乱码。spring-exact：与 Spring AI 的分块器完全一致，可能切开这样的字符。token：固定长度的词元窗口。recursive：依次在段落、句子（. ? ! 。！？；）、词语边界处结束分块。",
@@ -387,10 +352,8 @@ ZH: dict[str, str] = {
     "Keep separator": "保留分隔符",
     "Spring: keep newlines inside chunks. Off, newlines become spaces.": "Spring：在分块中保留换行。关闭时换行变为空格。",
     "Spring AI 320 (fits e5)": "Spring AI 320（适配 e5）",
-    "The default: Spring AI's TokenTextSplitter with chunks of 320 tokens instead of 800, so that the local e5 embedder, which reads 512 of its own tokens, sees each chunk whole (English prose is about 1.1 e5 tokens a token, code 1.4, Chinese 0.6). With Spring AI's 800 the end of most English chunks is never embedded and cannot be found by vector search. Otherwise Spring AI's defaults: cut after a separator beyond 350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. Every cut is snapped to a character boundary, the only difference from Spring AI's TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.":
-        "默认预设：Spring AI 的 TokenTextSplitter，但每个分块 320 个词元而不是 800，这样本地的 e5 嵌入模型（它只读取自己的 512 个词元）能读到每个分块的全部（英文散文约为每个词元 1.1 个 e5 词元，代码 1.4，中文 0.6）。用 Spring AI 的 800 时，大多数英文分块的结尾从不会被嵌入，向量检索也就找不到那里。其余沿用 Spring AI 的默认值：在 350 个字符之后的分隔符处切分，丢弃 5 个字符及以下的片段，最多 10000 个分块。每次切分都对齐到字符边界，这是与 Spring AI 的 TokenTextSplitter 唯一的不同（后者可能切开 cl100k 拆成多个词元的汉字或表情符号，留下 U+FFFD 乱码）；`spring-exact` 策略保持 Spring AI 的切分方式。",
-    "About {n} chunks are longer than the {max} tokens the embedder reads (largest about {largest}; the longest chunks were counted, the others estimated from them): their ends would be ignored when embedding. Lower the chunk size.":
-        "约 {n} 个分块超过了嵌入模型能读取的 {max} 个词元（最大的约有 {largest} 个；最长的分块逐一数过，其余按它们估算）：嵌入时其结尾会被忽略。请调小分块大小。",
+    "The default: Spring AI's TokenTextSplitter with chunks of 320 tokens instead of 800, so that the local e5 embedder, which reads 512 of its own tokens, sees each chunk whole (English prose is about 1.1 e5 tokens a token, code 1.4, Chinese 0.6). With Spring AI's 800 the end of most English chunks is never embedded and cannot be found by vector search. Otherwise Spring AI's defaults: cut after a separator beyond 350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. Every cut is snapped to a character boundary, the only difference from Spring AI's TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.": "默认预设：Spring AI 的 TokenTextSplitter，但每个分块 320 个词元而不是 800，这样本地的 e5 嵌入模型（它只读取自己的 512 个词元）能读到每个分块的全部（英文散文约为每个词元 1.1 个 e5 词元，代码 1.4，中文 0.6）。用 Spring AI 的 800 时，大多数英文分块的结尾从不会被嵌入，向量检索也就找不到那里。其余沿用 Spring AI 的默认值：在 350 个字符之后的分隔符处切分，丢弃 5 个字符及以下的片段，最多 10000 个分块。每次切分都对齐到字符边界，这是与 Spring AI 的 TokenTextSplitter 唯一的不同（后者可能切开 cl100k 拆成多个词元的汉字或表情符号，留下 U+FFFD 乱码）；`spring-exact` 策略保持 Spring AI 的切分方式。",
+    "About {n} chunks are longer than the {max} tokens the embedder reads (largest about {largest}; the longest chunks were counted, the others estimated from them): their ends would be ignored when embedding. Lower the chunk size.": "约 {n} 个分块超过了嵌入模型能读取的 {max} 个词元（最大的约有 {largest} 个；最长的分块逐一数过，其余按它们估算）：嵌入时其结尾会被忽略。请调小分块大小。",
     "Spring AI default": "Spring AI 默认",
     "Spring AI's TokenTextSplitter defaults: 800 tokens, cut after a separator beyond 350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. Every cut is snapped to a character boundary, the only difference from Spring AI's TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.": "Spring AI 的 TokenTextSplitter 默认值：800 个词元，在 350 个字符之后的分隔符处切分，丢弃 5 个字符及以下的片段，最多 10000 个分块。每次切分都对齐到字符边界，这是与 Spring AI 的 TokenTextSplitter 唯一的不同（后者可能切开 cl100k 拆成多个词元的汉字或表情符号，留下 U+FFFD 乱码）；`spring-exact` 策略保持 Spring AI 的切分方式。",
     "Seed project": "种子项目",
@@ -414,16 +377,13 @@ ZH: dict[str, str] = {
     "Redraw every {s} s": "每 {s} 秒刷新",
     "Download samples (CSV)": "下载采样数据（CSV）",
     "{names} · driver {driver} · CUDA {cuda}": "{names} · 驱动 {driver} · CUDA {cuda}",
-    "No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, so CPU and RAM are shown instead.":
-        "本应用看不到 NVIDIA GPU。NVML 的说法：“{reason}”（{hint}）。这里的模型在 CPU 上运行，因此改为显示 CPU 和内存。",
+    "No NVIDIA GPU is visible to this app. NVML says: “{reason}” ({hint}). Models run on the CPU here, so CPU and RAM are shown instead.": "本应用看不到 NVIDIA GPU。NVML 的说法：“{reason}”（{hint}）。这里的模型在 CPU 上运行，因此改为显示 CPU 和内存。",
     "Collecting the first samples…": "正在采集最初的样本…",
-    "Shaded spans: the phases of generations (this page's and the chat's): model load, prompt evaluation, thinking, output.":
-        "阴影区间：各次生成（本页和对话页的）所处的阶段：模型加载、提示评估、思考、输出。",
+    "Shaded spans: the phases of generations (this page's and the chat's): model load, prompt evaluation, thinking, output.": "阴影区间：各次生成（本页和对话页的）所处的阶段：模型加载、提示评估、思考、输出。",
     "NVML can no longer read it: reset the GPU or reboot.": "NVML 已无法读取它：请重置 GPU 或重启。",
     "**Processes on the GPU**": "**GPU 上的进程**",
     "NVML cannot list processes on {gpus} (“Not Supported”).": "NVML 无法列出 {gpus} 上的进程（“Not Supported”）。",
-    "No process holds GPU memory now. (Inside a container, programs of other containers are listed without a name, or not at all.)":
-        "现在没有进程占用显存。（在容器内，其他容器的程序显示时没有名称，或根本不显示。）",
+    "No process holds GPU memory now. (Inside a container, programs of other containers are listed without a name, or not at all.)": "现在没有进程占用显存。（在容器内，其他容器的程序显示时没有名称，或根本不显示。）",
     "Where Ollama put its models": "Ollama 把模型放在哪里",
     "Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST.": "无法连接 {host} 上的 Ollama：请启动它（'ollama serve'）或设置 OLLAMA_HOST。",
     "Ollama holds no model in memory now: generate below to load one.": "Ollama 现在没有加载任何模型：在下方生成即可加载一个。",
@@ -441,14 +401,11 @@ ZH: dict[str, str] = {
     "Load time": "加载用时",
     "Prompt eval ({n} tokens)": "提示评估（{n} 个词元）",
     "Output tokens": "输出词元",
-    "Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation are drawn as one span up to the first token.":
-        "已停止：Ollama 不为被停止的回答发送耗时数据，因此加载和提示评估合并画成到首个词元为止的一个区间。",
+    "Stopped: Ollama sends no timings for a stopped answer, so load and prompt evaluation are drawn as one span up to the first token.": "已停止：Ollama 不为被停止的回答发送耗时数据，因此加载和提示评估合并画成到首个词元为止的一个区间。",
     # -- chunk lab
     "🧩 Chunk Lab": "🧩 分块实验室",
-    "Tune chunking on a real document, see where the chunks fall, and measure which setting retrieves the right passage.":
-        "在真实文档上调整分块，查看分块落在哪里，并衡量哪种设置能检索到正确的段落。",
-    "Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / file), or a built-in sample.":
-        "上传页面上传的文件、已在知识库中的文档（知识库 / 文件），或内置示例。",
+    "Tune chunking on a real document, see where the chunks fall, and measure which setting retrieves the right passage.": "在真实文档上调整分块，查看分块落在哪里，并衡量哪种设置能检索到正确的段落。",
+    "Files uploaded on the Upload page, documents already in a knowledge base (knowledge base / file), or a built-in sample.": "上传页面上传的文件、已在知识库中的文档（知识库 / 文件），或内置示例。",
     "Sample: Northwind field guide (built in)": "示例：Northwind 野外指南（内置）",
     "Stored documents are not available ({error}). Uploaded files and the sample still work.": "已保存的文档不可用（{error}）。上传的文件和示例仍可使用。",
     "Pick another document, upload the file again on the Upload page, or use the built-in sample.": "请选择其他文档、在上传页面重新上传该文件，或使用内置示例。",
@@ -456,24 +413,19 @@ ZH: dict[str, str] = {
     "Each setting gets its own column in every view below.": "下面每个视图中，每种设置各占一列。",
     "**Setting {letter}**": "**设置 {letter}**",
     "{n} cl100k tokens, tokenised once; each setting re-splits the same tokens.": "{n} 个 cl100k 词元，只分词一次；每种设置都重新切分同一组词元。",
-    "**{label}**: chunks {chunks} on page {number}. Hover for the chunk number; red text lies in two chunks (overlap), grey text in none.":
-        "**{label}**：第 {number} 页上的分块 {chunks}。悬停可看到分块序号；红色文字属于两个分块（重叠），灰色文字不属于任何分块。",
-    "{kind} files have no page images; only PDF, EPUB and XPS do. The Text view shows where the chunks fall.":
-        "{kind} 文件没有页面图像；只有 PDF、EPUB 和 XPS 有。“文本”视图显示分块的位置。",
+    "**{label}**: chunks {chunks} on page {number}. Hover for the chunk number; red text lies in two chunks (overlap), grey text in none.": "**{label}**：第 {number} 页上的分块 {chunks}。悬停可看到分块序号；红色文字属于两个分块（重叠），灰色文字不属于任何分块。",
+    "{kind} files have no page images; only PDF, EPUB and XPS do. The Text view shows where the chunks fall.": "{kind} 文件没有页面图像；只有 PDF、EPUB 和 XPS 有。“文本”视图显示分块的位置。",
     "{label}: chunks {chunks} boxed in alternating colours": "{label}：分块 {chunks}，以交替颜色框出",
     "Share of chunks whose text stops inside a sentence.": "文字在句子中间结束的分块所占比例。",
     "Share of pieces discarded as too short to embed.": "因太短而未嵌入、被丢弃的片段所占比例。",
     "Time to split the document (tokenised once) the first time with these settings.": "用这些设置第一次切分文档所需的时间（只分词一次）。",
     "Retrieval check": "检索检验",
-    "Which setting puts the right passage on top? Give a few questions, each with the passage of the document that answers it. Every setting's chunks are ranked for each question as the chat's search would rank them (in memory, nothing is stored); **hit@k** is the share of questions whose passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first).":
-        "哪种设置能把正确的段落排在最前面？给出几个问题，每个问题配上文档中回答它的段落。每种设置的分块都会像对话检索那样为每个问题排序（在内存中，不保存任何内容）；**hit@k** 是段落出现在前 k 个分块中的问题所占比例，**MRR** 是 1/排名 的平均值（1.0 表示总是第一）。",
+    "Which setting puts the right passage on top? Give a few questions, each with the passage of the document that answers it. Every setting's chunks are ranked for each question as the chat's search would rank them (in memory, nothing is stored); **hit@k** is the share of questions whose passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first).": "哪种设置能把正确的段落排在最前面？给出几个问题，每个问题配上文档中回答它的段落。每种设置的分块都会像对话检索那样为每个问题排序（在内存中，不保存任何内容）；**hit@k** 是段落出现在前 k 个分块中的问题所占比例，**MRR** 是 1/排名 的平均值（1.0 表示总是第一）。",
     "Copy it from the document; case and line breaks do not matter.": "从文档中复制；大小写和换行无关紧要。",
     "…or upload them as a CSV with the header question,expected (it fills the table above)": "…或者以表头为 question,expected 的 CSV 上传（会填入上面的表格）",
-    "UTF-8, one question per line with the passage of the document that answers it; quote cells that contain commas. The table then holds the CSV's questions, to edit further.":
-        "UTF-8，每行一个问题及文档中回答它的段落；含逗号的单元格请加引号。之后表格里就是 CSV 中的问题，可继续编辑。",
+    "UTF-8, one question per line with the passage of the document that answers it; quote cells that contain commas. The table then holds the CSV's questions, to edit further.": "UTF-8，每行一个问题及文档中回答它的段落；含逗号的单元格请加引号。之后表格里就是 CSV 中的问题，可继续编辑。",
     "Rank with": "排序方式",
-    "Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. Hybrid (the chat's default): both, fused as the chat fuses them.":
-        "向量：嵌入的余弦相似度。关键词：在该设置的分块上做 BM25。混合（对话的默认方式）：两者结合，融合方式与对话相同。",
+    "Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. Hybrid (the chat's default): both, fused as the chat fuses them.": "向量：嵌入的余弦相似度。关键词：在该设置的分块上做 BM25。混合（对话的默认方式）：两者结合，融合方式与对话相同。",
     "Run retrieval check": "运行检索检验",
     "Chunks already embedded are reused, so only changed chunks cost time.": "已嵌入的分块会被复用，只有改动过的分块才需要时间。",
     "Re-run when the settings change": "设置改变时重新运行",
@@ -481,21 +433,15 @@ ZH: dict[str, str] = {
     "Embedding with {embedder}…": "正在用 {embedder} 嵌入…",
     "Stop embedding. What is embedded so far is kept: running the check again goes on from there.": "停止嵌入。已嵌入的部分会保留：再次运行检验会从那里继续。",
     "Embedding new chunks and questions: {done}/{total}": "正在嵌入新的分块和问题：{done}/{total}",
-    "The retrieval check was stopped. The chunks and questions embedded so far are kept: **Run retrieval check** goes on from there.":
-        "检索检验已停止。已嵌入的分块和问题会保留：**运行检索检验** 会从那里继续。",
-    "The document, settings or questions changed since this check: run it again to update (unchanged chunks are not embedded again).":
-        "自这次检验以来，文档、设置或问题已改变：请重新运行以更新（未变的分块不会再次嵌入）。",
-    "No setting ranked any expected passage: check that each passage is copied from this document (the notes below say which were not found).":
-        "没有任何设置把预期段落排进结果：请检查每个段落是否从本文档复制（下面的说明列出了没找到的段落）。",
-    "Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}). Ties go to the higher hit@{k}, then to fewer chunks.":
-        "最佳：**{best}**，MRR {mrr}，hit@{k} {hit}（{chunks}）。并列时取 hit@{k} 更高者，再取分块更少者。",
+    "The retrieval check was stopped. The chunks and questions embedded so far are kept: **Run retrieval check** goes on from there.": "检索检验已停止。已嵌入的分块和问题会保留：**运行检索检验** 会从那里继续。",
+    "The document, settings or questions changed since this check: run it again to update (unchanged chunks are not embedded again).": "自这次检验以来，文档、设置或问题已改变：请重新运行以更新（未变的分块不会再次嵌入）。",
+    "No setting ranked any expected passage: check that each passage is copied from this document (the notes below say which were not found).": "没有任何设置把预期段落排进结果：请检查每个段落是否从本文档复制（下面的说明列出了没找到的段落）。",
+    "Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}). Ties go to the higher hit@{k}, then to fewer chunks.": "最佳：**{best}**，MRR {mrr}，hit@{k} {hit}（{chunks}）。并列时取 hit@{k} 更高者，再取分块更少者。",
     "Use {letter} on the Upload page": "在上传页面使用 {letter}",
     "Settings saved for the Upload page: open it from the menu.": "设置已保存供上传页面使用：从菜单打开它即可。",
     "Embedder {embedder}: {embedded} texts embedded, {reused} reused from the cache.": "嵌入模型 {embedder}：嵌入了 {embedded} 段文字，{reused} 段来自缓存。",
-    "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage.":
-        "**逐个问题**：包含预期段落的最佳分块的排名和得分（余弦、BM25 或融合得分，取决于排序方式）。",
-    "{n} expected passage(s) are not in the document word for word, so they count as misses: copy the passage from the document (case and line breaks do not matter).":
-        "有 {n} 个预期段落在文档中找不到逐字相同的原文，因此算作未命中：请从文档中复制段落（大小写和换行无关紧要）。",
+    "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage.": "**逐个问题**：包含预期段落的最佳分块的排名和得分（余弦、BM25 或融合得分，取决于排序方式）。",
+    "{n} expected passage(s) are not in the document word for word, so they count as misses: copy the passage from the document (case and line breaks do not matter).": "有 {n} 个预期段落在文档中找不到逐字相同的原文，因此算作未命中：请从文档中复制段落（大小写和换行无关紧要）。",
     "Why not first? {n} question/setting pair(s) in detail": "为什么没排第一？{n} 组问题/设置的详情",
     "rank {rank}": "排名 {rank}",
     "Ranked first: chunk {index} (score {score}, pages {pages})": "排第一的：分块 {index}（得分 {score}，页 {pages}）",

@@ -9,23 +9,57 @@ configured MCP servers as child processes, their tools and calls). The tool chat
 rag.llms.ollama.tools; the knowledge-base tools are rag.generate.kb_tools, which the agent knows only
 as the `KnowledgeBaseSearch` protocol.
 """
+
 from __future__ import annotations
 
 from rag.agent.arguments import validate_arguments
 from rag.agent.availability import SUGGESTED_TOOL_MODEL, agent_available
 from rag.agent.budget import DEFAULT_TOOL_BUDGET, HARD_STOP_AFTER_REFUSALS, ToolBudget, refusal_text
 from rag.agent.loop import (
-    DEFAULT_MAX_ROUNDS, DEFAULT_SYSTEM, DEFAULT_TOOL_TIMEOUT, FINAL_INSTRUCTION, NO_TOOLS_SYSTEM, STEP_STATUSES, Agent,
-    AgentResult, Step,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_SYSTEM,
+    DEFAULT_TOOL_TIMEOUT,
+    FINAL_INSTRUCTION,
+    NO_TOOLS_SYSTEM,
+    STEP_STATUSES,
+    Agent,
+    AgentResult,
+    Step,
 )
 from rag.agent.tools import (
-    KB_SOURCE, AgentTool, KnowledgeBaseSearchTool, McpTool, ToolOutput, build_tools, ollama_tool_spec,
+    KB_SOURCE,
+    AgentTool,
+    KnowledgeBaseSearchTool,
+    McpTool,
+    ToolOutput,
+    build_tools,
+    ollama_tool_spec,
 )
 from rag.llms.ollama.tools import OllamaToolChat
 
 __all__ = [
-    "DEFAULT_MAX_ROUNDS", "DEFAULT_SYSTEM", "DEFAULT_TOOL_BUDGET", "DEFAULT_TOOL_TIMEOUT", "FINAL_INSTRUCTION",
-    "HARD_STOP_AFTER_REFUSALS", "KB_SOURCE", "NO_TOOLS_SYSTEM", "STEP_STATUSES", "SUGGESTED_TOOL_MODEL", "Agent", "AgentResult",
-    "AgentTool", "KnowledgeBaseSearchTool", "McpTool", "OllamaToolChat", "Step", "ToolBudget", "ToolOutput",
-    "agent_available", "build_tools", "ollama_tool_spec", "refusal_text", "validate_arguments",
+    "DEFAULT_MAX_ROUNDS",
+    "DEFAULT_SYSTEM",
+    "DEFAULT_TOOL_BUDGET",
+    "DEFAULT_TOOL_TIMEOUT",
+    "FINAL_INSTRUCTION",
+    "HARD_STOP_AFTER_REFUSALS",
+    "KB_SOURCE",
+    "NO_TOOLS_SYSTEM",
+    "STEP_STATUSES",
+    "SUGGESTED_TOOL_MODEL",
+    "Agent",
+    "AgentResult",
+    "AgentTool",
+    "KnowledgeBaseSearchTool",
+    "McpTool",
+    "OllamaToolChat",
+    "Step",
+    "ToolBudget",
+    "ToolOutput",
+    "agent_available",
+    "build_tools",
+    "ollama_tool_spec",
+    "refusal_text",
+    "validate_arguments",
 ]

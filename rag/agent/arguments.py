@@ -2,6 +2,7 @@
 
 A problem comes back as one line for the model to read and correct, never as an exception.
 """
+
 from __future__ import annotations
 
 import json

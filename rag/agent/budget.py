@@ -3,6 +3,7 @@
 It works like the seed project's ToolBudget: past the budget a call is refused with an instruction to
 answer from what was found; after HARD_STOP_AFTER_REFUSALS refused calls the loop stops asking.
 """
+
 from __future__ import annotations
 
 import threading
@@ -14,11 +15,15 @@ HARD_STOP_AFTER_REFUSALS = 3
 def refusal_text(tool: str, budget: int, refused: int, hard_after: int = HARD_STOP_AFTER_REFUSALS) -> str:
     """What a call past the budget returns instead of running (the seed's ToolBudget wording)."""
     if refused >= hard_after:
-        return (f"[MANDATORY] Tool calls refused {refused} times: the budget of {budget} tool calls for "
-                f"this turn is spent. Stop calling tools immediately and write the complete answer from "
-                f"the information already found.")
-    return (f"Tool budget used up ({budget} of {budget} tool calls this turn): do not call {tool} or any "
-            f"other tool again; answer from the information already found.")
+        return (
+            f"[MANDATORY] Tool calls refused {refused} times: the budget of {budget} tool calls for "
+            f"this turn is spent. Stop calling tools immediately and write the complete answer from "
+            f"the information already found."
+        )
+    return (
+        f"Tool budget used up ({budget} of {budget} tool calls this turn): do not call {tool} or any "
+        f"other tool again; answer from the information already found."
+    )
 
 
 class ToolBudget:

@@ -10,6 +10,7 @@ for the model to read and correct, and the turn goes on. Past the budget a call 
 instruction to answer from what was found; after 3 refused calls the loop stops and asks the model
 for its answer, without tools.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -193,7 +194,8 @@ class Agent:
         messages: list[dict[str, Any]] = []
         if self.system:
             search = (_SEARCH_HINT if KnowledgeBaseSearchTool.name in self.tools else "") + (
-                _WEB_HINT if "web_search" in self.tools else "")
+                _WEB_HINT if "web_search" in self.tools else ""
+            )
             messages.append({"role": "system", "content": self.system.format(budget=self.budget, search=search)})
         messages.extend(_history_messages(history))
         messages.append({"role": "user", "content": question})
@@ -205,9 +207,17 @@ class Agent:
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="agent-tool")
 
         def result(answer: str, reason: str) -> AgentResult:
-            return AgentResult(answer=answer.strip(), steps=tuple(steps), stop_reason=reason, rounds=rounds,
-                               calls_used=budget.used, budget=self.budget, refused=budget.refused,
-                               thinking="\n\n".join(thinking), messages=tuple(messages))
+            return AgentResult(
+                answer=answer.strip(),
+                steps=tuple(steps),
+                stop_reason=reason,
+                rounds=rounds,
+                calls_used=budget.used,
+                budget=self.budget,
+                refused=budget.refused,
+                thinking="\n\n".join(thinking),
+                messages=tuple(messages),
+            )
 
         def final_answer(reason: str) -> AgentResult:
             nonlocal rounds
@@ -240,8 +250,11 @@ class Agent:
                     messages.append({"role": "assistant", "content": content})
                     yield result(content, "answered")
                     return
-                assistant: dict[str, Any] = {"role": "assistant", "content": content,
-                                             "tool_calls": [echo_call(c) for c in calls]}
+                assistant: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": content,
+                    "tool_calls": [echo_call(c) for c in calls],
+                }
                 messages.append(assistant)
                 for call in calls:
                     if stop_event is not None and stop_event.is_set():
@@ -273,16 +286,27 @@ class Agent:
         name = str(function.get("name") or "")
         raw = function.get("arguments", {})
 
-        def step(result: str, status: str, arguments: Any = None, source: str = "",
-                 data: Mapping[str, Any] | None = None) -> Step:
+        def step(
+            result: str, status: str, arguments: Any = None, source: str = "", data: Mapping[str, Any] | None = None
+        ) -> Step:
             args = arguments if isinstance(arguments, Mapping) else ({} if arguments is None else {"_raw": arguments})
-            return Step(index=index, round=round_, name=name, arguments=dict(args), result=result,
-                        duration=time.perf_counter() - started, status=status, source=source, data=data)
+            return Step(
+                index=index,
+                round=round_,
+                name=name,
+                arguments=dict(args),
+                result=result,
+                duration=time.perf_counter() - started,
+                status=status,
+                source=source,
+                data=data,
+            )
 
         if budget.used >= budget.max_calls:
             budget.try_acquire()  # counts the refusal
-            return step(refusal_text(name or "tools", budget.max_calls, budget.refused, self.hard_stop_after),
-                        "refused", raw)
+            return step(
+                refusal_text(name or "tools", budget.max_calls, budget.refused, self.hard_stop_after), "refused", raw
+            )
         tool = self.tools.get(name)
         if tool is None:
             available = ", ".join(self.tools) or "none"
@@ -290,35 +314,57 @@ class Agent:
             return step(f"Error: {what}. Available tools: {available}.", "invalid", raw)
         arguments, problem = parse_arguments(raw)
         if problem:
-            return step(f"Error: the arguments of {name} {problem}. Call it again with a JSON object matching "
-                        f"its schema: {compact(tool.parameters)}", "invalid", raw, tool.source)
+            return step(
+                f"Error: the arguments of {name} {problem}. Call it again with a JSON object matching "
+                f"its schema: {compact(tool.parameters)}",
+                "invalid",
+                raw,
+                tool.source,
+            )
         problem = schema_problems(self._validators.get(name), arguments)
         if problem:
-            return step(f"Error: invalid arguments for {name}: {problem}. Expected arguments: "
-                        f"{compact(tool.parameters)}", "invalid", arguments, tool.source)
+            return step(
+                f"Error: invalid arguments for {name}: {problem}. Expected arguments: {compact(tool.parameters)}",
+                "invalid",
+                arguments,
+                tool.source,
+            )
         if not getattr(tool, "read_only", False) and name not in self.allowed:
             # Document text can ask the model for anything: a tool that may change things runs only when
             # the user ticked it in the page (MCP's readOnlyHint marks the others).
-            return step(f"Not run: {name} may change things (its server does not mark it read-only) and the user "
-                        "has not allowed it. Tell the user what you wanted it to do; they can allow it and ask again.",
-                        "not allowed", arguments, tool.source)
+            return step(
+                f"Not run: {name} may change things (its server does not mark it read-only) and the user "
+                "has not allowed it. Tell the user what you wanted it to do; they can allow it and ask again.",
+                "not allowed",
+                arguments,
+                tool.source,
+            )
         if not budget.try_acquire():  # pragma: no cover - another thread took the last call
-            return step(refusal_text(name, budget.max_calls, budget.refused, self.hard_stop_after),
-                        "refused", arguments, tool.source)
+            return step(
+                refusal_text(name, budget.max_calls, budget.refused, self.hard_stop_after),
+                "refused",
+                arguments,
+                tool.source,
+            )
         future = executor.submit(tool.call, arguments, self.tool_timeout)
         try:
             output = future.result(timeout=self.tool_timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            return step(f"Error: {name} did not finish within {self.tool_timeout:g} s.", "error", arguments,
-                        tool.source)
+            return step(
+                f"Error: {name} did not finish within {self.tool_timeout:g} s.", "error", arguments, tool.source
+            )
         except RagError as exc:
             return step(f"Error: {exc}", "error", arguments, tool.source)
-        except Exception as exc:  # noqa: BLE001 - a failing tool must not break the turn
+        except Exception as exc:
             log.warning("tool %s failed", name, exc_info=True)
             detail = " ".join(str(exc).split())[:300]
-            return step(f"Error: {name} failed ({type(exc).__name__}{': ' + detail if detail else ''}).",
-                        "error", arguments, tool.source)
+            return step(
+                f"Error: {name} failed ({type(exc).__name__}{': ' + detail if detail else ''}).",
+                "error",
+                arguments,
+                tool.source,
+            )
         text = output.text if not output.is_error or output.text.startswith("Error") else f"Error: {output.text}"
         return step(text, "error" if output.is_error else "ok", arguments, tool.source, output.data)
 

@@ -15,6 +15,7 @@ blocking methods that any thread (e.g. Streamlit's script threads) may call. A s
 start is reported in its status (with the end of its stderr) and the others keep running.
 `shared_manager()` is the one manager of the process for the current config file, stopped at exit.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rag.errors import McpConfigError, McpConfigMissing, McpError, RagError, one_line
+from rag.errors import McpConfigError, McpConfigMissing, McpError, one_line
 from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
@@ -103,24 +104,39 @@ def load_config(path: str | os.PathLike[str] | None = None) -> McpConfig:
         text = file.read_text(encoding="utf-8-sig")
     except FileNotFoundError as exc:
         if from_env:
-            raise McpConfigMissing(Text(
-                "No MCP servers configured: {env} points to {file}, which does not exist; copy "
-                "mcp-servers.example.json to {config} and edit it (see docs/mcp.md)",
-                env=CONFIG_ENV, file=str(file), config=CONFIG_FILENAME,
-            )) from exc
-        raise McpConfigMissing(Text(
-            "No MCP servers configured: {file} does not exist; copy mcp-servers.example.json to {config} "
-            "and edit it (see docs/mcp.md)", file=str(file), config=CONFIG_FILENAME,
-        )) from exc
+            raise McpConfigMissing(
+                Text(
+                    "No MCP servers configured: {env} points to {file}, which does not exist; copy "
+                    "mcp-servers.example.json to {config} and edit it (see docs/mcp.md)",
+                    env=CONFIG_ENV,
+                    file=str(file),
+                    config=CONFIG_FILENAME,
+                )
+            ) from exc
+        raise McpConfigMissing(
+            Text(
+                "No MCP servers configured: {file} does not exist; copy mcp-servers.example.json to {config} "
+                "and edit it (see docs/mcp.md)",
+                file=str(file),
+                config=CONFIG_FILENAME,
+            )
+        ) from exc
     except OSError as exc:
-        raise McpConfigError(Text("{file}: cannot read it ({error})", file=str(file), error=str(exc.strerror or exc))) from exc
+        raise McpConfigError(
+            Text("{file}: cannot read it ({error})", file=str(file), error=str(exc.strerror or exc))
+        ) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise McpConfigError(Text(
-            "{file}: invalid JSON at line {line} column {column} ({error})", file=str(file), line=exc.lineno,
-            column=exc.colno, error=exc.msg,
-        )) from exc
+        raise McpConfigError(
+            Text(
+                "{file}: invalid JSON at line {line} column {column} ({error})",
+                file=str(file),
+                line=exc.lineno,
+                column=exc.colno,
+                error=exc.msg,
+            )
+        ) from exc
     return parse_config(data, file)
 
 
@@ -128,8 +144,9 @@ def parse_config(data: Any, path: Path | None = None) -> McpConfig:
     where = str(path) if path else Text("MCP config")
     base = path.parent if path else Path.cwd()
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        raise McpConfigError(Text('{where}: expected an object with "mcpServers", like {example}', where=where,
-                                  example=_EXAMPLE))
+        raise McpConfigError(
+            Text('{where}: expected an object with "mcpServers", like {example}', where=where, example=_EXAMPLE)
+        )
     servers = []
     for name, entry in data["mcpServers"].items():
         servers.append(_parse_server(where, base, name, entry))
@@ -154,8 +171,11 @@ def _parse_server(where: str, base: Path, name: str, entry: Any) -> ServerConfig
     if env is None:
         env = {}
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise McpConfigError(Text('{server}: "env" must map names to string values, e.g. {example}', server=label,
-                                  example='{"KEY": "1"}'))
+        raise McpConfigError(
+            Text(
+                '{server}: "env" must map names to string values, e.g. {example}', server=label, example='{"KEY": "1"}'
+            )
+        )
     cwd_raw = entry.get("cwd")
     if cwd_raw is not None and (not isinstance(cwd_raw, str) or not cwd_raw.strip()):
         raise McpConfigError(Text('{server}: "cwd" must be a folder path', server=label))
@@ -168,15 +188,18 @@ def _parse_server(where: str, base: Path, name: str, entry: Any) -> ServerConfig
     # made absolute without following links (a venv's python is a link that must stay one).
     if ("/" in command or "\\" in command) and not Path(command).expanduser().is_absolute():
         command = os.path.normpath(cwd / command)
-    return ServerConfig(name=name, command=os.path.expanduser(command), args=tuple(args), env=dict(env),
-                        cwd=cwd, disabled=disabled)
+    return ServerConfig(
+        name=name, command=os.path.expanduser(command), args=tuple(args), env=dict(env), cwd=cwd, disabled=disabled
+    )
 
 
 def is_own_server(command: str, args: Sequence[str]) -> bool:
     """Whether a configured server is this app's (`python -m rag mcp ...` or `python -m rag.mcp.server`)."""
     words = [os.path.basename(command), *args]
-    return any(words[i:i + 3] == ["-m", "rag", "mcp"] or words[i:i + 2] in (["-m", "rag.mcp.server"], ["-m", "rag.mcp"])
-               for i in range(len(words)))
+    return any(
+        words[i : i + 3] == ["-m", "rag", "mcp"] or words[i : i + 2] in (["-m", "rag.mcp.server"], ["-m", "rag.mcp"])
+        for i in range(len(words))
+    )
 
 
 def _read_only(tool: Any) -> bool:
@@ -355,8 +378,13 @@ class McpManager:
             return self._servers[name]
         except KeyError:
             if self._servers:
-                raise McpError(Text("no MCP server named {name} (configured: {known})", name=repr(name),
-                                    known=", ".join(self._servers))) from None
+                raise McpError(
+                    Text(
+                        "no MCP server named {name} (configured: {known})",
+                        name=repr(name),
+                        known=", ".join(self._servers),
+                    )
+                ) from None
             raise McpError(Text("no MCP server named {name} (configured: none configured)", name=repr(name))) from None
 
     def _start(self, name: str) -> None:
@@ -427,10 +455,14 @@ class McpManager:
                         with self._lock:
                             server.client = client
                             server.tools = tuple(
-                                ToolInfo(server=cfg.name, name=t.name, description=(t.description or "").strip(),
-                                         input_schema=dict(t.input_schema or {"type": "object"}),
-                                         output_schema=dict(t.output_schema) if t.output_schema else None,
-                                         read_only=_read_only(t))
+                                ToolInfo(
+                                    server=cfg.name,
+                                    name=t.name,
+                                    description=(t.description or "").strip(),
+                                    input_schema=dict(t.input_schema or {"type": "object"}),
+                                    output_schema=dict(t.output_schema) if t.output_schema else None,
+                                    read_only=_read_only(t),
+                                )
                                 for t in tools
                             )
                             server.server_info = f"{info.name} {info.version}".strip() if info else ""
@@ -442,15 +474,17 @@ class McpManager:
                 finally:
                     watchdog.cancel()
             if timed_out:
-                self._failed(server, Text("did not answer the MCP handshake within {seconds} s",
-                                          seconds=f"{self.startup_timeout:g}"))
+                self._failed(
+                    server,
+                    Text("did not answer the MCP handshake within {seconds} s", seconds=f"{self.startup_timeout:g}"),
+                )
             else:
                 with self._lock:
                     server.client = None
                     if server.state in ("starting", "running"):
                         server.state = "stopped"
                     server.settled.set()
-        except BaseException as exc:  # noqa: BLE001 - any failure becomes the server's status
+        except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             if isinstance(exc, asyncio.CancelledError):
@@ -461,8 +495,10 @@ class McpManager:
                 raise
             message = _describe(exc, cfg, running=ready)
             last = server.stderr_tail().splitlines()[-1:] if not ready else []
-            self._failed(server, Text("{error}; its stderr ends with: {line}", error=message, line=last[0].strip())
-                         if last else message)
+            self._failed(
+                server,
+                Text("{error}; its stderr ends with: {line}", error=message, line=last[0].strip()) if last else message,
+            )
 
     def _failed(self, server: _Server, message: str) -> None:
         log.warning("MCP server %r: %s", server.config.name, message)
@@ -481,8 +517,12 @@ class McpManager:
         server = self._get(name)
         with self._lock:
             return ServerStatus(
-                name=server.config.name, state=server.state, command_line=server.config.command_line,
-                tools=server.tools, error=server.error, stderr_tail=server.stderr_tail(),
+                name=server.config.name,
+                state=server.state,
+                command_line=server.config.command_line,
+                tools=server.tools,
+                error=server.error,
+                stderr_tail=server.stderr_tail(),
                 server_info=server.server_info,
             )
 
@@ -499,10 +539,17 @@ class McpManager:
         if not status.ok:
             raise McpError(_not_running(status))
         if status.tools:
-            raise McpError(Text("MCP server {server} has no tool {name} (it has: {tools})", server=repr(server),
-                                name=repr(name), tools=", ".join(t.name for t in status.tools)))
-        raise McpError(Text("MCP server {server} has no tool {name} (it has: none)", server=repr(server),
-                            name=repr(name)))
+            raise McpError(
+                Text(
+                    "MCP server {server} has no tool {name} (it has: {tools})",
+                    server=repr(server),
+                    name=repr(name),
+                    tools=", ".join(t.name for t in status.tools),
+                )
+            )
+        raise McpError(
+            Text("MCP server {server} has no tool {name} (it has: none)", server=repr(server), name=repr(name))
+        )
 
     def call_tool(
         self, server: str, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
@@ -516,27 +563,41 @@ class McpManager:
                 raise McpError(_not_running(self.status(server)))
         limit = self.call_timeout if timeout is None else timeout
         started = time.perf_counter()
-        future = asyncio.run_coroutine_threadsafe(
-            _call(client, name, dict(arguments or {}), limit), self._loop
-        )
+        future = asyncio.run_coroutine_threadsafe(_call(client, name, dict(arguments or {}), limit), self._loop)
         try:
             result = future.result(limit + 5)
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+        except TimeoutError as exc:
             future.cancel()
-            raise McpError(Text("tool {name} of MCP server {server} did not answer within {seconds} s",
-                                name=repr(name), server=repr(server), seconds=f"{limit:g}")) from exc
+            raise McpError(
+                Text(
+                    "tool {name} of MCP server {server} did not answer within {seconds} s",
+                    name=repr(name),
+                    server=repr(server),
+                    seconds=f"{limit:g}",
+                )
+            ) from exc
         except McpError as exc:
             raise McpError(Text("{error} (MCP server {server})", error=text_of(exc), server=repr(server))) from exc
-        except Exception as exc:  # noqa: BLE001 - transport failures
+        except Exception as exc:
             text = one_line(exc, None, with_type=True)
             if isinstance(exc, _ConnectionClosed) or _looks_closed(exc):
                 self._failed(entry, Text("the server exited or closed its connection ({error})", error=text))
-                raise McpError(Text("MCP server {server} exited or closed its connection: {error}",
-                                    server=repr(server), error=text)) from exc
-            raise McpError(Text("calling {name} on MCP server {server} failed: {error}", name=repr(name),
-                                server=repr(server), error=text)) from exc
-        return ToolCallResult(text=result[0], is_error=result[1], structured=result[2],
-                              duration=time.perf_counter() - started)
+                raise McpError(
+                    Text(
+                        "MCP server {server} exited or closed its connection: {error}", server=repr(server), error=text
+                    )
+                ) from exc
+            raise McpError(
+                Text(
+                    "calling {name} on MCP server {server} failed: {error}",
+                    name=repr(name),
+                    server=repr(server),
+                    error=text,
+                )
+            ) from exc
+        return ToolCallResult(
+            text=result[0], is_error=result[1], structured=result[2], duration=time.perf_counter() - started
+        )
 
 
 async def _list_all_tools(client: Any) -> list[Any]:
@@ -563,8 +624,9 @@ async def _call(client: Any, name: str, arguments: dict[str, Any], timeout: floa
         result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
     except MCPError as exc:
         if exc.error.code == REQUEST_TIMEOUT:
-            raise McpError(Text("tool {name} did not answer within {seconds} s", name=repr(name),
-                                seconds=f"{timeout:g}")) from exc
+            raise McpError(
+                Text("tool {name} did not answer within {seconds} s", name=repr(name), seconds=f"{timeout:g}")
+            ) from exc
         if exc.error.code == CONNECTION_CLOSED:
             raise _ConnectionClosed(exc.error.message) from exc
         # A protocol-level refusal (unknown tool, invalid params, ...) is the caller's to read.
@@ -597,7 +659,7 @@ def _placeholder(prop: Mapping[str, Any]) -> Any:
     if kind is None and isinstance(prop.get("anyOf"), list):
         kinds = [p.get("type") for p in prop["anyOf"] if isinstance(p, Mapping) and p.get("type") != "null"]
         kind = kinds[0] if kinds else None
-    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(kind, None)
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(kind)
 
 
 def content_text(content: Sequence[Any], structured: Any = None) -> str:
@@ -643,26 +705,33 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 def _looks_closed(exc: BaseException) -> bool:
     import anyio
 
-    return any(isinstance(e, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
-                              ConnectionError, EOFError)) or "closed" in str(e).lower()
-               for e in _leaves(exc))
+    return any(
+        isinstance(
+            e, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, EOFError)
+        )
+        or "closed" in str(e).lower()
+        for e in _leaves(exc)
+    )
 
 
 def _describe(exc: BaseException, cfg: ServerConfig, *, running: bool) -> str:
     leaves = _leaves(exc)
     for leaf in leaves:
         if isinstance(leaf, FileNotFoundError):
-            return Text('cannot start {command}: no such program (check "command" and PATH)',
-                        command=repr(cfg.command))
+            return Text('cannot start {command}: no such program (check "command" and PATH)', command=repr(cfg.command))
         if isinstance(leaf, PermissionError):
             return Text("cannot start {command}: permission denied", command=repr(cfg.command))
         if isinstance(leaf, NotADirectoryError) or (isinstance(leaf, OSError) and cfg.cwd and not cfg.cwd.is_dir()):
-            return Text("cannot start {command}: the folder {folder} does not exist", command=repr(cfg.command),
-                        folder=str(cfg.cwd))
+            return Text(
+                "cannot start {command}: the folder {folder} does not exist",
+                command=repr(cfg.command),
+                folder=str(cfg.cwd),
+            )
     if running:
         return Text("stopped ({error})", error=one_line(exc, None, with_type=True))
-    return Text("exited or broke the connection before the MCP handshake ({error})",
-                error=one_line(exc, None, with_type=True))
+    return Text(
+        "exited or broke the connection before the MCP handshake ({error})", error=one_line(exc, None, with_type=True)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -713,7 +782,7 @@ def _close_all() -> None:
     for manager in list(_managers):
         try:
             manager.close()
-        except Exception:  # noqa: BLE001 - best effort at exit
+        except Exception:
             log.exception("stopping MCP servers at exit")
 
 

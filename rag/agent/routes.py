@@ -18,6 +18,7 @@ The router takes the rules first: a greeting, thanks or small talk (English and 
 `chit-chat`, a question holding a route's keyword to that route, everything else to `default`; the
 user can force a route in the chat page or with `route=`.
 """
+
 from __future__ import annotations
 
 import re
@@ -98,17 +99,31 @@ def load_routes(path: Path | None) -> tuple[Route, ...]:
             raise RagError(Text("{path}: routes.{name} must be a table", path=str(path), name=name))
         budget = spec.get("budget", 6)
         if not isinstance(budget, int) or isinstance(budget, bool) or not 0 <= budget <= 100:
-            raise RagError(Text("{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget}",
-                                path=str(path), name=name, budget=repr(budget)))
+            raise RagError(
+                Text(
+                    "{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget}",
+                    path=str(path),
+                    name=name,
+                    budget=repr(budget),
+                )
+            )
         tools = spec.get("tools", [])
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-            raise RagError(Text('{path}: routes.{name}.tools must be a list of tool names (or ["*"])', path=str(path),
-                                name=name))
+            raise RagError(
+                Text('{path}: routes.{name}.tools must be a list of tool names (or ["*"])', path=str(path), name=name)
+            )
         keywords = spec.get("keywords", [])
         if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
             raise RagError(Text("{path}: routes.{name}.keywords must be a list of words", path=str(path), name=name))
-        routes.append(Route(str(name), tuple(tools), budget, str(spec.get("description", "")),
-                            tuple(k.lower() for k in keywords if k.strip())))
+        routes.append(
+            Route(
+                str(name),
+                tuple(tools),
+                budget,
+                str(spec.get("description", "")),
+                tuple(k.lower() for k in keywords if k.strip()),
+            )
+        )
     if not any(r.name == DEFAULT for r in routes):
         raise RagError(Text("{path}: a route named 'default' is needed (the one most questions take)", path=str(path)))
     return tuple(routes)
@@ -120,7 +135,9 @@ def pick_route(question: str, routes: Sequence[Route], forced: str | None = None
     by_name = {r.name: r for r in routes}
     if forced and forced != AUTO:
         if forced not in by_name:
-            raise RagError(Text("no route named {route} (routes: {routes})", route=repr(forced), routes=", ".join(by_name)))
+            raise RagError(
+                Text("no route named {route} (routes: {routes})", route=repr(forced), routes=", ".join(by_name))
+            )
         return RouteChoice(by_name[forced], Text("chosen by you"))
     if CHIT_CHAT in by_name and is_small_talk(question):
         return RouteChoice(by_name[CHIT_CHAT], Text("small talk: no tools needed"))

@@ -3,6 +3,7 @@
 Each is an `AgentTool`: a name, a description, a JSON schema of its arguments and `call`; Ollama gets
 them as /api/chat `tools` entries with the full schema untouched (`ollama_tool_spec`).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ class KnowledgeBaseSearch(Protocol):
 
     def description(self, name: str) -> str: ...
 
-    def search_knowledge_base(self, query: str, knowledge_base: str, top_k: int = ...,
-                              filter: str | None = ...) -> SearchOutcome: ...  # noqa: A002 - the tool's parameter
+    def search_knowledge_base(
+        self, query: str, knowledge_base: str, top_k: int = ..., filter: str | None = ...
+    ) -> SearchOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -160,5 +162,7 @@ def ollama_tool_spec(tool: AgentTool) -> dict[str, Any]:
     parameters = dict(tool.parameters) if tool.parameters else {}
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    }

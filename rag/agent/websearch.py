@@ -11,6 +11,7 @@ the model "web search is unavailable right now; answer from the local knowledge 
 the language of the query), and the turn a warning. The API key goes into the Authorization
 header and nowhere else: not into a log line, an exception text or anything the model reads.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,7 +75,7 @@ def parse_items(reply: str) -> list[WebItem]:
     candidates = [fenced.group(1)] if fenced else []
     start, end = text.find("["), text.rfind("]")
     if start != -1 and end > start:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             data = json.loads(candidate)
@@ -89,7 +90,7 @@ def parse_items(reply: str) -> list[WebItem]:
     for line in text.splitlines():
         found = _URL.search(line)
         if found:
-            summary = (line[:found.start()] + line[found.end():]).strip(" -–—:|*•\t")
+            summary = (line[: found.start()] + line[found.end() :]).strip(" -–—:|*•\t")
             items.append(WebItem(found.group(0).rstrip(".,;"), summary))
     return items[:MAX_ITEMS]
 
@@ -98,8 +99,12 @@ def _item(entry: Mapping[str, Any]) -> WebItem | None:
     url = str(entry.get("url") or entry.get("link") or "").strip()
     if not _URL.fullmatch(url):
         return None
-    return WebItem(url, " ".join(str(entry.get("summary") or entry.get("snippet") or "").split()),
-                   str(entry.get("site") or entry.get("source") or "").strip(), str(entry.get("date") or "").strip())
+    return WebItem(
+        url,
+        " ".join(str(entry.get("summary") or entry.get("snippet") or "").split()),
+        str(entry.get("site") or entry.get("source") or "").strip(),
+        str(entry.get("date") or "").strip(),
+    )
 
 
 class WebSearchTool:
@@ -108,18 +113,23 @@ class WebSearchTool:
     name = NAME
     source = WEB_SOURCE
     read_only = True
-    description = ("Search the web (through a search-enabled model) for recent or public information that "
-                   "the knowledge base does not hold: laws, regulations, news, official announcements. "
-                   "Returns results with a summary, the site, the URL and the date.")
+    description = (
+        "Search the web (through a search-enabled model) for recent or public information that "
+        "the knowledge base does not hold: laws, regulations, news, official announcements. "
+        "Returns results with a summary, the site, the URL and the date."
+    )
     parameters: Mapping[str, Any] = {
         "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to search the web for, in the user's language"}},
+        "properties": {
+            "query": {"type": "string", "description": "What to search the web for, in the user's language"}
+        },
         "required": ["query"],
         "additionalProperties": False,
     }
 
-    def __init__(self, url: str, model: str, api_key: str | None, extra_body: Mapping[str, Any],
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, model: str, api_key: str | None, extra_body: Mapping[str, Any], timeout: float = 30.0
+    ) -> None:
         self.url = url.rstrip("/")
         self.model = model
         self._api_key = api_key
@@ -133,8 +143,13 @@ class WebSearchTool:
     def from_settings(cls, settings: Settings) -> WebSearchTool | None:
         if not settings.web_search_url:
             return None
-        return cls(settings.web_search_url, settings.web_search_model, settings.web_search_api_key,
-                   settings.extra_body(), settings.web_search_timeout)
+        return cls(
+            settings.web_search_url,
+            settings.web_search_model,
+            settings.web_search_api_key,
+            settings.extra_body(),
+            settings.web_search_timeout,
+        )
 
     def request_body(self, query: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -168,8 +183,9 @@ class WebSearchTool:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            response = httpx.post(f"{self.url}/chat/completions", json=self.request_body(query), headers=headers,
-                                  timeout=timeout)
+            response = httpx.post(
+                f"{self.url}/chat/completions", json=self.request_body(query), headers=headers, timeout=timeout
+            )
         except httpx.TimeoutException:
             return "", Text("no answer within {seconds} s", seconds=f"{timeout:g}")
         except httpx.HTTPError as exc:

@@ -8,15 +8,36 @@ stats.py what the Chunk Lab and the Upload page report about a split.
 The settings are imported here; what needs tiktoken on first use, so that the CLI can build its
 options (from FIELDS) without loading the encoder.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rag.chunking.chunks import Chunk, ChunkSet, chunks_in_span
 from rag.chunking.settings import (
-    DEFAULT, DEFAULT_PRESET, FIELD_BY_NAME, FIELDS, HELP, PRESET_HELP, PRESETS, SEED_PROJECT, SPRING_DEFAULT,
-    SPRING_STRATEGIES, STRATEGIES, CUSTOM, STRATEGY_LABELS, ChunkSettings, Field, custom_label, from_widget_values, is_spring, label, preset_choice,
-    preset_name, settings_from_dict, summary,
+    CUSTOM,
+    DEFAULT,
+    DEFAULT_PRESET,
+    FIELD_BY_NAME,
+    FIELDS,
+    HELP,
+    PRESET_HELP,
+    PRESETS,
+    SEED_PROJECT,
+    SPRING_DEFAULT,
+    SPRING_STRATEGIES,
+    STRATEGIES,
+    STRATEGY_LABELS,
+    ChunkSettings,
+    Field,
+    custom_label,
+    from_widget_values,
+    is_spring,
+    label,
+    preset_choice,
+    preset_name,
+    settings_from_dict,
+    summary,
 )
 from rag.chunking.stats import ChunkStats, ends_mid_sentence, stats
 from rag.lazy import lazy_exports
@@ -34,11 +55,43 @@ _LAZY = {
 __getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
-    "DEFAULT", "DEFAULT_PRESET", "FIELDS", "FIELD_BY_NAME", "HELP", "PRESETS", "PRESET_HELP", "SEED_PROJECT", "SPRING_DEFAULT",
-    "SPRING_STRATEGIES", "STRATEGIES", "STRATEGY_LABELS", "is_spring", "CUSTOM", "custom_label",
-    "from_widget_values", "preset_choice",
-    "Chunk", "ChunkSet", "ChunkSettings", "ChunkStats", "Field", "LongText", "PagesForSpan", "TokenizedText",
-    "chunks_in_span", "count_tokens", "encoding", "ends_mid_sentence", "label", "preset_name",
-    "settings_from_dict", "split", "spring_split_reference", "stats", "summary", "tokenize", "tokens_for_split",
+    "CUSTOM",
+    "DEFAULT",
+    "DEFAULT_PRESET",
+    "FIELDS",
+    "FIELD_BY_NAME",
+    "HELP",
+    "PRESETS",
+    "PRESET_HELP",
+    "SEED_PROJECT",
+    "SPRING_DEFAULT",
+    "SPRING_STRATEGIES",
+    "STRATEGIES",
+    "STRATEGY_LABELS",
+    "Chunk",
+    "ChunkSet",
+    "ChunkSettings",
+    "ChunkStats",
+    "Field",
+    "LongText",
+    "PagesForSpan",
+    "TokenizedText",
+    "chunks_in_span",
+    "count_tokens",
+    "custom_label",
+    "encoding",
+    "ends_mid_sentence",
+    "from_widget_values",
+    "is_spring",
+    "label",
+    "preset_choice",
+    "preset_name",
+    "settings_from_dict",
+    "split",
+    "spring_split_reference",
+    "stats",
+    "summary",
+    "tokenize",
+    "tokens_for_split",
     "warm_up",
 ]

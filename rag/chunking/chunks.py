@@ -1,4 +1,5 @@
 """What a split returns: chunks with their character span and pages, and the set they form."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -17,8 +18,13 @@ class Chunk:
     pages: tuple[int, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        return {"text": self.text, "tokens": self.tokens, "start": self.start, "end": self.end,
-                "pages": list(self.pages)}
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "start": self.start,
+            "end": self.end,
+            "pages": list(self.pages),
+        }
 
 
 @dataclass(frozen=True)
@@ -34,5 +40,6 @@ def chunks_in_span(chunks: tuple[Chunk, ...], start: int, end: int) -> list[Chun
     (to colour one page's text)."""
     return [
         replace(c, start=max(c.start, start) - start, end=min(c.end, end) - start)
-        for c in chunks if c.start < end and c.end > start
+        for c in chunks
+        if c.start < end and c.end > start
     ]

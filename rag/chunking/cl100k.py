@@ -8,6 +8,7 @@ They are started by `warm_up()`, or in the background by the second text long en
 them that a process encodes (that text is encoded here while they start): a one-off `rag chunk` of one
 file never starts them, nor waits at exit for a worker still starting.
 """
+
 from __future__ import annotations
 
 import functools
@@ -102,8 +103,9 @@ def start_workers(wait: float = 0.0) -> bool:
     with _lock:
         if _pool is None:
             # spawn, not fork: a fork of the threaded app (Streamlit, the DB pool) could copy a held lock.
-            _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_worker_start)
+            _pool = ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start
+            )
             threading.Thread(target=_warm, args=(_pool, workers), name="cl100k-workers", daemon=True).start()
     return _ready.wait(wait) if wait else _ready.is_set()
 
@@ -171,7 +173,9 @@ def encode(text: str) -> np.ndarray:
                     done[i] = future.result()
                 except BrokenProcessPool:
                     broken = True
-                    _forget(pool)  # again for each lost piece: harmless (a pool shut down twice, the global cleared once)
+                    _forget(
+                        pool
+                    )  # again for each lost piece: harmless (a pool shut down twice, the global cleared once)
                     done[i] = encode_piece(parts[i])
 
     send()

@@ -22,6 +22,7 @@ disagree. A stretch without a seam (a 5 MB run of CJK letters is one pre-tokenis
 counted in one go, which is exact by definition; the prefix's own count is checked against its
 tokenisation, and a text with lone surrogates (which the tokeniser replaces) is tokenised whole.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -99,8 +100,9 @@ class LongText:
                 return self._tokenized_whole(), True
             prefix = tokenize(self.text[:end])
             if len(prefix) != self._tokens[i]:  # pragma: no cover - a seam that is none: be exact anyway
-                log.warning("a long text's prefix has %d tokens, counted %d: tokenising it whole",
-                            len(prefix), self._tokens[i])
+                log.warning(
+                    "a long text's prefix has %d tokens, counted %d: tokenising it whole", len(prefix), self._tokens[i]
+                )
                 self._whole = True
                 return self._tokenized_whole(), True
             self._prefix = prefix

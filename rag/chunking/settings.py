@@ -3,6 +3,7 @@
 `FIELDS` describes every setting once (label, help, range, default), so the Streamlit widget,
 the CLI's options and the summaries shown to users are all built from the same table.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,19 +47,30 @@ class ChunkSettings:
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
-            raise ChunkSettingsError(Text("unknown chunking strategy {strategy} (choose one of: {choices})",
-                                          strategy=repr(self.strategy), choices=", ".join(STRATEGIES)))
+            raise ChunkSettingsError(
+                Text(
+                    "unknown chunking strategy {strategy} (choose one of: {choices})",
+                    strategy=repr(self.strategy),
+                    choices=", ".join(STRATEGIES),
+                )
+            )
         if self.chunk_size < 1:
             raise ChunkSettingsError(Text("chunk_size must be at least 1 token, got {value}", value=self.chunk_size))
         if self.chunk_overlap < 0:
             raise ChunkSettingsError(Text("chunk_overlap must not be negative, got {value}", value=self.chunk_overlap))
         if not is_spring(self.strategy) and self.chunk_overlap >= self.chunk_size:
-            raise ChunkSettingsError(Text("chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
-                                          overlap=self.chunk_overlap, size=self.chunk_size))
+            raise ChunkSettingsError(
+                Text(
+                    "chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
+                    overlap=self.chunk_overlap,
+                    size=self.chunk_size,
+                )
+            )
         for name in ("min_chunk_size_chars", "min_chunk_length_to_embed"):
             if getattr(self, name) < 0:
-                raise ChunkSettingsError(Text("{name} must not be negative, got {value}", name=name,
-                                              value=getattr(self, name)))
+                raise ChunkSettingsError(
+                    Text("{name} must not be negative, got {value}", name=name, value=getattr(self, name))
+                )
         if self.max_num_chunks < 1:
             raise ChunkSettingsError(Text("max_num_chunks must be at least 1, got {value}", value=self.max_num_chunks))
 
@@ -130,42 +142,43 @@ PRESETS: dict[str, ChunkSettings] = {
     "Recursive 400 / 40": ChunkSettings(strategy="recursive", chunk_size=400, chunk_overlap=40),
 }
 
-_SNAPPED = ("Every cut is snapped to a character boundary, the only difference from Spring AI's "
-            "TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over "
-            "several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts.")
+_SNAPPED = (
+    "Every cut is snapped to a character boundary, the only difference from Spring AI's "
+    "TokenTextSplitter (which can cut a Chinese character or an emoji that cl100k spreads over "
+    "several tokens, leaving U+FFFD garbage); the strategy `spring-exact` keeps Spring AI's cuts."
+)
 PRESET_HELP: dict[str, str] = {
     DEFAULT_PRESET: f"The default: Spring AI's TokenTextSplitter with chunks of {DEFAULT_CHUNK_SIZE} tokens instead of "
-                    "800, so that the local e5 embedder, which reads 512 of its own tokens, sees each chunk whole "
-                    "(English prose is about 1.1 e5 tokens a token, code 1.4, Chinese 0.6). With Spring AI's 800 "
-                    "the end of most English chunks is never embedded and cannot be found by vector search. "
-                    "Otherwise Spring AI's defaults: cut after a separator beyond 350 characters, pieces of 5 "
-                    "characters or fewer dropped, at most 10000 chunks. " + _SNAPPED,
+    "800, so that the local e5 embedder, which reads 512 of its own tokens, sees each chunk whole "
+    "(English prose is about 1.1 e5 tokens a token, code 1.4, Chinese 0.6). With Spring AI's 800 "
+    "the end of most English chunks is never embedded and cannot be found by vector search. "
+    "Otherwise Spring AI's defaults: cut after a separator beyond 350 characters, pieces of 5 "
+    "characters or fewer dropped, at most 10000 chunks. " + _SNAPPED,
     "Spring AI default": "Spring AI's TokenTextSplitter defaults: 800 tokens, cut after a separator beyond "
-                         "350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. "
-                         + _SNAPPED,
+    "350 characters, pieces of 5 characters or fewer dropped, at most 10000 chunks. " + _SNAPPED,
     "Seed project": "The seed project's TokenTextSplitter: 600 tokens, separator beyond 300 characters, "
-                    "pieces of 10 characters or fewer dropped. " + _SNAPPED,
+    "pieces of 10 characters or fewer dropped. " + _SNAPPED,
     "Token windows 512 / 64": "Fixed windows of 512 tokens sharing 64 with their neighbours.",
     "Recursive 400 / 40": "Up to 400 tokens ending at a paragraph, sentence or word boundary, 40 tokens of overlap.",
 }
 
 HELP: dict[str, str] = {
     "strategy": "spring: Spring AI's TokenTextSplitter, with one difference: every cut is snapped to a "
-                "character boundary, so a character that cl100k spreads over several tokens (many Chinese "
-                "characters, emoji) is never split into U+FFFD (�) garbage. spring-exact: Spring AI's "
-                "splitter exactly, which may split such characters. token: fixed windows of tokens. "
-                "recursive: ends chunks at paragraph, then sentence (. ? ! 。！？；), then word boundaries.",
+    "character boundary, so a character that cl100k spreads over several tokens (many Chinese "
+    "characters, emoji) is never split into U+FFFD (�) garbage. spring-exact: Spring AI's "
+    "splitter exactly, which may split such characters. token: fixed windows of tokens. "
+    "recursive: ends chunks at paragraph, then sentence (. ? ! 。！？；), then word boundaries.",
     "chunk_size": "Target size of a chunk in cl100k tokens (the tokenizer Spring AI uses). "
-                  "A token is about 4 characters of English or 1-2 Chinese characters.",
+    "A token is about 4 characters of English or 1-2 Chinese characters.",
     "chunk_overlap": "Tokens shared by neighbouring chunks, so a sentence cut at a boundary is "
-                     "whole in at least one of them. Spring AI's splitter has no overlap.",
+    "whole in at least one of them. Spring AI's splitter has no overlap.",
     "min_chunk_size_chars": "Spring: each window of chunk-size tokens is cut after its last . ? ! or "
-                            "newline, but only if that separator lies beyond this many characters; "
-                            "otherwise the window is kept whole. It never merges small chunks.",
+    "newline, but only if that separator lies beyond this many characters; "
+    "otherwise the window is kept whole. It never merges small chunks.",
     "min_chunk_length_to_embed": "Chunks of this many characters or fewer (after trimming) are "
-                                 "dropped and never embedded.",
+    "dropped and never embedded.",
     "max_num_chunks": "Spring: after this many chunks, all the remaining text becomes one last "
-                      "chunk (with newlines turned into spaces), however long.",
+    "chunk (with newlines turned into spaces), however long.",
     "keep_separator": "Spring: keep newlines inside chunks. Off, newlines become spaces.",
 }
 
@@ -201,26 +214,81 @@ class Field:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("strategy", "strategy", "Strategy", HELP["strategy"], str,
-          cli_help="spring = Spring AI's TokenTextSplitter with every cut on a character boundary "
-                   "(default); spring-exact = Spring AI's splitter exactly (may split characters); "
-                   "token = fixed token windows; recursive = paragraph, sentence, then word boundaries"),
-    Field("chunk_size", "chunk_size", "Chunk size (tokens)", HELP["chunk_size"], int, 1, 8192, 16,
-          cli_help=f"target tokens per chunk (cl100k); default {DEFAULT_CHUNK_SIZE}, which the local e5 embedder "
-                   "reads whole (Spring AI's default is 800)"),
-    Field("chunk_overlap", "chunk_overlap", "Overlap (tokens)", HELP["chunk_overlap"], int, 0, 4096, 8,
-          strategies=("token", "recursive"),
-          cli_help="tokens shared by neighbouring chunks (token and recursive only)"),
-    Field("min_chunk_size_chars", "min_chars", "Min chunk size (chars)", HELP["min_chunk_size_chars"], int, 0, 10000,
-          strategies=SPRING_STRATEGIES,
-          cli_help="spring: cut at the last . ? ! or newline only if it lies beyond this many "
-                   "characters (not a merge threshold)"),
-    Field("min_chunk_length_to_embed", "min_embed", "Min length to embed (chars)", HELP["min_chunk_length_to_embed"],
-          int, 0, 1000, cli_help="drop chunks of this many characters or fewer"),
-    Field("max_num_chunks", "max_chunks", "Max chunks", HELP["max_num_chunks"], int, 1, 1_000_000,
-          cli_help="spring: after this many chunks the rest becomes one last chunk"),
-    Field("keep_separator", "keep_sep", "Keep separator", HELP["keep_separator"], bool, strategies=SPRING_STRATEGIES,
-          cli_help="spring: keep newlines in chunks (--no-keep-separator turns them into spaces)"),
+    Field(
+        "strategy",
+        "strategy",
+        "Strategy",
+        HELP["strategy"],
+        str,
+        cli_help="spring = Spring AI's TokenTextSplitter with every cut on a character boundary "
+        "(default); spring-exact = Spring AI's splitter exactly (may split characters); "
+        "token = fixed token windows; recursive = paragraph, sentence, then word boundaries",
+    ),
+    Field(
+        "chunk_size",
+        "chunk_size",
+        "Chunk size (tokens)",
+        HELP["chunk_size"],
+        int,
+        1,
+        8192,
+        16,
+        cli_help=f"target tokens per chunk (cl100k); default {DEFAULT_CHUNK_SIZE}, which the local e5 embedder "
+        "reads whole (Spring AI's default is 800)",
+    ),
+    Field(
+        "chunk_overlap",
+        "chunk_overlap",
+        "Overlap (tokens)",
+        HELP["chunk_overlap"],
+        int,
+        0,
+        4096,
+        8,
+        strategies=("token", "recursive"),
+        cli_help="tokens shared by neighbouring chunks (token and recursive only)",
+    ),
+    Field(
+        "min_chunk_size_chars",
+        "min_chars",
+        "Min chunk size (chars)",
+        HELP["min_chunk_size_chars"],
+        int,
+        0,
+        10000,
+        strategies=SPRING_STRATEGIES,
+        cli_help="spring: cut at the last . ? ! or newline only if it lies beyond this many "
+        "characters (not a merge threshold)",
+    ),
+    Field(
+        "min_chunk_length_to_embed",
+        "min_embed",
+        "Min length to embed (chars)",
+        HELP["min_chunk_length_to_embed"],
+        int,
+        0,
+        1000,
+        cli_help="drop chunks of this many characters or fewer",
+    ),
+    Field(
+        "max_num_chunks",
+        "max_chunks",
+        "Max chunks",
+        HELP["max_num_chunks"],
+        int,
+        1,
+        1_000_000,
+        cli_help="spring: after this many chunks the rest becomes one last chunk",
+    ),
+    Field(
+        "keep_separator",
+        "keep_sep",
+        "Keep separator",
+        HELP["keep_separator"],
+        bool,
+        strategies=SPRING_STRATEGIES,
+        cli_help="spring: keep newlines in chunks (--no-keep-separator turns them into spaces)",
+    ),
 )
 FIELD_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
@@ -294,11 +362,15 @@ def summary(settings: ChunkSettings | dict | None, *, short: bool = False) -> st
             return Text("{strategy} {size} tokens / {chars} chars", strategy=settings.strategy, size=size, chars=chars)
         return Text("{strategy} {size} / {overlap} tokens", strategy=settings.strategy, size=size, overlap=overlap)
     if settings.strategy == "spring":
-        text = Text("Spring AI splitter, {size} tokens, cut after a separator beyond {chars} chars", size=size,
-                    chars=chars)
+        text = Text(
+            "Spring AI splitter, {size} tokens, cut after a separator beyond {chars} chars", size=size, chars=chars
+        )
     elif is_spring(settings.strategy):
-        text = Text("Spring AI splitter, exact, {size} tokens, cut after a separator beyond {chars} chars", size=size,
-                    chars=chars)
+        text = Text(
+            "Spring AI splitter, exact, {size} tokens, cut after a separator beyond {chars} chars",
+            size=size,
+            chars=chars,
+        )
     elif settings.strategy == "token":
         text = Text("token windows of {size} tokens, {overlap} overlap", size=size, overlap=overlap)
     else:

@@ -1,4 +1,5 @@
 """Statistics of a chunk set: sizes, how many stop mid-sentence, how many were dropped."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -4,6 +4,7 @@ character boundaries, and `spring-exact`), token windows, recursive.
 All of them cut from a `TokenizedText`; `spring_split_reference` is the literal port of Spring's
 algorithm that `spring-exact` is checked against.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,12 @@ from rag.chunking.chunks import Chunk, ChunkSet
 from rag.chunking.long import LongText
 from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings, is_spring
 from rag.chunking.tokens import (
-    TokenizedText, boundary_at_or_after, boundary_at_or_before, encoding, is_continuation, tokenize,
+    TokenizedText,
+    boundary_at_or_after,
+    boundary_at_or_before,
+    encoding,
+    is_continuation,
+    tokenize,
 )
 
 # Java's String.trim() strips every char <= U+0020 and nothing else; Spring AI relies on it.
@@ -171,7 +177,9 @@ def _last_separator_between_rows(text: str) -> int:
     return last
 
 
-def _spring(tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
+def _spring(
+    tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None
+) -> tuple[list[_Piece], int, _Rest | None]:
     """Spring AI's TokenTextSplitter.doSplit, cutting from the tokens encoded once.
 
     Spring advances by the token count of the *re-encoded* cut text; `_reencoded_length`
@@ -246,8 +254,13 @@ def _spring(tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None) -
         begin = boundary_at_or_after(data, max(begin, int(starts[pos]))) if snap else int(starts[pos])
         rest = data[begin:].decode("utf-8", errors="replace")
         first_char = tt.char_at_byte(begin) if snap else int(tt.char_starts[pos])
-        piece = _spring_piece(len(tt.text), first_char, rest.replace("\n", " "), n_total - pos,
-                              dataclasses.replace(s, keep_separator=True))
+        piece = _spring_piece(
+            len(tt.text),
+            first_char,
+            rest.replace("\n", " "),
+            n_total - pos,
+            dataclasses.replace(s, keep_separator=True),
+        )
         if piece is None:
             dropped += 1
         else:
@@ -268,8 +281,13 @@ def _spring_rest(tt: TokenizedText, s: ChunkSettings, tail: LongText, pos: int, 
         head = data[begin:].decode("utf-8", errors="replace")
 
         def rest_from_inside_a_character() -> tuple[_Piece | None, int]:
-            piece = _spring_piece(len(text), first_char, (head + text[cut:]).replace("\n", " "), tokens,
-                                  dataclasses.replace(s, keep_separator=True))
+            piece = _spring_piece(
+                len(text),
+                first_char,
+                (head + text[cut:]).replace("\n", " "),
+                tokens,
+                dataclasses.replace(s, keep_separator=True),
+            )
             return piece, int(piece is None)
 
         return rest_from_inside_a_character
@@ -352,7 +370,7 @@ def spring_split_reference(text: str, s: ChunkSettings = SPRING_DEFAULT) -> list
     chunks: list[str] = []
     made = 0
     while pos < len(tokens) and made < s.max_num_chunks:
-        chunk = tokens[pos:pos + s.chunk_size]
+        chunk = tokens[pos : pos + s.chunk_size]
         chunk_text = enc.decode(chunk)
         if not chunk_text.strip(_JAVA_WS):
             pos += len(chunk)
@@ -412,8 +430,9 @@ def _windows_rest(tt: TokenizedText, s: ChunkSettings, tail: LongText, first: in
     return rest
 
 
-def _token_windows(tt: TokenizedText, s: ChunkSettings,
-                   tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
+def _token_windows(
+    tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None
+) -> tuple[list[_Piece], int, _Rest | None]:
     step = s.chunk_size - s.chunk_overlap
     pieces: list[_Piece] = []
     dropped = 0
@@ -437,8 +456,9 @@ def _token_windows(tt: TokenizedText, s: ChunkSettings,
     return pieces, dropped, None
 
 
-def _recursive(tt: TokenizedText, s: ChunkSettings,
-               tail: LongText | None = None) -> tuple[list[_Piece], int, _Rest | None]:
+def _recursive(
+    tt: TokenizedText, s: ChunkSettings, tail: LongText | None = None
+) -> tuple[list[_Piece], int, _Rest | None]:
     """Greedy windows that end at the coarsest boundary found in their second half. (With `tail`:
     boundaries below the prefix's last token are those of the whole text, and a window stays below.)"""
     n = len(tt)

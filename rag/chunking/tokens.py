@@ -3,6 +3,7 @@
 Every strategy then cuts from the token array and its offsets, so moving a slider never
 re-encodes the document.
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,7 +73,8 @@ def _vocab() -> _Vocab:
     crlf = np.concatenate([nl[:-2] & (buf[1:-1] == ord("\r")) & nl[2:], [False, False]])
     np.cumsum(crlf, out=triples[1:])
     paragraph = ((lengths >= 2) & (pairs[np.maximum(lasts, starts + 1)] - pairs[starts] > 0)) | (
-        (lengths >= 3) & (triples[np.maximum(lasts - 1, starts + 1)] - triples[starts] > 0))
+        (lengths >= 3) & (triples[np.maximum(lasts - 1, starts + 1)] - triples[starts] > 0)
+    )
     cols = {
         "nbytes": lengths,
         "nchars": lengths - np.add.reduceat(continuation.astype(np.int64), starts),
@@ -131,7 +133,7 @@ class TokenizedText:
 
     def window_bytes(self, first: int, stop: int) -> bytes:
         """What decoding tokens [first, stop) gives, as bytes: a slice of the source."""
-        return self.text_bytes[int(self.byte_starts[first]):int(self.byte_starts[stop])]
+        return self.text_bytes[int(self.byte_starts[first]) : int(self.byte_starts[stop])]
 
     def token_at_byte(self, offset: int) -> int:
         """The index of the token holding byte `offset` of the text (len(self) at its end)."""
@@ -142,7 +144,7 @@ class TokenizedText:
         token = self.token_at_byte(offset)
         if token >= len(self.tokens):
             return len(self.text)
-        head = self.text_bytes[int(self.byte_starts[token]):offset]
+        head = self.text_bytes[int(self.byte_starts[token]) : offset]
         return int(self.chars_before[token]) + sum(not 0x80 <= b < 0xC0 for b in head)
 
     def char_span(self, first: int, stop: int) -> tuple[int, int]:
@@ -202,6 +204,7 @@ def boundary_at_or_before(data: bytes, offset: int) -> int:
 
 def tokenize(text: str) -> TokenizedText:
     return TokenizedText(text)
+
 
 def warm_up() -> None:
     """Build the per-process token tables and start the encoding workers now (benchmarks time the

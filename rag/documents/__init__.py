@@ -6,6 +6,7 @@ through trafilatura, CSV, TXT and MD.
 the reader by extension and check the bytes match it; render.py draws chunks on the pages.
 Importing this package does not import pymupdf (only loading such a file does).
 """
+
 from __future__ import annotations
 
 from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
@@ -14,6 +15,16 @@ from rag.documents.sections import tables_in
 from rag.errors import DocumentError
 
 __all__ = [
-    "PAGE_SEPARATOR", "Progress", "READ_TYPES", "SUPPORTED_EXTENSIONS", "Document", "DocumentError", "Page", "load_bytes", "load_path",
-    "page_label", "sha256_hex", "tables_in",
+    "PAGE_SEPARATOR",
+    "READ_TYPES",
+    "SUPPORTED_EXTENSIONS",
+    "Document",
+    "DocumentError",
+    "Page",
+    "Progress",
+    "load_bytes",
+    "load_path",
+    "page_label",
+    "sha256_hex",
+    "tables_in",
 ]

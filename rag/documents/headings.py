@@ -26,6 +26,7 @@ before and after, and its title must start like one (a capital, a digit, CJK): s
 wrapped sentence at column 0 and a numbered list stay text. (A Chinese table of contents without page
 numbers, a bare list of chapter lines, does give headings: nothing tells it from the chapters.)
 """
+
 from __future__ import annotations
 
 import bisect
@@ -46,8 +47,10 @@ MAX_LINE = 80
 MAX_TITLE_WORDS = 12
 
 _CN_DIGITS = "0-9０-９一二三四五六七八九十百千零〇两"
-_EN_NUMBERS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-               "sixteen|seventeen|eighteen|nineteen|twenty|first|second|third|last")
+_EN_NUMBERS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    "sixteen|seventeen|eighteen|nineteen|twenty|first|second|third|last"
+)
 # One pattern for every kind, searched from each newline (`_AFTER_NEWLINE`): re then skips from '\n'
 # to '\n' with its literal-prefix loop instead of trying `^` at every character, and the lookahead
 # (the first character any alternative can start with) turns ordinary lines away before the six
@@ -159,8 +162,12 @@ def _heading(text: str, match: re.Match[str], kind: str, start: int, markdown: b
     words = _one_line(_SEPARATOR.sub("", match.group("en_title")) if kind == "en" else match.group("num_title"))
     if kind == "en" and not words:  # 'Chapter 3', 'CHAPTER IV.'
         return Heading(start, TEXT_LEVEL, title)
-    if (not words or len(words.split()) > MAX_TITLE_WORDS or _SENTENCE_END.search(words)
-            or not _TITLE_START.match(words)):
+    if (
+        not words
+        or len(words.split()) > MAX_TITLE_WORDS
+        or _SENTENCE_END.search(words)
+        or not _TITLE_START.match(words)
+    ):
         return None
     # A title in words must stand alone: a line of a wrapped paragraph or of a list has neighbours.
     if not (_blank_before(text, start) and _blank_after(text, match.end())):

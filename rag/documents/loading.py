@@ -5,6 +5,7 @@ Every failure is a `DocumentError(filename, reason)` whose reason is one plain-E
 because the app shows it to the user as is; the reason is a `rag.text.Text`, so the app can show
 it in the user's language (ui/zh_lib/documents.py).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,20 +21,45 @@ from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
 
-SUPPORTED_EXTENSIONS: tuple[str, ...] = (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls", ".html",
-                                         ".htm", ".csv", ".txt", ".md")
+SUPPORTED_EXTENSIONS: tuple[str, ...] = (
+    ".pdf",
+    ".epub",
+    ".xps",
+    ".docx",
+    ".pptx",
+    ".xlsx",
+    ".xls",
+    ".html",
+    ".htm",
+    ".csv",
+    ".txt",
+    ".md",
+)
 _MUPDF = ("pdf", "epub", "xps")
 _OOXML = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
 """The folder every Word, PowerPoint, Excel package has: a ZIP without it is not that format."""
 _CFB_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
 """OLE compound file: .xls/.doc/.ppt, and the wrapper Office puts around a password-protected
 .docx/.xlsx/.pptx."""
-READERS = {"pdf": "MuPDF", "epub": "MuPDF", "xps": "MuPDF", "docx": "python-docx", "pptx": "python-pptx",
-           "xlsx": "openpyxl", "xls": "xlrd", "html": "trafilatura", "htm": "trafilatura", "csv": "csv",
-           "txt": "text", "md": "text"}
+READERS = {
+    "pdf": "MuPDF",
+    "epub": "MuPDF",
+    "xps": "MuPDF",
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "xlsx": "openpyxl",
+    "xls": "xlrd",
+    "html": "trafilatura",
+    "htm": "trafilatura",
+    "csv": "csv",
+    "txt": "text",
+    "md": "text",
+}
 
-READ_TYPES = Text("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), "
-                  "CSV, TXT and Markdown")
+READ_TYPES = Text(
+    "PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls), web pages (.html, .htm), "
+    "CSV, TXT and Markdown"
+)
 """The file types that are read, in words."""
 
 
@@ -103,7 +129,11 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
     )
     logger.debug(
         "loaded %r: %s, %d/%d pages with text, dropped %s",
-        filename, kind, len(pages), count, dropped,
+        filename,
+        kind,
+        len(pages),
+        count,
+        dropped,
     )
     return document
 
@@ -143,8 +173,10 @@ def _nothing_read(kind: str, scanned: int) -> Text:
         if not scanned:
             return Text("no extractable text: its pages hold neither text nor a scanned page image")
         if not ocr.available():
-            return Text("no extractable text: its pages are scanned images and no OCR engine is installed ({hint})",
-                        hint=ocr.ENABLE_HINT)
+            return Text(
+                "no extractable text: its pages are scanned images and no OCR engine is installed ({hint})",
+                hint=ocr.ENABLE_HINT,
+            )
         return Text("no text: OCR found none on its scanned pages")
     return Text("no text: the {kind} file holds no text (only images, or nothing)", kind=KIND_LABELS[kind])
 
@@ -185,25 +217,47 @@ def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]
         logger.debug("%s reader failed on %r", label, filename, exc_info=True)
         cause = " ".join(str(exc).split())[:160] or exc.__class__.__name__
         if "encrypted" in cause.lower() or "password" in cause.lower():
-            raise DocumentError(filename, Text("password-protected {kind} file: remove the password and try again",
-                                               kind=label)) from None
-        raise DocumentError(filename, Text("corrupt or unreadable {kind} file: {cause}", kind=label,
-                                           cause=cause)) from None
+            raise DocumentError(
+                filename, Text("password-protected {kind} file: remove the password and try again", kind=label)
+            ) from None
+        raise DocumentError(
+            filename, Text("corrupt or unreadable {kind} file: {cause}", kind=label, cause=cause)
+        ) from None
 
 
 def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
     label = KIND_LABELS[kind]
     if data.startswith(_CFB_MAGIC):
         # Office wraps an encrypted package in a compound file with EncryptionInfo/EncryptedPackage streams.
-        if "Encrypt".encode("utf-16-le") in data[:1 << 20]:
-            raise DocumentError(filename, Text("password-protected {kind} file: remove the password (File › Info › "
-                                               "Protect) and save it again", kind=label))
+        if "Encrypt".encode("utf-16-le") in data[: 1 << 20]:
+            raise DocumentError(
+                filename,
+                Text(
+                    "password-protected {kind} file: remove the password (File › Info › Protect) and save it again",
+                    kind=label,
+                ),
+            )
         old = {"docx": ".doc", "pptx": ".ppt", "xlsx": ".xls"}[kind]
         if kind == "xlsx":
-            raise DocumentError(filename, Text("an old binary Office file ({old}) named .{ext}: save it as .{ext} "
-                                               "in {kind} first, or rename it to .xls", old=old, ext=kind, kind=label))
-        raise DocumentError(filename, Text("an old binary Office file ({old}) named .{ext}: save it as .{ext} "
-                                           "in {kind} first", old=old, ext=kind, kind=label))
+            raise DocumentError(
+                filename,
+                Text(
+                    "an old binary Office file ({old}) named .{ext}: save it as .{ext} "
+                    "in {kind} first, or rename it to .xls",
+                    old=old,
+                    ext=kind,
+                    kind=label,
+                ),
+            )
+        raise DocumentError(
+            filename,
+            Text(
+                "an old binary Office file ({old}) named .{ext}: save it as .{ext} in {kind} first",
+                old=old,
+                ext=kind,
+                kind=label,
+            ),
+        )
     if not data.startswith(_ZIP_MAGIC):
         raise DocumentError(filename, _not_zip(label))
     try:
@@ -211,15 +265,22 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
             names = archive.namelist()
             broken = archive.testzip()
     except (zipfile.BadZipFile, EOFError, ValueError):
-        raise DocumentError(filename, Text("truncated or damaged {kind} file (its ZIP archive cannot be read); "
-                                           "the file is incomplete", kind=label)) from None
+        raise DocumentError(
+            filename,
+            Text(
+                "truncated or damaged {kind} file (its ZIP archive cannot be read); the file is incomplete", kind=label
+            ),
+        ) from None
     if broken is not None:
         raise DocumentError(filename, Text("damaged {kind} file: its part {part} is corrupt", kind=label, part=broken))
     if "[Content_Types].xml" not in names or not any(n.startswith(_OOXML[kind]) for n in names):
         values = {"kind": label, "part": _OOXML[kind], "ext": kind}
-        raise DocumentError(filename, Text("not an {kind} file: a ZIP archive without the {part} part every .{ext} has",
-                                           **values) if _an(label) else
-                            Text("not a {kind} file: a ZIP archive without the {part} part every .{ext} has", **values))
+        raise DocumentError(
+            filename,
+            Text("not an {kind} file: a ZIP archive without the {part} part every .{ext} has", **values)
+            if _an(label)
+            else Text("not a {kind} file: a ZIP archive without the {part} part every .{ext} has", **values),
+        )
 
 
 def _an(label: str) -> bool:
@@ -236,8 +297,10 @@ def _kind_of(filename: str) -> str:
     extension = os.path.splitext(filename)[1].lower()
     if extension not in SUPPORTED_EXTENSIONS:
         shown = extension or Text("(no extension)")
-        raise DocumentError(filename, Text("unsupported file type '{extension}' (supported: {types})",
-                                           extension=shown, types=READ_TYPES))
+        raise DocumentError(
+            filename,
+            Text("unsupported file type '{extension}' (supported: {types})", extension=shown, types=READ_TYPES),
+        )
     return extension.lstrip(".")
 
 
@@ -255,7 +318,6 @@ def _check_magic(data: bytes, filename: str, kind: str) -> None:
             raise DocumentError(filename, Text("truncated PDF (no end-of-file marker); the file is incomplete"))
     elif not data.startswith(_ZIP_MAGIC):
         raise DocumentError(filename, _not_zip(KIND_LABELS[kind]))
-
 
 
 def _normalise(text: str) -> str:

@@ -4,6 +4,7 @@
 maps them back to page numbers, and for a TXT/MD file `span_location` to its nearest heading and the
 file's lines.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -18,13 +19,31 @@ if TYPE_CHECKING:
     from rag.documents.headings import Outline
 
 PAGE_SEPARATOR = "\n\n"
-KIND_LABELS = {"pdf": "PDF", "epub": "EPUB", "xps": "XPS", "txt": "TXT", "md": "MD", "docx": "Word",
-               "pptx": "PowerPoint", "xlsx": "Excel", "xls": "Excel 97-2003", "csv": "CSV", "html": "HTML",
-               "htm": "HTML"}
+KIND_LABELS = {
+    "pdf": "PDF",
+    "epub": "EPUB",
+    "xps": "XPS",
+    "txt": "TXT",
+    "md": "MD",
+    "docx": "Word",
+    "pptx": "PowerPoint",
+    "xlsx": "Excel",
+    "xls": "Excel 97-2003",
+    "csv": "CSV",
+    "html": "HTML",
+    "htm": "HTML",
+}
 """How each `Document.kind` is named in messages."""
 
-UNITS = {"pptx": "slide", "xlsx": "sheet", "xls": "sheet", "docx": "section", "html": "section",
-         "htm": "section", "csv": "table"}
+UNITS = {
+    "pptx": "slide",
+    "xlsx": "sheet",
+    "xls": "sheet",
+    "docx": "section",
+    "html": "section",
+    "htm": "section",
+    "csv": "table",
+}
 """What a `Page` of each kind is (the rest: a page). A Word file or a web page has no pages: each
 heading starts a section, whose title is the heading path."""
 
@@ -81,8 +100,9 @@ class Document:
         """Whether a chunk's location is its heading and lines (TXT, MD) rather than its pages."""
         return self.kind in LINE_KINDS
 
-    def chunk_extras(self, numbers: tuple[int, ...], start: int | None = None,
-                     end: int | None = None) -> dict[str, object]:
+    def chunk_extras(
+        self, numbers: tuple[int, ...], start: int | None = None, end: int | None = None
+    ) -> dict[str, object]:
         """What a chunk on pages `numbers` (at [start, end) of `text`) adds to its row's metadata: its
         `location` (not for PDF pages: `pages` says it; for TXT/MD from its span), and `ocr: true` with
         the lowest confidence where OCR read it."""

@@ -3,6 +3,7 @@
 Imported only when such a file is loaded: pymupdf takes a while to import, and the CLI's
 `--help` and `chunk` of plain text do not need it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,7 +25,6 @@ SCANNED_CHARS = 20
 carries a page number or a stamp as text)."""
 IMAGE_SHARE = 0.3
 """...and its images cover at least this share of the page."""
-
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,9 @@ def _table_markdown(page: pymupdf.Page, table) -> str:  # noqa: ANN001 - pymupdf
     "$42,000.00"), the page's own text within the cell's box does not."""
     rows = []
     for row in table.rows:
-        rows.append([" ".join(page.get_text("text", clip=pymupdf.Rect(cell)).split()) if cell else ""
-                     for cell in row.cells])
+        rows.append(
+            [" ".join(page.get_text("text", clip=pymupdf.Rect(cell)).split()) if cell else "" for cell in row.cells]
+        )
     return markdown_table(rows)
 
 
@@ -102,8 +103,11 @@ def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | Non
         return text, 0
     try:
         found = (page.find_tables(strategy="lines").tables if ruled else []) or (
-            page.find_tables(strategy="text").tables if aligned else [])
-        tables = [(pymupdf.Rect(t.bbox), _table_markdown(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2]
+            page.find_tables(strategy="text").tables if aligned else []
+        )
+        tables = [
+            (pymupdf.Rect(t.bbox), _table_markdown(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2
+        ]
     except Exception:  # the table finder is heuristic: a page it chokes on keeps its plain text
         logger.debug("table finder failed on page %d", page.number + 1, exc_info=True)
         return text, 0
@@ -167,8 +171,9 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                 if len(text.strip()) < SCANNED_CHARS and _image_share(page) >= IMAGE_SHARE:
                     ocr_wanted += 1
                     if ocr.available():
-                        tell(page_number - 1, total,
-                             Text("OCR of page {page} of {total}", page=page_number, total=total))
+                        tell(
+                            page_number - 1, total, Text("OCR of page {page} of {total}", page=page_number, total=total)
+                        )
                         in_ocr = True
                         raw, language = _ocr_page(page, language)
                         pages.append(raw)
@@ -181,11 +186,17 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                 pages.append(RawPage(text))
                 extracted += len(text)
                 if extracted > limit:
-                    raise DocumentError(filename, Text(
-                        "its text ({chars} million characters by page {page}) is absurdly larger than the file "
-                        "({size} KB): the pages repeat one content stream (a crafted or broken {kind}); refused",
-                        chars=f"{extracted / 1e6:,.0f}", page=page_number, size=f"{len(data) / 1024:,.0f}",
-                        kind=label))
+                    raise DocumentError(
+                        filename,
+                        Text(
+                            "its text ({chars} million characters by page {page}) is absurdly larger than the file "
+                            "({size} KB): the pages repeat one content stream (a crafted or broken {kind}); refused",
+                            chars=f"{extracted / 1e6:,.0f}",
+                            page=page_number,
+                            size=f"{len(data) / 1024:,.0f}",
+                            kind=label,
+                        ),
+                    )
                 tell(page_number, total, Text("page {page} of {total}", page=page_number, total=total))
             # Read after extraction: MuPDF also repairs lazily, when a page refers to an
             # object that the xref places wrongly.
@@ -196,8 +207,9 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
         if not in_ocr:
             raise _unreadable(filename, label, page_number, exc) from None
         logger.debug("OCR failed on %r page %d", filename, page_number, exc_info=True)
-        raise DocumentError(filename, Text("OCR of page {page} failed: {cause}", page=page_number,
-                                           cause=_short_cause(exc))) from None
+        raise DocumentError(
+            filename, Text("OCR of page {page} failed: {cause}", page=page_number, cause=_short_cause(exc))
+        ) from None
     warnings: list[str] = []
     if repaired:
         # info, not warning: the user already sees it in Document.warnings.
@@ -205,10 +217,17 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
         warnings.append(Text("MuPDF repaired a damaged xref; some text may be missing or out of order"))
     read_by_ocr = sum(1 for p in pages if p.ocr is not None)
     if ocr_wanted and not read_by_ocr:
-        warnings.append(Text("{n} pages are scanned images and no OCR engine is installed: {hint}.", n=ocr_wanted,
-                             hint=ocr.ENABLE_HINT) if ocr_wanted > 1 else
-                        Text("{n} page is scanned images and no OCR engine is installed: {hint}.", n=ocr_wanted,
-                             hint=ocr.ENABLE_HINT))
+        warnings.append(
+            Text(
+                "{n} pages are scanned images and no OCR engine is installed: {hint}.",
+                n=ocr_wanted,
+                hint=ocr.ENABLE_HINT,
+            )
+            if ocr_wanted > 1
+            else Text(
+                "{n} page is scanned images and no OCR engine is installed: {hint}.", n=ocr_wanted, hint=ocr.ENABLE_HINT
+            )
+        )
     return Extracted(pages, tuple(warnings), _reader(read_by_ocr, tables), ocr_wanted)
 
 
@@ -216,19 +235,35 @@ def _reader(read_by_ocr: int, tables: int) -> str:
     """'MuPDF', 'MuPDF + Tesseract eng OCR on 2 pages', 'MuPDF (1 table as rows)'."""
     if not (read_by_ocr or tables):
         return "MuPDF"
-    by_ocr = ("" if not read_by_ocr else
-              Text(" + {engine} OCR on {n} pages", engine=ocr.engine_name(), n=read_by_ocr) if read_by_ocr > 1 else
-              Text(" + {engine} OCR on {n} page", engine=ocr.engine_name(), n=read_by_ocr))
-    as_rows = ("" if not tables else
-               Text(" ({n} tables as rows)", n=tables) if tables > 1 else Text(" ({n} table as rows)", n=tables))
+    by_ocr = (
+        ""
+        if not read_by_ocr
+        else Text(" + {engine} OCR on {n} pages", engine=ocr.engine_name(), n=read_by_ocr)
+        if read_by_ocr > 1
+        else Text(" + {engine} OCR on {n} page", engine=ocr.engine_name(), n=read_by_ocr)
+    )
+    as_rows = (
+        ""
+        if not tables
+        else Text(" ({n} tables as rows)", n=tables)
+        if tables > 1
+        else Text(" ({n} table as rows)", n=tables)
+    )
     return Text("MuPDF{ocr}{tables}", ocr=by_ocr, tables=as_rows)
 
 
 def _unreadable(filename: str, label: str, page_number: int, exc: BaseException) -> DocumentError:
     logger.debug("MuPDF failed on %r (%s)", filename, f"page {page_number}" if page_number else "open", exc_info=True)
     if page_number:
-        return DocumentError(filename, Text("corrupt or unreadable {kind}: page {page}: {cause}", kind=label,
-                                            page=page_number, cause=_short_cause(exc)))
+        return DocumentError(
+            filename,
+            Text(
+                "corrupt or unreadable {kind}: page {page}: {cause}",
+                kind=label,
+                page=page_number,
+                cause=_short_cause(exc),
+            ),
+        )
     return DocumentError(filename, Text("corrupt or unreadable {kind}: {cause}", kind=label, cause=_short_cause(exc)))
 
 

@@ -10,6 +10,7 @@ Tesseract is run as a process per page with OMP_THREAD_LIMIT=1: its OpenMP threa
 confidence under `RETRY_CONFIDENCE` (a Chinese page read as English scores ~28, an English one
 ~96) is read again as Chinese, and the reading with the higher confidence is kept.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,10 @@ RETRY_CONFIDENCE = 70.0
 DPI = 200
 """Resolution pages are rendered at for OCR (300 read no better on the probe and costs 2.2x pixels)."""
 TIMEOUT_SECONDS = 120.0
-ENABLE_HINT = Text("install Tesseract to read scanned pages: `apt-get install tesseract-ocr tesseract-ocr-eng "
-                   "tesseract-ocr-chi-sim` (make run and make test do it as root)")
+ENABLE_HINT = Text(
+    "install Tesseract to read scanned pages: `apt-get install tesseract-ocr tesseract-ocr-eng "
+    "tesseract-ocr-chi-sim` (make run and make test do it as root)"
+)
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,13 @@ def read_image(png: bytes, prefer: str | None = None) -> OcrText:
 
 def _run(png: bytes, language: str) -> OcrText:
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    result = subprocess.run(["tesseract", "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
-                            input=png, capture_output=True, timeout=TIMEOUT_SECONDS, env=env)
+    result = subprocess.run(
+        ["tesseract", "stdin", "stdout", "-l", language, "--psm", "3", "tsv"],
+        input=png,
+        capture_output=True,
+        timeout=TIMEOUT_SECONDS,
+        env=env,
+    )
     if result.returncode != 0:
         cause = result.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"tesseract failed: {cause[-1] if cause else result.returncode}")

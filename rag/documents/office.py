@@ -11,6 +11,7 @@ Images are never read (no base64 reaches a chunk).
 
 Imported only when such a file is loaded.
 """
+
 from __future__ import annotations
 
 import io
@@ -32,6 +33,7 @@ merged cells are then not read)."""
 
 
 # -- Word -------------------------------------------------------------------------------------------
+
 
 def _heading_level(paragraph) -> int | None:  # noqa: ANN001 (python-docx types stay out of signatures)
     style = paragraph.style.name if paragraph.style is not None else ""
@@ -102,8 +104,14 @@ def read_docx(data: bytes) -> list[Page]:
     seen: set[str] = set()
     margins: list[str] = []
     for section in document.sections:
-        for part in (section.header, section.first_page_header, section.even_page_header,
-                     section.footer, section.first_page_footer, section.even_page_footer):
+        for part in (
+            section.header,
+            section.first_page_header,
+            section.even_page_header,
+            section.footer,
+            section.first_page_footer,
+            section.even_page_footer,
+        ):
             if part.is_linked_to_previous:
                 continue
             for item in part.iter_inner_content():
@@ -125,6 +133,7 @@ def read_docx(data: bytes) -> list[Page]:
 
 
 # -- PowerPoint -------------------------------------------------------------------------------------
+
 
 def _shape_texts(shapes) -> Iterator[str]:  # noqa: ANN001
     from pptx.enum.shapes import MSO_SHAPE_TYPE
@@ -161,7 +170,11 @@ def read_pptx(data: bytes) -> tuple[list[Page], int]:
     slides = list(deck.slides)
     for number, slide in enumerate(slides, start=1):
         title_shape = slide.shapes.title
-        title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None and title_shape.has_text_frame else ""
+        title = (
+            " ".join(title_shape.text_frame.text.split())
+            if title_shape is not None and title_shape.has_text_frame
+            else ""
+        )
         parts = list(_shape_texts(slide.shapes))
         if slide.has_notes_slide:
             notes = slide.notes_slide.notes_text_frame
@@ -173,6 +186,7 @@ def read_pptx(data: bytes) -> tuple[list[Page], int]:
 
 
 # -- Excel ------------------------------------------------------------------------------------------
+
 
 def read_xlsx(data: bytes) -> tuple[list[Page], int]:
     """One page per sheet with values (as a Markdown table, its title the sheet's name); and how
@@ -191,8 +205,12 @@ def read_xlsx(data: bytes) -> tuple[list[Page], int]:
             if table:
                 parts.append(table)
             if not streaming:
-                comments = [f"{cell.coordinate}: {cell_text(cell.comment.text)}"
-                            for row in sheet.iter_rows() for cell in row if cell.comment is not None]
+                comments = [
+                    f"{cell.coordinate}: {cell_text(cell.comment.text)}"
+                    for row in sheet.iter_rows()
+                    for cell in row
+                    if cell.comment is not None
+                ]
                 if comments:
                     parts.append("Comments:\n" + "\n".join(comments))
                 for chart in getattr(sheet, "_charts", []):

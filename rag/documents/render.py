@@ -1,4 +1,5 @@
 """Pictures of chunks: coloured text (ChunkViz-like) and boxes drawn on the rendered page."""
+
 from __future__ import annotations
 
 import html
@@ -30,8 +31,10 @@ def chunks_html(text: str, chunks: Sequence[Chunk], *, limit: int = 300_000) -> 
     points = sorted(cuts)
     starts = {c.start: c.index for c in chunks}
     ordered = sorted(chunks, key=lambda c: c.start)
-    parts = ['<div class="chunkviz" style="white-space: pre-wrap; font-family: ui-monospace, monospace; '
-             'font-size: 0.82rem; line-height: 1.55;">']
+    parts = [
+        '<div class="chunkviz" style="white-space: pre-wrap; font-family: ui-monospace, monospace; '
+        'font-size: 0.82rem; line-height: 1.55;">'
+    ]
     first = 0
     for a, b in zip(points, points[1:]):
         while first < len(ordered) and ordered[first].end <= a:
@@ -39,8 +42,10 @@ def chunks_html(text: str, chunks: Sequence[Chunk], *, limit: int = 300_000) -> 
         covering = [c.index for c in ordered[first:] if c.start <= a and c.end >= b and c.start < b]
         piece = html.escape(shown[a:b])
         if a in starts:
-            parts.append(f'<sup style="background:#1d2433;color:#fff;border-radius:3px;padding:0 3px;'
-                         f'font-size:0.65rem;margin-right:1px">{starts[a]}</sup>')
+            parts.append(
+                f'<sup style="background:#1d2433;color:#fff;border-radius:3px;padding:0 3px;'
+                f'font-size:0.65rem;margin-right:1px">{starts[a]}</sup>'
+            )
         if not covering:
             parts.append(f'<span style="color:#8a93a6" title="not in any chunk">{piece}</span>')
         elif len(covering) == 1:

@@ -5,6 +5,7 @@ is the path of headings above it ('Report › Results › Q3'): a chunk's citati
 it is. A table becomes a Markdown table, one row a line, so a row's cells stay together in one
 chunk and the splitters can cut between rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -92,7 +93,7 @@ def markdown_sections(markdown: str) -> list[Page]:
     for line in markdown.splitlines():
         stripped = line.strip()
         hashes = len(stripped) - len(stripped.lstrip("#"))
-        if 1 <= hashes <= 6 and stripped[hashes:hashes + 1] == " ":
+        if 1 <= hashes <= 6 and stripped[hashes : hashes + 1] == " ":
             flush()
             builder.heading(hashes, stripped[hashes:].strip())
         elif not stripped:

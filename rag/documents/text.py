@@ -1,4 +1,5 @@
 """Plain text files: UTF-8, or UTF-8/UTF-16 with a BOM; anything else is refused by name."""
+
 from __future__ import annotations
 
 from typing import NoReturn
@@ -36,6 +37,9 @@ def _decode_or_fail(data: bytes, skip: int, encoding: str, filename: str, limit:
 def _fail_decoding(filename: str, data: bytes, offset: int) -> NoReturn:
     raise DocumentError(
         filename,
-        Text("not UTF-8 or UTF-16 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
-             byte=f"{data[offset]:02x}", offset=offset),
+        Text(
+            "not UTF-8 or UTF-16 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
+            byte=f"{data[offset]:02x}",
+            offset=offset,
+        ),
     )

@@ -5,6 +5,7 @@ footers are not stored), as Markdown cut into sections at its headings. The enco
 the page declares (BOM, then `<meta charset>`), else UTF-8, else what charset-normalizer guesses:
 Chinese pages saved in GB18030 say so only in their meta tag.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -23,8 +24,15 @@ logger = logging.getLogger("rag.documents")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 # Browsers read these labels as the larger encoding that contains them (WHATWG Encoding).
-_SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "iso-8859-1": "cp1252",
-              "latin1": "cp1252", "ascii": "cp1252", "us-ascii": "cp1252"}
+_SUPERSETS = {
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "iso-8859-1": "cp1252",
+    "latin1": "cp1252",
+    "ascii": "cp1252",
+    "us-ascii": "cp1252",
+}
 
 
 def decode_html(data: bytes, filename: str) -> str:
@@ -55,9 +63,16 @@ def read_html(data: bytes, filename: str) -> list[Page]:
     import trafilatura
 
     markup = decode_html(data, filename)
-    markdown = trafilatura.extract(markup, output_format="markdown", include_tables=True, include_comments=False,
-                                   include_images=False, include_links=False, favor_recall=True,
-                                   deduplicate=False)
+    markdown = trafilatura.extract(
+        markup,
+        output_format="markdown",
+        include_tables=True,
+        include_comments=False,
+        include_images=False,
+        include_links=False,
+        favor_recall=True,
+        deduplicate=False,
+    )
     if not markdown or not markdown.strip():
         # trafilatura finds no main content in very short pages: take the whole body's text then.
         markdown = _body_text(markup)
@@ -66,7 +81,7 @@ def read_html(data: bytes, filename: str) -> list[Page]:
     if metadata is not None and metadata.title:
         title = " ".join(metadata.title.split())
     pages = markdown_sections(markdown)
-    if title and pages and not pages[0].title and title not in pages[0].text[:len(title) + 10]:
+    if title and pages and not pages[0].title and title not in pages[0].text[: len(title) + 10]:
         # The document title (<title>) heads the text before the first heading.
         first = pages[0]
         pages[0] = Page(first.number, f"{title}\n\n{first.text}", title=title)

@@ -15,6 +15,7 @@ batches (batching, progress, cancel), vectors (what all do to their rows), timin
 throughput), hints (Chinese text with a weak embedder). The embedders are imported on first use, so
 importing this package loads no HTTP client and no model.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,9 +54,21 @@ _LAZY = {
     "ollama_has_model": "rag.llms.ollama.admin",
 }
 
-__all__ = ["DEFAULT_OLLAMA_EMBED_MODEL", "E5_NAME", "LOCAL_CHOICES", "WORDLLAMA_NAME", "CancelSignal",
-           "Embedder", "EmbeddingCancelled", "ProgressCallback", "embedder_for_name", "keeps_built_embedder",
-           "local_fallback_reason", "resolve_embedder", *_LAZY]
+__all__ = [
+    "DEFAULT_OLLAMA_EMBED_MODEL",
+    "E5_NAME",
+    "LOCAL_CHOICES",
+    "WORDLLAMA_NAME",
+    "CancelSignal",
+    "Embedder",
+    "EmbeddingCancelled",
+    "ProgressCallback",
+    "embedder_for_name",
+    "keeps_built_embedder",
+    "local_fallback_reason",
+    "resolve_embedder",
+    *_LAZY,
+]
 
 E5_NAME = "local:e5"
 WORDLLAMA_NAME = "local:wordllama-l2_supercat-256"
@@ -138,24 +151,46 @@ def _local_named(name: str, *, for_kb: bool) -> Embedder:
         if reason is None:
             return E5Embedder()
         if for_kb:
-            raise EmbedderError(Text("This knowledge base was built with {embedder}, which cannot run here ({reason}): "
-                                     "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
-                                     "RAG_EMBEDDER=local:wordllama", embedder=E5_NAME, reason=reason))
-        raise EmbedderError(Text("RAG_EMBEDDER={embedder} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama",
-                                 embedder=E5_NAME, reason=reason))
+            raise EmbedderError(
+                Text(
+                    "This knowledge base was built with {embedder}, which cannot run here ({reason}): "
+                    "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
+                    "RAG_EMBEDDER=local:wordllama",
+                    embedder=E5_NAME,
+                    reason=reason,
+                )
+            )
+        raise EmbedderError(
+            Text(
+                "RAG_EMBEDDER={embedder} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama",
+                embedder=E5_NAME,
+                reason=reason,
+            )
+        )
     provided = ", ".join(LOCAL_CHOICES[1:])
     if for_kb:
-        raise EmbedderError(Text("This knowledge base was built with local embedder '{name}', which this version does "
-                                 "not provide (it has {provided}): rebuild the knowledge base",
-                                 name=name, provided=provided))
-    raise EmbedderError(Text("RAG_EMBEDDER names local embedder '{name}', which this version does not provide "
-                             "(it has {provided})", name=name, provided=provided))
+        raise EmbedderError(
+            Text(
+                "This knowledge base was built with local embedder '{name}', which this version does "
+                "not provide (it has {provided}): rebuild the knowledge base",
+                name=name,
+                provided=provided,
+            )
+        )
+    raise EmbedderError(
+        Text(
+            "RAG_EMBEDDER names local embedder '{name}', which this version does not provide (it has {provided})",
+            name=name,
+            provided=provided,
+        )
+    )
 
 
 def resolve_embedder(settings: Settings) -> Embedder:
     """The embedder `settings.embedder` asks for; 'auto' prefers Ollama and falls back to local."""
     from rag.llms.ollama.admin import ollama_has_model, ollama_models
     from rag.llms.ollama.errors import display_host
+
     choice = settings.embedder.strip()
     ref = ModelRef.parse_or_none(choice)
     if ref is not None and ref.is_local:
@@ -164,10 +199,13 @@ def resolve_embedder(settings: Settings) -> Embedder:
         # No probing: an explicit choice should fail loudly on use, not silently fall back.
         return _ollama_embedder(settings, ref.name)
     if choice != "auto":
-        raise EmbedderError(Text(
-            "RAG_EMBEDDER={choice} is not understood: use 'auto', 'local', 'local:e5', "
-            "'local:wordllama' or 'ollama:<model>'", choice=repr(choice),
-        ))
+        raise EmbedderError(
+            Text(
+                "RAG_EMBEDDER={choice} is not understood: use 'auto', 'local', 'local:e5', "
+                "'local:wordllama' or 'ollama:<model>'",
+                choice=repr(choice),
+            )
+        )
     models = ollama_models(settings.ollama_host)
     where = display_host(settings.ollama_host)
     if models is None:
@@ -176,7 +214,9 @@ def resolve_embedder(settings: Settings) -> Embedder:
     if not ollama_has_model(models, DEFAULT_OLLAMA_EMBED_MODEL):
         log.info(
             "Embedding locally: Ollama at %s has no %s (run 'ollama pull %s' to use it)",
-            where, DEFAULT_OLLAMA_EMBED_MODEL, DEFAULT_OLLAMA_EMBED_MODEL,
+            where,
+            DEFAULT_OLLAMA_EMBED_MODEL,
+            DEFAULT_OLLAMA_EMBED_MODEL,
         )
         return _default_local()
     log.info("Embedding with Ollama at %s using %s", where, DEFAULT_OLLAMA_EMBED_MODEL)

@@ -3,6 +3,7 @@
 A batch is a range of input positions. WordLlama and Ollama cut by count; e5 cuts by total tokens,
 since its time grows with tokens, not texts (a 12-token line costs ~1/40 of a 500-token chunk).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -30,8 +31,9 @@ class EmbeddingCancelled(RagError):
     def __init__(self, done: int, total: int) -> None:
         self.done = done
         self.total = total
-        super().__init__(Text("embedding cancelled after {done} of {total} texts: nothing of it was stored",
-                              done=done, total=total))
+        super().__init__(
+            Text("embedding cancelled after {done} of {total} texts: nothing of it was stored", done=done, total=total)
+        )
 
 
 def by_count(total: int, size: int) -> list[range]:

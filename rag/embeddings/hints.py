@@ -3,6 +3,7 @@
 nomic-embed-text (Ollama's default here) was trained on English; bge-m3 is multilingual and suits
 Chinese better. WordLlama is weak in Chinese too (hit@5 0.72 on zh_c3 against e5's 0.95).
 """
+
 from __future__ import annotations
 
 import re
@@ -40,11 +41,17 @@ def chinese_hint(embedder_name: str, text: str) -> str | None:
         model = ref.name.split(":", 1)[0]
         if model == _CHINESE_OLLAMA_MODEL:
             return None
-        return Text("This text is mostly Chinese: `{better}` suits Chinese better than `{model}`. "
-                    "Run `ollama pull {better}` and set RAG_EMBEDDER=ollama:{better} "
-                    "for a new knowledge base (an existing one keeps its embedder).",
-                    better=_CHINESE_OLLAMA_MODEL, model=model)
+        return Text(
+            "This text is mostly Chinese: `{better}` suits Chinese better than `{model}`. "
+            "Run `ollama pull {better}` and set RAG_EMBEDDER=ollama:{better} "
+            "for a new knowledge base (an existing one keeps its embedder).",
+            better=_CHINESE_OLLAMA_MODEL,
+            model=model,
+        )
     if ref.name.startswith("wordllama"):
-        return Text("This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
-                    "(embedded) or ollama:{better} for a new knowledge base.", better=_CHINESE_OLLAMA_MODEL)
+        return Text(
+            "This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 "
+            "(embedded) or ollama:{better} for a new knowledge base.",
+            better=_CHINESE_OLLAMA_MODEL,
+        )
     return None

@@ -3,6 +3,7 @@
 The fast local choice and the fallback where e5 cannot run: on 2 loaded cores (load 5-6) ~200
 passages/s of shared/eval against e5's 0.5-0.7; weaker in retrieval, in Chinese above all (hit@5
 0.72 against e5's 0.95 on zh_c3)."""
+
 from __future__ import annotations
 
 import logging
@@ -52,12 +53,14 @@ class LocalEmbedder:
     """A batch's count x its longest text, in characters (256 chunks of 800 tokens; ~250 MB padded),
     a character beyond ASCII counting as 7 to 19 (`padded_length`)."""
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
-              cancel: CancelSignal | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
+    ) -> np.ndarray:
         def plan(items: list[str]) -> tuple[list[str], list[range]]:
             inputs = [t[: self.MAX_CHARS] for t in items]
-            return inputs, batches.by_padded_size([padded_length(t) for t in inputs], self._batch_size,
-                                                  self.PADDED_CHARS)
+            return inputs, batches.by_padded_size(
+                [padded_length(t) for t in inputs], self._batch_size, self.PADDED_CHARS
+            )
 
         return batches.embed_in_batches(texts, lambda: self.DIMENSION, plan, self._embed_batch, progress, cancel)
 
@@ -67,15 +70,22 @@ class LocalEmbedder:
         except EmbedderError:
             raise
         except MemoryError as exc:  # not a broken install: say what was too big
-            raise EmbedderError(Text(
-                "The local embedder ran out of memory on {count} texts (the longest {chars} characters): "
-                "free memory or ingest fewer files at once", count=len(batch),
-                chars=f"{max(map(len, batch), default=0):,}")) from exc
-        except Exception as exc:  # noqa: BLE001 - the library raises assorted types
-            raise EmbedderError(Text(
-                "The local embedder failed ({error}: {detail}): reinstall wordllama or use Ollama",
-                error=type(exc).__name__, detail=one_line(str(exc), 200),
-            )) from exc
+            raise EmbedderError(
+                Text(
+                    "The local embedder ran out of memory on {count} texts (the longest {chars} characters): "
+                    "free memory or ingest fewer files at once",
+                    count=len(batch),
+                    chars=f"{max(map(len, batch), default=0):,}",
+                )
+            ) from exc
+        except Exception as exc:
+            raise EmbedderError(
+                Text(
+                    "The local embedder failed ({error}: {detail}): reinstall wordllama or use Ollama",
+                    error=type(exc).__name__,
+                    detail=one_line(str(exc), 200),
+                )
+            ) from exc
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """The same as passages: WordLlama has no query prefix."""
@@ -121,14 +131,16 @@ def _load_wordllama(config: str, dim: int) -> WordLlamaInference:
     package_dir = Path(wordllama.__file__).parent
     try:
         # The weights ship inside the wheel; never let a missing file turn into a download.
-        model = wordllama.WordLlama.load(
-            config=config, dim=dim, cache_dir=package_dir, disable_download=True
-        )
-    except Exception as exc:  # noqa: BLE001 - FileNotFoundError, safetensors and tokenizer errors
-        raise EmbedderError(Text(
-            "The local embedder's weights could not be loaded from {folder} ({detail}): "
-            "run 'pip install --force-reinstall wordllama'", folder=str(package_dir), detail=one_line(str(exc), 200),
-        )) from exc
+        model = wordllama.WordLlama.load(config=config, dim=dim, cache_dir=package_dir, disable_download=True)
+    except Exception as exc:
+        raise EmbedderError(
+            Text(
+                "The local embedder's weights could not be loaded from {folder} ({detail}): "
+                "run 'pip install --force-reinstall wordllama'",
+                folder=str(package_dir),
+                detail=one_line(str(exc), 200),
+            )
+        ) from exc
     log.info("Loaded WordLlama %s (%d-d) from %s", config, dim, package_dir)
     return model
 

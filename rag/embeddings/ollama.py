@@ -1,4 +1,5 @@
 """OllamaEmbedder: batched POST /api/embed through the one Ollama client, every answer checked."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -67,10 +68,17 @@ class OllamaEmbedder:
         assert self._dimension is not None
         return self._dimension
 
-    def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None, *,
-              cancel: CancelSignal | None = None) -> np.ndarray:
-        return batches.embed_in_batches(texts, lambda: self.dimension, lambda items: (items, batches.by_count(
-            len(items), self._batch_size)), self._embed_batch, progress, cancel)
+    def embed(
+        self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
+    ) -> np.ndarray:
+        return batches.embed_in_batches(
+            texts,
+            lambda: self.dimension,
+            lambda items: (items, batches.by_count(len(items), self._batch_size)),
+            self._embed_batch,
+            progress,
+            cancel,
+        )
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """The same as passages: /api/embed takes no query/passage distinction (a model that wants
@@ -82,24 +90,38 @@ class OllamaEmbedder:
 
     def _validate(self, embeddings: Sequence[Sequence[float]], expected: int) -> np.ndarray:
         if len(embeddings) != expected:
-            raise EmbedderError(Text(
-                "Ollama returned {count} embeddings for {expected} texts with '{model}': is '{model}' an embedding model?",
-                count=len(embeddings), expected=expected, model=self._model,
-            ))
+            raise EmbedderError(
+                Text(
+                    "Ollama returned {count} embeddings for {expected} texts with '{model}': is '{model}' an embedding model?",
+                    count=len(embeddings),
+                    expected=expected,
+                    model=self._model,
+                )
+            )
         sizes = sorted({len(row) for row in embeddings})
         if len(sizes) != 1 or sizes[0] == 0:
-            raise EmbedderError(Text(
-                "Ollama returned embeddings of inconsistent dimensions {sizes} with '{model}'",
-                sizes=str(sizes), model=self._model,
-            ))
+            raise EmbedderError(
+                Text(
+                    "Ollama returned embeddings of inconsistent dimensions {sizes} with '{model}'",
+                    sizes=str(sizes),
+                    model=self._model,
+                )
+            )
         if self._dimension is not None and sizes[0] != self._dimension:
             # Happens when the model was re-pulled or replaced while we were running.
-            raise EmbedderError(Text(
-                "Ollama returned {now}-dimensional embeddings with '{model}' after {before}-dimensional ones: "
-                "was the model replaced?", now=sizes[0], model=self._model, before=self._dimension,
-            ))
+            raise EmbedderError(
+                Text(
+                    "Ollama returned {now}-dimensional embeddings with '{model}' after {before}-dimensional ones: "
+                    "was the model replaced?",
+                    now=sizes[0],
+                    model=self._model,
+                    before=self._dimension,
+                )
+            )
         vectors = np.asarray(embeddings, dtype=np.float32)
         if not np.isfinite(vectors).all():
-            raise EmbedderError(Text("Ollama returned non-finite numbers in embeddings with '{model}'", model=self._model))
+            raise EmbedderError(
+                Text("Ollama returned non-finite numbers in embeddings with '{model}'", model=self._model)
+            )
         self._dimension = sizes[0]
         return vectors

@@ -4,6 +4,7 @@ e5 reads 160-700 tokens/s on 2 cores, depending on their load (a 300-page book, 
 to 512 tokens: 7-30 minutes), so the Upload page says the expected time before it starts; WordLlama
 (~200 passages/s even on loaded cores) and Ollama (its speed is the server's) have no estimate.
 """
+
 from __future__ import annotations
 
 import time

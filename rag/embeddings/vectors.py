@@ -3,6 +3,7 @@
 Unit rows make cosine similarity a plain dot product and keep vectors of different runs of one
 embedder comparable.
 """
+
 from __future__ import annotations
 
 import logging

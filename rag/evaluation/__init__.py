@@ -11,19 +11,48 @@ Modules: `questions` (CSV and table input), `cache` (embeddings), `normalise` an
 `quality` measures a search mode on the real store instead (hit@k and MRR through `rag.retrieve.search`,
 for `rag eval` and the retrieval benchmark); it needs the store, so it is imported on its own.
 """
+
 from __future__ import annotations
 
 from rag.evaluation.cache import CacheStats, EmbeddingCache
 from rag.evaluation.datasets import QA, Passage, RetrievalSet, Sample, retrieval_set, sample
 from rag.evaluation.normalise import NormalisedText, excerpt, normalise
 from rag.evaluation.questions import MAX_QUESTIONS, Question, parse_questions_csv, questions_from_rows
-from rag.evaluation.ranking import (DEFAULT_KS, EvaluationReport, QuestionResult, SettingResult, best_label,
-                                    describe, evaluate)
+from rag.evaluation.ranking import (
+    DEFAULT_KS,
+    EvaluationReport,
+    QuestionResult,
+    SettingResult,
+    best_label,
+    describe,
+    evaluate,
+)
 from rag.evaluation.targets import Targets, find_targets, target_chunks
 
 __all__ = [
-    "DEFAULT_KS", "MAX_QUESTIONS", "QA", "CacheStats", "EmbeddingCache", "EvaluationReport", "NormalisedText",
-    "Passage", "Question", "QuestionResult", "RetrievalSet", "Sample", "SettingResult", "Targets", "best_label",
-    "describe", "evaluate", "excerpt", "find_targets", "normalise", "parse_questions_csv", "questions_from_rows",
-    "retrieval_set", "sample", "target_chunks",
+    "DEFAULT_KS",
+    "MAX_QUESTIONS",
+    "QA",
+    "CacheStats",
+    "EmbeddingCache",
+    "EvaluationReport",
+    "NormalisedText",
+    "Passage",
+    "Question",
+    "QuestionResult",
+    "RetrievalSet",
+    "Sample",
+    "SettingResult",
+    "Targets",
+    "best_label",
+    "describe",
+    "evaluate",
+    "excerpt",
+    "find_targets",
+    "normalise",
+    "parse_questions_csv",
+    "questions_from_rows",
+    "retrieval_set",
+    "sample",
+    "target_chunks",
 ]

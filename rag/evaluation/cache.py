@@ -1,4 +1,5 @@
 """Embeddings shared across chunk settings and sessions: a text is embedded once per embedder."""
+
 from __future__ import annotations
 
 import hashlib
@@ -54,9 +55,7 @@ class EmbeddingCache:
         with self._lock:
             self._vectors.clear()
 
-    def embed(
-        self, embedder: Embedder, texts: Sequence[str], progress: ProgressCallback | None = None
-    ) -> np.ndarray:
+    def embed(self, embedder: Embedder, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         """Vectors for `texts` (rows in order), embedding only texts not seen before.
 
         `progress(done, total)` counts the texts actually sent to the embedder, after each slice; it is not
@@ -87,13 +86,17 @@ class EmbeddingCache:
         pending = list(missing.items())
         total = len(pending)
         for start in range(0, total, self.SLICE):
-            part = pending[start:start + self.SLICE]
+            part = pending[start : start + self.SLICE]
             fresh = np.asarray(embedder.embed([text for _, text in part]), dtype=np.float32)
             if fresh.ndim != 2 or fresh.shape[0] != len(part):
-                raise RagError(Text(
-                    "the embedder {name} returned {got} vectors for {count} texts", name=name,
-                    got=fresh.shape[0] if fresh.ndim else 0, count=len(part),
-                ))
+                raise RagError(
+                    Text(
+                        "the embedder {name} returned {got} vectors for {count} texts",
+                        name=name,
+                        got=fresh.shape[0] if fresh.ndim else 0,
+                        count=len(part),
+                    )
+                )
             fresh.flags.writeable = False
             with self._lock:
                 for (key, _), vector in zip(part, fresh):

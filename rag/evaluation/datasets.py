@@ -3,6 +3,7 @@ the retrieval question set (English and Chinese) that the benchmark and the test
 
 Plain files next to this module, so that they are edited as text, not as code.
 """
+
 from __future__ import annotations
 
 import functools

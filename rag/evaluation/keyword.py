@@ -5,6 +5,7 @@ the same formula as the stored keyword search (rag/store/keyword_sql.py: Lucene'
 b 0.75) over the same words and Chinese character bigrams (`rag.query.keywords.search_text`),
 without the stemming of PostgreSQL's 'english' configuration.
 """
+
 from __future__ import annotations
 
 import math

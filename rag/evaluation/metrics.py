@@ -1,4 +1,5 @@
 """hit@k and mean reciprocal rank from 1-based ranks (None: the right passage was not retrieved)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

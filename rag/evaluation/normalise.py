@@ -1,5 +1,6 @@
 """Text as the retrieval check compares it (NFKC, case-folded, whitespace folded), with a map
 back to the offsets of the original, so that a passage found in folded text has a source span."""
+
 from __future__ import annotations
 
 import unicodedata

@@ -4,6 +4,7 @@
 the chat uses. A question names the file that answers it, or a passage the right chunk
 contains, or both (`rag.evaluation.Question`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

@@ -1,5 +1,6 @@
 """The questions of a retrieval check, each with the passage (or file) that answers it: from JSONL, a CSV
 or a table."""
+
 from __future__ import annotations
 
 import csv
@@ -54,8 +55,14 @@ def parse_questions(data: bytes, source: str = Text("questions file"), *, limit:
     else:
         questions = _parse_csv(text, source, need_expected=False)
     if limit is not None and len(questions) > limit:
-        raise RagError(Text("{source}: {count} questions; at most {limit} are checked at once", source=source,
-                            count=len(questions), limit=limit))
+        raise RagError(
+            Text(
+                "{source}: {count} questions; at most {limit} are checked at once",
+                source=source,
+                count=len(questions),
+                limit=limit,
+            )
+        )
     return questions
 
 
@@ -69,8 +76,14 @@ def parse_questions_csv(data: bytes) -> list[Question]:
     source = Text("questions CSV")
     questions = _parse_csv(_decode(data, source), source, need_expected=True)
     if len(questions) > MAX_QUESTIONS:
-        raise RagError(Text("{source}: {count} questions; at most {limit} are checked at once", source=source,
-                            count=len(questions), limit=MAX_QUESTIONS))
+        raise RagError(
+            Text(
+                "{source}: {count} questions; at most {limit} are checked at once",
+                source=source,
+                count=len(questions),
+                limit=MAX_QUESTIONS,
+            )
+        )
     return questions
 
 
@@ -78,10 +91,14 @@ def _decode(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise RagError(Text(
-            "{source}: not UTF-8 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
-            source=source, byte=f"{data[exc.start]:02x}", offset=exc.start,
-        )) from None
+        raise RagError(
+            Text(
+                "{source}: not UTF-8 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8",
+                source=source,
+                byte=f"{data[exc.start]:02x}",
+                offset=exc.start,
+            )
+        ) from None
 
 
 def _parse_jsonl(text: str, source: str) -> list[Question]:
@@ -93,18 +110,37 @@ def _parse_jsonl(text: str, source: str) -> list[Question]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise RagError(Text("{where}: not JSON ({error}); write one object per line", where=where,
-                                error=exc.msg)) from None
+            raise RagError(
+                Text("{where}: not JSON ({error}); write one object per line", where=where, error=exc.msg)
+            ) from None
         if not isinstance(row, dict):
-            raise RagError(Text('{where}: expected an object like {{"question": ..., "file": ...}}, got {line}',
-                                where=where, line=repr(line[:60])))
+            raise RagError(
+                Text(
+                    '{where}: expected an object like {{"question": ..., "file": ...}}, got {line}',
+                    where=where,
+                    line=repr(line[:60]),
+                )
+            )
         cells = {key: row.get(key) for key in _COLUMNS}
         bad = [key for key, value in cells.items() if value is not None and not isinstance(value, str)]
         if bad:
-            raise RagError(Text("{where}: {key} must be a string, got {value}", where=where, key=repr(bad[0]),
-                                value=repr(cells[bad[0]])))
-        questions.append(_question((cells["question"] or "").strip(), (cells["expected"] or "").strip(), where,
-                                   file=(cells["file"] or "").strip() or None, need_expected=False))
+            raise RagError(
+                Text(
+                    "{where}: {key} must be a string, got {value}",
+                    where=where,
+                    key=repr(bad[0]),
+                    value=repr(cells[bad[0]]),
+                )
+            )
+        questions.append(
+            _question(
+                (cells["question"] or "").strip(),
+                (cells["expected"] or "").strip(),
+                where,
+                file=(cells["file"] or "").strip() or None,
+                need_expected=False,
+            )
+        )
     if not questions:
         raise RagError(Text('{source}: no questions; write one {{"question", "file"}} object per line', source=source))
     return questions
@@ -118,16 +154,28 @@ def _parse_csv(text: str, source: str, *, need_expected: bool) -> list[Question]
         while header is not None and not any(cell.strip() for cell in header):
             header = next(reader, None)
         if header is None:
-            raise RagError(Text("{source}: the file is empty; the first line must be 'question,expected'",
-                                source=source))
+            raise RagError(
+                Text("{source}: the file is empty; the first line must be 'question,expected'", source=source)
+            )
         names = [cell.strip().lower() for cell in header]
         while names and not names[-1]:
             names.pop()
-        known = (set(names) <= set(_COLUMNS) and len(set(names)) == len(names) and "question" in names
-                 and ("expected" in names if need_expected else len(names) > 1))
+        known = (
+            set(names) <= set(_COLUMNS)
+            and len(set(names)) == len(names)
+            and "question" in names
+            and ("expected" in names if need_expected else len(names) > 1)
+        )
         if not known:
-            raise RagError(Text("{source}: line {line}: the header must be {wanted}, got {header}", source=source,
-                                line=reader.line_num, wanted=wanted, header=repr(",".join(header))))
+            raise RagError(
+                Text(
+                    "{source}: line {line}: the header must be {wanted}, got {header}",
+                    source=source,
+                    line=reader.line_num,
+                    wanted=wanted,
+                    header=repr(",".join(header)),
+                )
+            )
         questions: list[Question] = []
         line = reader.line_num + 1
         for row in reader:
@@ -138,21 +186,35 @@ def _parse_csv(text: str, source: str, *, need_expected: bool) -> list[Question]
             if not any(cells):
                 continue
             if len(cells) != len(names):
-                raise RagError(Text(
-                    "{source}: line {line}: expected {count} columns ({names}), got {got}; put a cell that "
-                    "contains commas in double quotes", source=source, line=first_line, count=len(names),
-                    names=",".join(names), got=len(cells),
-                ))
+                raise RagError(
+                    Text(
+                        "{source}: line {line}: expected {count} columns ({names}), got {got}; put a cell that "
+                        "contains commas in double quotes",
+                        source=source,
+                        line=first_line,
+                        count=len(names),
+                        names=",".join(names),
+                        got=len(cells),
+                    )
+                )
             value = dict(zip(names, cells))
-            questions.append(_question(value["question"], value.get("expected", ""),
-                                       Text("{source}: line {line}", source=source, line=first_line),
-                                       file=value.get("file") or None, need_expected=need_expected))
+            questions.append(
+                _question(
+                    value["question"],
+                    value.get("expected", ""),
+                    Text("{source}: line {line}", source=source, line=first_line),
+                    file=value.get("file") or None,
+                    need_expected=need_expected,
+                )
+            )
     except csv.Error as exc:
-        raise RagError(Text("{source}: line {line}: {error}", source=source, line=reader.line_num,
-                            error=str(exc))) from None
+        raise RagError(
+            Text("{source}: line {line}: {error}", source=source, line=reader.line_num, error=str(exc))
+        ) from None
     if not questions:
-        raise RagError(Text("{source}: no questions below the header {header}", source=source,
-                            header=repr(",".join(names))))
+        raise RagError(
+            Text("{source}: no questions below the header {header}", source=source, header=repr(",".join(names)))
+        )
     return questions
 
 
@@ -168,8 +230,9 @@ def questions_from_rows(rows: Iterable[tuple[object, object]]) -> list[Question]
             continue
         questions.append(_question(q, e, Text("row {row}", row=number)))
     if len(questions) > MAX_QUESTIONS:
-        raise RagError(Text("{count} questions; at most {limit} are checked at once", count=len(questions),
-                            limit=MAX_QUESTIONS))
+        raise RagError(
+            Text("{count} questions; at most {limit} are checked at once", count=len(questions), limit=MAX_QUESTIONS)
+        )
     return questions
 
 
@@ -182,14 +245,26 @@ def _cell(value: object) -> str:
     return "" if text in ("nan", "<NA>", "None") and not isinstance(value, str) else text.strip()
 
 
-def _question(question: str, expected: str, where: str, *, file: str | None = None,
-              need_expected: bool = True) -> Question:
+def _question(
+    question: str, expected: str, where: str, *, file: str | None = None, need_expected: bool = True
+) -> Question:
     if not question:
         raise RagError(Text("{where}: the question is empty; type it or delete the row", where=where))
     if not expected and (need_expected or file is None):
         if need_expected:
-            raise RagError(Text("{where}: no expected passage for {question}; paste the sentence of the document "
-                                "that answers it", where=where, question=repr(question[:60])))
-        raise RagError(Text("{where}: no expected passage for {question}; paste the sentence of the document "
-                            "that answers it, or name the file that does", where=where, question=repr(question[:60])))
+            raise RagError(
+                Text(
+                    "{where}: no expected passage for {question}; paste the sentence of the document that answers it",
+                    where=where,
+                    question=repr(question[:60]),
+                )
+            )
+        raise RagError(
+            Text(
+                "{where}: no expected passage for {question}; paste the sentence of the document "
+                "that answers it, or name the file that does",
+                where=where,
+                question=repr(question[:60]),
+            )
+        )
     return Question(question, expected, file)

@@ -1,4 +1,5 @@
 """Rank every setting's chunks for every question in memory: hit@k, MRR and the best setting."""
+
 from __future__ import annotations
 
 import uuid
@@ -81,9 +82,7 @@ class EvaluationReport:
         """Positions of questions whose passage is not in the document verbatim (under any setting)."""
         if not self.results:
             return ()
-        return tuple(
-            i for i in range(len(self.questions)) if not any(r.questions[i].found for r in self.results)
-        )
+        return tuple(i for i in range(len(self.questions)) if not any(r.questions[i].found for r in self.results))
 
 
 def evaluate(
@@ -114,12 +113,17 @@ def evaluate(
         raise RagError(Text("no questions to check: type at least one question with its expected passage"))
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
-        raise RagError(Text("k must be at least 1, got {ks}", ks=", ".join(str(k) for k in ks)) if ks
-                       else Text("k must be at least 1, got none"))
+        raise RagError(
+            Text("k must be at least 1, got {ks}", ks=", ".join(str(k) for k in ks))
+            if ks
+            else Text("k must be at least 1, got none")
+        )
     if top_n is not None and top_n < 1:
         raise RagError(Text("top_n must be at least 1, got {top_n}", top_n=top_n))
     if mode not in MODES:
-        raise RagError(Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES)))
+        raise RagError(
+            Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES))
+        )
     doc = NormalisedText.of(document_text) if document_text is not None else None
 
     before = cache.stats()
@@ -137,7 +141,7 @@ def evaluate(
     for label in labels:
         chunk_set = chunk_set_by_label[label]
         chunks = chunk_set.chunks
-        chunk_vectors = vectors[offset: offset + len(chunks)]
+        chunk_vectors = vectors[offset : offset + len(chunks)]
         offset += len(chunks)
         scores = _scores(mode, q_vectors, chunk_vectors, questions, chunk_set)
         results.append(_rank_setting(label, chunk_set, scores, questions, doc, ks, top_n))
@@ -182,19 +186,28 @@ def _rank_setting(
                 rank, score = int(ranks[best_pos]), float(row[best_pos])
                 if top_n is not None and rank > top_n:
                     rank = None
-        per_question.append(QuestionResult(
-            question=question, rank=rank, score=score, targets=tuple(sorted(targets.indices)),
-            split=targets.split, coverage=targets.coverage, found=targets.found,
-            top_index=top_index, top_score=top_score,
-        ))
+        per_question.append(
+            QuestionResult(
+                question=question,
+                rank=rank,
+                score=score,
+                targets=tuple(sorted(targets.indices)),
+                split=targets.split,
+                coverage=targets.coverage,
+                found=targets.found,
+                top_index=top_index,
+                top_score=top_score,
+            )
+        )
     ranks = [r.rank for r in per_question]
     hits = tuple((k, hit_rate(ranks, k)) for k in ks)
     mrr = mean_reciprocal_rank(ranks)
     return SettingResult(label, chunk_set.settings, len(chunks), hits, mrr, tuple(per_question))
 
 
-def _scores(mode: str, q_vectors: np.ndarray, chunk_vectors: np.ndarray, questions: Sequence[Question],
-            chunk_set: ChunkSet) -> np.ndarray:
+def _scores(
+    mode: str, q_vectors: np.ndarray, chunk_vectors: np.ndarray, questions: Sequence[Question], chunk_set: ChunkSet
+) -> np.ndarray:
     """(questions x chunks) ranking scores of `mode`; in hybrid, chunks neither list found score -1."""
     chunks = chunk_set.chunks
     if not len(chunks):
@@ -214,11 +227,12 @@ def _scores(mode: str, q_vectors: np.ndarray, chunk_vectors: np.ndarray, questio
     fused = np.full((len(questions), len(chunks)), -1.0)
     ids = [uuid.UUID(int=i) for i in range(len(chunks))]
     for qi in range(len(questions)):
-        by_vector = np.argsort(-vector[qi], kind="stable")[:DEFAULT_FUSION.depth]
-        by_keyword = [i for i in np.argsort(-keyword[qi], kind="stable")[:DEFAULT_FUSION.depth] if keyword[qi, i] > 0]
+        by_vector = np.argsort(-vector[qi], kind="stable")[: DEFAULT_FUSION.depth]
+        by_keyword = [i for i in np.argsort(-keyword[qi], kind="stable")[: DEFAULT_FUSION.depth] if keyword[qi, i] > 0]
         vector_hits = [Hit(ids[i], "", {}, float(vector[qi, i]), vector_score=float(vector[qi, i])) for i in by_vector]
-        keyword_hits = [Hit(ids[i], "", {}, float(keyword[qi, i]), keyword_score=float(keyword[qi, i]))
-                        for i in by_keyword]
+        keyword_hits = [
+            Hit(ids[i], "", {}, float(keyword[qi, i]), keyword_score=float(keyword[qi, i])) for i in by_keyword
+        ]
         for hit in fuse(vector_hits, keyword_hits, DEFAULT_FUSION, len(chunks)):
             fused[qi, hit.id.int] = hit.score
     return fused

@@ -5,6 +5,7 @@ Each set is two JSONL files, `NAME.passages.jsonl` (`{"pid", "text"}`) and `NAME
 The benchmark ingests each passage as its own document named by its `pid`, so a question's
 expected file is its `pid`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,8 +52,10 @@ def _rows(path: Path) -> list[dict]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise RagError(f"{path}: cannot read the evaluation set ({exc.strerror or exc}); "
-                       "restore rag/evaluation/data/eval from the repository") from exc
+        raise RagError(
+            f"{path}: cannot read the evaluation set ({exc.strerror or exc}); "
+            "restore rag/evaluation/data/eval from the repository"
+        ) from exc
     return [json.loads(line) for line in lines if line.strip()]
 
 

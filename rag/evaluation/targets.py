@@ -1,4 +1,5 @@
 """Where is the expected passage? The chunks that hold it, whole, split or approximately."""
+
 from __future__ import annotations
 
 import math
@@ -112,7 +113,7 @@ def _approximate(chunks: Sequence[Chunk], normalised: Sequence[str], needle: str
     least = max(1, math.ceil(len(words) * _APPROXIMATE_MIN_SHARE))
     # Any run long enough to count holds at least this many distinct passage words: chunks
     # with fewer in common are skipped without running the matcher.
-    needed = min(len(set(words[i:i + least])) for i in range(len(words) - least + 1))
+    needed = min(len(set(words[i : i + least])) for i in range(len(words) - least + 1))
     best_run = 0
     best: set[int] = set()
     for chunk, text in zip(chunks, normalised):

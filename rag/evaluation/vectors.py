@@ -4,6 +4,7 @@ The retrieval benchmark embeds ~700 passages and ~1,500 questions per embedder: 
 wordllama, but minutes with multilingual-e5 (~3-9 chunks/s on 2 cores). Each text is embedded
 once per embedder; later runs read the vectors back (one `.npz` per embedder under `folder`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from rag.embeddings import Embedder, ProgressCallback
-
 
 SAVE_EVERY = 64
 """Texts embedded between two saves: an interrupted first run with e5 (~10 s per 64 questions,
@@ -45,8 +45,9 @@ class DiskVectors:
             except (OSError, ValueError, KeyError):
                 self._vectors = {}  # unreadable (an interrupted write): embed again
 
-    def vectors(self, texts: Sequence[str], kind: str = "passage",
-                progress: ProgressCallback | None = None) -> np.ndarray:
+    def vectors(
+        self, texts: Sequence[str], kind: str = "passage", progress: ProgressCallback | None = None
+    ) -> np.ndarray:
         """Rows for `texts` in order; `kind` ('passage' or 'query') keeps an embedder's two
         encodings of one text apart."""
         keys = [_digest(kind, t) for t in texts]
@@ -54,7 +55,7 @@ class DiskVectors:
             missing = {k: t for k, t in zip(keys, texts) if k not in self._vectors}
         pending = list(missing.items())
         for start in range(0, len(pending), SAVE_EVERY):
-            part = pending[start:start + SAVE_EVERY]
+            part = pending[start : start + SAVE_EVERY]
             batch = [text for _, text in part]
             if kind == "query" and hasattr(self.embedder, "embed_queries"):
                 fresh = self.embedder.embed_queries(batch)

@@ -6,6 +6,7 @@ tools are offered and its budget is the turn's. The passages the knowledge base 
 become the turn's sources, numbered in the order found, so the page shows them like a chat's; the
 pages the web searches returned become its web sources.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,15 @@ if TYPE_CHECKING:
 MAX_AGENT_SOURCES = 12
 
 
-def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settings, store: Store,
-                history: Sequence[Message], warn: Callable[[str], None]) -> Turn | Live:
+def start_agent(
+    turn: Turn,
+    request: Request,
+    model: ChatModel,
+    settings: Settings,
+    store: Store,
+    history: Sequence[Message],
+    warn: Callable[[str], None],
+) -> Turn | Live:
     """The live agent turn, or the turn with the problem that kept the agent from starting."""
     from rag import agent
     from rag.agent import mcp_client
@@ -54,17 +62,27 @@ def start_agent(turn: Turn, request: Request, model: ChatModel, settings: Settin
         if web is not None:
             offered.append(web)
         tools = [t for t in offered if choice.route.offers(t.name)]
-        runner = agent.Agent.for_model(model, tools, timeout=settings.ollama_timeout, budget=choice.route.budget,
-                                       temperature=request.temperature, num_ctx=request.num_ctx,
-                                       system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM,
-                                       allowed=request.allowed_tools)
+        runner = agent.Agent.for_model(
+            model,
+            tools,
+            timeout=settings.ollama_timeout,
+            budget=choice.route.budget,
+            temperature=request.temperature,
+            num_ctx=request.num_ctx,
+            system=agent.DEFAULT_SYSTEM if tools else agent.NO_TOOLS_SYSTEM,
+            allowed=request.allowed_tools,
+        )
     except (RagError, ValueError) as exc:
         return dataclasses.replace(turn, problem=Text("Agent mode cannot start: {error}", error=text_of(exc)))
-    turn = dataclasses.replace(turn, route=choice.route.name, route_reason=choice.reason,
-                               route_tools=tuple(t.name for t in tools), route_budget=choice.route.budget)
+    turn = dataclasses.replace(
+        turn,
+        route=choice.route.name,
+        route_reason=choice.reason,
+        route_tools=tuple(t.name for t in tools),
+        route_budget=choice.route.budget,
+    )
     question = turn.question
-    return Live(turn, Runner(lambda stop: runner.events(question, history=history, stop_event=stop),
-                             name="chat-agent"))
+    return Live(turn, Runner(lambda stop: runner.events(question, history=history, stop_event=stop), name="chat-agent"))
 
 
 def tools_needing_consent() -> tuple[str, ...]:
@@ -102,20 +120,39 @@ def finish_agent(turn: Turn, runner: Runner[Any], lookup: Callable[[str], Hit | 
     sources = agent_sources(steps, lookup) if lookup is not None else ()
     web, warning = web_sources(steps)
     if result is None:
-        return dataclasses.replace(turn, steps=steps, sources=sources, error=runner.error,
-                                   stopped=runner.stop_requested, web_sources=web, web_warning=warning)
+        return dataclasses.replace(
+            turn,
+            steps=steps,
+            sources=sources,
+            error=runner.error,
+            stopped=runner.stop_requested,
+            web_sources=web,
+            web_warning=warning,
+        )
     calls = len(result.steps)
-    summary = Text("{calls} · {used}/{budget} of the budget ({left} left) · {requests}",
-                   calls=Text("{n} tool call", n=calls) if calls == 1 else Text("{n} tool calls", n=calls),
-                   used=result.calls_used, budget=result.budget, left=result.budget - result.calls_used,
-                   requests=Text("{n} model request", n=result.rounds) if result.rounds == 1
-                   else Text("{n} model requests", n=result.rounds))
+    summary = Text(
+        "{calls} · {used}/{budget} of the budget ({left} left) · {requests}",
+        calls=Text("{n} tool call", n=calls) if calls == 1 else Text("{n} tool calls", n=calls),
+        used=result.calls_used,
+        budget=result.budget,
+        left=result.budget - result.calls_used,
+        requests=Text("{n} model request", n=result.rounds)
+        if result.rounds == 1
+        else Text("{n} model requests", n=result.rounds),
+    )
     if result.refused:
         summary = Text("{summary} · {n} refused", summary=summary, n=result.refused)
     return dataclasses.replace(
-        turn, answer=result.answer, thinking=result.thinking, steps=result.steps, sources=sources,
-        stopped=result.stop_reason == "stopped" or runner.stop_requested, error=runner.error,
-        agent_summary=summary, web_sources=web, web_warning=warning,
+        turn,
+        answer=result.answer,
+        thinking=result.thinking,
+        steps=result.steps,
+        sources=sources,
+        stopped=result.stop_reason == "stopped" or runner.stop_requested,
+        error=runner.error,
+        agent_summary=summary,
+        web_sources=web,
+        web_warning=warning,
     )
 
 
@@ -131,14 +168,17 @@ def web_sources(steps: Sequence[Step]) -> tuple[tuple[WebItem, ...], str]:
         if step.source != WEB_SOURCE or not step.data:
             continue
         if step.data.get("unavailable"):
-            warning = Text("Web search was unavailable ({reason}): the answer comes from the local knowledge.",
-                           reason=step.data["unavailable"])
+            warning = Text(
+                "Web search was unavailable ({reason}): the answer comes from the local knowledge.",
+                reason=step.data["unavailable"],
+            )
         for found in step.data.get("items") or []:
             url = str(found.get("url", ""))
             if url and url not in seen:
                 seen.add(url)
-                items.append(WebItem(url, str(found.get("summary", "")), str(found.get("site", "")),
-                                     str(found.get("date", ""))))
+                items.append(
+                    WebItem(url, str(found.get("summary", "")), str(found.get("site", "")), str(found.get("date", "")))
+                )
     return tuple(items), warning
 
 

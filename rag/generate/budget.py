@@ -3,6 +3,7 @@
 A prompt larger than the window loses its start (the instructions and the first sources) without
 any error from the model, so the cost is counted before sending (rag.generate.packing fits it).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,16 +47,31 @@ class Budget:
         return (self.used + self.reserve) / self.limit if self.limit else 1.0
 
 
-def context_budget(messages: Sequence[Message], sources: Sequence[Source], limit: int,
-                   counter: TokenCounter = CL100K, *, reserve: int = ANSWER_RESERVE, summary: int = 0) -> Budget:
+def context_budget(
+    messages: Sequence[Message],
+    sources: Sequence[Source],
+    limit: int,
+    counter: TokenCounter = CL100K,
+    *,
+    reserve: int = ANSWER_RESERVE,
+    summary: int = 0,
+) -> Budget:
     """Token use per part of a built prompt: the whole as `counter` counts it (template included);
     the system part is what is left after the sources, the summary (the first `summary` messages
     after the system prompt), the history and the question."""
     total = counter.prompt(messages)
     source_tokens = counter.text(format_sources(sources)) if sources else 0
-    summary_tokens = sum(counter.text(m.content) for m in messages[1:1 + summary])
-    history = sum(counter.text(m.content) for m in messages[1 + summary:-1])
+    summary_tokens = sum(counter.text(m.content) for m in messages[1 : 1 + summary])
+    history = sum(counter.text(m.content) for m in messages[1 + summary : -1])
     question = counter.text(messages[-1].content) if len(messages) > 1 else 0
-    return Budget(max(total - source_tokens - summary_tokens - history - question, 0), source_tokens, history,
-                  question, reserve, limit, counter.name,
-                  scale=counter.factor if isinstance(counter, Cl100kCounter) else None, summary=summary_tokens)
+    return Budget(
+        max(total - source_tokens - summary_tokens - history - question, 0),
+        source_tokens,
+        history,
+        question,
+        reserve,
+        limit,
+        counter.name,
+        scale=counter.factor if isinstance(counter, Cl100kCounter) else None,
+        summary=summary_tokens,
+    )

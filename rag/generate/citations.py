@@ -15,6 +15,7 @@ green and let 2 of 16 wrong ones through (8 and 0 after the fixes it prompted).
 An optional judge (a chat model asked yes or no, rag.generate.judge) can take a green badge away,
 never give one: off by default.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,6 @@ from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
 from rag.llms.choice import cites_by_itself  # the model-name rule lives with the models
-
 
 
 @dataclass(frozen=True)
@@ -128,20 +128,34 @@ class Grounding:
     @property
     def padding(self) -> tuple[int, ...]:
         """Numbers cited beside a supporting source for a sentence they do not support."""
-        return tuple(dict.fromkeys(n for s in self.sentences if s.status == Status.CITED
-                                   for n in s.numbers if n not in s.backing and n not in self.unknown))
+        return tuple(
+            dict.fromkeys(
+                n
+                for s in self.sentences
+                if s.status == Status.CITED
+                for n in s.numbers
+                if n not in s.backing and n not in self.unknown
+            )
+        )
 
     @property
     def grounded(self) -> bool:
         """The green badge: the model cited sources that support what it said, and nothing is
         flagged: no unsupported sentence, no padding citation, no marker pointing at nothing."""
-        return (bool(self.cited) and not self.flagged and not self.unknown and not self.attributed
-                and not self.padding)
+        return bool(self.cited) and not self.flagged and not self.unknown and not self.attributed and not self.padding
 
     def as_dict(self, answer: str) -> list[dict[str, object]]:
-        return [{"text": answer[s.start:s.end].strip(), "citations": list(s.numbers), "status": s.status,
-                 "support": None if s.support is None else round(s.support, 3), "supported_by": s.source}
-                for s in self.sentences if answer[s.start:s.end].strip()]
+        return [
+            {
+                "text": answer[s.start : s.end].strip(),
+                "citations": list(s.numbers),
+                "status": s.status,
+                "support": None if s.support is None else round(s.support, 3),
+                "supported_by": s.source,
+            }
+            for s in self.sentences
+            if answer[s.start : s.end].strip()
+        ]
 
 
 def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str], flag: str) -> str:
@@ -156,13 +170,12 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
             if not sentence.start <= start < sentence.end:
                 continue
             parts.append(answer[pos:start])
-            parts.append(" ".join(badge(n, "unknown" if n in grounding.unknown else sentence.kind(n))
-                                  for n in numbers))
+            parts.append(" ".join(badge(n, "unknown" if n in grounding.unknown else sentence.kind(n)) for n in numbers))
             pos = end
-        tail = answer[max(pos, sentence.start):sentence.end]
+        tail = answer[max(pos, sentence.start) : sentence.end]
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
-            tail = f"{body} {flag}{tail[len(body):]}"
+            tail = f"{body} {flag}{tail[len(body) :]}"
         parts.append(tail)
     covered = grounding.sentences[-1].end if grounding.sentences else 0
     return "".join(parts) + answer[covered:]
@@ -177,8 +190,15 @@ Judge = Callable[[str, str], "bool | None"]
 """(sentence, passage) -> whether the passage supports the sentence; None when it cannot tell."""
 
 
-def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool = False,
-                    threshold: float = SUPPORTED, claims: bool = True, judge: Judge | None = None) -> Grounding:
+def check_grounding(
+    answer: str,
+    sources: Sequence[Source],
+    *,
+    attributed: bool = False,
+    threshold: float = SUPPORTED,
+    claims: bool = True,
+    judge: Judge | None = None,
+) -> Grounding:
     """Each sentence of `answer` with its markers and how well the sources it cites support it.
 
     Each cited number is judged on its own: "[1][2]" where only [1] holds the words has [2] marked
@@ -204,8 +224,12 @@ def check_grounding(answer: str, sources: Sequence[Source], *, attributed: bool 
             shares = {n: support(said, terms[n], numbers=len(valid) == 1) for n in valid}
             union = support(said, set().union(*(terms[n] for n in valid)))
             # A source that holds its part of a sentence drawn from two ("[2][3]") supports it too.
-            backing = tuple(n for n, share in shares.items() if share is not None and (
-                share >= threshold or (union is not None and union >= threshold and share >= threshold / 2)))
+            backing = tuple(
+                n
+                for n, share in shares.items()
+                if share is not None
+                and (share >= threshold or (union is not None and union >= threshold and share >= threshold / 2))
+            )
             sentence = answer[start:end]
             if claims and backing:
                 backing = holding_sources(sentence, {n: texts[n] for n in backing})
@@ -250,7 +274,7 @@ def attribute_citations(answer: str, sources: Sequence[Source], *, threshold: fl
             continue
         body = sentence.rstrip()
         core = body.rstrip(".!?。！？\"'”’」』）)")
-        parts.append(f"{core} [{n}]{body[len(core):]}{sentence[len(body):]}")
+        parts.append(f"{core} [{n}]{body[len(core) :]}{sentence[len(body) :]}")
     return "".join(parts)
 
 

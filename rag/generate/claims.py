@@ -40,6 +40,7 @@ symmetric word other than "identical to … except", and a name left out of a se
 pronoun (Chinese drops the subject across sentences: "怡良…。18年出任广东巡抚"), which costs right
 answers their badge.
 """
+
 from __future__ import annotations
 
 import functools
@@ -64,32 +65,42 @@ sentence ("拉乔利纳" of the fourth clause standing in for the president name
 
 _CONJUNCTIONS = re.compile(
     r"[，,]\s*(?:但是?|而且?|然而|却|可是|不过|并且|随后|然后|后来|其后|此后|同时|因此|所以|于是|"
-    r"(?:and|but|then|so|while|whereas|yet|although|though|because)\b)|\s+but\b", re.IGNORECASE)
+    r"(?:and|but|then|so|while|whereas|yet|although|though|because)\b)|\s+but\b",
+    re.IGNORECASE,
+)
 _HARD = re.compile(r"[；;]")
 _SOFT = re.compile(r"[，,：:]")
 _NEGATION = re.compile(
     r"(?:并非|绝非|而非|尚未|没有|不|没|无|未|勿|毋|否)|\b(?:not|no|never|cannot|none|nothing|nobody|neither|nor|"
-    r"without|unable)\b|n't\b|\binstead of\b|\brather than\b|\bNOT\b", re.IGNORECASE)
+    r"without|unable)\b|n't\b|\binstead of\b|\brather than\b|\bNOT\b",
+    re.IGNORECASE,
+)
 # Words that hold a negation character without negating ("不仅", "无论", "未来", "是否") or a title
 # ("Not Modified", the name of status 304).
 _NOT_NEGATION = re.compile(
     r"不仅|不但|不过|不断|不久|不少|不得不|不管|不同|不论|无论|无数|无限|无线|无敌|毫无疑问|未来|是否|否则|"
-    r"\bNot(?= [A-Z])")
+    r"\bNot(?= [A-Z])"
+)
 _PRONOUNS = re.compile(
     r"(?:他们|她们|它们|他|她|它|其(?![他中实余次])|该(?=[城地公国校]))|\b(?:he|she|it|they|his|her|its|their|him|them)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _NOT_PRONOUN = re.compile(r"其他|其中|其实|其余|其次|尤其|极其|应该")
 _GLUED = re.compile(r"(?<=[a-z]{2})[.!?](?=[A-Z][a-z])")
 _RANK = {"大": 1, "长": 1, "二": 2, "次": 2, "三": 3, "四": 4}
 _RUN_GAP = re.compile(r"[\s·.\-]*")
-_MODIFIERS = re.compile(r"(?:[大二三四五长次幼小亲胞嫡独生]|一个|一位|唯一的?|\s+(?:elder|younger|eldest|youngest|older|"
-                        r"only|late|own|little|big|first|second|third|the|a|an))*\s*$", re.IGNORECASE)
+_MODIFIERS = re.compile(
+    r"(?:[大二三四五长次幼小亲胞嫡独生]|一个|一位|唯一的?|\s+(?:elder|younger|eldest|youngest|older|"
+    r"only|late|own|little|big|first|second|third|the|a|an))*\s*$",
+    re.IGNORECASE,
+)
 _POSSESSIVE = re.compile(r"(?:的|之|'s|’s|s')$")
 _POSSESSIVE_PRONOUN = re.compile(r"(?:其|\b(?:his|her|its|their)\s*)$", re.IGNORECASE)
 _COPULA_BEFORE = re.compile(r"(?:是|为|乃|成为|\b(?:is|was|are|were|became|becomes|remains)\b)\s*$", re.IGNORECASE)
 _APPOSITION = re.compile(r",\s*(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
-_SKIP_AFTER = re.compile(r"[\s,，、]*(?:是|为|乃|即|叫做?|名叫|乳名|名|\b(?:is|was|are|were|named|called)\b)?[\s,，、]*",
-                         re.IGNORECASE)
+_SKIP_AFTER = re.compile(
+    r"[\s,，、]*(?:是|为|乃|即|叫做?|名叫|乳名|名|\b(?:is|was|are|were|named|called)\b)?[\s,，、]*", re.IGNORECASE
+)
 _OF_AFTER = re.compile(r"\s+of\s+(?:the\s+)?", re.IGNORECASE)
 _PASSIVE_EN = re.compile(r"\b(?:is|was|are|were|been|being|be)\s+$", re.IGNORECASE)
 _BY = re.compile(r"\s*by\b", re.IGNORECASE)
@@ -174,24 +185,91 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-_IRREGULAR = dict(pair.split(":") for pair in """gave:give given:give went:go gone:go took:take taken:take
-made:make found:find did:do done:do saw:see seen:see came:come became:become got:get gotten:get wrote:write
-written:write knew:know known:know thought:think told:tell left:leave felt:feel kept:keep held:hold
-brought:bring bought:buy sold:sell won:win lost:lose began:begin begun:begin broke:break broken:break ran:run
-grew:grow grown:grow built:build led:lead met:meet paid:pay sent:send spent:spend stood:stand taught:teach
-fell:fall fallen:fall chose:choose chosen:choose drove:drive driven:drive ate:eat eaten:eat flew:fly
-forgot:forget rose:rise risen:rise spoke:speak spoken:speak threw:throw thrown:throw wore:wear worn:wear
-children:child men:man women:woman""".split())
+_IRREGULAR = dict(
+    pair.split(":")
+    for pair in [
+        "gave:give",
+        "given:give",
+        "went:go",
+        "gone:go",
+        "took:take",
+        "taken:take",
+        "made:make",
+        "found:find",
+        "did:do",
+        "done:do",
+        "saw:see",
+        "seen:see",
+        "came:come",
+        "became:become",
+        "got:get",
+        "gotten:get",
+        "wrote:write",
+        "written:write",
+        "knew:know",
+        "known:know",
+        "thought:think",
+        "told:tell",
+        "left:leave",
+        "felt:feel",
+        "kept:keep",
+        "held:hold",
+        "brought:bring",
+        "bought:buy",
+        "sold:sell",
+        "won:win",
+        "lost:lose",
+        "began:begin",
+        "begun:begin",
+        "broke:break",
+        "broken:break",
+        "ran:run",
+        "grew:grow",
+        "grown:grow",
+        "built:build",
+        "led:lead",
+        "met:meet",
+        "paid:pay",
+        "sent:send",
+        "spent:spend",
+        "stood:stand",
+        "taught:teach",
+        "fell:fall",
+        "fallen:fall",
+        "chose:choose",
+        "chosen:choose",
+        "drove:drive",
+        "driven:drive",
+        "ate:eat",
+        "eaten:eat",
+        "flew:fly",
+        "forgot:forget",
+        "rose:rise",
+        "risen:rise",
+        "spoke:speak",
+        "spoken:speak",
+        "threw:throw",
+        "thrown:throw",
+        "wore:wear",
+        "worn:wear",
+        "children:child",
+        "men:man",
+        "women:woman",
+    ]
+)
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
 _ASPECT = re.compile(f"(?=([{HAN}])[了着过]([{HAN}]))")
 # Verbs keyword search drops with the pleasantries ("let me know", "hope this helps") that are a
 # claim's predicate in "Scientists know where the lobsters go".
-_PLEASANTRY_VERBS = re.compile(r"\b(?:know|knows|knew|known|help|helps|helped|ask|asks|asked|hope|hoped|feel|felt)\b",
-                               re.IGNORECASE)
+_PLEASANTRY_VERBS = re.compile(
+    r"\b(?:know|knows|knew|known|help|helps|helped|ask|asks|asked|hope|hoped|feel|felt)\b", re.IGNORECASE
+)
 # Words that open a clause of their own inside a clause: a negation before them does not reach past
 # them ("not cacheable unless the response includes...").
-_SCOPE_END = re.compile(r"\b(?:unless|if|because|although|though|when|whereas|while|which|who|but|except)\b|除非|如果|因为|但|而|除了",
-                        re.IGNORECASE)
+_SCOPE_END = re.compile(
+    r"\b(?:unless|if|because|although|though|when|whereas|while|which|who|but|except)\b|除非|如果|因为|但|而|除了",
+    re.IGNORECASE,
+)
 
 
 def _canonical(term: Term, text: str) -> Term:
@@ -205,7 +283,7 @@ def _canonical(term: Term, text: str) -> Term:
     w = _IRREGULAR.get(w, w)
     for suffix in _SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[:-len(suffix)]
+            w = w[: -len(suffix)]
             break
     if w.endswith("i"):
         w = w[:-1] + "y"
@@ -215,26 +293,42 @@ def _canonical(term: Term, text: str) -> Term:
 @functools.lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
     blank = _blank(text)
-    negations = [m.start() for m in _NEGATION.finditer(blank)
-                 if not any(x.start() <= m.start() < x.end() for x in _NOT_NEGATION.finditer(blank))]
+    negations = [
+        m.start()
+        for m in _NEGATION.finditer(blank)
+        if not any(x.start() <= m.start() < x.end() for x in _NOT_NEGATION.finditer(blank))
+    ]
     excluded = [(m.start(), m.end()) for m in _NOT_PRONOUN.finditer(blank)]
-    pronouns = [(m.start(), m.end()) for m in _PRONOUNS.finditer(blank)
-                if not any(a <= m.start() < b for a, b in excluded)]
+    pronouns = [
+        (m.start(), m.end()) for m in _PRONOUNS.finditer(blank) if not any(a <= m.start() < b for a, b in excluded)
+    ]
     sentences = _sentences(blank)
-    terms = sorted([_canonical(t, blank) for t in term_spans(blank)]
-                   + [(m.group(1) + m.group(2), m.start(), m.end()) for m in _ASPECT.finditer(blank)]
-                   + [_canonical((m.group().lower(), m.start(), m.end()), blank) for m in _PLEASANTRY_VERBS.finditer(blank)],
-                   key=lambda t: (t[1], t[2]))
+    terms = sorted(
+        [_canonical(t, blank) for t in term_spans(blank)]
+        + [(m.group(1) + m.group(2), m.start(), m.end()) for m in _ASPECT.finditer(blank)]
+        + [_canonical((m.group().lower(), m.start(), m.end()), blank) for m in _PLEASANTRY_VERBS.finditer(blank)],
+        key=lambda t: (t[1], t[2]),
+    )
     clauses = _clauses(blank, sentences, terms)
     clause_terms = tuple(tuple(t for t in terms if start <= t[1] and t[2] <= end) for start, end, _ in clauses)
     openers = []
     for start, end in sentences:
         runs = _runs(blank, [t for t in terms if start <= t[1] and t[2] <= end])
         openers.append(frozenset(t[0] for t in runs[0]) if runs else frozenset())
-    return Analysis(blank, tuple(terms), tuple(figures(blank)), tuple(mentions(blank)), tuple(negations),
-                    tuple(pronouns), tuple(clauses), tuple(sentences), clause_terms,
-                    tuple(frozenset(t[0] for t in ts) for ts in clause_terms), tuple(openers),
-                    tuple(frozenset(t[0] for t in terms if start <= t[1] and t[2] <= end) for start, end in sentences))
+    return Analysis(
+        blank,
+        tuple(terms),
+        tuple(figures(blank)),
+        tuple(mentions(blank)),
+        tuple(negations),
+        tuple(pronouns),
+        tuple(clauses),
+        tuple(sentences),
+        clause_terms,
+        tuple(frozenset(t[0] for t in ts) for ts in clause_terms),
+        tuple(openers),
+        tuple(frozenset(t[0] for t in terms if start <= t[1] and t[2] <= end) for start, end in sentences),
+    )
 
 
 def _windows(source: Analysis) -> Iterable[tuple[int, ...]]:
@@ -248,7 +342,7 @@ def _windows(source: Analysis) -> Iterable[tuple[int, ...]]:
     for stretch in stretches:
         for i in range(len(stretch)):
             for j in range(i, min(i + WINDOW_CLAUSES, len(stretch))):
-                parts = stretch[i:j + 1]
+                parts = stretch[i : j + 1]
                 yield tuple(parts) if i == 0 else (stretch[0], *parts)
 
 
@@ -260,7 +354,7 @@ def _runs(text: str, terms: Sequence[Term]) -> list[list[Term]]:
     """Terms grouped into runs of adjacent ones (a name, a noun phrase: "Andreas Gal", 林如海)."""
     runs: list[list[Term]] = []
     for term in sorted(terms, key=lambda t: (t[1], t[2])):
-        if runs and (term[1] <= runs[-1][-1][2] or _RUN_GAP.fullmatch(text[runs[-1][-1][2]:term[1]])):
+        if runs and (term[1] <= runs[-1][-1][2] or _RUN_GAP.fullmatch(text[runs[-1][-1][2] : term[1]])):
             runs[-1].append(term)
         else:
             runs.append([term])
@@ -280,10 +374,11 @@ def _run_starting(runs: Sequence[list[Term]], pos: int, limit: int | None = None
 def _roles(text: str, span: tuple[int, int], terms: Sequence[Term], mention: Mention) -> dict[str, str]:
     """The role each term of `span` plays in the relation `mention` states (rag.generate.relations)."""
     relation = mention.relation
-    args = [t for t in terms if span[0] <= t[1] and t[2] <= span[1]
-            and not (t[1] < mention.end and mention.start < t[2])]
+    args = [
+        t for t in terms if span[0] <= t[1] and t[2] <= span[1] and not (t[1] < mention.end and mention.start < t[2])
+    ]
     runs = _runs(text, args)
-    before = text[span[0]:mention.start]
+    before = text[span[0] : mention.start]
     after_pos = mention.end
     role, other = relation.role, CONVERSE[relation.role]
     holder: set[str] = set()
@@ -299,7 +394,7 @@ def _roles(text: str, span: tuple[int, int], terms: Sequence[Term], mention: Men
         elif _PASSIVE_EN.search(before) and _BY.match(text, after_pos):
             subject, obj = obj, subject
         return {**{t: other for t in obj - subject}, **{t: role for t in subject - obj}}
-    stem = before[:len(before) - len(_MODIFIERS.search(before).group())]  # type: ignore[union-attr]
+    stem = before[: len(before) - len(_MODIFIERS.search(before).group())]  # type: ignore[union-attr]
     possessive, pronoun = _POSSESSIVE.search(stem), _POSSESSIVE_PRONOUN.search(stem)
     copula, apposition = _COPULA_BEFORE.search(stem), _APPOSITION.search(stem)
     of = _OF_AFTER.match(text, after_pos)
@@ -328,7 +423,7 @@ def _roles(text: str, span: tuple[int, int], terms: Sequence[Term], mention: Men
 
 def _before_copula(text: str, runs: Sequence[list[Term]], span: tuple[int, int], possessor: set[str]) -> set[str]:
     """The run before the copula that opens "Y是X的父亲" / "Y is the father of X"."""
-    for m in re.finditer(r"是|为|乃|\b(?:is|was|are|were|became)\b", text[span[0]:span[1]]):
+    for m in re.finditer(r"是|为|乃|\b(?:is|was|are|were|became)\b", text[span[0] : span[1]]):
         found = _run_ending(runs, span[0] + m.start())
         if found and not found & possessor:
             return found
@@ -336,11 +431,17 @@ def _before_copula(text: str, runs: Sequence[list[Term]], span: tuple[int, int],
 
 
 def _rank(text: str, mention: Mention) -> int:
-    return _RANK.get(text[mention.start:mention.start + 1]) or _RANK.get(text[mention.start - 1:mention.start], 0)
+    return _RANK.get(text[mention.start : mention.start + 1]) or _RANK.get(text[mention.start - 1 : mention.start], 0)
 
 
-def _agrees(claim: Analysis, part: tuple[int, int], cm: Mention, source: Analysis, window: tuple[int, int],
-            terms: Sequence[Term]) -> bool:
+def _agrees(
+    claim: Analysis,
+    part: tuple[int, int],
+    cm: Mention,
+    source: Analysis,
+    window: tuple[int, int],
+    terms: Sequence[Term],
+) -> bool:
     """Whether a relation word of the window states the relation `cm` of the claim, with the same roles."""
     said = _roles(claim.text, part, claim.terms, cm)
     for wm in source.mentions:
@@ -354,8 +455,12 @@ def _agrees(claim: Analysis, part: tuple[int, int], cm: Mention, source: Analysi
         same_role = cm.relation.role == wm.relation.role
         if same_role and cm.relation.gender and wm.relation.gender and cm.relation.gender != wm.relation.gender:
             continue  # a father is not a mother
-        if same_role and _rank(claim.text, cm) and _rank(source.text, wm) and _rank(claim.text, cm) != _rank(
-                source.text, wm):
+        if (
+            same_role
+            and _rank(claim.text, cm)
+            and _rank(source.text, wm)
+            and _rank(claim.text, cm) != _rank(source.text, wm)
+        ):
             continue  # 大舅 is not 二舅
         if disagree:
             continue
@@ -377,10 +482,11 @@ def _owned_only(source: Analysis, terms: Sequence[Term], term: str, groups: set[
         for wm in source.mentions:
             if wm.relation.kind != "noun" or wm.relation.group in groups or not 0 <= wm.start - end <= 3:
                 continue
-            gap = source.text[end:wm.start]
-            stem = gap[:len(gap) - len(_MODIFIERS.search(gap).group())]  # type: ignore[union-attr]
+            gap = source.text[end : wm.start]
+            stem = gap[: len(gap) - len(_MODIFIERS.search(gap).group())]  # type: ignore[union-attr]
             if re.fullmatch(r"\s*(?:的|之|'s|’s|s')", stem) or (
-                    _POSSESSIVE_PRONOUN.fullmatch(source.text[start:end] + " ") and not stem.strip()):
+                _POSSESSIVE_PRONOUN.fullmatch(source.text[start:end] + " ") and not stem.strip()
+            ):
                 # The stand-in for a carried name at "Their" of "Their cousin, Mr. Collins, ..."
                 owned = True
         if not owned:
@@ -405,8 +511,9 @@ def _negated(analysis: Analysis, spans: Sequence[tuple[int, int]]) -> tuple[set[
     return terms, found
 
 
-def _denies_otherwise(claim: Analysis, part: tuple[int, int], source: Analysis, span: tuple[int, int],
-                      common: set[str]) -> bool:
+def _denies_otherwise(
+    claim: Analysis, part: tuple[int, int], source: Analysis, span: tuple[int, int], common: set[str]
+) -> bool:
     """Whether the claim and the window deny different things: a term they share is negated in one and
     not in the other, or the claim denies something the window does not mention while it denies nothing."""
     said, claim_denies = _negated(claim, [part])
@@ -424,8 +531,11 @@ def _opens_sentence(source: Analysis, missing: set[str]) -> bool:
 def _last_named(source: Analysis, before: int) -> set[str]:
     """The terms of the last name the passage writes before `before` ("Edison" for the "he" after it)."""
     start = next((s for s, e in source.sentences if s <= before < e), before)
-    names = [t for t in source.terms if t[2] <= start and t[0].isascii() and source.text[t[1]].isupper()
-             and _named(source, t[0])]
+    names = [
+        t
+        for t in source.terms
+        if t[2] <= start and t[0].isascii() and source.text[t[1]].isupper() and _named(source, t[0])
+    ]
     runs = _runs(source.text, names)
     return {t[0] for t in runs[-1]} if runs else set()
 
@@ -436,13 +546,14 @@ def _named(source: Analysis, term: str) -> bool:
     places = [(start, end) for t, start, end in source.terms if t == term]
     if not places or not all(source.text[start].isupper() for start, _end in places):
         return False
-    inside = any(source.text[:start].rstrip()[-1:] not in ("", ".", "!", "?", "“", "\"") for start, _end in places)
-    camel = any(any(c.isupper() for c in source.text[start + 1:end]) for start, end in places)
+    inside = any(source.text[:start].rstrip()[-1:] not in ("", ".", "!", "?", "“", '"') for start, _end in places)
+    camel = any(any(c.isupper() for c in source.text[start + 1 : end]) for start, end in places)
     return inside or camel or len(places) > 1
 
 
-def _named_in_part(claim: Analysis, claim_terms: Sequence[Term], missing: set[str], present: set[str],
-                   source: Analysis) -> set[str]:
+def _named_in_part(
+    claim: Analysis, claim_terms: Sequence[Term], missing: set[str], present: set[str], source: Analysis
+) -> set[str]:
     """The `missing` terms that are the rest of a name whose other part the window holds ("Charles" of
     "Charles Dickens" where the window says "Dickens"), when the passage gives that full name."""
     excused: set[str] = set()
@@ -458,8 +569,14 @@ def _named_in_part(claim: Analysis, claim_terms: Sequence[Term], missing: set[st
     return excused
 
 
-def _carry(claim_order: Sequence[str], missing: set[str], source: Analysis, clauses: Sequence[tuple[int, int]],
-           window_terms: Sequence[Term], claim: Analysis) -> list[Term] | None:
+def _carry(
+    claim_order: Sequence[str],
+    missing: set[str],
+    source: Analysis,
+    clauses: Sequence[tuple[int, int]],
+    window_terms: Sequence[Term],
+    claim: Analysis,
+) -> list[Term] | None:
     """The missing terms placed at the window's first pronoun, or None when it cannot stand for them:
     there is none (or a term of the claim comes before it in its clause: "Elizabeth … her father"),
     they are not one stretch of the claim, not a name ("founded", "Doctors"), neither the subject of a
@@ -473,21 +590,32 @@ def _carry(claim_order: Sequence[str], missing: set[str], source: Analysis, clau
         return None  # two separate things are missing
     if any(t.isascii() and not _named(source, t) for t in missing):
         return None  # a pronoun stands for a name, not for "founded" or "Doctors"
-    if not (_opens_sentence(source, missing) or (all(t.isascii() for t in missing)
-                                                 and _last_named(source, clauses[0][0]) == missing)):
+    if not (
+        _opens_sentence(source, missing)
+        or (all(t.isascii() for t in missing) and _last_named(source, clauses[0][0]) == missing)
+    ):
         return None  # it stands for a sentence's subject or the name last written, not for 王夫人
     start = next(s for s, e in source.sentences if s <= clauses[0][0] < e) if source.sentences else 0
     for p_start, p_end in pronouns:
         clause = next(c for c in source.clauses if c[0] <= p_start < c[1])
-        if any(clause[0] <= t[1] < p_start and len(t[0]) > 1 and not t[0][0].isdigit()
-               for t in window_terms if t[0] in claim_order):
+        if any(
+            clause[0] <= t[1] < p_start and len(t[0]) > 1 and not t[0][0].isdigit()
+            for t in window_terms
+            if t[0] in claim_order
+        ):
             continue  # "Elizabeth … her father": her is Elizabeth
         for (s_start, s_end), said, opener in zip(source.sentences, source.sentence_sets, source.openers):
             if s_end <= start and missing <= said:
                 return [(t, p_start, p_end) for t in missing]
-            if s_start == start and missing <= opener and not any(
+            if (
+                s_start == start
+                and missing <= opener
+                and not any(
                     t[0] not in missing and t[0].isascii() and source.text[t[1]].isupper() and _named(source, t[0])
-                    for t in source.terms if s_start <= t[1] < p_start):
+                    for t in source.terms
+                    if s_start <= t[1] < p_start
+                )
+            ):
                 # The subject of its own sentence ("林黛玉初到荣国府，…没有与她相见"), unless another name
                 # comes between ("Jane …, and Elizabeth … her father").
                 return [(t, p_start, p_end) for t in missing]
@@ -508,20 +636,25 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
     everywhere = {t[0] for t in source.terms}
     # Relation words are judged as relations ("父亲" is held by "生得一女"), and a lone character ("年"
     # of "1912年，") by the characters, not the bigrams, of the window.
-    found = [t for t in claim_terms if t[0] in everywhere and len(t[0]) > 1
-             and not any(a < t[2] and t[1] < b for a, b in relation_spans)]
+    found = [
+        t
+        for t in claim_terms
+        if t[0] in everywhere and len(t[0]) > 1 and not any(a < t[2] and t[1] < b for a, b in relation_spans)
+    ]
     chars = {t[0] for t in claim_terms if len(t[0]) == 1 and not t[0].isdigit()}
     order = list(dict.fromkeys(t[0] for t in found))
     wanted = set(order)
     claim_figures = [f for f in claim.figures if part[0] <= f.start and f.end <= part[1]]
     groups = {m.relation.group for m in claim_mentions}
-    claim_exclusive = exclusive_words(claim.text[part[0]:part[1]])
+    claim_exclusive = exclusive_words(claim.text[part[0] : part[1]])
     reasons: list[str] = []
     # A word whose opposite the source says and which it never says itself ("父母都还健在" against "自幼父母
     # 双亡") is denied, whichever window holds the names.
     said = exclusive_words(source.text)
-    if any(any(i == j and a != b for j, b in said) and not any(i == j and a == b for j, b in said)
-           for i, a in claim_exclusive):
+    if any(
+        any(i == j and a != b for j, b in said) and not any(i == j and a == b for j, b in said)
+        for i, a in claim_exclusive
+    ):
         return Verdict(False, "exclusive")
     for indices in _windows(source):
         present = frozenset().union(*(source.clause_sets[i] for i in indices))
@@ -565,7 +698,8 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
             continue
         held_exclusive = exclusive_words(" ".join(source.text[a:b] for a, b in clauses))
         if any(i == j and a != b for i, a in claim_exclusive for j, b in held_exclusive) and not all(
-                any(i == j and a == b for j, b in held_exclusive) for i, a in claim_exclusive):
+            any(i == j and a == b for j, b in held_exclusive) for i, a in claim_exclusive
+        ):
             reasons.append("exclusive")
             continue
         return Verdict(True, "held")
@@ -585,7 +719,9 @@ def claim_parts(claim: Analysis) -> list[tuple[int, int]]:
         parts.append((start if pending is None else pending, end))
         pending = None
     if pending is not None:
-        parts.append((pending, len(claim.text))) if not parts else parts.__setitem__(-1, (parts[-1][0], len(claim.text)))
+        parts.append((pending, len(claim.text))) if not parts else parts.__setitem__(
+            -1, (parts[-1][0], len(claim.text))
+        )
     return parts
 
 

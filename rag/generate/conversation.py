@@ -4,6 +4,7 @@ A `Turn` is everything one question led to (what was searched, the sources, the 
 answer and how it ended), so that the page, `rag ask` and the MCP tool render, print or return
 the same record.
 """
+
 from __future__ import annotations
 
 import functools
@@ -98,10 +99,15 @@ class Turn:
         return {
             "answer": self.answer,
             "citations": [
-                {"n": n, "original_filename": by_n[n].hit.original_filename, "pages": list(by_n[n].hit.pages),
-                 "location": by_n[n].hit.location,
-                 "score": round(by_n[n].hit.score, 6), "chunk_id": str(by_n[n].hit.id),
-                 "supported": n in grounding.cited}
+                {
+                    "n": n,
+                    "original_filename": by_n[n].hit.original_filename,
+                    "pages": list(by_n[n].hit.pages),
+                    "location": by_n[n].hit.location,
+                    "score": round(by_n[n].hit.score, 6),
+                    "chunk_id": str(by_n[n].hit.id),
+                    "supported": n in grounding.cited,
+                }
                 for n in check.cited
             ],
             "unknown_citations": list(check.unknown),
@@ -146,7 +152,7 @@ def history_from_json(data: Any, where: str = "the history") -> list[Message]:
     """Messages from a JSON list of {"role": "user"|"assistant", "content": str} (the chat format
     of Ollama and OpenAI), refused with the position of the first bad entry."""
     if not isinstance(data, list):
-        raise RagError(f"{where}: expected a JSON list of {{\"role\", \"content\"}} messages")
+        raise RagError(f'{where}: expected a JSON list of {{"role", "content"}} messages')
     out: list[Message] = []
     for i, item in enumerate(data):
         role = item.get("role") if isinstance(item, dict) else None

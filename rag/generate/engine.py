@@ -6,6 +6,7 @@ generate: the search failed, no model) or a `Live` turn whose answer streams on 
 thread. `finish` folds what the runner produced into the turn; `ask` does both and waits, for
 callers without a page to redraw.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,9 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ATTRIBUTED_NOTE = Text("Citations were added by matching each sentence to the source it came from "
-                        "(the embedded model does not cite by itself): they show where a sentence's words are "
-                        "found, not that the model used that source.")
+ATTRIBUTED_NOTE = Text(
+    "Citations were added by matching each sentence to the source it came from "
+    "(the embedded model does not cite by itself): they show where a sentence's words are "
+    "found, not that the model used that source."
+)
 LOOP_NOTE = Text("The model began repeating itself: the generation was ended there and the repeats were cut.")
 
 Busy = Callable[[str], AbstractContextManager[Any]]
@@ -115,8 +118,16 @@ def find(store: Store, settings: Settings, query: str, request: Request) -> list
     """The one search call of a question (the MCP search tool's too); RagError names what is wrong."""
     from rag import retrieve
 
-    return retrieve.search(store, settings, query, list(request.kbs), top_k=request.top_k,
-                           min_score=request.min_score, filter_expression=request.filter, mode=request.mode)
+    return retrieve.search(
+        store,
+        settings,
+        query,
+        list(request.kbs),
+        top_k=request.top_k,
+        min_score=request.min_score,
+        filter_expression=request.filter,
+        mode=request.mode,
+    )
 
 
 def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) -> list[Hit]:
@@ -141,8 +152,9 @@ def search(store: Store | None, settings: Settings, turn: Turn, request: Request
             hits = find_turn(store, settings, turn, request)
     except RagError as exc:
         return dataclasses.replace(turn, problem=Text("Search failed: {error}", error=text_of(exc)))
-    return dataclasses.replace(turn, sources=tuple(number_sources(hits)),
-                               search_ms=(time.perf_counter() - started) * 1000)
+    return dataclasses.replace(
+        turn, sources=tuple(number_sources(hits)), search_ms=(time.perf_counter() - started) * 1000
+    )
 
 
 def start(
@@ -163,8 +175,15 @@ def start(
     `memory` is the running summary of the conversation's first exchanges (`memory_of(turns)`);
     `model_problem` says why there is no model (with what to do); `warn` is told what goes wrong
     on the side (an MCP server that cannot start) without stopping the turn."""
-    turn = Turn(id=uuid.uuid4().hex[:8], question=question, query=question, kbs=request.kbs, mode=request.mode,
-                model=model.name if model is not None else "", agent=request.agent and model is not None)
+    turn = Turn(
+        id=uuid.uuid4().hex[:8],
+        question=question,
+        query=question,
+        kbs=request.kbs,
+        mode=request.mode,
+        model=model.name if model is not None else "",
+        agent=request.agent and model is not None,
+    )
     if turn.agent and store is not None and model is not None:
         return start_agent(turn, request, model, settings, store, history, warn)
     notes: list[str] = []
@@ -176,8 +195,9 @@ def start(
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
     if model is None and not turn.problem:
-        turn = dataclasses.replace(turn, problem=Text("No answer: no chat model is available. {problem}",
-                                                      problem=model_problem))
+        turn = dataclasses.replace(
+            turn, problem=Text("No answer: no chat model is available. {problem}", problem=model_problem)
+        )
     if turn.problem or model is None:
         return dataclasses.replace(turn, notes=tuple(notes))
     limit = request.context or window(model, request.num_ctx)
@@ -187,23 +207,44 @@ def start(
         return dataclasses.replace(turn, problem=text_of(exc), notes=tuple(notes))
     notes += packed.notes()
     if folded > 1:
-        notes.append(Text("The {n} oldest exchanges were folded into the summary of the earlier conversation, "
-                          "so that the prompt fits the model's window.", n=folded))
+        notes.append(
+            Text(
+                "The {n} oldest exchanges were folded into the summary of the earlier conversation, "
+                "so that the prompt fits the model's window.",
+                n=folded,
+            )
+        )
     elif folded:
-        notes.append(Text("The {n} oldest exchange was folded into the summary of the earlier conversation, "
-                          "so that the prompt fits the model's window.", n=folded))
+        notes.append(
+            Text(
+                "The {n} oldest exchange was folded into the summary of the earlier conversation, "
+                "so that the prompt fits the model's window.",
+                n=folded,
+            )
+        )
     if memory is not None:
         turn = dataclasses.replace(turn, summary=memory.summary, summary_covers=memory.covers)
     messages = list(packed.messages)
     options = {"temperature": request.temperature, "num_ctx": request.num_ctx, "think": request.think}
-    runner = Runner(lambda stop: guard_loops(model.stream(messages, stop_event=stop, **options)),
-                    name="chat-answer")
-    return Live(dataclasses.replace(turn, sources=packed.sources, left_out=packed.left_out, budget=packed.budget,
-                                    notes=tuple(notes)), runner)
+    runner = Runner(lambda stop: guard_loops(model.stream(messages, stop_event=stop, **options)), name="chat-answer")
+    return Live(
+        dataclasses.replace(
+            turn, sources=packed.sources, left_out=packed.left_out, budget=packed.budget, notes=tuple(notes)
+        ),
+        runner,
+    )
 
 
-def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatModel, limit: int,
-                      history: Sequence[Message], memory: Memory | None, busy: Busy) -> tuple[Packed, Memory | None, int]:
+def _pack_with_memory(
+    question: str,
+    turn: Turn,
+    request: Request,
+    model: ChatModel,
+    limit: int,
+    history: Sequence[Message],
+    memory: Memory | None,
+    busy: Busy,
+) -> tuple[Packed, Memory | None, int]:
     """The packed prompt, the memory it carries, and how many exchanges were folded into it now.
 
     The history after the exchanges `memory` covers is packed with the summary in front; when the
@@ -218,19 +259,28 @@ def _pack_with_memory(question: str, turn: Turn, request: Request, model: ChatMo
     counter = token_counter(model)
 
     def pack(current: Memory | None, recent: list[Message]) -> Packed:
-        return pack_prompt(question, turn.sources, counter=counter, limit=limit, template=request.template,
-                           history=recent, query=turn.query, limits=pack_limits(model),
-                           summary=summary_exchange(current, language))
+        return pack_prompt(
+            question,
+            turn.sources,
+            counter=counter,
+            limit=limit,
+            template=request.template,
+            history=recent,
+            query=turn.query,
+            limits=pack_limits(model),
+            summary=summary_exchange(current, language),
+        )
 
     packed = pack(memory, rest)
     if not packed.dropped:
         return packed, memory, 0
     recent = exchanges_of(rest)
-    left_out, kept = recent[:packed.dropped], recent[packed.dropped:]
+    left_out, kept = recent[: packed.dropped], recent[packed.dropped :]
     try:
         with busy(Text("Summarising the earlier conversation to fit the model's window…")):
-            summary = summarize(model, [m for ex in left_out for m in ex], memory.summary if memory else "",
-                                language=language)
+            summary = summarize(
+                model, [m for ex in left_out for m in ex], memory.summary if memory else "", language=language
+            )
     except ModelError as exc:
         log.warning("summarising the conversation failed: %s", exc)
         return packed, memory, 0
@@ -254,18 +304,29 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
         # The GPU page draws every generation's phases on its timeline (epoch seconds).
         to_epoch = time.time() - time.monotonic()
         TIMELINE.mark_generation(
-            Text("chat: {model}", model=shown_name(turn.model)), runner.started + to_epoch,
+            Text("chat: {model}", model=shown_name(turn.model)),
+            runner.started + to_epoch,
             runner.finished + to_epoch,
-            folded.stats, first_token_at=runner.first_item + to_epoch if runner.first_item else None)
+            folded.stats,
+            first_token_at=runner.first_item + to_epoch if runner.first_item else None,
+        )
     if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:
         # Ollama counted the prompt itself: the next estimates for this model learn from it.
         calibrate(turn.model, round(turn.budget.used / turn.budget.scale), folded.stats.prompt_eval_count)
     answer = attribute_if_uncited(folded.text, turn.sources, turn.model)
     attributed = answer != folded.text
     notes = (*turn.notes, *([ATTRIBUTED_NOTE] if attributed else []), *([LOOP_NOTE] if folded.looped else []))
-    return dataclasses.replace(turn, answer=answer, thinking=folded.thinking, stats=folded.stats,
-                               stopped=folded.stopped, error=runner.error, notes=notes, attributed=attributed,
-                               looped=folded.looped)
+    return dataclasses.replace(
+        turn,
+        answer=answer,
+        thinking=folded.thinking,
+        stats=folded.stats,
+        stopped=folded.stopped,
+        error=runner.error,
+        notes=notes,
+        attributed=attributed,
+        looped=folded.looped,
+    )
 
 
 def finish(live: Live, lookup: Callable[[str], Hit | None] | None = None) -> Turn:
@@ -287,8 +348,16 @@ def wait(live: Live, poll: float = 0.1) -> Turn:
     return finish(live)
 
 
-def ask(question: str, request: Request, *, model: ChatModel, store: Store, settings: Settings,
-        history: Sequence[Message] = (), memory: Memory | None = None) -> Turn:
+def ask(
+    question: str,
+    request: Request,
+    *,
+    model: ChatModel,
+    store: Store,
+    settings: Settings,
+    history: Sequence[Message] = (),
+    memory: Memory | None = None,
+) -> Turn:
     """`start` and `wait`: the finished turn, for callers that print or return it whole."""
     started = start(question, request, model=model, store=store, settings=settings, history=history, memory=memory)
     return started if isinstance(started, Turn) else wait(started)

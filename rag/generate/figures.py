@@ -6,6 +6,7 @@ meets "3岁", "10,000" meets "10000" and "12万" meets "120000". Each number kee
 just before and just after it ("长" in "长702米", "communities" in "eight communities"), so that a
 number moved onto another word ("长80米，深702米") is told from a paraphrase.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,22 +35,76 @@ _HAN_VALUE = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"
 _HAN_UNIT = {"十": 10, "百": 100, "千": 1000}
 # A lone Chinese numeral counts only before a measure word ("一女", "五岁", "三倍") or after 第: 一些,
 # 统一, 一落胎胞 and 五彩 are not numbers.
-_CLASSIFIERS = frozenset("个位名岁年月日天次倍人种只头匹条张本部座所家层届场卷首阕胎子女块元米分秒克斤里口间项门件双对颗周代")
-_NOT_NUMBERS = frozenset({"十分", "万分", "万一", "千万", "一一", "一度", "一时", "一致", "一般", "一直", "一定", "一切"})
+_CLASSIFIERS = frozenset(
+    "个位名岁年月日天次倍人种只头匹条张本部座所家层届场卷首阕胎子女块元米分秒克斤里口间项门件双对颗周代"
+)
+_NOT_NUMBERS = frozenset(
+    {"十分", "万分", "万一", "千万", "一一", "一度", "一时", "一致", "一般", "一直", "一定", "一切"}
+)
 _SCALE = {"万": Decimal(10_000), "亿": Decimal(100_000_000)}
-_EN_NUMBERS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())} | {
-    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-    "hundred": 100, "thousand": 1000, "million": 1_000_000, "dozen": 12, "second": 2, "third": 3,
-    "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
-_EN_WORD = re.compile(r"\b(?:" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")(?:-(?:"
-                      + "|".join(w for w, v in _EN_NUMBERS.items() if 0 < v < 10) + r"))?\b", re.IGNORECASE)
+_EN_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+    "million": 1_000_000,
+    "dozen": 12,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+}
+_EN_WORD = re.compile(
+    r"\b(?:"
+    + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True))
+    + r")(?:-(?:"
+    + "|".join(w for w, v in _EN_NUMBERS.items() if 0 < v < 10)
+    + r"))?\b",
+    re.IGNORECASE,
+)
 _ORDINAL_SUFFIX = frozenset({"st", "nd", "rd", "th", "s"})
 _UNIT_LETTERS = re.compile(r"[A-Za-z]+")
 _FILLER = frozenset("约为是在于有达共近超过了至到逾将仅只")
-_FILLER_WORDS = frozenset({"about", "around", "nearly", "almost", "over", "under", "than", "only", "just", "some",
-                           "approximately", "roughly"})
+_FILLER_WORDS = frozenset(
+    {"about", "around", "nearly", "almost", "over", "under", "than", "only", "just", "some", "approximately", "roughly"}
+)
 _WORD = re.compile(f"[A-Za-z]+|[{CJK}]")
 
 
@@ -96,10 +151,10 @@ def _label_after(text: str, end: int) -> str:
     if unit:
         letters = unit.group().lower()
         return "" if letters in _ORDINAL_SUFFIX else letters
-    rest = text[end:end + 40]
+    rest = text[end : end + 40]
     for match in _WORD.finditer(rest):
         word = match.group().lower()
-        if rest[:match.start()].strip(" %％"):
+        if rest[: match.start()].strip(" %％"):
             return ""
         if len(word) == 1 and not word.isascii():
             return word
@@ -115,18 +170,18 @@ def figures(text: str) -> list[Figure]:
     for match in _DIGITS.finditer(text):
         value = Decimal(match.group().replace(",", ""))
         end = match.end()
-        if text[end:end + 1] in _SCALE:
+        if text[end : end + 1] in _SCALE:
             value *= _SCALE[text[end]]
             end += 1
         found.append(Figure(value, match.start(), end, _label_before(text, match.start()), _label_after(text, end)))
     for match in _HAN_NUMERAL.finditer(text):
         run, start, end = match.group(), match.start(), match.end()
-        after = text[end:end + 1]
-        if run in _NOT_NUMBERS or (len(run) == 1 and after not in _CLASSIFIERS and text[start - 1:start] != "第"):
+        after = text[end : end + 1]
+        if run in _NOT_NUMBERS or (len(run) == 1 and after not in _CLASSIFIERS and text[start - 1 : start] != "第"):
             continue
         value = _han_value(run)
         # "第一" and "first" are paraphrased at will ("首次", "for the first time"): not a figure to check.
-        if value is not None and not (value == 1 and text[start - 1:start] == "第"):
+        if value is not None and not (value == 1 and text[start - 1 : start] == "第"):
             found.append(Figure(value, start, end, _label_before(text, start), after))
     for match in _EN_WORD.finditer(text):
         head, _, tail = match.group().lower().partition("-")
@@ -134,8 +189,11 @@ def figures(text: str) -> list[Figure]:
             value = Decimal(_EN_NUMBERS[head] + (_EN_NUMBERS[tail] if tail else 0))
         except (KeyError, InvalidOperation):
             continue
-        found.append(Figure(value, match.start(), match.end(), _label_before(text, match.start()),
-                            _label_after(text, match.end())))
+        found.append(
+            Figure(
+                value, match.start(), match.end(), _label_before(text, match.start()), _label_after(text, match.end())
+            )
+        )
     found.sort(key=lambda f: f.start)
     return found
 

@@ -12,6 +12,7 @@ would search the model's guess. `added_words` finds them, so such a rewrite is r
 Both rules are plain text rules: deterministic, microseconds, the same in every language the app
 speaks (the tests list the questions each rule was written for).
 """
+
 from __future__ import annotations
 
 import re
@@ -26,39 +27,195 @@ _CJK_RUN = re.compile(f"[{CJK}]+")
 _CJK_CHAR = re.compile(f"[{CJK}]")
 
 # -- English
-_POINTING = frozenset("it its itself they them their theirs themselves he him his himself she her hers herself "
-                      "this these those former latter".split())
+_POINTING = frozenset(
+    [
+        "it",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "this",
+        "these",
+        "those",
+        "former",
+        "latter",
+    ]
+)
 """Words that point back to something said before (a question about "it" is about the last answer)."""
 _THAT = re.compile(r"\bthat(?:\s+[A-Za-z]+){0,2}\s*[?.!]*$|\bthat\s+(?:one|ones)\b", re.IGNORECASE)
 """"that" points back near the end of a question ("Why is that?", "Where was that race held?") or before
 "one"; followed by a clause it is a conjunction ("Is it true that the server must support HEAD?")."""
-_DUMMY_IT = re.compile(r"\bit\s+(?:(?:is|was|be)\s+)?(?:true|possible|necessary|required|allowed|okay|ok|better|worse|"
-                       r"safe|normal|common|important|mandatory|recommended|worth|takes?|costs?)\b", re.IGNORECASE)
+_DUMMY_IT = re.compile(
+    r"\bit\s+(?:(?:is|was|be)\s+)?(?:true|possible|necessary|required|allowed|okay|ok|better|worse|"
+    r"safe|normal|common|important|mandatory|recommended|worth|takes?|costs?)\b",
+    re.IGNORECASE,
+)
 """An "it" that stands for nothing said before: "Is it true that …", "How long does it take to …"."""
 _EN_ELLIPSIS = re.compile(
     r"^\s*(?:and|but|so|then|also|or|what about|how about|what else|why not|how come|same for|"
     r"tell me more|more about|go on|continue|elaborate|explain (?:that|this|it|more|why)|"
     r"which one|the other|the first one|the second one|the last one|anything else|any other|"
     r"in what way|is that|was that|are those|were those|really)\b",
-    re.IGNORECASE)
-_QUESTION_WORDS = frozenset("what who whom whose which where when why how is are was were do does did can could "
-                            "should would will may might must has have had".split())
-_EN_FUNCTION = frozenset("""
-a an the of in on at to for from by with about as into than then and or but if so not no nor be been being am is
-are was were do does did done has have had having can could should would will shall may might must what who whom
-whose which where when why how there here any some all each every more most much many other else too very just
-only also such same one ones i me my we us our you your please tell show give explain describe know say said
-""".split())
+    re.IGNORECASE,
+)
+_QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "where",
+        "when",
+        "why",
+        "how",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "may",
+        "might",
+        "must",
+        "has",
+        "have",
+        "had",
+    ]
+)
+_EN_FUNCTION = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "about",
+        "as",
+        "into",
+        "than",
+        "then",
+        "and",
+        "or",
+        "but",
+        "if",
+        "so",
+        "not",
+        "no",
+        "nor",
+        "be",
+        "been",
+        "being",
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "done",
+        "has",
+        "have",
+        "had",
+        "having",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "where",
+        "when",
+        "why",
+        "how",
+        "there",
+        "here",
+        "any",
+        "some",
+        "all",
+        "each",
+        "every",
+        "more",
+        "most",
+        "much",
+        "many",
+        "other",
+        "else",
+        "too",
+        "very",
+        "just",
+        "only",
+        "also",
+        "such",
+        "same",
+        "one",
+        "ones",
+        "i",
+        "me",
+        "my",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "please",
+        "tell",
+        "show",
+        "give",
+        "explain",
+        "describe",
+        "know",
+        "say",
+        "said",
+    ]
+)
 
 # -- Chinese
-_ZH_POINTING = re.compile(r"它|(?<!其)他|她|(?<![极尤与])其(?![实他余次])|(?<!应)该(?=[\u4e00-\u9fff])|(?<![因如彼])此(?!外)|这|"
-                          r"那|上述|前者|后者|对方|二者|两者")
+_ZH_POINTING = re.compile(
+    r"它|(?<!其)他|她|(?<![极尤与])其(?![实他余次])|(?<!应)该(?=[\u4e00-\u9fff])|(?<![因如彼])此(?!外)|这|"
+    r"那|上述|前者|后者|对方|二者|两者"
+)
 """Pronouns and demonstratives: 它/他/她(们) (not 其他), 其/其中 (not 其实/尤其/极其/与其/其他/其余/其次),
 该公司 (not 应该), 此人 (not 因此/如此/彼此/此外), 这/那…, 上述, 前者/后者."""
 _ZH_ELLIPSIS = re.compile(r"^\s*(?:还有|另外|此外|然后|而且|并且|也|同样|具体|详细|接着|继续|所以|但是|可是|不过)")
 """Openings that go on from the last answer ("还有呢？", "另外一个是什么？"); "为什么…" and "怎么…" open
 whole questions too ("为什么天空是蓝色的？"), so only the length rule takes a bare "为什么？"."""
-_ZH_NO_SUBJECT = re.compile(r"^\s*(?:最|是(?!否)|在哪|在什么|有多少|有几|位于|建于|成立于|出生于|属于|来自|又|还|曾|被)")
+_ZH_NO_SUBJECT = re.compile(
+    r"^\s*(?:最|是(?!否)|在哪|在什么|有多少|有几|位于|建于|成立于|出生于|属于|来自|又|还|曾|被)"
+)
 """A Chinese question that opens with its verb or an adverb has left its subject to the conversation
 ("最早是谁建造的？", "是谁写的？", "位于哪个城市？"); one that opens with 谁/什么/为什么 names it after them."""
 _ZH_TAIL = re.compile(r"呢\s*[?？。.!！]*\s*$")
@@ -115,14 +272,80 @@ def depends_on_conversation(question: str) -> bool:
 
 
 # Words a standalone query may add without adding a claim: they ask, they do not answer.
-_QUERY_WORDS_EN = frozenset("""
-information info detail details explain explanation describe description meaning mean means definition define
-example examples list name names named called call year years date time type kind purpose reason role
-question query regarding concerning according
-""".split())
-_QUERY_WORDS_ZH = ("叫什么", "叫做", "名叫", "是什么", "什么", "哪些", "哪个", "哪一", "哪里", "多少", "为什么", "怎么", "如何", "是谁", "谁",
-                   "年份", "时间", "日期", "地点", "名字", "名称", "原因", "意思", "含义", "内容", "信息", "介绍",
-                   "详细", "具体", "关于", "有关", "相关", "问题")
+_QUERY_WORDS_EN = frozenset(
+    [
+        "information",
+        "info",
+        "detail",
+        "details",
+        "explain",
+        "explanation",
+        "describe",
+        "description",
+        "meaning",
+        "mean",
+        "means",
+        "definition",
+        "define",
+        "example",
+        "examples",
+        "list",
+        "name",
+        "names",
+        "named",
+        "called",
+        "call",
+        "year",
+        "years",
+        "date",
+        "time",
+        "type",
+        "kind",
+        "purpose",
+        "reason",
+        "role",
+        "question",
+        "query",
+        "regarding",
+        "concerning",
+        "according",
+    ]
+)
+_QUERY_WORDS_ZH = (
+    "叫什么",
+    "叫做",
+    "名叫",
+    "是什么",
+    "什么",
+    "哪些",
+    "哪个",
+    "哪一",
+    "哪里",
+    "多少",
+    "为什么",
+    "怎么",
+    "如何",
+    "是谁",
+    "谁",
+    "年份",
+    "时间",
+    "日期",
+    "地点",
+    "名字",
+    "名称",
+    "原因",
+    "意思",
+    "含义",
+    "内容",
+    "信息",
+    "介绍",
+    "详细",
+    "具体",
+    "关于",
+    "有关",
+    "相关",
+    "问题",
+)
 _ZH_FUNCTION = HAN_FUNCTION | frozenset("吗呢吧啊有")
 """The support check's function characters, and the particles that end a question."""
 
@@ -166,10 +389,11 @@ def _new_in_run(run: str, known_text: str, known_chars: set[str]) -> list[str]:
     character never said ("王熙凤" where nobody named her, "贾赦") or is two pairs or longer ("熙凤" said
     only as "王熙" and "凤姐"); one lone pair of said characters is the seam between two said words
     ("故宫哪一年": "宫哪")."""
+
     def new(c: str) -> bool:
         return c not in known_chars and c not in _ZH_FUNCTION
 
-    unknown = [run[i:i + 2] not in known_text and not set(run[i:i + 2]) & _ZH_FUNCTION for i in range(len(run) - 1)]
+    unknown = [run[i : i + 2] not in known_text and not set(run[i : i + 2]) & _ZH_FUNCTION for i in range(len(run) - 1)]
     words: list[str] = []
     covered: set[int] = set()
     start = None
@@ -177,7 +401,7 @@ def _new_in_run(run: str, known_text: str, known_chars: set[str]) -> list[str]:
         if flag and start is None:
             start = i
         elif not flag and start is not None:
-            word = run[start:i + 1]
+            word = run[start : i + 1]
             if i - start >= 2 or any(new(c) for c in word):
                 words.append(word)
                 covered.update(range(start, i + 1))
@@ -197,18 +421,20 @@ def _asked_terms(text: str) -> set[str]:
     """What a question asks about in its own words: English words (by `_en_key`) and Chinese character pairs,
     without function words, pointing words and the words that only ask (citation markers left out)."""
     text = MARKER.sub(" ", text)
-    terms = {_en_key(w) for w in _en_words(text) if w not in _EN_FUNCTION and w not in _POINTING
-             and w not in _QUERY_WORDS_EN}
+    terms = {
+        _en_key(w) for w in _en_words(text) if w not in _EN_FUNCTION and w not in _POINTING and w not in _QUERY_WORDS_EN
+    }
     for phrase in _QUERY_WORDS_ZH:
         text = text.replace(phrase, " ")
     skip = _ZH_FUNCTION | _ZH_POINTING_CHARS
     for run in _CJK_RUN.findall(text):
-        terms.update(run[i:i + 2] for i in range(len(run) - 1) if not set(run[i:i + 2]) & skip)
+        terms.update(run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) & skip)
     return terms
 
 
-_ASKING = re.compile(r"[?？]|\b(?:what|who|whom|whose|which|when|where|why|how)\b|谁|什么|哪|何|几|多少|吗|怎|是否",
-                     re.IGNORECASE)
+_ASKING = re.compile(
+    r"[?？]|\b(?:what|who|whom|whose|which|when|where|why|how)\b|谁|什么|哪|何|几|多少|吗|怎|是否", re.IGNORECASE
+)
 
 
 def keeps_question(rewrite: str, question: str) -> bool:
@@ -245,4 +471,3 @@ def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool
         if asked and len(said & asked) >= REPEATED * len(asked) and not said & (own - asked):
             return True
     return False
-

@@ -10,6 +10,7 @@ lies inside one of them (a `..` or a symbolic link leading out is refused).
 They live beside the engine they call rather than in `rag.mcp`, because the agent turn (`agent_turn`)
 builds them too: the server sits above `rag.generate`, the agent below it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -62,13 +63,20 @@ class SearchHit(BaseModel):
     id: str = Field(description="Chunk id, for get_chunk")
     original_filename: str = Field(description="The file the passage comes from")
     pages: list[int] = Field(description="1-based pages of the file the passage spans")
-    location: str = Field(default="", description="Where the passage is, for a citation: 'p. 4', 'slide 3', "
-                                                  "'sheet Sales', or a Word/HTML heading path")
-    score: float = Field(description="Ranking score (higher is better): cosine similarity (vector), the keyword "
-                                     "score (keyword) or the fused score (hybrid)")
+    location: str = Field(
+        default="",
+        description="Where the passage is, for a citation: 'p. 4', 'slide 3', "
+        "'sheet Sales', or a Word/HTML heading path",
+    )
+    score: float = Field(
+        description="Ranking score (higher is better): cosine similarity (vector), the keyword "
+        "score (keyword) or the fused score (hybrid)"
+    )
     text: str = Field(description="The passage")
-    ranking: str = Field(default="", description="Where each search ranked it, e.g. "
-                                                 "'hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)'")
+    ranking: str = Field(
+        default="",
+        description="Where each search ranked it, e.g. 'hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)'",
+    )
     fused_rank: int | None = Field(default=None, description="1-based rank in the hybrid ranking")
     vector_rank: int | None = Field(default=None, description="1-based rank by vector search; null: not found by it")
     vector_score: float | None = Field(default=None, description="Cosine similarity to the query")
@@ -107,7 +115,9 @@ class CitedSource(BaseModel):
     chunk_id: str = Field(description="Chunk id, for get_chunk")
     original_filename: str
     pages: list[int]
-    location: str = Field(default="", description="Where the passage is: 'p. 4', 'slide 3', 'sheet Sales', a heading path")
+    location: str = Field(
+        default="", description="Where the passage is: 'p. 4', 'slide 3', 'sheet Sales', a heading path"
+    )
     score: float
     supported: bool = Field(description="The cited passage supports the sentence that cites it (shared words checked)")
 
@@ -120,8 +130,9 @@ class GroundedAnswer(BaseModel):
     model: str = Field(description="The chat model that answered")
     citations: list[CitedSource]
     unknown_citations: list[int] = Field(description="Markers that point at no source: claims not backed")
-    citations_attributed: bool = Field(description="The markers were added by matching sentences to sources "
-                                                   "(a model that does not cite by itself)")
+    citations_attributed: bool = Field(
+        description="The markers were added by matching sentences to sources (a model that does not cite by itself)"
+    )
     grounded: bool = Field(description="Every judged sentence is supported by a source and the model cited them")
     unsupported_sentences: list[str] = Field(description="Sentences no cited (or any) source supports")
     notes: list[str] = Field(description="How the answer was made (history left out, rewrite failed, ...)")
@@ -139,9 +150,16 @@ class IngestOutcome(BaseModel):
 
 def hit_out(hit: Hit) -> SearchHit:
     return SearchHit(
-        id=str(hit.id), original_filename=hit.original_filename, pages=list(hit.pages), location=hit.location,
-        score=round(float(hit.score), 6), text=hit.content, ranking=hit.ranking, fused_rank=hit.fused_rank,
-        vector_rank=hit.vector_rank, keyword_rank=hit.keyword_rank,
+        id=str(hit.id),
+        original_filename=hit.original_filename,
+        pages=list(hit.pages),
+        location=hit.location,
+        score=round(float(hit.score), 6),
+        text=hit.content,
+        ranking=hit.ranking,
+        fused_rank=hit.fused_rank,
+        vector_rank=hit.vector_rank,
+        keyword_rank=hit.keyword_rank,
         vector_score=None if hit.vector_score is None else round(hit.vector_score, 6),
         keyword_score=None if hit.keyword_score is None else round(hit.keyword_score, 6),
     )
@@ -199,9 +217,7 @@ def confine(path: str, roots: Sequence[Path]) -> Path:
     from rag import documents  # pymupdf: imported only by servers that may ingest
 
     if real.suffix.lower() not in documents.SUPPORTED_EXTENSIONS:
-        raise RagError(
-            f"{path!r}: unsupported file type; supported: {', '.join(documents.SUPPORTED_EXTENSIONS)}"
-        )
+        raise RagError(f"{path!r}: unsupported file type; supported: {', '.join(documents.SUPPORTED_EXTENSIONS)}")
     return real
 
 
@@ -221,14 +237,17 @@ def read_confined(real: Path, roots: Sequence[Path], limit: int = MAX_INGEST_BYT
     try:
         opened = _descriptor_path(fd, real)
         if opened is None or not any(opened == root or opened.is_relative_to(root) for root in roots):
-            raise RagError(f"refused {str(real)!r}: it changed after it was checked and now leads outside the "
-                           f"folders this server may ingest from ({_roots_text(roots)})")
+            raise RagError(
+                f"refused {str(real)!r}: it changed after it was checked and now leads outside the "
+                f"folders this server may ingest from ({_roots_text(roots)})"
+            )
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise RagError(f"{str(real)!r} is not a file")
         if info.st_size > limit:
-            raise RagError(f"{real.name}: {info.st_size / 1e6:,.0f} MB is more than this server ingests "
-                           f"({limit / 1e6:,.0f} MB)")
+            raise RagError(
+                f"{real.name}: {info.st_size / 1e6:,.0f} MB is more than this server ingests ({limit / 1e6:,.0f} MB)"
+            )
         with os.fdopen(fd, "rb", closefd=False) as stream:
             data = stream.read(limit + 1)
         if len(data) > limit:
@@ -321,8 +340,11 @@ class KnowledgeBaseTools:
                 self._store = None
 
     def tool_names(self) -> tuple[str, ...]:
-        return (TOOL_NAMES + ((ASK_TOOL,) if self.answer_model is not None else ())
-                + (("ingest_file",) if self.roots else ()))
+        return (
+            TOOL_NAMES
+            + ((ASK_TOOL,) if self.answer_model is not None else ())
+            + (("ingest_file",) if self.roots else ())
+        )
 
     def input_schema(self, name: str) -> dict[str, Any]:
         """The JSON schema of a tool's arguments, exactly as MCP clients see it."""
@@ -360,49 +382,67 @@ class KnowledgeBaseTools:
             # Worded as the SDK words a ToolError for its clients.
             return ToolCallResult(f"Error executing tool {name}: {exc}", True, None, time.perf_counter() - started)
         structured = result.model_dump(mode="json")
-        return ToolCallResult(json.dumps(structured, ensure_ascii=False, indent=2), False, structured,
-                              time.perf_counter() - started)
+        return ToolCallResult(
+            json.dumps(structured, ensure_ascii=False, indent=2), False, structured, time.perf_counter() - started
+        )
 
     # Each method below is registered as a tool: keep the docstrings written for a model.
 
     def list_knowledge_bases(self) -> KnowledgeBaseList:
         """List the knowledge bases that can be searched, with their number of documents and chunks."""
-        return KnowledgeBaseList(knowledge_bases=[
-            KnowledgeBaseInfo(name=kb.name, documents=kb.documents, chunks=kb.chunks, embedder=kb.embedder)
-            for kb in self.store.list_knowledge_bases()
-        ])
+        return KnowledgeBaseList(
+            knowledge_bases=[
+                KnowledgeBaseInfo(name=kb.name, documents=kb.documents, chunks=kb.chunks, embedder=kb.embedder)
+                for kb in self.store.list_knowledge_bases()
+            ]
+        )
 
     def search_knowledge_base(
         self,
         query: Annotated[str, Field(description="What to look for: a question or a few keywords")],
-        knowledge_base: Annotated[str, Field(description="Name of the knowledge base to search "
-                                                         "(see list_knowledge_bases)")],
+        knowledge_base: Annotated[
+            str, Field(description="Name of the knowledge base to search (see list_knowledge_bases)")
+        ],
         top_k: Annotated[int, Field(description="How many passages to return", ge=1, le=MAX_TOP_K)] = 5,
-        filter: Annotated[str | None, Field(  # noqa: A002 - the tool's public parameter name
-            description="Optional metadata filter in Spring AI syntax, e.g. "
-                        "\"original_filename == 'report.pdf' && page >= 3\"")] = None,
+        filter: Annotated[
+            str | None,
+            Field(
+                description="Optional metadata filter in Spring AI syntax, e.g. "
+                "\"original_filename == 'report.pdf' && page >= 3\""
+            ),
+        ] = None,
     ) -> SearchResults:
         """Search a knowledge base for the passages closest to a query (hybrid vector and keyword search).
 
         Each hit gives the file name, the pages and the passage text; cite the file and pages."""
         from rag.generate import engine  # the model clients: only once a tool runs
 
-        hits = engine.find(self.store, self.settings, query,
-                           engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter))
+        hits = engine.find(
+            self.store, self.settings, query, engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter)
+        )
         return SearchResults(query=query, knowledge_base=knowledge_base, hits=[hit_out(h) for h in hits])
 
     def ask_knowledge_base(
         self,
         question: Annotated[str, Field(description="The question, as the user asked it")],
-        knowledge_base: Annotated[str, Field(description="Name of the knowledge base to answer from "
-                                                         "(see list_knowledge_bases)")],
-        history: Annotated[list[HistoryMessage] | None, Field(
-            description="The conversation so far, oldest first: a follow-up is rewritten into a "
-                        "standalone query before searching")] = None,
+        knowledge_base: Annotated[
+            str, Field(description="Name of the knowledge base to answer from (see list_knowledge_bases)")
+        ],
+        history: Annotated[
+            list[HistoryMessage] | None,
+            Field(
+                description="The conversation so far, oldest first: a follow-up is rewritten into a "
+                "standalone query before searching"
+            ),
+        ] = None,
         top_k: Annotated[int, Field(description="How many passages the answer may use", ge=1, le=MAX_TOP_K)] = 8,
-        filter: Annotated[str | None, Field(  # noqa: A002 - the tool's public parameter name
-            description="Optional metadata filter in Spring AI syntax, e.g. "
-                        "\"original_filename == 'report.pdf' && page >= 3\"")] = None,
+        filter: Annotated[
+            str | None,
+            Field(
+                description="Optional metadata filter in Spring AI syntax, e.g. "
+                "\"original_filename == 'report.pdf' && page >= 3\""
+            ),
+        ] = None,
     ) -> GroundedAnswer:
         """Answer a question from a knowledge base: its passages are searched, the answer cites them as [n].
 
@@ -413,17 +453,26 @@ class KnowledgeBaseTools:
 
         choice = self.answer_model or None
         model = llms.resolve_chat_model(self.settings, choice)
-        turn = engine.ask(question, engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter),
-                          model=model, store=self.store, settings=self.settings,
-                          history=[Message(m.role, m.content) for m in history or ()])
+        turn = engine.ask(
+            question,
+            engine.Request(kbs=(knowledge_base,), top_k=top_k, filter=filter),
+            model=model,
+            store=self.store,
+            settings=self.settings,
+            history=[Message(m.role, m.content) for m in history or ()],
+        )
         if turn.problem or turn.error:
             raise RagError(turn.problem or turn.error)
         found = turn.as_dict()
         return GroundedAnswer(
-            answer=turn.answer, query=turn.query, model=turn.model,
-            citations=[CitedSource(**c) for c in found["citations"]], unknown_citations=found["unknown_citations"],
-            citations_attributed=turn.attributed, grounded=found["grounded"],
-            unsupported_sentences=[turn.answer[s.start:s.end].strip() for s in turn.grounding.flagged],
+            answer=turn.answer,
+            query=turn.query,
+            model=turn.model,
+            citations=[CitedSource(**c) for c in found["citations"]],
+            unknown_citations=found["unknown_citations"],
+            citations_attributed=turn.attributed,
+            grounded=found["grounded"],
+            unsupported_sentences=[turn.answer[s.start : s.end].strip() for s in turn.grounding.flagged],
             notes=list(turn.notes),
         )
 
@@ -435,16 +484,26 @@ class KnowledgeBaseTools:
         hit = self.store.get_chunk(id.strip())
         if hit is None:
             raise RagError(f"no chunk with id {id!r}: use an id from search_knowledge_base")
-        return ChunkText(id=str(hit.id), knowledge_base=hit.knowledge, original_filename=hit.original_filename,
-                         pages=list(hit.pages), location=hit.location, text=hit.content)
+        return ChunkText(
+            id=str(hit.id),
+            knowledge_base=hit.knowledge,
+            original_filename=hit.original_filename,
+            pages=list(hit.pages),
+            location=hit.location,
+            text=hit.content,
+        )
 
     def ingest_file(
         self,
-        path: Annotated[str, Field(description="The file to ingest (PDF, EPUB, XPS, Word, PowerPoint, Excel, HTML, CSV, TXT or MD), inside "
-                                               "one of the folders this server may read; a relative path "
-                                               "is taken from the first of them")],
-        knowledge_base: Annotated[str, Field(description="The knowledge base to add it to "
-                                                         "(created if new)")],
+        path: Annotated[
+            str,
+            Field(
+                description="The file to ingest (PDF, EPUB, XPS, Word, PowerPoint, Excel, HTML, CSV, TXT or MD), inside "
+                "one of the folders this server may read; a relative path "
+                "is taken from the first of them"
+            ),
+        ],
+        knowledge_base: Annotated[str, Field(description="The knowledge base to add it to (created if new)")],
     ) -> IngestOutcome:
         """Parse, chunk, embed and store one file into a knowledge base (only from the allowed folders)."""
         from rag import ingest
@@ -454,9 +513,9 @@ class KnowledgeBaseTools:
         knowledge = ingest.validate_kb_name(knowledge_base)
         embedder = ingest.embedder_for_kb(self.store, self.settings, knowledge)
         data = read_confined(real, self.roots)
-        result = ingest.ingest_bytes(self.store, embedder, data, real.name, knowledge, DEFAULT,
-                                     path=str(real))
+        result = ingest.ingest_bytes(self.store, embedder, data, real.name, knowledge, DEFAULT, path=str(real))
         if not result.ok:
             raise RagError(f"{real.name}: {result.reason}")
-        return IngestOutcome(path=str(real), knowledge_base=knowledge, status=result.status,
-                             pages=result.pages, chunks=result.chunks)
+        return IngestOutcome(
+            path=str(real), knowledge_base=knowledge, status=result.status, pages=result.pages, chunks=result.chunks
+        )

@@ -7,15 +7,16 @@ as the first exchange ("Summary of our conversation so far: …"), is kept with 
 with the stored conversation), and the next turn starts from it: only exchanges newer than those
 it covers are folded in later.
 """
+
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag import scripts
 from rag.errors import ModelError
 from rag.llms.types import ChatModel, Message
-from rag import scripts
 from rag.text import Text
 
 SUMMARY_CHARS = 1500
@@ -24,11 +25,15 @@ SUMMARY_CHARS = 1500
 OPENING = {"en": "Summary of our conversation so far: ", "zh": "此前对话的摘要："}
 ACK = {"en": "Noted: I will keep it in mind.", "zh": "好的，我会记住这些。"}
 PROMPT = {
-    "en": ("Summarize the conversation below so that it can be continued without it. Keep every fact the "
-           "user stated or asked about: names, numbers, dates, codes, decisions, and what the answers found. "
-           "Write plain sentences, at most 120 words, in English.\n\n{previous}{exchanges}\n\nSummary:"),
-    "zh": ("请总结下面的对话，使之后不看原对话也能继续。保留用户说过或问过的每个事实：名称、数字、日期、编号、"
-           "决定，以及回答找到的内容。用中文写成简洁的句子，不超过200字。\n\n{previous}{exchanges}\n\n摘要："),
+    "en": (
+        "Summarize the conversation below so that it can be continued without it. Keep every fact the "
+        "user stated or asked about: names, numbers, dates, codes, decisions, and what the answers found. "
+        "Write plain sentences, at most 120 words, in English.\n\n{previous}{exchanges}\n\nSummary:"
+    ),
+    "zh": (
+        "请总结下面的对话，使之后不看原对话也能继续。保留用户说过或问过的每个事实：名称、数字、日期、编号、"
+        "决定，以及回答找到的内容。用中文写成简洁的句子，不超过200字。\n\n{previous}{exchanges}\n\n摘要："
+    ),
 }
 PREVIOUS = {"en": "Summary of what came before: {summary}\n\n", "zh": "更早对话的摘要：{summary}\n\n"}
 
@@ -51,7 +56,9 @@ def summary_exchange(memory: Memory | None, language: str) -> list[Message]:
     return [Message("user", OPENING[language] + memory.summary.strip()), Message("assistant", ACK[language])]
 
 
-def summarize(model: ChatModel, exchanges: Sequence[Message], previous: str = "", *, language: str | None = None) -> str:
+def summarize(
+    model: ChatModel, exchanges: Sequence[Message], previous: str = "", *, language: str | None = None
+) -> str:
     """The model's summary of `exchanges` (and of the `previous` summary); ModelError when it fails."""
     language = language or language_of(exchanges)
     lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}" for m in exchanges)

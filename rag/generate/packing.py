@@ -11,6 +11,7 @@ of the wait for the first word.
 Tokens are counted with the model's own tokenizer where we run it (rag.llms.counting), and the
 packed prompt is counted whole once more before it is used.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -67,28 +68,56 @@ class Packed:
         found = len(self.sources) + len(self.left_out)
         if self.left_out:
             numbers = [s.n for s in self.left_out]
-            room = (Text("this model reads at most {tokens} tokens of sources, to answer sooner",
-                         tokens=f"{self.source_limit:,}")
-                    if self.source_limit else Text("window {tokens} tokens", tokens=f"{self.budget.limit:,}"))
+            room = (
+                Text(
+                    "this model reads at most {tokens} tokens of sources, to answer sooner",
+                    tokens=f"{self.source_limit:,}",
+                )
+                if self.source_limit
+                else Text("window {tokens} tokens", tokens=f"{self.budget.limit:,}")
+            )
             given = f"{self.budget.sources:,}"
             if len(numbers) == 1:
-                notes.append(Text("Passage {which} of the {found} found was left out so that the prompt fits "
-                                  "({room}; {given} tokens of sources given).", which=numbers[0], found=found,
-                                  room=room, given=given))
+                notes.append(
+                    Text(
+                        "Passage {which} of the {found} found was left out so that the prompt fits "
+                        "({room}; {given} tokens of sources given).",
+                        which=numbers[0],
+                        found=found,
+                        room=room,
+                        given=given,
+                    )
+                )
             else:
-                notes.append(Text("Passages {which} of the {found} found were left out so that the prompt fits "
-                                  "({room}; {given} tokens of sources given).",
-                                  which=f"{numbers[0]}-{numbers[-1]}", found=found, room=room, given=given))
+                notes.append(
+                    Text(
+                        "Passages {which} of the {found} found were left out so that the prompt fits "
+                        "({room}; {given} tokens of sources given).",
+                        which=f"{numbers[0]}-{numbers[-1]}",
+                        found=found,
+                        room=room,
+                        given=given,
+                    )
+                )
         if self.in_part:
             parts = ", ".join(f"[{n}]" for n in self.in_part)
-            notes.append(Text("Given to the model in part (the sentences that best match the question): {parts}.",
-                              parts=parts))
+            notes.append(
+                Text("Given to the model in part (the sentences that best match the question): {parts}.", parts=parts)
+            )
         if self.dropped > 1:
-            notes.append(Text("Left out the {n} oldest exchanges of the conversation so that the prompt fits the "
-                              "model's window.", n=self.dropped))
+            notes.append(
+                Text(
+                    "Left out the {n} oldest exchanges of the conversation so that the prompt fits the model's window.",
+                    n=self.dropped,
+                )
+            )
         elif self.dropped:
-            notes.append(Text("Left out the {n} oldest exchange of the conversation so that the prompt fits the "
-                              "model's window.", n=self.dropped))
+            notes.append(
+                Text(
+                    "Left out the {n} oldest exchange of the conversation so that the prompt fits the model's window.",
+                    n=self.dropped,
+                )
+            )
         return notes
 
 
@@ -108,7 +137,7 @@ def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int
     lo = hi = best
     used = costs[best]
     if used > max_tokens:
-        return _head(text[spans[best][0]:spans[best][1]].strip(), max_tokens - 2, count) + ELLIPSIS
+        return _head(text[spans[best][0] : spans[best][1]].strip(), max_tokens - 2, count) + ELLIPSIS
     while True:
         # Grow towards the neighbour that matches more (the following one on a tie: an answer
         # tends to come after the words that name its subject).
@@ -121,7 +150,7 @@ def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int
         else:
             lo, used = before, used + costs[before]  # type: ignore[assignment]
     while True:
-        part = text[spans[lo][0]:spans[hi][1]].strip()
+        part = text[spans[lo][0] : spans[hi][1]].strip()
         part = f"{ELLIPSIS if lo > 0 else ''}{part}{ELLIPSIS if hi < len(spans) - 1 else ''}"
         if count(part) <= max_tokens:
             return part
@@ -181,13 +210,20 @@ def pack_prompt(
     # Counted with the first source in place: the embedded models' prompts add text only when there
     # are numbered sources (Gemma's worked example, Qwen's citation reminder).
     probe = list(sources[:1])
-    fixed = (counter.prompt(build_messages(question, probe, system_template=template))
-             - counter.text(format_sources(probe)))
+    fixed = counter.prompt(build_messages(question, probe, system_template=template)) - counter.text(
+        format_sources(probe)
+    )
     if fixed > room:
-        raise RagError(Text("The question and the instructions take {tokens} tokens, more than the model's "
-                            "{limit}-token window leaves with {reserve} kept for the answer: shorten the question "
-                            "or the system prompt, or use a model with a larger window",
-                            tokens=f"{fixed:,}", limit=f"{limit:,}", reserve=f"{reserve:,}"))
+        raise RagError(
+            Text(
+                "The question and the instructions take {tokens} tokens, more than the model's "
+                "{limit}-token window leaves with {reserve} kept for the answer: shorten the question "
+                "or the system prompt, or use a model with a larger window",
+                tokens=f"{fixed:,}",
+                limit=f"{limit:,}",
+                reserve=f"{reserve:,}",
+            )
+        )
     exchanges = exchanges_of(history)
     cost = [sum(counter.text(m.content) + MESSAGE_FRAMING for m in ex) for ex in exchanges]
     summary = list(summary)
@@ -237,6 +273,5 @@ def pack_prompt(
         else:
             break
     dropped = len(exchanges) - len(kept)
-    left_out = tuple(sources[len(packed):])
+    left_out = tuple(sources[len(packed) :])
     return Packed(tuple(messages), tuple(packed), left_out, budget, dropped, limits.source_tokens)
-

@@ -3,6 +3,7 @@
 The numbers are what the answer cites (`[1]`), so a source's number and label are fixed here once
 and reused by the citation checks, the page's source cards and the Markdown export.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -6,6 +6,7 @@ citation badges check the same text again), the answer, the agent's steps, web s
 model, its timings and the budget, and how the turn ended. `VERSION` is written with each record;
 a record of a later version than this code knows is refused rather than half-read.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,9 +22,29 @@ from rag.store.records import Hit
 from rag.text import Text
 
 VERSION = 1
-_PLAIN = ("id", "question", "query", "mode", "search_ms", "problem", "model", "agent", "answer", "thinking",
-          "stopped", "error", "agent_summary", "route", "route_reason", "route_budget", "web_warning", "attributed",
-          "looped", "summary", "summary_covers")
+_PLAIN = (
+    "id",
+    "question",
+    "query",
+    "mode",
+    "search_ms",
+    "problem",
+    "model",
+    "agent",
+    "answer",
+    "thinking",
+    "stopped",
+    "error",
+    "agent_summary",
+    "route",
+    "route_reason",
+    "route_budget",
+    "web_warning",
+    "attributed",
+    "looped",
+    "summary",
+    "summary_covers",
+)
 
 
 _TEXTS = ("problem", "error", "agent_summary", "route_reason", "web_warning")
@@ -44,9 +65,17 @@ def _text_in(value: Any) -> Any:
 
 
 def _hit(hit: Hit) -> dict[str, Any]:
-    return {"id": str(hit.id), "content": hit.content, "metadata": hit.metadata, "score": hit.score,
-            "vector_score": hit.vector_score, "keyword_score": hit.keyword_score, "fused_rank": hit.fused_rank,
-            "vector_rank": hit.vector_rank, "keyword_rank": hit.keyword_rank}
+    return {
+        "id": str(hit.id),
+        "content": hit.content,
+        "metadata": hit.metadata,
+        "score": hit.score,
+        "vector_score": hit.vector_score,
+        "keyword_score": hit.keyword_score,
+        "fused_rank": hit.fused_rank,
+        "vector_rank": hit.vector_rank,
+        "keyword_rank": hit.keyword_rank,
+    }
 
 
 def _source(source: Source) -> dict[str, Any]:
@@ -65,9 +94,10 @@ def turn_record(turn: Turn) -> dict[str, Any]:
     record["route_tools"] = list(turn.route_tools)
     record["stats"] = dataclasses.asdict(turn.stats) if turn.stats is not None else None
     record["budget"] = dataclasses.asdict(turn.budget) if turn.budget is not None else None
-    record["steps"] = [dataclasses.asdict(s) | {"arguments": dict(s.arguments),
-                                                "data": dict(s.data) if s.data is not None else None}
-                       for s in turn.steps]
+    record["steps"] = [
+        dataclasses.asdict(s) | {"arguments": dict(s.arguments), "data": dict(s.data) if s.data is not None else None}
+        for s in turn.steps
+    ]
     record["web_sources"] = [dataclasses.asdict(w) for w in turn.web_sources]
     texts = {name: _text_out(getattr(turn, name)) for name in _TEXTS if isinstance(getattr(turn, name), Text)}
     if any(isinstance(n, Text) for n in turn.notes):
@@ -78,10 +108,17 @@ def turn_record(turn: Turn) -> dict[str, Any]:
 
 
 def _hit_from(data: dict[str, Any]) -> Hit:
-    return Hit(id=uuid.UUID(data["id"]), content=data["content"], metadata=dict(data.get("metadata") or {}),
-               score=float(data.get("score") or 0.0), vector_score=data.get("vector_score"),
-               keyword_score=data.get("keyword_score"), fused_rank=data.get("fused_rank"),
-               vector_rank=data.get("vector_rank"), keyword_rank=data.get("keyword_rank"))
+    return Hit(
+        id=uuid.UUID(data["id"]),
+        content=data["content"],
+        metadata=dict(data.get("metadata") or {}),
+        score=float(data.get("score") or 0.0),
+        vector_score=data.get("vector_score"),
+        keyword_score=data.get("keyword_score"),
+        fused_rank=data.get("fused_rank"),
+        vector_rank=data.get("vector_rank"),
+        keyword_rank=data.get("keyword_rank"),
+    )
 
 
 def _source_from(data: dict[str, Any]) -> Source:
@@ -95,12 +132,19 @@ def turn_from_record(record: dict[str, Any]) -> Turn:
 
     version = record.get("version")
     if not isinstance(version, int) or version > VERSION:
-        raise RagError(Text("a stored turn has record version {version}; this version of the app reads up to "
-                            "{supported}: update the app", version=repr(version), supported=VERSION))
+        raise RagError(
+            Text(
+                "a stored turn has record version {version}; this version of the app reads up to "
+                "{supported}: update the app",
+                version=repr(version),
+                supported=VERSION,
+            )
+        )
     try:
         values: dict[str, Any] = {name: record[name] for name in _PLAIN if name in record}
         values.update(
-            kbs=tuple(record.get("kbs") or ()), notes=tuple(record.get("notes") or ()),
+            kbs=tuple(record.get("kbs") or ()),
+            notes=tuple(record.get("notes") or ()),
             sources=tuple(_source_from(s) for s in record.get("sources") or ()),
             left_out=tuple(_source_from(s) for s in record.get("left_out") or ()),
             route_tools=tuple(record.get("route_tools") or ()),
@@ -114,8 +158,11 @@ def turn_from_record(record: dict[str, Any]) -> Turn:
             if name in texts:
                 values[name] = _text_in(texts[name])
         if isinstance(texts.get("notes"), list) and len(texts["notes"]) == len(values["notes"]):
-            values["notes"] = tuple(_text_in(t) if t is not None else n for t, n in zip(texts["notes"], values["notes"]))
+            values["notes"] = tuple(
+                _text_in(t) if t is not None else n for t, n in zip(texts["notes"], values["notes"])
+            )
         return Turn(**values)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RagError(Text("a stored turn cannot be read ({error}: {detail})", error=type(exc).__name__,
-                            detail=str(exc))) from None
+        raise RagError(
+            Text("a stored turn cannot be read ({error}: {detail})", error=type(exc).__name__, detail=str(exc))
+        ) from None

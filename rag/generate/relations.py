@@ -17,6 +17,7 @@ and "林如海是黛玉的女儿" the opposite. Groups with no direction (spouse
 `EXCLUSIVE` lists words of which a passage saying one denies the others (东/西, gold/bronze, approved
 /rejected): an answer saying "以东" where the passage says "以西" states something else.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,9 +44,22 @@ class Mention:
 
 # The converse of each role: the parent of a child, the loser of a winner.
 CONVERSE = {
-    "parent": "child", "child": "parent", "elder": "younger", "younger": "elder", "teacher": "student",
-    "student": "teacher", "winner": "loser", "loser": "winner", "buyer": "bought", "bought": "buyer",
-    "newer": "older", "older": "newer", "more": "less", "less": "more", "variant": "model", "model": "variant",
+    "parent": "child",
+    "child": "parent",
+    "elder": "younger",
+    "younger": "elder",
+    "teacher": "student",
+    "student": "teacher",
+    "winner": "loser",
+    "loser": "winner",
+    "buyer": "bought",
+    "bought": "buyer",
+    "newer": "older",
+    "older": "newer",
+    "more": "less",
+    "less": "more",
+    "variant": "model",
+    "model": "variant",
     "": "",
 }
 
@@ -124,29 +138,52 @@ _EN: tuple[tuple[str, Relation], ...] = (
 
 # Chinese comparisons: "X比Y高" (the adjective after the compared one decides the direction).
 _ZH_COMPARE = re.compile("比(?P<what>[^，。；,;比]{1,8}?)(?P<adj>[高低大小多少快慢长短早晚强弱重轻])")
-_COMPARE_ROLES = {"高": ("height", "more"), "低": ("height", "less"), "大": ("size", "more"), "小": ("size", "less"),
-                  "多": ("size", "more"), "少": ("size", "less"), "快": ("speed", "more"), "慢": ("speed", "less"),
-                  "长": ("length", "more"), "短": ("length", "less"), "早": ("time", "less"), "晚": ("time", "more"),
-                  "强": ("strength", "more"), "弱": ("strength", "less"), "重": ("weight", "more"),
-                  "轻": ("weight", "less")}
+_COMPARE_ROLES = {
+    "高": ("height", "more"),
+    "低": ("height", "less"),
+    "大": ("size", "more"),
+    "小": ("size", "less"),
+    "多": ("size", "more"),
+    "少": ("size", "less"),
+    "快": ("speed", "more"),
+    "慢": ("speed", "less"),
+    "长": ("length", "more"),
+    "短": ("length", "less"),
+    "早": ("time", "less"),
+    "晚": ("time", "more"),
+    "强": ("strength", "more"),
+    "弱": ("strength", "less"),
+    "重": ("weight", "more"),
+    "轻": ("weight", "less"),
+}
 
 _ZH_PATTERNS = tuple((re.compile(pattern), relation) for pattern, relation in _ZH)
 _EN_PATTERNS = tuple((re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE), relation) for pattern, relation in _EN)
 
 EXCLUSIVE: tuple[tuple[str, ...], ...] = (
-    ("以东", "以西", "以南", "以北"), ("东部", "西部", "南部", "北部"),
+    ("以东", "以西", "以南", "以北"),
+    ("东部", "西部", "南部", "北部"),
     ("east", "west", "north", "south"),
-    ("金牌", "银牌", "铜牌"), ("gold", "silver", "bronze"),
-    ("批准", "驳回", "拒绝"), ("approved", "rejected", "refused"),
-    ("增加", "减少"), ("increased", "decreased"), ("rose", "fell"),
-    ("以上", "以下"), ("above", "below"), ("before", "after"), ("nearer", "farther"),
+    ("金牌", "银牌", "铜牌"),
+    ("gold", "silver", "bronze"),
+    ("批准", "驳回", "拒绝"),
+    ("approved", "rejected", "refused"),
+    ("增加", "减少"),
+    ("increased", "decreased"),
+    ("rose", "fell"),
+    ("以上", "以下"),
+    ("above", "below"),
+    ("before", "after"),
+    ("nearer", "farther"),
     ("permanent", "temporary", "temporarily"),
-    ("健在", "双亡", "去世", "逝世", "已故"), ("alive", "dead", "died", "deceased"),
+    ("健在", "双亡", "去世", "逝世", "已故"),
+    ("alive", "dead", "died", "deceased"),
 )
 """Words that exclude each other: a passage that says one of them (and not another) denies the others."""
 # (Comparatives, "bigger" and "smaller", are relations above: their direction depends on what is compared.)
-_EXCLUSIVE = tuple(re.compile("|".join(rf"\b{w}\b" if w.isascii() else w for w in words), re.IGNORECASE)
-                   for words in EXCLUSIVE)
+_EXCLUSIVE = tuple(
+    re.compile("|".join(rf"\b{w}\b" if w.isascii() else w for w in words), re.IGNORECASE) for words in EXCLUSIVE
+)
 
 
 def mentions(text: str) -> list[Mention]:

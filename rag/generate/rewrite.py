@@ -7,6 +7,7 @@ rewrite is searched together with the question (rag.retrieve.fusion.fuse_queries
 that answers instead of asking, or adds words nobody said (the model's guess), is refused: then
 the question is searched with the one before it. A failure is never fatal, and a note says why.
 """
+
 from __future__ import annotations
 
 import threading
@@ -47,13 +48,17 @@ MESSAGE_CHARS = 600
 
 def _recent(history: Sequence[Message], max_turns: int = MAX_TURNS) -> list[Message]:
     """The messages the rewrite prompt shows: the last `max_turns` exchanges, each cut to MESSAGE_CHARS."""
-    return [Message(m.role, m.content.strip()[:MESSAGE_CHARS])
-            for m in [m for m in history if m.role in ("user", "assistant")][-2 * max_turns:]]
+    return [
+        Message(m.role, m.content.strip()[:MESSAGE_CHARS])
+        for m in [m for m in history if m.role in ("user", "assistant")][-2 * max_turns :]
+    ]
 
 
 def rewrite_messages(history: Sequence[Message], question: str, max_turns: int = MAX_TURNS) -> list[Message]:
     """A prompt asking the model for a standalone retrieval query for a follow-up question."""
-    lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in _recent(history, max_turns))
+    lines = "\n".join(
+        f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in _recent(history, max_turns)
+    )
     return [Message("user", REWRITE_PROMPT.format(history=lines, question=question))]
 
 
@@ -94,34 +99,67 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
     parts: list[str] = []
     stop = threading.Event()
     try:
-        for event in model.stream(rewrite_messages(history, question), temperature=0.0,
-                                  think=False if thinks else None, stop_event=stop):
+        for event in model.stream(
+            rewrite_messages(history, question), temperature=0.0, think=False if thinks else None, stop_event=stop
+        ):
             if event.kind == "content":
                 parts.append(event.text)
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
-        return _refused(history, question, Text(
-            "Rewriting the follow-up failed ({error}); searched for it with the question before it.",
-            error=text_of(exc)))
+        return _refused(
+            history,
+            question,
+            Text(
+                "Rewriting the follow-up failed ({error}); searched for it with the question before it.",
+                error=text_of(exc),
+            ),
+        )
     query = clean_rewrite("".join(parts), question)
     if answered_instead(query, question):
-        return _refused(history, question, Text(
-            "The model answered the follow-up instead of rewriting it; searched for it with the question before it."))
+        return _refused(
+            history,
+            question,
+            Text(
+                "The model answered the follow-up instead of rewriting it; searched for it with the question before it."
+            ),
+        )
     if query.strip() == question.strip():
-        return _refused(history, question, Text(
-            "The model gave the follow-up back unchanged; searched for it with the question before it."))
+        return _refused(
+            history,
+            question,
+            Text("The model gave the follow-up back unchanged; searched for it with the question before it."),
+        )
     if repeats_earlier(query, question, [m.content for m in history if m.role == "user"]):
-        return _refused(history, question, Text(
-            "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
-            "the question before it.", rewrite=query))
+        return _refused(
+            history,
+            question,
+            Text(
+                "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
+                "the question before it.",
+                rewrite=query,
+            ),
+        )
     if not keeps_question(query, question):
-        return _refused(history, question, Text(
-            "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched "
-            "for it with the question before it.", rewrite=query))
+        return _refused(
+            history,
+            question,
+            Text(
+                "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched "
+                "for it with the question before it.",
+                rewrite=query,
+            ),
+        )
     guessed = added_words(query, question, [m.content for m in _recent(history)])
     if guessed:
-        return _refused(history, question, Text(
-            "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; "
-            "searched for it with the question before it.", rewrite=query, words=", ".join(guessed[:5])))
+        return _refused(
+            history,
+            question,
+            Text(
+                "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; "
+                "searched for it with the question before it.",
+                rewrite=query,
+                words=", ".join(guessed[:5]),
+            ),
+        )
     return Rewrite(query)

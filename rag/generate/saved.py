@@ -4,6 +4,7 @@ The page, `rag ask --conversation ID` and `rag conversations` share these. A reo
 sources whose chunk is gone (the document was deleted or replaced since) are marked in `Turn.gone`,
 so their badges say so instead of opening another text.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,15 +34,21 @@ def load_conversation(conversations: Conversations, conversation_id: str) -> tup
     records = conversations.turns(info.id)
     turns = [turn_from_record(r) for r in records]
     missing = conversations.missing_chunks([str(s.hit.id) for t in turns for s in t.sources])
-    return info, [dataclasses.replace(t, gone=tuple(s.n for s in t.sources if str(s.hit.id) in missing))
-                  if missing else t for t in turns]
+    return info, [
+        dataclasses.replace(t, gone=tuple(s.n for s in t.sources if str(s.hit.id) in missing)) if missing else t
+        for t in turns
+    ]
 
 
 def conversation_json(info: ConversationInfo, turns: Sequence[Turn]) -> str:
     """The conversation as JSON: its title, knowledge bases, dates and every turn's record."""
     data: dict[str, Any] = {
-        "id": str(info.id), "title": info.title, "knowledge_bases": list(info.knowledge_bases), "model": info.model,
-        "created_at": info.created_at.isoformat(), "updated_at": info.updated_at.isoformat(),
+        "id": str(info.id),
+        "title": info.title,
+        "knowledge_bases": list(info.knowledge_bases),
+        "model": info.model,
+        "created_at": info.created_at.isoformat(),
+        "updated_at": info.updated_at.isoformat(),
         "turns": [turn_record(t) for t in turns],
     }
     return json.dumps(data, ensure_ascii=False, indent=2)

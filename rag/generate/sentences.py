@@ -6,6 +6,7 @@ ends, so a full stop inside "i.e.", "e.g.", "Fig. 3", "et al." or "3.5" must not
 their closing quotes); a line break ends one too (list items). A citation marker written right after
 the full stop ("... two years. [1]") belongs to the sentence before it.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,12 +14,64 @@ import re
 from rag.scripts import CJK
 
 # Words that end with a full stop without ending the sentence (lower case, without the stop).
-ABBREVIATIONS = frozenset({
-    "e.g", "i.e", "etc", "al", "fig", "figs", "eq", "eqs", "sec", "ch", "vol", "vols", "p", "pp",
-    "cf", "vs", "approx", "dept", "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "inc", "ltd", "co", "corp",
-    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "ref", "refs", "ed",
-    "eds", "tab", "ca", "resp", "u.s", "u.k", "ph.d", "a.m", "p.m",
-})
+ABBREVIATIONS = frozenset(
+    {
+        "e.g",
+        "i.e",
+        "etc",
+        "al",
+        "fig",
+        "figs",
+        "eq",
+        "eqs",
+        "sec",
+        "ch",
+        "vol",
+        "vols",
+        "p",
+        "pp",
+        "cf",
+        "vs",
+        "approx",
+        "dept",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "ref",
+        "refs",
+        "ed",
+        "eds",
+        "tab",
+        "ca",
+        "resp",
+        "u.s",
+        "u.k",
+        "ph.d",
+        "a.m",
+        "p.m",
+    }
+)
 NUMBERED = frozenset({"no", "nos"})
 """Abbreviations only before a number ("No. 5"); "No." before a word ends a sentence."""
 _END = re.compile(r"[.!?。！？]+|\n")
@@ -36,7 +89,7 @@ def _ends_here(text: str, start: int, end: int) -> bool:
     mark = text[start:end]
     if mark == "\n" or any(c in "!?。！？" for c in mark):
         return True
-    after = text[end:end + 1]
+    after = text[end : end + 1]
     if after and not (after.isspace() or after in _CLOSERS or _CJK_CHAR.match(after) or MARKER.match(text, end)):
         return False  # "3.5", "e.g.,", "example.com" (but "years.[1]" and "年。然后" end)
     word = re.search(r"[^\s(\[{\"'“‘]*$", text[:start]).group().lower()  # type: ignore[union-attr]
@@ -71,4 +124,3 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     elif spans:
         spans[-1] = (spans[-1][0], len(text))
     return spans
-

@@ -11,6 +11,7 @@ closely from its source shares most of its terms with it; an invented one ("fast
 right answers that cite their gold passage score against that passage (supported) and against the
 other passages of the same prompt (not supporting it); 0.5 separated them best (see the README).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,18 +31,175 @@ is supported when the source names 英莲, "42 [1]" when it holds 42)."""
 
 _WORDS = re.compile(f"[A-Za-z]+(?:'[a-z]+)?|\\d+(?:[.,]\\d+)*%?|[{CJK}]+")
 _CJK_RUN = re.compile(f"[{CJK}]+")
-STOP_WORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before being below
-between both but by can could did do does doing down during each few for from further had has have
-having he her here hers herself him himself his how if in into is it its itself just me more most my
-myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those through to too
-under until up very was we were what when where which while who whom why will with would you your
-yours yourself yourselves according source sources answer question text passage based mentioned says
-said states stated following one two however therefore thus
-hope help helps helpful glad happy feel free let know please thank thanks sure certainly course ask
-anything else further
-""".split())
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "according",
+        "source",
+        "sources",
+        "answer",
+        "question",
+        "text",
+        "passage",
+        "based",
+        "mentioned",
+        "says",
+        "said",
+        "states",
+        "stated",
+        "following",
+        "one",
+        "two",
+        "however",
+        "therefore",
+        "thus",
+        "hope",
+        "help",
+        "helps",
+        "helpful",
+        "glad",
+        "happy",
+        "feel",
+        "free",
+        "let",
+        "know",
+        "please",
+        "thank",
+        "thanks",
+        "sure",
+        "certainly",
+        "course",
+        "ask",
+        "anything",
+        "else",
+        "further",
+    ]
+)
 """Function words, and the pleasantries a chat model adds ("I hope this helps!"), which claim nothing."""
 # Chinese function characters that carry no content on their own; a bigram holding one is dropped
 # ("隐的", "的女" would match any text about anyone's daughter).
@@ -60,8 +218,11 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
                 if token not in HAN_FUNCTION:
                     spans.append((token, start, start + 1))
                 continue
-            spans += [(token[i:i + 2], start + i, start + i + 2) for i in range(len(token) - 1)
-                      if token[i] not in HAN_FUNCTION and token[i + 1] not in HAN_FUNCTION]
+            spans += [
+                (token[i : i + 2], start + i, start + i + 2)
+                for i in range(len(token) - 1)
+                if token[i] not in HAN_FUNCTION and token[i + 1] not in HAN_FUNCTION
+            ]
         elif token[0].isdigit():
             spans.append((token.rstrip("%"), start, match.end()))
         else:

@@ -5,6 +5,7 @@ when it ends (finished, stopped or failed).
 The watch reads its own clock (injectable, epoch seconds by default) once per event, because the
 marks must sit on the wall clock of the GPU samples; `fold` turns the events so far into the view.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,10 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.llms.ollama.admin import list_ollama_chat_models
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.llms.stream import Runner, fold
+from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.llms.types import ChatModel, GenerationStats, Message, StreamEvent
 from rag.model_ref import ModelRef, shown_name
 from rag.text import Text
@@ -104,8 +105,7 @@ class WatchedGeneration:
     def _produce(self, stop: threading.Event) -> Iterator[StreamEvent]:
         events: list[StreamEvent] = []
         try:
-            for event in self._model.stream([Message("user", self._prompt)], num_ctx=self._num_ctx,
-                                            stop_event=stop):
+            for event in self._model.stream([Message("user", self._prompt)], num_ctx=self._num_ctx, stop_event=stop):
                 self._times.append(self._clock())
                 events.append(event)
                 yield event
@@ -119,7 +119,10 @@ class WatchedGeneration:
         if folded.stats is not None or folded.first_token_at is not None:
             try:
                 marks = self._timeline.mark_generation(
-                    self._label, self._started, finished, folded.stats,
+                    self._label,
+                    self._started,
+                    finished,
+                    folded.stats,
                     first_token_at=folded.first_token_at,
                     # thinking that never reached an answer (stopped) is thinking to the end
                     first_content_at=folded.first_content_at or (finished if folded.thinking else None),
@@ -134,8 +137,9 @@ class WatchedGeneration:
         runner = self._runner
         running = self.running  # read first: once done, the items below are all there are
         events = runner.items() if runner is not None else []
-        folded = fold(events, self._times[:len(events)], strip=False,
-                      stop_requested=runner is not None and runner.stop_requested)
+        folded = fold(
+            events, self._times[: len(events)], strip=False, stop_requested=runner is not None and runner.stop_requested
+        )
         with self._lock:
             finished, marks = self._finished, self._marks
         return GenerationView(
@@ -169,13 +173,19 @@ def watch_choices(host: str, local: tuple[bool, str]) -> WatchChoices:
     chat_models = list_ollama_chat_models(host)
     local_ok, local_reason = local
     choices = tuple(str(ModelRef("ollama", m)) for m in chat_models or ()) + (("local",) if local_ok else ())
-    fallback = (Text(" The embedded model generates on the CPU instead: watch the CPU chart.") if local_ok
-                else Text(" ({reason})", reason=local_reason))
+    fallback = (
+        Text(" The embedded model generates on the CPU instead: watch the CPU chart.")
+        if local_ok
+        else Text(" ({reason})", reason=local_reason)
+    )
     if chat_models is None:
         note = Text("Ollama is not reachable at {host}.{fallback}", host=host, fallback=fallback)
     elif not chat_models:
-        note = Text("Ollama has no chat model: run 'ollama pull {model}'.{fallback}", model=SUGGESTED_OLLAMA_MODEL,
-                    fallback=fallback)
+        note = Text(
+            "Ollama has no chat model: run 'ollama pull {model}'.{fallback}",
+            model=SUGGESTED_OLLAMA_MODEL,
+            fallback=fallback,
+        )
     else:
         note = ""
     return WatchChoices(choices, note)

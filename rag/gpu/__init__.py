@@ -6,6 +6,7 @@ The generation phases drawn over the samples live in rag.llms.telemetry (the cha
 too), the generation the GPU page watches in rag.generate.watch, and the sampler's cost per tick is
 measured by benchmarks.gpu.
 """
+
 from __future__ import annotations
 
 from rag.gpu.nvml import Nvml, no_gpu_hint, nvml_factory, register_nvml, select_nvml, selected_nvml
@@ -14,7 +15,23 @@ from rag.gpu.sampler import Cadence, GpuSampler
 from rag.gpu.samples import DeviceInfo, DeviceSample, GpuProcess, GpuStatus, HostSample, Sample, samples_csv
 
 __all__ = [
-    "Cadence", "DeviceInfo", "DeviceSample", "GpuProcess", "GpuSampler", "GpuStatus", "HostSample",
-    "Nvml", "Placement", "PlacementAdvice", "Sample", "no_gpu_hint", "nvml_factory",
-    "ollama_placement", "placement_advice", "register_nvml", "samples_csv", "select_nvml", "selected_nvml",
+    "Cadence",
+    "DeviceInfo",
+    "DeviceSample",
+    "GpuProcess",
+    "GpuSampler",
+    "GpuStatus",
+    "HostSample",
+    "Nvml",
+    "Placement",
+    "PlacementAdvice",
+    "Sample",
+    "no_gpu_hint",
+    "nvml_factory",
+    "ollama_placement",
+    "placement_advice",
+    "register_nvml",
+    "samples_csv",
+    "select_nvml",
+    "selected_nvml",
 ]

@@ -4,6 +4,7 @@
 itself is the real implementation. Others (a scripted stand-in in the tests) are registered under a
 name and selected, never patched in: `register_nvml("scripted", factory)`, `select_nvml("scripted")`.
 """
+
 from __future__ import annotations
 
 import threading
@@ -146,8 +147,10 @@ def no_gpu_hint(reason: str) -> str:
     if "not installed" in low:
         return Text("install it: pip install nvidia-ml-py")
     if "library not found" in low:
-        return Text("no NVIDIA driver is installed here, or (in a container) the container was not given "
-                    "the GPU: see docs/gpu.md")
+        return Text(
+            "no NVIDIA driver is installed here, or (in a container) the container was not given "
+            "the GPU: see docs/gpu.md"
+        )
     if "driver not loaded" in low:
         return Text("the NVIDIA driver is installed but not loaded: run 'nvidia-smi' and see docs/gpu.md")
     if "no nvidia gpu" in low:

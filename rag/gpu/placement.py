@@ -4,6 +4,7 @@ The commonest GPU pitfall is Ollama silently running a model on the CPU: `placem
 Ollama's placement and the sampler's readings into a warning with the checks that find the cause,
 or a calm note when this machine has no GPU anyway.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -36,50 +37,79 @@ def placement_advice(
     if not status.available:
         return PlacementAdvice(
             "info",
-            Text("{names}: on the CPU, as expected, since this app sees no NVIDIA GPU ({reason}). "
-                 "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.",
-                 names=names, reason=status.reason),
+            Text(
+                "{names}: on the CPU, as expected, since this app sees no NVIDIA GPU ({reason}). "
+                "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.",
+                names=names,
+                reason=status.reason,
+            ),
         )
     devices = latest.devices if latest else ()
-    free = [(d.memory_total - d.memory_used) for d in devices if d.memory_total is not None and d.memory_used is not None]
+    free = [
+        (d.memory_total - d.memory_used) for d in devices if d.memory_total is not None and d.memory_used is not None
+    ]
     total = [d.memory_total for d in devices if d.memory_total is not None]
     others = [p for p in (latest.processes if latest else ()) if not p.is_ollama and p.gpu_memory]
     gpu_names = ", ".join(d.name for d in status.devices)
-    vram = (Text("free VRAM now {free} of {total}", free=_gib(sum(free)), total=_gib(sum(total))) if free and total
-            else Text("free VRAM unknown"))
+    vram = (
+        Text("free VRAM now {free} of {total}", free=_gib(sum(free)), total=_gib(sum(total)))
+        if free and total
+        else Text("free VRAM unknown")
+    )
     causes: list[str] = []
     if on_cpu:
         causes += [
-            Text("Ollama was not given the GPU: 'docker compose exec ollama nvidia-smi' must list it; the "
-                 "compose file must reserve it (deploy.resources.reservations.devices with driver: nvidia, "
-                 "capabilities: [gpu]) and you must not be using the CPU-only override."),
-            Text("The NVIDIA Container Toolkit is missing or Docker is not set up for it (on Windows: "
-                 "Docker Desktop's WSL2 integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must "
-                 "show the GPU."),
-            Text("Ollama found no usable GPU backend: 'docker compose logs ollama' showing only "
-                 "'loaded CPU backend', or 'no compatible GPUs were discovered', means it fell back to the "
-                 "CPU; a driver older than Ollama's CUDA needs (see 'nvidia-smi') does this too."),
+            Text(
+                "Ollama was not given the GPU: 'docker compose exec ollama nvidia-smi' must list it; the "
+                "compose file must reserve it (deploy.resources.reservations.devices with driver: nvidia, "
+                "capabilities: [gpu]) and you must not be using the CPU-only override."
+            ),
+            Text(
+                "The NVIDIA Container Toolkit is missing or Docker is not set up for it (on Windows: "
+                "Docker Desktop's WSL2 integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must "
+                "show the GPU."
+            ),
+            Text(
+                "Ollama found no usable GPU backend: 'docker compose logs ollama' showing only "
+                "'loaded CPU backend', or 'no compatible GPUs were discovered', means it fell back to the "
+                "CPU; a driver older than Ollama's CUDA needs (see 'nvidia-smi') does this too."
+            ),
         ]
     largest = max((*on_cpu, *split), key=lambda m: m.size)
     if largest.context_length:
-        causes.append(Text(
-            "Not enough VRAM for the model and its context: {model} needs {size}, context {tokens} tokens; "
-            "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
-            "models (keep-alive control below).", model=largest.name, size=_gib(largest.size),
-            tokens=largest.context_length, vram=vram))
+        causes.append(
+            Text(
+                "Not enough VRAM for the model and its context: {model} needs {size}, context {tokens} tokens; "
+                "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
+                "models (keep-alive control below).",
+                model=largest.name,
+                size=_gib(largest.size),
+                tokens=largest.context_length,
+                vram=vram,
+            )
+        )
     else:
-        causes.append(Text(
-            "Not enough VRAM for the model and its context: {model} needs {size}; "
-            "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
-            "models (keep-alive control below).", model=largest.name, size=_gib(largest.size), vram=vram))
+        causes.append(
+            Text(
+                "Not enough VRAM for the model and its context: {model} needs {size}; "
+                "{vram}. Use a smaller model or quantisation, a smaller context (num_ctx), or unload other "
+                "models (keep-alive control below).",
+                model=largest.name,
+                size=_gib(largest.size),
+                vram=vram,
+            )
+        )
     if others:
         listed = ", ".join(f"{p.name or 'pid ' + str(p.pid)} ({_gib(p.gpu_memory or 0)})" for p in others[:5])
         causes.append(Text("Other programs hold VRAM: {programs}.", programs=listed))
     if on_cpu and not split:
         title = Text("{names} runs on the CPU although this machine has a GPU ({gpus}).", names=names, gpus=gpu_names)
     else:
-        title = Text("{names} runs partly or wholly on the CPU although this machine has a GPU ({gpus}).",
-                     names=names, gpus=gpu_names)
+        title = Text(
+            "{names} runs partly or wholly on the CPU although this machine has a GPU ({gpus}).",
+            names=names,
+            gpus=gpu_names,
+        )
     return PlacementAdvice("error", title, tuple(causes))
 
 

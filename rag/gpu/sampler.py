@@ -4,6 +4,7 @@ Without NVML (no driver, no GPU) the sampler says why in NVML's own words and re
 instead; nothing it does raises. VRAM and utilisation are read on every tick, slower readings on a
 staggered `Cadence`, so a tick costs about what the two calls every GPU monitor makes cost.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,13 +19,22 @@ from typing import Any
 
 import psutil
 
-from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.gpu.nvml import (
-    NVML_CLOCK_GRAPHICS, NVML_CLOCK_MEM, NVML_ERROR_GPU_IS_LOST, NVML_ERROR_NOT_SUPPORTED,
-    NVML_ERROR_RESET_REQUIRED, NVML_TEMPERATURE_GPU, Nvml, NvmlFactory, cuda_version_text, error_code,
-    load_pynvml, nvml_text,
+    NVML_CLOCK_GRAPHICS,
+    NVML_CLOCK_MEM,
+    NVML_ERROR_GPU_IS_LOST,
+    NVML_ERROR_NOT_SUPPORTED,
+    NVML_ERROR_RESET_REQUIRED,
+    NVML_TEMPERATURE_GPU,
+    Nvml,
+    NvmlFactory,
+    cuda_version_text,
+    error_code,
+    load_pynvml,
+    nvml_text,
 )
 from rag.gpu.samples import DeviceInfo, DeviceSample, GpuProcess, GpuStatus, HostSample, Sample, samples_csv
+from rag.llms.telemetry import TIMELINE, Mark, Timeline
 from rag.text import Text, text_of
 
 log = logging.getLogger(__name__)
@@ -63,9 +73,12 @@ class Cadence:
 
     def schedule(self) -> list[frozenset[str]]:
         """For tick % len(result): the readings due besides VRAM and utilisation (on tick 0: all)."""
-        return [frozenset(name for name, offset in _OFFSETS.items()
-                          if i % getattr(self, name) == offset % getattr(self, name))
-                for i in range(self.period)]
+        return [
+            frozenset(
+                name for name, offset in _OFFSETS.items() if i % getattr(self, name) == offset % getattr(self, name)
+            )
+            for i in range(self.period)
+        ]
 
 
 # Staggered so that the slow readings do not all land on the same tick.
@@ -176,7 +189,7 @@ class GpuSampler:
                 if self._host is not None:
                     try:
                         self._host()  # psutil's first cpu_percent() has nothing to compare with
-                    except Exception:  # noqa: BLE001 - CPU/RAM are a nicety
+                    except Exception:
                         log.debug("host sample failed", exc_info=True)
         return self.status
 
@@ -227,16 +240,24 @@ class GpuSampler:
                 name = f"GPU {index}"
             self._devices.append(_Device(index, handle, name))
         if not self._devices:
-            reason = (Text("NVML found no NVIDIA GPU (driver {driver})", driver=driver) if driver
-                      else Text("NVML found no NVIDIA GPU"))
+            reason = (
+                Text("NVML found no NVIDIA GPU (driver {driver})", driver=driver)
+                if driver
+                else Text("NVML found no NVIDIA GPU")
+            )
             self._set_status(GpuStatus(False, reason, driver, cuda))
             return
         self._watching = any(d.lost is None for d in self._devices)
-        self._set_status(GpuStatus(
-            self._watching, "" if self._watching else Text("every GPU failed: {problems}", problems="; ".join(problems)),
-            driver, cuda,
-            tuple(DeviceInfo(d.index, d.name) for d in self._devices), tuple(problems),
-        ))
+        self._set_status(
+            GpuStatus(
+                self._watching,
+                "" if self._watching else Text("every GPU failed: {problems}", problems="; ".join(problems)),
+                driver,
+                cuda,
+                tuple(DeviceInfo(d.index, d.name) for d in self._devices),
+                tuple(problems),
+            )
+        )
 
     def start(self) -> GpuSampler:
         """Open NVML and start sampling every `interval` seconds (once; later calls do nothing)."""
@@ -259,7 +280,7 @@ class GpuSampler:
                 if self._initialised and self._nvml is not None:
                     try:
                         self._nvml.nvmlShutdown()
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         log.debug("nvmlShutdown failed", exc_info=True)
                     self._initialised = False
 
@@ -278,7 +299,7 @@ class GpuSampler:
         while not self._stop.is_set():
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 - the sampler must outlive any one bad reading
+            except Exception:
                 log.exception("GPU sample failed")
             deadline += self.interval
             delay = deadline - time.monotonic()
@@ -318,7 +339,7 @@ class GpuSampler:
             if self._host is not None and (not self._watching or "host_with_gpu" in due):
                 try:
                     self._last_host = self._host()
-                except Exception:  # noqa: BLE001 - CPU/RAM are a nicety
+                except Exception:
                     log.debug("host sample failed", exc_info=True)
             sample = Sample(t, tuple(devices), self._processes, self._last_host)
             with self._lock:
@@ -376,11 +397,11 @@ class GpuSampler:
                 mw = call(device, "power_limit", nvml.nvmlDeviceGetEnforcedPowerLimit)
                 last["power_limit"] = None if mw is None else mw / 1000.0
             if "temperature" in due:
-                last["temperature"] = call(device, "temperature", nvml.nvmlDeviceGetTemperature,
-                                           NVML_TEMPERATURE_GPU)
+                last["temperature"] = call(device, "temperature", nvml.nvmlDeviceGetTemperature, NVML_TEMPERATURE_GPU)
             if "clocks" in due:
-                last["clock_graphics"] = call(device, "clock_graphics", nvml.nvmlDeviceGetClockInfo,
-                                              NVML_CLOCK_GRAPHICS)
+                last["clock_graphics"] = call(
+                    device, "clock_graphics", nvml.nvmlDeviceGetClockInfo, NVML_CLOCK_GRAPHICS
+                )
                 last["clock_memory"] = call(device, "clock_memory", nvml.nvmlDeviceGetClockInfo, NVML_CLOCK_MEM)
             if "processes" in due:
                 device.processes = self._read_processes(device)
@@ -402,8 +423,10 @@ class GpuSampler:
         nvml = self._nvml
         assert nvml is not None
         memory: dict[int, int | None] = {}
-        for reading, fn in (("compute_processes", nvml.nvmlDeviceGetComputeRunningProcesses),
-                            ("graphics_processes", nvml.nvmlDeviceGetGraphicsRunningProcesses)):
+        for reading, fn in (
+            ("compute_processes", nvml.nvmlDeviceGetComputeRunningProcesses),
+            ("graphics_processes", nvml.nvmlDeviceGetGraphicsRunningProcesses),
+        ):
             for proc in self._call(device, reading, fn) or ():
                 used = getattr(proc, "usedGpuMemory", None)
                 pid = int(proc.pid)
@@ -423,7 +446,7 @@ class GpuSampler:
             if pid not in self._name_cache:
                 try:
                     self._name_cache[pid] = self._names(pid)
-                except Exception:  # noqa: BLE001 - a name is a nicety
+                except Exception:
                     log.debug("no name for pid %d", pid, exc_info=True)
                     self._name_cache[pid] = None
             name = self._name_cache[pid]
@@ -475,4 +498,3 @@ class GpuSampler:
 
     def to_csv(self, samples: Sequence[Sample] | None = None) -> str:
         return samples_csv(self.samples() if samples is None else samples, self.status)
-

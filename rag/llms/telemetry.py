@@ -4,6 +4,7 @@ output) as marks on the wall clock of the GPU samples.
 `TIMELINE` is the process-wide one: whatever streams a generation (the chat, the GPU page's watched
 generation) marks it there with `mark_generation`, and the GPU page draws the marks over its charts.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,11 +15,14 @@ from dataclasses import dataclass
 from rag.llms.types import GenerationStats
 from rag.text import Text
 
-
 PHASES = ("load", "prompt", "thinking", "output")
 """The phases of a generation, in the order they happen."""
-PHASE_TITLES = {"load": Text("model load"), "prompt": Text("prompt evaluation"), "thinking": Text("thinking"),
-                "output": Text("output")}
+PHASE_TITLES = {
+    "load": Text("model load"),
+    "prompt": Text("prompt evaluation"),
+    "thinking": Text("thinking"),
+    "output": Text("output"),
+}
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,12 @@ class Timeline:
         `started` is when the request was sent, `finished` when the last event arrived, both
         time.time(); `first_token_at` the first thinking or answer text, `first_content_at` the first
         answer text."""
-        return [self.mark(phase, a, b, label) for phase, a, b in generation_phases(
-            started, finished, stats, first_token_at=first_token_at, first_content_at=first_content_at)]
+        return [
+            self.mark(phase, a, b, label)
+            for phase, a, b in generation_phases(
+                started, finished, stats, first_token_at=first_token_at, first_content_at=first_content_at
+            )
+        ]
 
     def clear(self) -> None:
         with self._lock:
@@ -142,8 +150,9 @@ def generation_phases(
     else:
         return [("prompt", started, finished)] if finished > started else []
     if out_start < finished:
-        thought_first = (first_token_at is not None and first_content_at is not None
-                         and first_content_at > first_token_at)
+        thought_first = (
+            first_token_at is not None and first_content_at is not None and first_content_at > first_token_at
+        )
         if thought_first:
             split = max(out_start, clamp(first_content_at))
             if split > out_start:

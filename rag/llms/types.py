@@ -3,6 +3,7 @@
 Kept free of any client library, so that code which only builds prompts or reads statistics (the
 CLI, the prompt packer) imports no HTTP or llama.cpp machinery.
 """
+
 from __future__ import annotations
 
 import threading

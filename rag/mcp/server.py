@@ -11,6 +11,7 @@ server is read-only unless it is given folders to ingest from.
 
 (`python -m rag mcp ...` takes the same options.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,11 +50,15 @@ def register(server: MCPServer, tools: KnowledgeBaseTools) -> None:
     from mcp.types import ToolAnnotations
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    ingesting = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                open_world_hint=False)
+    ingesting = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
     for name in tools.tool_names():
-        server.add_tool(as_tool_error(getattr(tools, name)), description=tools.description(name),
-                        annotations=read_only if name in (*TOOL_NAMES, ASK_TOOL) else ingesting)
+        server.add_tool(
+            as_tool_error(getattr(tools, name)),
+            description=tools.description(name),
+            annotations=read_only if name in (*TOOL_NAMES, ASK_TOOL) else ingesting,
+        )
 
 
 def build_server(
@@ -73,8 +78,9 @@ def build_server(
     return server, tools
 
 
-def client_config(python: str | None = None, root: Path | None = None, *, name: str = SERVER_NAME,
-                  allow_ingest: Sequence[str] = ()) -> dict[str, Any]:
+def client_config(
+    python: str | None = None, root: Path | None = None, *, name: str = SERVER_NAME, allow_ingest: Sequence[str] = ()
+) -> dict[str, Any]:
     """A ready `mcpServers` entry (Claude Desktop format) that starts this server over stdio.
 
     Such clients start servers from a folder of their own, so the project is found through
@@ -112,17 +118,34 @@ def project_python(root: Path) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--http", action="store_true",
-                        help=f"serve streamable HTTP on http://{HOST}:PORT{HTTP_PATH} instead of stdio")
+    parser.add_argument(
+        "--http", action="store_true", help=f"serve streamable HTTP on http://{HOST}:PORT{HTTP_PATH} instead of stdio"
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
-    parser.add_argument("--allow-ingest", nargs="+", metavar="ROOT", default=None,
-                        help="add the ingest_file tool, reading only files inside these folders")
-    parser.add_argument("--answer", nargs="?", const="", default=None, metavar="MODEL",
-                        help="add the ask_knowledge_base tool, answering with MODEL (an Ollama model or "
-                             "'local'; default RAG_CHAT_MODEL, else Ollama's first model, else local)")
-    parser.add_argument("--allow-origin", action="append", default=None, metavar="ORIGIN",
-                        help="with --http: also accept browser requests from this Origin (e.g. "
-                             "http://localhost:5173 for a web client); repeatable")
+    parser.add_argument(
+        "--allow-ingest",
+        nargs="+",
+        metavar="ROOT",
+        default=None,
+        help="add the ingest_file tool, reading only files inside these folders",
+    )
+    parser.add_argument(
+        "--answer",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="MODEL",
+        help="add the ask_knowledge_base tool, answering with MODEL (an Ollama model or "
+        "'local'; default RAG_CHAT_MODEL, else Ollama's first model, else local)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="with --http: also accept browser requests from this Origin (e.g. "
+        "http://localhost:5173 for a web client); repeatable",
+    )
 
 
 def transport_security(port: int, extra_origins: Sequence[str] = ()):  # noqa: ANN201 - TransportSecuritySettings
@@ -133,9 +156,11 @@ def transport_security(port: int, extra_origins: Sequence[str] = ()):  # noqa: A
     from mcp.server.transport_security import TransportSecuritySettings
 
     own = [f"http://{HOST}:{port}", f"http://localhost:{port}"]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=[f"{HOST}:{port}", f"localhost:{port}"],
-                                     allowed_origins=[*own, *(o.rstrip("/") for o in extra_origins)])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{HOST}:{port}", f"localhost:{port}"],
+        allowed_origins=[*own, *(o.rstrip("/") for o in extra_origins)],
+    )
 
 
 def _check_port(port: int) -> None:
@@ -166,8 +191,13 @@ def serve(
     try:
         if http:
             print(f"MCP server ({mode}) on http://{HOST}:{port}{HTTP_PATH}", file=sys.stderr, flush=True)
-            server.run("streamable-http", host=HOST, port=port, streamable_http_path=HTTP_PATH,
-                       transport_security=transport_security(port, allow_origins))
+            server.run(
+                "streamable-http",
+                host=HOST,
+                port=port,
+                streamable_http_path=HTTP_PATH,
+                transport_security=transport_security(port, allow_origins),
+            )
         else:
             log.info("MCP server (%s) on stdio", mode)
             server.run("stdio")
@@ -177,8 +207,9 @@ def serve(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m rag.mcp.server",
-                                     description="Serve the knowledge base as MCP tools.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rag.mcp.server", description="Serve the knowledge base as MCP tools."
+    )
     add_arguments(parser)
     return parser
 
@@ -192,8 +223,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_masking()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return serve(get_settings(), http=args.http, port=args.port, allow_ingest=args.allow_ingest or (),
-                     answer_model=args.answer, allow_origins=args.allow_origin or ())
+        return serve(
+            get_settings(),
+            http=args.http,
+            port=args.port,
+            allow_ingest=args.allow_ingest or (),
+            answer_model=args.answer,
+            allow_origins=args.allow_origin or (),
+        )
     except (RagError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

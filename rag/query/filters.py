@@ -52,6 +52,7 @@ The SQL text is therefore a constant that depends only on ``column``: no key or 
 reach it.  Keys live inside the jsonpath parameter as JSON-escaped quoted member names;
 values never enter the jsonpath text at all.
 """
+
 from __future__ import annotations
 
 import json
@@ -238,7 +239,9 @@ class _Lexer:
                     break
                 escaped = src[i + 1]
                 if escaped not in _ESCAPES:
-                    raise self.error(i, Text("unknown escape '\\{escape}'; write '\\\\' for a backslash", escape=escaped))
+                    raise self.error(
+                        i, Text("unknown escape '\\{escape}'; write '\\\\' for a backslash", escape=escaped)
+                    )
                 out.append(_ESCAPES[escaped])
                 i += 2
                 continue
@@ -379,13 +382,16 @@ class _Parser:
             if word == "null":
                 raise self.error(tok.pos, Text("null is not a value; use KEY IS NULL or KEY IS NOT NULL"))
             prev = self.previous()
-            raise self.error(tok.pos, Text("expected a value; put text in quotes: '{word}'", word=tok.text)
-                             if prev is None else
-                             Text("expected a value after {token}; put text in quotes: '{word}'", token=prev,
-                                  word=tok.text))
+            raise self.error(
+                tok.pos,
+                Text("expected a value; put text in quotes: '{word}'", word=tok.text)
+                if prev is None
+                else Text("expected a value after {token}; put text in quotes: '{word}'", token=prev, word=tok.text),
+            )
         prev = self.previous()
-        raise self.error(tok.pos, Text("expected a value") if prev is None
-                         else Text("expected a value after {token}", token=prev))
+        raise self.error(
+            tok.pos, Text("expected a value") if prev is None else Text("expected a value after {token}", token=prev)
+        )
 
     def condition(self) -> Node:
         key = self.key()
@@ -413,19 +419,24 @@ class _Parser:
                 self.advance()
             if not self.at_word("null"):
                 prev = self.previous()
-                raise self.error(self.tok.pos, Text("expected NULL") if prev is None
-                                 else Text("expected NULL after {token}", token=prev))
+                raise self.error(
+                    self.tok.pos,
+                    Text("expected NULL") if prev is None else Text("expected NULL after {token}", token=prev),
+                )
             self.advance()
             return IsNull(key, negated)
         prev = self.previous()
-        raise self.error(tok.pos, Text("expected an operator") if prev is None
-                         else Text("expected an operator after {token}", token=prev))
+        raise self.error(
+            tok.pos,
+            Text("expected an operator") if prev is None else Text("expected an operator after {token}", token=prev),
+        )
 
     def list_values(self) -> tuple[Scalar, ...]:
         if self.tok.kind != "[":
             prev = self.previous()
-            raise self.error(self.tok.pos, Text("expected '['") if prev is None
-                             else Text("expected '[' after {token}", token=prev))
+            raise self.error(
+                self.tok.pos, Text("expected '['") if prev is None else Text("expected '[' after {token}", token=prev)
+            )
         self.advance()
         if self.tok.kind == "]":
             raise self.error(self.tok.pos, Text("empty list; give at least one value"))

@@ -6,6 +6,7 @@ bigrams: "检索质量" -> "检索 索质 质量". A query goes through the same
 are the terms BM25 weighs (`rag.store.keyword_sql`): more shared bigrams, and rarer ones,
 rank higher.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,7 +19,7 @@ _CJK = re.compile(f"[{CJK}]+")
 def _bigrams(run: str) -> str:
     if len(run) == 1:
         return run
-    return " ".join(run[i:i + 2] for i in range(len(run) - 1))
+    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
 
 
 def search_text(content: str) -> str:

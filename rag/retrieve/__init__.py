@@ -5,6 +5,7 @@ psycopg) or an embedder is imported on first use, so that the CLI can build its 
 The keyword text and the filter expressions both the store and retrieval use are in `rag.query`;
 how well a mode finds the right chunk is measured in `rag.evaluation.quality`.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -19,8 +20,11 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "search": "rag.retrieve.searching",
-    "Fusion": "rag.retrieve.fusion", "DEFAULT_FUSION": "rag.retrieve.fusion", "fuse": "rag.retrieve.fusion",
-    "embedder_named": "rag.retrieve.embedders", "embedder_named_or_default": "rag.retrieve.embedders",
+    "Fusion": "rag.retrieve.fusion",
+    "DEFAULT_FUSION": "rag.retrieve.fusion",
+    "fuse": "rag.retrieve.fusion",
+    "embedder_named": "rag.retrieve.embedders",
+    "embedder_named_or_default": "rag.retrieve.embedders",
     "use_embedder": "rag.retrieve.embedders",
 }
 

@@ -4,6 +4,7 @@ A knowledge base names the embedder it was built with; search looks that name up
 `use_embedder` serves another object under a name for a while (benchmarks, tests): a seam,
 so that no caller reaches into the cache.
 """
+
 from __future__ import annotations
 
 import threading

@@ -3,6 +3,7 @@
 Knowledge bases built with different embedders are searched in one call: the question is
 embedded once per embedder, each group of knowledge bases searched in its own vector space.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -53,7 +54,9 @@ def search(
     hybrid); keyword hits are kept on their own merit.
     """
     if mode not in MODES:
-        raise RagError(Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES)))
+        raise RagError(
+            Text("unknown search mode {mode} (choose one of: {modes})", mode=repr(mode), modes=", ".join(MODES))
+        )
     if not query.strip():
         raise RagError(Text("the query is empty: type a question or some keywords"))
     if not knowledge_bases:
@@ -67,10 +70,16 @@ def search(
     missing = [name for name in knowledge_bases if name not in known]
     if missing:
         if known:
-            raise RagError(Text("no knowledge base named {name} (existing: {existing})", name=repr(missing[0]),
-                                existing=", ".join(sorted(known))))
-        raise RagError(Text("no knowledge base named {name} (existing: none yet; ingest a file first)",
-                            name=repr(missing[0])))
+            raise RagError(
+                Text(
+                    "no knowledge base named {name} (existing: {existing})",
+                    name=repr(missing[0]),
+                    existing=", ".join(sorted(known)),
+                )
+            )
+        raise RagError(
+            Text("no knowledge base named {name} (existing: none yet; ingest a file first)", name=repr(missing[0]))
+        )
     names = list(dict.fromkeys(knowledge_bases))
     depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
     vector_hits: list[Hit] = []

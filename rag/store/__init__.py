@@ -5,19 +5,40 @@ statistics and the triggers that keep them), `embedded` (the bundled server), `b
 (chunk rows), `vector_sql` and `keyword_sql` (the searches: cosine, BM25), `records` (what
 comes back).
 """
+
 from __future__ import annotations
 
 from rag.store.binary_copy import copy_rows
 from rag.store.embedded import embedded_server_uri, stop_embedded_server
 from rag.store.keyword_sql import DEFAULT_BM25, KEYWORD_CANDIDATES, Bm25
-from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
-                               mismatch_message)
+from rag.store.records import (
+    Hit,
+    KnowledgeBase,
+    ServerInfo,
+    StoredDocument,
+    WriteResult,
+    chunk_metadata,
+    mismatch_message,
+)
 from rag.store.schema import MAX_DIMENSION
 from rag.store.store import Store
 from rag.store.vector_sql import ef_search_for
 
 __all__ = [
-    "DEFAULT_BM25", "KEYWORD_CANDIDATES", "MAX_DIMENSION", "Bm25", "Hit", "KnowledgeBase",
-    "ServerInfo", "Store", "StoredDocument", "WriteResult", "chunk_metadata", "copy_rows", "ef_search_for",
-    "embedded_server_uri", "mismatch_message", "stop_embedded_server",
+    "DEFAULT_BM25",
+    "KEYWORD_CANDIDATES",
+    "MAX_DIMENSION",
+    "Bm25",
+    "Hit",
+    "KnowledgeBase",
+    "ServerInfo",
+    "Store",
+    "StoredDocument",
+    "WriteResult",
+    "chunk_metadata",
+    "copy_rows",
+    "ef_search_for",
+    "embedded_server_uri",
+    "mismatch_message",
+    "stop_embedded_server",
 ]

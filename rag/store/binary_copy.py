@@ -1,4 +1,5 @@
 """Chunk rows into `vector_store` by binary COPY: one round trip per document."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ leaves after max_num_chunks can hold most of a 200 MB file, and PostgreSQL refus
 stored. The content itself is stored whole."""
 
 
-def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
-              table: str = "vector_store", flush_bytes: int = 8 << 20) -> int:
+def copy_rows(
+    conn: psycopg.Connection,
+    rows: Iterable[tuple[Any, ...]],
+    *,
+    table: str = "vector_store",
+    flush_bytes: int = 8 << 20,
+) -> int:
     """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip;
     `search_text` (CJK bigrams for full-text search) is derived from the content here, and left
     NULL where it would equal the content.
@@ -39,11 +45,14 @@ def copy_rows(conn: psycopg.Connection, rows: Iterable[tuple[Any, ...]], *,
         raise StoreError(f"copy_rows cannot write to {table!r}")
     pack_field = struct.Struct("!i").pack
     written = 0
-    with conn.cursor() as cur, cur.copy(
-        sql.SQL("COPY {} (id, content, metadata, embedding, document_id, search_text) "
-                "FROM STDIN WITH (FORMAT BINARY)")
-        .format(sql.Identifier(table))
-    ) as copy:
+    with (
+        conn.cursor() as cur,
+        cur.copy(
+            sql.SQL(
+                "COPY {} (id, content, metadata, embedding, document_id, search_text) FROM STDIN WITH (FORMAT BINARY)"
+            ).format(sql.Identifier(table))
+        ) as copy,
+    ):
         buffer = bytearray(_COPY_HEADER)
 
         def field(value: bytes) -> None:

@@ -21,6 +21,7 @@ that lacks them and fills the statistics from the rows already there, with write
 `vector_store` held off until it commits. The Spring AI columns of `vector_store` are left
 as they are.
 """
+
 from __future__ import annotations
 
 LOCK_NAMESPACE = 1_112_365_109

@@ -5,6 +5,7 @@ their chunk ids and ranks, answer, citations, model, timings, how it ended) with
 needs beside it. The tables come with the schema (CREATE ... IF NOT EXISTS), so an existing
 database gets them on its next start without `vector_store` being touched.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,9 @@ def parse_id(value: str | uuid.UUID) -> uuid.UUID:
     try:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value).strip())
     except ValueError:
-        raise RagError(Text("{value} is not a conversation id (list them: python -m rag conversations list)",
-                            value=repr(value))) from None
+        raise RagError(
+            Text("{value} is not a conversation id (list them: python -m rag conversations list)", value=repr(value))
+        ) from None
 
 
 class Conversations:
@@ -90,13 +92,22 @@ class Conversations:
             cur.execute(query, params)
             return list(cur.fetchall())
 
-    _LIST = ("SELECT c.id, c.title, c.knowledge_bases, c.model, c.created_at, c.updated_at, "
-             "count(m.id)::int AS turns FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id ")
+    _LIST = (
+        "SELECT c.id, c.title, c.knowledge_bases, c.model, c.created_at, c.updated_at, "
+        "count(m.id)::int AS turns FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id "
+    )
 
     @staticmethod
     def _info(row: dict[str, Any]) -> ConversationInfo:
-        return ConversationInfo(row["id"], row["title"], tuple(row["knowledge_bases"] or ()), row["model"],
-                                row["created_at"], row["updated_at"], row["turns"])
+        return ConversationInfo(
+            row["id"],
+            row["title"],
+            tuple(row["knowledge_bases"] or ()),
+            row["model"],
+            row["created_at"],
+            row["updated_at"],
+            row["turns"],
+        )
 
     def list(self) -> list[ConversationInfo]:
         """Newest first."""
@@ -110,15 +121,18 @@ class Conversations:
     def require(self, conversation_id: str | uuid.UUID) -> ConversationInfo:
         found = self.get(conversation_id)
         if found is None:
-            raise RagError(Text("no conversation {id} (list them: python -m rag conversations list)",
-                                id=str(conversation_id)))
+            raise RagError(
+                Text("no conversation {id} (list them: python -m rag conversations list)", id=str(conversation_id))
+            )
         return found
 
     def create(self, title: str, knowledge_bases: Sequence[str] = (), model: str = "") -> ConversationInfo:
         new_id = uuid.uuid4()
         with self._connect() as conn:
-            conn.execute("INSERT INTO conversations (id, title, knowledge_bases, model) VALUES (%s, %s, %s, %s)",
-                         (new_id, title_from(title) or "Conversation", list(knowledge_bases), model))
+            conn.execute(
+                "INSERT INTO conversations (id, title, knowledge_bases, model) VALUES (%s, %s, %s, %s)",
+                (new_id, title_from(title) or "Conversation", list(knowledge_bases), model),
+            )
         return self.require(new_id)
 
     def append(self, conversation_id: str | uuid.UUID, record: dict[str, Any]) -> int:
@@ -128,23 +142,36 @@ class Conversations:
             row = conn.execute("SELECT knowledge_bases FROM conversations WHERE id = %s FOR UPDATE", (cid,)).fetchone()
             if row is None:
                 raise RagError(Text("no conversation {id}: it was deleted", id=str(cid)))
-            position = conn.execute("SELECT coalesce(max(position), 0) + 1 FROM messages WHERE conversation_id = %s",
-                                    (cid,)).fetchone()[0]
+            position = conn.execute(
+                "SELECT coalesce(max(position), 0) + 1 FROM messages WHERE conversation_id = %s", (cid,)
+            ).fetchone()[0]
             conn.execute(
                 "INSERT INTO messages (id, conversation_id, position, question, answer, model, stopped, turn) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (uuid.uuid4(), cid, position, str(record.get("question", "")), str(record.get("answer", "")),
-                 str(record.get("model", "")), bool(record.get("stopped")), Jsonb(record, dumps=_dumps)))
+                (
+                    uuid.uuid4(),
+                    cid,
+                    position,
+                    str(record.get("question", "")),
+                    str(record.get("answer", "")),
+                    str(record.get("model", "")),
+                    bool(record.get("stopped")),
+                    Jsonb(record, dumps=_dumps),
+                ),
+            )
             kbs = list(dict.fromkeys([*(row[0] or []), *(record.get("kbs") or [])]))
-            conn.execute("UPDATE conversations SET updated_at = now(), knowledge_bases = %s, "
-                         "model = CASE WHEN %s <> '' THEN %s ELSE model END WHERE id = %s",
-                         (kbs, str(record.get("model", "")), str(record.get("model", "")), cid))
+            conn.execute(
+                "UPDATE conversations SET updated_at = now(), knowledge_bases = %s, "
+                "model = CASE WHEN %s <> '' THEN %s ELSE model END WHERE id = %s",
+                (kbs, str(record.get("model", "")), str(record.get("model", "")), cid),
+            )
         return int(position)
 
     def turns(self, conversation_id: str | uuid.UUID) -> list[dict[str, Any]]:
         """The stored turn records, in order."""
-        rows = self._rows("SELECT turn FROM messages WHERE conversation_id = %s ORDER BY position",
-                          (parse_id(conversation_id),))
+        rows = self._rows(
+            "SELECT turn FROM messages WHERE conversation_id = %s ORDER BY position", (parse_id(conversation_id),)
+        )
         return [r["turn"] for r in rows]
 
     def rename(self, conversation_id: str | uuid.UUID, title: str) -> None:
@@ -152,8 +179,9 @@ class Conversations:
         if not cleaned:
             raise RagError(Text("the title is empty: give the conversation a name"))
         with self._connect() as conn:
-            cur = conn.execute("UPDATE conversations SET title = %s WHERE id = %s",
-                               (cleaned[:200], parse_id(conversation_id)))
+            cur = conn.execute(
+                "UPDATE conversations SET title = %s WHERE id = %s", (cleaned[:200], parse_id(conversation_id))
+            )
             if cur.rowcount == 0:
                 raise RagError(Text("no conversation {id}", id=str(conversation_id)))
 

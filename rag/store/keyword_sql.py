@@ -17,6 +17,7 @@ that, the candidates are the chunks containing all of the rarest few terms, as m
 takes to expect no more than `KEYWORD_CANDIDATES` of them. `exact=True` scores every chunk
 containing any query term: the yardstick (`python -m rag bench --only search` compares them).
 """
+
 from __future__ import annotations
 
 import math

@@ -2,6 +2,7 @@
 
 No database import here, so that code which only handles hits (fusion, prompts) stays light.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -94,8 +95,12 @@ class Hit:
         return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}-{pages[-1]}"
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": str(self.id), "score": round(self.score, 6), "content": self.content,
-                               "metadata": self.metadata}
+        out: dict[str, Any] = {
+            "id": str(self.id),
+            "score": round(self.score, 6),
+            "content": self.content,
+            "metadata": self.metadata,
+        }
         if self.vector_score is not None:
             out["vector_score"] = round(self.vector_score, 6)
         if self.keyword_score is not None:
@@ -113,8 +118,10 @@ class Hit:
         A fused score alone (0.03) reads as "irrelevant"; ranks with their own scores do not.
         """
         parts = [f"hybrid #{self.fused_rank}"] if self.fused_rank is not None else []
-        for name, rank, score in (("vector", self.vector_rank, self.vector_score),
-                                  ("keyword", self.keyword_rank, self.keyword_score)):
+        for name, rank, score in (
+            ("vector", self.vector_rank, self.vector_score),
+            ("keyword", self.keyword_rank, self.keyword_score),
+        ):
             if rank is not None:
                 shown = "" if score is None else f" ({score:.2f})" if name == "vector" else f" (BM25 {score:.1f})"
                 parts.append(f"{name} #{rank}{shown}")
@@ -153,5 +160,7 @@ def mismatch_message(knowledge: str, built_with: str, current: str) -> Text:
     return Text(
         "knowledge base '{knowledge}' was built with {built_with}, not {current}: "
         "use RAG_EMBEDDER={built_with}, or choose another knowledge base name",
-        knowledge=knowledge, built_with=built_with, current=current,
+        knowledge=knowledge,
+        built_with=built_with,
+        current=current,
     )

@@ -4,6 +4,7 @@
 project's SQL runs unchanged. Knowledge bases may differ in dimension, and HNSW needs a
 fixed one, so there is one partial HNSW index per dimension on `embedding::vector(d)`.
 """
+
 from __future__ import annotations
 
 import psycopg
@@ -20,7 +21,8 @@ SCHEMA_LOCK = 7_283_105_514
 """The advisory lock held while the schema is created: processes starting at once take turns (the
 whole script is one implicit transaction), so CREATE OR REPLACE never races itself."""
 
-SCHEMA = f"""
+SCHEMA = (
+    f"""
 SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE IF NOT EXISTS knowledge_bases (
@@ -79,7 +81,10 @@ DO $$ BEGIN
                 'ON ((metadata->>''knowledge'')) FROM vector_store';
     END IF;
 END $$;
-""" + BM25_SCHEMA + CONVERSATIONS_SCHEMA
+"""
+    + BM25_SCHEMA
+    + CONVERSATIONS_SCHEMA
+)
 
 
 def dimension_sql(dimension: int) -> sql.Composable:

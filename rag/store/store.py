@@ -5,14 +5,15 @@ its chunks change (triggers, see `bm25_stats`); searches delegate their SQL to `
 and `keyword_sql`. Writers lock a knowledge base's row before they change any chunk, so that
 they queue there rather than deadlock on the statistics.
 """
+
 from __future__ import annotations
 
 import functools
 import logging
 import uuid
-from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -28,11 +29,18 @@ from rag.query.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows
+from rag.store.conversations import Conversations
 from rag.store.embedded import embedded_server_uri, revive_embedded_server
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
-from rag.store.records import (Hit, KnowledgeBase, ServerInfo, StoredDocument, WriteResult, chunk_metadata,
-                               mismatch_message)
-from rag.store.conversations import Conversations
+from rag.store.records import (
+    Hit,
+    KnowledgeBase,
+    ServerInfo,
+    StoredDocument,
+    WriteResult,
+    chunk_metadata,
+    mismatch_message,
+)
 from rag.store.schema import SCHEMA, create_hnsw_index
 from rag.text import Text
 
@@ -52,6 +60,7 @@ def _configure(conn: psycopg.Connection) -> None:
 def _once_more_if_busy(method: Callable[..., T]) -> Callable[..., T]:
     """Run a write once more when PostgreSQL rolled it back for a deadlock or a serialization failure
     (the transaction left nothing behind, so the second run starts clean)."""
+
     @functools.wraps(method)
     def run(self: Store, *args: Any, **kwargs: Any) -> T:
         try:
@@ -59,14 +68,22 @@ def _once_more_if_busy(method: Callable[..., T]) -> Callable[..., T]:
         except StoreBusyError:
             log.info("%s lost a deadlock; running it once more", method.__name__)
             return method(self, *args, **kwargs)
+
     return run
 
 
 class Store:
     """One connection pool; every public method is safe to call from several threads."""
 
-    def __init__(self, conninfo: str, *, embedded: bool = False, max_size: int = 4,
-                 bm25: Bm25 = DEFAULT_BM25, pgdata: Path | None = None) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        embedded: bool = False,
+        max_size: int = 4,
+        bm25: Bm25 = DEFAULT_BM25,
+        pgdata: Path | None = None,
+    ) -> None:
         self.conninfo = conninfo
         self.embedded = embedded
         self.pgdata = pgdata
@@ -76,19 +93,29 @@ class Store:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 conn.execute(SCHEMA)
         except psycopg.OperationalError as exc:
-            raise StoreError(Text(
-                "cannot connect to PostgreSQL ({error}): check DATABASE_URL, or unset it "
-                "to use the embedded database", error=one_line(exc, None)
-            )) from exc
+            raise StoreError(
+                Text(
+                    "cannot connect to PostgreSQL ({error}): check DATABASE_URL, or unset it "
+                    "to use the embedded database",
+                    error=one_line(exc, None),
+                )
+            ) from exc
         except psycopg.errors.FeatureNotSupported as exc:  # pragma: no cover - server-specific
             raise StoreError(Text("PostgreSQL lacks pgvector: {error}", error=one_line(exc, None))) from exc
         except psycopg.ProgrammingError as exc:  # a malformed connection string: psycopg quotes it whole
-            raise StoreError(Text(
-                "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as "
-                "postgresql://user:password@host:5432/dbname, or unset it to use the embedded database",
-                error=one_line(exc, None))) from None
+            raise StoreError(
+                Text(
+                    "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as "
+                    "postgresql://user:password@host:5432/dbname, or unset it to use the embedded database",
+                    error=one_line(exc, None),
+                )
+            ) from None
         self._pool = ConnectionPool(
-            conninfo, min_size=1, max_size=max_size, configure=_configure, open=True,
+            conninfo,
+            min_size=1,
+            max_size=max_size,
+            configure=_configure,
+            open=True,
             kwargs={"connect_timeout": 10},
             # A local server gives a connection at once: waiting 30 s for one only delays the message.
             timeout=5 if pgdata is not None else 30,
@@ -116,26 +143,41 @@ class Store:
             with self._pool.connection() as conn:
                 yield conn
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
-            raise StoreBusyError(Text("another write to the same rows got in the way ({error}); nothing was "
-                                      "written: try again", error=type(exc).__name__)) from exc
+            raise StoreBusyError(
+                Text(
+                    "another write to the same rows got in the way ({error}); nothing was written: try again",
+                    error=type(exc).__name__,
+                )
+            ) from exc
         except psycopg.errors.DiskFull as exc:
-            raise StoreError(Text("the database's disk is full: free some space; nothing was written, and what "
-                                  "was stored before is intact")) from exc
+            raise StoreError(
+                Text(
+                    "the database's disk is full: free some space; nothing was written, and what "
+                    "was stored before is intact"
+                )
+            ) from exc
         except psycopg.errors.StatementTooComplex as exc:
-            raise StoreError(Text("the query is too complex for PostgreSQL (stack depth): use a shorter "
-                                  "filter")) from exc
+            raise StoreError(
+                Text("the query is too complex for PostgreSQL (stack depth): use a shorter filter")
+            ) from exc
         except psycopg.errors.OutOfMemory as exc:
-            raise StoreError(Text("the database ran out of memory: try a smaller request, or give PostgreSQL "
-                                  "more memory")) from exc
+            raise StoreError(
+                Text("the database ran out of memory: try a smaller request, or give PostgreSQL more memory")
+            ) from exc
         except psycopg.errors.ProgramLimitExceeded as exc:
             # An OperationalError by its class (54), but the data's fault, not the connection's.
-            raise StoreError(Text("the data is too large for PostgreSQL ({error}); nothing was written",
-                                  error=one_line(exc, None))) from exc
+            raise StoreError(
+                Text("the data is too large for PostgreSQL ({error}); nothing was written", error=one_line(exc, None))
+            ) from exc
         except psycopg.OperationalError as exc:
             if self.pgdata is not None and revive_embedded_server(self.pgdata):
                 self._pool.check()  # drop the connections to the dead server; new ones go to the new one
-                raise StoreError(Text("the embedded database had stopped (its server process was killed) and "
-                                      "has been started again: try once more")) from exc
+                raise StoreError(
+                    Text(
+                        "the embedded database had stopped (its server process was killed) and "
+                        "has been started again: try once more"
+                    )
+                ) from exc
             raise StoreError(Text("database connection failed: {error}", error=one_line(exc, None))) from exc
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.
@@ -149,11 +191,12 @@ class Store:
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:
             pg = conn.execute("SHOW server_version").fetchone()[0]
-            vec = conn.execute(
-                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-            ).fetchone()[0]
-        location = "embedded" if self.embedded else psycopg.conninfo.conninfo_to_dict(
-            self.conninfo).get("host", "local socket")
+            vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+        location = (
+            "embedded"
+            if self.embedded
+            else psycopg.conninfo.conninfo_to_dict(self.conninfo).get("host", "local socket")
+        )
         return ServerInfo(self.embedded, str(location), pg, vec)
 
     # -- knowledge bases -------------------------------------------------------------
@@ -206,9 +249,7 @@ class Store:
             return [StoredDocument(**row) for row in cur.fetchall()]
 
     def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
-        return next(
-            (d for d in self.list_documents(knowledge) if d.original_filename == filename), None
-        )
+        return next((d for d in self.list_documents(knowledge) if d.original_filename == filename), None)
 
     def document_bytes(self, document_id: uuid.UUID) -> bytes | None:
         with self._conn() as conn:
@@ -246,24 +287,39 @@ class Store:
         more metadata per chunk (where it is: 'location'; read by OCR: 'ocr'). A transaction that lost a
         deadlock (rolled back whole) is run once more (`_once_more_if_busy`)."""
         if extras is not None and len(extras) != len(chunks):
-            raise StoreError(Text("{filename}: {chunks} chunks but {extras} metadata extras", filename=filename,
-                                  chunks=len(chunks), extras=len(extras)))
+            raise StoreError(
+                Text(
+                    "{filename}: {chunks} chunks but {extras} metadata extras",
+                    filename=filename,
+                    chunks=len(chunks),
+                    extras=len(extras),
+                )
+            )
         if len(chunks) != len(embeddings):
-            raise StoreError(Text("{filename}: {chunks} chunks but {embeddings} embeddings", filename=filename,
-                                  chunks=len(chunks), embeddings=len(embeddings)))
+            raise StoreError(
+                Text(
+                    "{filename}: {chunks} chunks but {embeddings} embeddings",
+                    filename=filename,
+                    chunks=len(chunks),
+                    embeddings=len(embeddings),
+                )
+            )
         if len(chunks) and embeddings.shape[1] != dimension:
-            raise StoreError(Text(
-                "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d", filename=filename,
-                got=embeddings.shape[1], dimension=dimension
-            ))
+            raise StoreError(
+                Text(
+                    "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d",
+                    filename=filename,
+                    got=embeddings.shape[1],
+                    dimension=dimension,
+                )
+            )
         with self._conn() as conn, conn.transaction():
             create_hnsw_index(conn, dimension)  # first: its lock must come before any write
             kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings)
             if kb["embedder"] != embedder:
                 raise EmbedderMismatchError(mismatch_message(knowledge, kb["embedder"], embedder))
             old = conn.execute(
-                "SELECT id, sha256, chunk_settings FROM documents "
-                "WHERE knowledge = %s AND original_filename = %s",
+                "SELECT id, sha256, chunk_settings FROM documents WHERE knowledge = %s AND original_filename = %s",
                 (knowledge, filename),
             ).fetchone()
             if old is not None and old[1] == sha256 and old[2] == chunk_settings:
@@ -275,8 +331,18 @@ class Store:
                 "INSERT INTO documents (id, knowledge, original_filename, path, sha256, content, "
                 "size_bytes, page_count, chunk_count, chunk_settings) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (document_id, knowledge, filename, path, sha256, data, len(data), page_count,
-                 len(chunks), Jsonb(chunk_settings)),
+                (
+                    document_id,
+                    knowledge,
+                    filename,
+                    path,
+                    sha256,
+                    data,
+                    len(data),
+                    page_count,
+                    len(chunks),
+                    Jsonb(chunk_settings),
+                ),
             )
             rows = (
                 (
@@ -292,7 +358,11 @@ class Store:
         return WriteResult("replaced" if old is not None else "stored", document_id, len(chunks))
 
     def _lock_knowledge_base(
-        self, conn: psycopg.Connection, name: str, embedder: str, dimension: int,
+        self,
+        conn: psycopg.Connection,
+        name: str,
+        embedder: str,
+        dimension: int,
         chunk_settings: dict[str, Any],
     ) -> dict[str, Any]:
         conn.execute(
@@ -359,8 +429,7 @@ class Store:
         if not query.strip() or not knowledge_bases:
             return []
         with self._conn() as conn:
-            return keyword_sql.keyword_search(conn, query, knowledge_bases, top_k, filter,
-                                              bm25 or self.bm25, exact)
+            return keyword_sql.keyword_search(conn, query, knowledge_bases, top_k, filter, bm25 or self.bm25, exact)
 
     def explain_search(self, dimension: int, knowledge_base: str, top_k: int = 10) -> str:
         """The plan of a KB-filtered search, to check that the HNSW index is used."""
@@ -373,9 +442,7 @@ class Store:
         except ValueError:
             return None
         with self._conn() as conn:
-            row = conn.execute(
-                "SELECT id, content, metadata FROM vector_store WHERE id = %s", (key,)
-            ).fetchone()
+            row = conn.execute("SELECT id, content, metadata FROM vector_store WHERE id = %s", (key,)).fetchone()
         return Hit(id=row[0], content=row[1], metadata=row[2], score=1.0) if row else None
 
     def iter_chunks(self, knowledge: str) -> Iterator[Hit]:

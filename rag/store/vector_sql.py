@@ -1,4 +1,5 @@
 """Nearest chunks by cosine similarity: the HNSW query, its candidate-list size, and its plan."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -72,20 +73,22 @@ def vector_search(
         if how == "hnsw":
             share = wanted / total if total and wanted else 1.0
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
-                         (str(ef_search_for(top_k, share, filter is not None, total)),))
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true)",
+                (str(ef_search_for(top_k, share, filter is not None, total)),),
+            )
         query, params = _search_query(vector, knowledge_bases, top_k, filter, how)
         rows = conn.execute(query, params).fetchall()
     return [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), vector_score=float(r[3])) for r in rows]
 
 
-def _search_query(vector: np.ndarray, knowledge_bases: Sequence[str], top_k: int, filter: SqlFilter | None,
-                  how: str) -> tuple[sql.Composable, list[Any]]:
+def _search_query(
+    vector: np.ndarray, knowledge_bases: Sequence[str], top_k: int, filter: SqlFilter | None, how: str
+) -> tuple[sql.Composable, list[Any]]:
     """The search by the HNSW index (`hnsw`), through the knowledge bases' documents (`rows`), or over
     every row (`scan`)."""
     dim = dimension_sql(int(vector.shape[0]))
-    where = [sql.SQL("vector_dims(embedding) = {}").format(dim),
-             sql.SQL("metadata->>'knowledge' = ANY(%s)")]
+    where = [sql.SQL("vector_dims(embedding) = {}").format(dim), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
     where_params: list[Any] = [list(knowledge_bases)]
     if how == "rows":
         where.append(sql.SQL("document_id IN (SELECT id FROM documents WHERE knowledge = ANY(%s))"))
@@ -95,8 +98,9 @@ def _search_query(vector: np.ndarray, knowledge_bases: Sequence[str], top_k: int
         where_params.extend(filter.params)
     # The exact scan orders by an expression the index does not cover. (A GUC such as
     # enable_indexscan would not do: psycopg prepares repeated queries and keeps their plans.)
-    distance = (sql.SQL("embedding <=> %s") if how != "hnsw"
-                else sql.SQL("(embedding::vector({dim})) <=> %s").format(dim=dim))
+    distance = (
+        sql.SQL("embedding <=> %s") if how != "hnsw" else sql.SQL("(embedding::vector({dim})) <=> %s").format(dim=dim)
+    )
     query = sql.SQL(
         """
         WITH candidates AS MATERIALIZED (

@@ -1,4 +1,5 @@
 """`python -m rag bench --only badges`: the green badge measured on the labelled set, no model needed."""
+
 from __future__ import annotations
 
 import io

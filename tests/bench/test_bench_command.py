@@ -1,5 +1,6 @@
 """`rag bench` reaches the benchmarks, which live beside the library (benchmarks/), and says how to install
 them, in one line, where they are absent."""
+
 from __future__ import annotations
 
 import builtins
@@ -21,8 +22,9 @@ def test_without_the_benchmarks_it_says_how_to_install_them(monkeypatch: pytest.
     monkeypatch.setitem(sys.modules, "benchmarks", None)  # what an install of the library alone looks like
     code, out, err = _bench(["--quick", "--only", "gpu"])
     assert code == 2 and out == ""
-    assert err == "error: the benchmarks are not installed: from a clone, `pip install -e '.[bench]'` " \
-                  "(or `make bench`)\n"
+    assert (
+        err == "error: the benchmarks are not installed: from a clone, `pip install -e '.[bench]'` (or `make bench`)\n"
+    )
 
 
 def test_a_missing_dependency_of_the_benchmarks_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,7 @@
 """benchmarks/conversation.py: the sequences' data file, how a wrong answer is traced to the stage that
 lost it and how answers are counted (hand-made turns, no model), and one small run of the harness
 with a scripted chat model on a real PostgreSQL with the fast embedder."""
+
 from __future__ import annotations
 
 import io
@@ -14,12 +15,20 @@ from typing import Any
 
 import pytest
 
-from rag import generate
 from benchmarks import conversation as bench
 from benchmarks.conversation import (
-    ALONE, CONVERSATION, CUT, MISREAD, NO_ANSWER, NOT_RETRIEVED, BenchQuestion, Conversation, Outcome,
+    ALONE,
+    CONVERSATION,
+    CUT,
+    MISREAD,
+    NO_ANSWER,
+    NOT_RETRIEVED,
+    BenchQuestion,
+    Conversation,
+    Outcome,
 )
 from benchmarks.report import Report
+from rag import generate
 from rag.evaluation.normalise import normalise
 from rag.evaluation.sets import EVAL_DIR, eval_set
 from rag.generate import Turn
@@ -59,31 +68,43 @@ def test_the_data_file_is_well_formed() -> None:
     quick = bench.for_run(conversations, quick=True)
     assert [c.language for c in quick] == ["zh", "en"]
     assert all(len(c.questions) == 4 and {q.follow_up for q in c.questions} == {True, False} for c in quick)
-    assert [len(c.questions) for c in bench.for_run(conversations, quick=False)] == [len(c.questions)
-                                                                                   for c in conversations]
+    assert [len(c.questions) for c in bench.for_run(conversations, quick=False)] == [
+        len(c.questions) for c in conversations
+    ]
 
 
 def test_each_knowledge_base_holds_the_gold_passages_and_the_same_distractors_every_run() -> None:
     c = bench.load_conversations()[0]
     passages = bench.knowledge_passages(c)
     keys = [p.key for p in passages]
-    assert len(keys) == bench.KB_PASSAGES == len(set(keys)) and keys[:len(c.pids)] == list(c.pids)
+    assert len(keys) == bench.KB_PASSAGES == len(set(keys)) and keys[: len(c.pids)] == list(c.pids)
     assert [p.key for p in bench.knowledge_passages(c)] == keys
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ('{"id": "a", "language": "fr", "set": "en_race", "questions": []}',
-     "conversations.jsonl line 1: 'language' must be one of zh, en, got 'fr'"),
-    ('{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "why?", "follow_up": true, '
-     '"pid": "343fe00e", "answers": ["foot"]}]}',
-     "conversations.jsonl line 1 question 1: a follow-up needs its 'standalone' form, got None"),
-    ('{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "Who?", "follow_up": false, '
-     '"pid": "nope", "answers": ["x"]}]}',
-     "conversations.jsonl line 1 question 1: 'pid' 'nope' is not a passage of the set"),
-    ('{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "Who?", "follow_up": false, '
-     '"pid": "343fe00e", "answers": []}]}',
-     "conversations.jsonl line 1 question 1: 'answers' must be a non-empty list of non-empty texts, got []"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            '{"id": "a", "language": "fr", "set": "en_race", "questions": []}',
+            "conversations.jsonl line 1: 'language' must be one of zh, en, got 'fr'",
+        ),
+        (
+            '{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "why?", "follow_up": true, '
+            '"pid": "343fe00e", "answers": ["foot"]}]}',
+            "conversations.jsonl line 1 question 1: a follow-up needs its 'standalone' form, got None",
+        ),
+        (
+            '{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "Who?", "follow_up": false, '
+            '"pid": "nope", "answers": ["x"]}]}',
+            "conversations.jsonl line 1 question 1: 'pid' 'nope' is not a passage of the set",
+        ),
+        (
+            '{"id": "a", "language": "en", "set": "en_race", "questions": [{"question": "Who?", "follow_up": false, '
+            '"pid": "343fe00e", "answers": []}]}',
+            "conversations.jsonl line 1 question 1: 'answers' must be a non-empty list of non-empty texts, got []",
+        ),
+    ],
+)
 def test_a_bad_line_is_refused_with_where_and_what(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "conversations.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
@@ -95,8 +116,10 @@ def test_a_bad_line_is_refused_with_where_and_what(tmp_path: Path, line: str, me
 # --- judging and counting hand-made turns -------------------------------------------------------
 
 GOLD = "TRIAL_491"
-VILLA = ("美庐别墅始建于1903年，由英国人西伊勋爵建造。1933年8月8日，蒋中正和宋美龄夫妇入住。"
-         "1948年8月，蒋中正在院内的一块巨石上题刻“美庐”二字，这幢别墅由此得名。")
+VILLA = (
+    "美庐别墅始建于1903年，由英国人西伊勋爵建造。1933年8月8日，蒋中正和宋美龄夫妇入住。"
+    "1948年8月，蒋中正在院内的一块巨石上题刻“美庐”二字，这幢别墅由此得名。"
+)
 TOWER = "广州北回归线标志塔的塔身为直立火箭形，高23.5米，暗示北回归线的纬度值。"
 LAKE = "赛里木湖，古称“净海”，位于中国新疆博尔塔拉州博乐市境内的北天山山脉中。"
 QUESTION = BenchQuestion("它是哪一年建成的？", True, GOLD, ("1903",), "美庐别墅是哪一年建成的？")
@@ -106,41 +129,76 @@ def hit(pid: str, text: str) -> Hit:
     return Hit(id=uuid.uuid4(), content=text, metadata={"original_filename": pid, "pages": [1]}, score=0.5)
 
 
-def turn(answer: str, sources: Sequence[Hit] = (), left_out: Sequence[Hit] = (), *, parts: dict[str, str] | None = None,
-         question: str = QUESTION.text, query: str | None = None, problem: str = "") -> Turn:
+def turn(
+    answer: str,
+    sources: Sequence[Hit] = (),
+    left_out: Sequence[Hit] = (),
+    *,
+    parts: dict[str, str] | None = None,
+    question: str = QUESTION.text,
+    query: str | None = None,
+    problem: str = "",
+) -> Turn:
     numbered = generate.number_sources([*sources, *left_out])
-    given = tuple(s if not parts or s.hit.original_filename not in parts else
-                  generate.Source(s.n, s.hit, parts[s.hit.original_filename]) for s in numbered[:len(sources)])
-    return Turn(id="t", question=question, query=query or question, sources=given,
-                left_out=tuple(numbered[len(sources):]), answer=answer, problem=problem, model="ollama:scripted")
+    given = tuple(
+        s
+        if not parts or s.hit.original_filename not in parts
+        else generate.Source(s.n, s.hit, parts[s.hit.original_filename])
+        for s in numbered[: len(sources)]
+    )
+    return Turn(
+        id="t",
+        question=question,
+        query=query or question,
+        sources=given,
+        left_out=tuple(numbered[len(sources) :]),
+        answer=answer,
+        problem=problem,
+        model="ollama:scripted",
+    )
 
 
 def test_a_wrong_answer_is_traced_to_the_stage_that_lost_it() -> None:
     assert bench.stage_of(turn("不知道。", [hit("TRIAL_690", TOWER), hit("TRIAL_839", LAKE)]), QUESTION) == (
-        NOT_RETRIEVED, "not among the 2 found")
-    assert bench.stage_of(turn("不知道。", [hit("TRIAL_690", TOWER)], [hit("TRIAL_839", LAKE), hit(GOLD, VILLA)]),
-                          QUESTION) == (CUT, "found as [3] of 3, left out of the prompt")
+        NOT_RETRIEVED,
+        "not among the 2 found",
+    )
+    assert bench.stage_of(
+        turn("不知道。", [hit("TRIAL_690", TOWER)], [hit("TRIAL_839", LAKE), hit(GOLD, VILLA)]), QUESTION
+    ) == (CUT, "found as [3] of 3, left out of the prompt")
     part = "…1948年8月，蒋中正在院内的一块巨石上题刻“美庐”二字，这幢别墅由此得名。"
-    assert bench.stage_of(turn("不知道。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)], parts={GOLD: part}),
-                          QUESTION) == (CUT, "[2] given in part, without the answer")
+    assert bench.stage_of(
+        turn("不知道。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)], parts={GOLD: part}), QUESTION
+    ) == (CUT, "[2] given in part, without the answer")
     with_answer = "美庐别墅始建于1903年，由英国人西伊勋爵建造。…"
     assert bench.stage_of(turn("不知道。", [hit(GOLD, VILLA)], parts={GOLD: with_answer}), QUESTION) == (
-        MISREAD, "[1] in the prompt (in part)")
+        MISREAD,
+        "[1] in the prompt (in part)",
+    )
     assert bench.stage_of(turn("1948年。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)]), QUESTION) == (
-        MISREAD, "[2] in the prompt")
+        MISREAD,
+        "[2] in the prompt",
+    )
     assert bench.stage_of(turn("", problem="Search failed: no knowledge base named 'x'"), QUESTION) == (
-        NO_ANSWER, "Search failed: no knowledge base named 'x'")
+        NO_ANSWER,
+        "Search failed: no knowledge base named 'x'",
+    )
 
 
-def judged(t: Turn, question: BenchQuestion = QUESTION, *, language: str = "zh", condition: str = CONVERSATION,
-           ranks: list[str] | None = None) -> Outcome:
+def judged(
+    t: Turn,
+    question: BenchQuestion = QUESTION,
+    *,
+    language: str = "zh",
+    condition: str = CONVERSATION,
+    ranks: list[str] | None = None,
+) -> Outcome:
     def rank(searched: Turn) -> int | None:
         if ranks is not None:
             ranks.append(searched.query)
         return 12
 
-    return bench.judge(t, question, conversation="c", language=language, condition=condition, first_word=2.0,
-                       rank=rank)
+    return bench.judge(t, question, conversation="c", language=language, condition=condition, first_word=2.0, rank=rank)
 
 
 def test_judging_right_cited_green_and_green_but_wrong() -> None:
@@ -149,16 +207,25 @@ def test_judging_right_cited_green_and_green_but_wrong() -> None:
     assert (right.right, right.cites_gold, right.green, right.stage, right.rank) == (True, True, True, "", None)
     assert asked == [], "a right answer needs no deeper search"
     # Copied from the gold passage and cited, but not the year asked: the badge is green all the same.
-    green_wrong = judged(turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], query=QUESTION.standalone),
-                         ranks=asked)
+    green_wrong = judged(
+        turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], query=QUESTION.standalone), ranks=asked
+    )
     assert (green_wrong.right, green_wrong.cites_gold, green_wrong.green) == (False, True, True)
     assert (green_wrong.stage, green_wrong.rank) == (MISREAD, 12) and asked == [QUESTION.standalone]
     uncited = judged(turn("美庐别墅建于1903年。", [hit(GOLD, VILLA)]))
     assert (uncited.right, uncited.cites_gold, uncited.green) == (True, False, False)
     elsewhere = judged(turn("美庐别墅始建于1903年 [1]。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)]))
     assert (elsewhere.right, elsewhere.cites_gold, elsewhere.green) == (True, False, False)
-    attributed = judged(Turn(id="t", question=QUESTION.text, query=QUESTION.text, answer="始建于1903年 [1]。",
-                             sources=tuple(generate.number_sources([hit(GOLD, VILLA)])), attributed=True))
+    attributed = judged(
+        Turn(
+            id="t",
+            question=QUESTION.text,
+            query=QUESTION.text,
+            answer="始建于1903年 [1]。",
+            sources=tuple(generate.number_sources([hit(GOLD, VILLA)])),
+            attributed=True,
+        )
+    )
     assert (attributed.right, attributed.cites_gold, attributed.green) == (True, False, False)
     failed = judged(turn("", [hit(GOLD, VILLA)], problem="No answer: no chat model is available."))
     assert (failed.right, failed.stage, failed.rank) == (False, NO_ANSWER, None)
@@ -175,7 +242,10 @@ def test_counts_per_language_and_condition_keep_standalone_questions_and_follow_
     standalone = BenchQuestion("美庐别墅在哪里？", False, GOLD, ("牯岭",), "美庐别墅在哪里？")
     rewritten = dict(query="美庐别墅是哪一年建成的？")
     outcomes = [
-        judged(turn("位于庐山牯岭东谷 [1]。", [hit(GOLD, VILLA + "位于庐山牯岭东谷。")], question=standalone.text), standalone),
+        judged(
+            turn("位于庐山牯岭东谷 [1]。", [hit(GOLD, VILLA + "位于庐山牯岭东谷。")], question=standalone.text),
+            standalone,
+        ),
         judged(turn("始建于1903年 [1]。", [hit(GOLD, VILLA)], **rewritten)),
         judged(turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], **rewritten)),
         judged(turn("不知道。", [hit("TRIAL_690", TOWER)])),
@@ -229,8 +299,15 @@ class ScriptedChat:
     def context_length(self) -> int:
         return 32768  # every source fits: nothing is cut by packing
 
-    def stream(self, messages: Sequence[Message], *, temperature: float = 0.2, num_ctx: int | None = None,
-               think: bool | None = None, stop_event: Any = None) -> Iterator[StreamEvent]:
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        num_ctx: int | None = None,
+        think: bool | None = None,
+        stop_event: Any = None,
+    ) -> Iterator[StreamEvent]:
         with self._lock:
             self.calls.append(list(messages))
         if messages[0].role != "system":  # the rewrite's prompt: the conversation, then the question
@@ -262,21 +339,52 @@ class ScriptedChat:
 def scripted_conversations() -> tuple[Conversation, Conversation]:
     """Two conversations whose follow-ups point back plainly (它, his, "And …"): any rule rewrites them."""
     Q = BenchQuestion
-    zh = Conversation("zh-test", "zh", "zh_cmrc_trial", (
-        Q("美庐别墅在哪里？", False, "TRIAL_491", ("牯岭东谷",), "美庐别墅在哪里？"),
-        Q("它是哪一年建成的？", True, "TRIAL_491", ("1903",), "美庐别墅是哪一年建成的？"),
-        Q("广州北回归线标志塔的塔身高多少米？", False, "TRIAL_690", ("23.5",), "广州北回归线标志塔的塔身高多少米？"),
-        Q("它是什么时候建成的？", True, "TRIAL_690", ("1985",), "广州北回归线标志塔是什么时候建成的？"),
-    ))
-    en = Conversation("en-test", "en", "en_race", (
-        Q("What was Liu Xiang encouraged to train at first?", False, "343fe00e", ("high jump",),
-          "What was Liu Xiang encouraged to train at first?"),
-        Q("Who noticed his ability in hurdling?", True, "343fe00e", ("Sun Haiping",),
-          "Who noticed Liu Xiang's ability in hurdling?"),
-        Q("What's Hawaii famous for?", False, "3fdcc869", ("beautiful beaches",), "What's Hawaii famous for?"),
-        Q("And when did the first people come?", True, "3fdcc869", ("two thousand years",),
-          "When did the first people come to Hawaii?"),
-    ))
+    zh = Conversation(
+        "zh-test",
+        "zh",
+        "zh_cmrc_trial",
+        (
+            Q("美庐别墅在哪里？", False, "TRIAL_491", ("牯岭东谷",), "美庐别墅在哪里？"),
+            Q("它是哪一年建成的？", True, "TRIAL_491", ("1903",), "美庐别墅是哪一年建成的？"),
+            Q(
+                "广州北回归线标志塔的塔身高多少米？",
+                False,
+                "TRIAL_690",
+                ("23.5",),
+                "广州北回归线标志塔的塔身高多少米？",
+            ),
+            Q("它是什么时候建成的？", True, "TRIAL_690", ("1985",), "广州北回归线标志塔是什么时候建成的？"),
+        ),
+    )
+    en = Conversation(
+        "en-test",
+        "en",
+        "en_race",
+        (
+            Q(
+                "What was Liu Xiang encouraged to train at first?",
+                False,
+                "343fe00e",
+                ("high jump",),
+                "What was Liu Xiang encouraged to train at first?",
+            ),
+            Q(
+                "Who noticed his ability in hurdling?",
+                True,
+                "343fe00e",
+                ("Sun Haiping",),
+                "Who noticed Liu Xiang's ability in hurdling?",
+            ),
+            Q("What's Hawaii famous for?", False, "3fdcc869", ("beautiful beaches",), "What's Hawaii famous for?"),
+            Q(
+                "And when did the first people come?",
+                True,
+                "3fdcc869",
+                ("two thousand years",),
+                "When did the first people come to Hawaii?",
+            ),
+        ),
+    )
     return zh, en
 
 
@@ -292,13 +400,15 @@ def test_a_small_run_counts_the_scripted_answers(store: Store, pg_uri: str, sett
     model = ScriptedChat(golds, answers, rewrites)
     out = io.StringIO()
 
-    outcomes = bench.bench_conversation(Report(out), pg_uri, settings, quick=True, model=model,
-                                        conversations=[zh, en])
+    outcomes = bench.bench_conversation(Report(out), pg_uri, settings, quick=True, model=model, conversations=[zh, en])
 
     assert len(outcomes) == 16 and all(o.first_word is not None and o.first_word >= 0 for o in outcomes)
-    figures = {(lang, cond, kind): (c.asked, c.right, c.cites_gold, c.green_but_wrong, c.rewritten, c.stages)
-               for lang in ("zh", "en") for cond in (CONVERSATION, ALONE)
-               for kind, c in bench.by_kind(outcomes, lang, cond).items()}
+    figures = {
+        (lang, cond, kind): (c.asked, c.right, c.cites_gold, c.green_but_wrong, c.rewritten, c.stages)
+        for lang in ("zh", "en")
+        for cond in (CONVERSATION, ALONE)
+        for kind, c in bench.by_kind(outcomes, lang, cond).items()
+    }
     assert figures == {
         ("zh", CONVERSATION, "standalone"): (2, 1, 1, 1, 0, {MISREAD: 1}),
         ("zh", CONVERSATION, "follow-up"): (2, 2, 2, 0, 2, {}),
@@ -310,8 +420,11 @@ def test_a_small_run_counts_the_scripted_answers(store: Store, pg_uri: str, sett
         ("en", ALONE, "follow-up"): (2, 2, 2, 0, 0, {}),
     }
     wrong = [o for o in outcomes if not o.right]
-    assert [(o.question.text, o.condition) for o in wrong] == [(zq[2].text, CONVERSATION), (zq[2].text, ALONE),
-                                                               (eq[1].text, CONVERSATION)]
+    assert [(o.question.text, o.condition) for o in wrong] == [
+        (zq[2].text, CONVERSATION),
+        (zq[2].text, ALONE),
+        (eq[1].text, CONVERSATION),
+    ]
     # Each wrong answer's gold passage was looked for again, deeper: it was in the prompt, so it is found.
     assert all(o.rank is not None for o in wrong)
     assert [o.turn.query for o in wrong] == [zq[2].text, zq[2].text, eq[1].standalone]

@@ -1,5 +1,5 @@
-"""benchmarks/gpu.py: the sampler's cost per tick, measured against the bare NVML calls.
-"""
+"""benchmarks/gpu.py: the sampler's cost per tick, measured against the bare NVML calls."""
+
 from __future__ import annotations
 
 import pynvml

@@ -1,4 +1,5 @@
 """The bench's timing helpers."""
+
 from __future__ import annotations
 
 from benchmarks import report

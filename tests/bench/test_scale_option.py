@@ -1,4 +1,5 @@
 """`python -m rag bench --scale ROWSxDIM`: which kept sizes `--only scale` searches."""
+
 from __future__ import annotations
 
 import io
@@ -17,12 +18,14 @@ def test_sizes_read_as_rows_and_dimensions_and_bad_ones_are_one_line() -> None:
             search.parse_scale(bad)
 
 
-def test_the_cli_passes_the_sizes_to_the_scale_bench(monkeypatch) -> None:  # noqa: ANN001
+def test_the_cli_passes_the_sizes_to_the_scale_bench(monkeypatch) -> None:
     from rag import cli
 
     seen: list[list[tuple[int, int]]] = []
     monkeypatch.setattr(search, "bench_scale", lambda report, base, quick, sizes: seen.append(list(sizes)))
-    monkeypatch.setattr("benchmarks.database.scratch_database", lambda base, suffix="": ("postgresql://x", lambda: None))
+    monkeypatch.setattr(
+        "benchmarks.database.scratch_database", lambda base, suffix="": ("postgresql://x", lambda: None)
+    )
     monkeypatch.setattr("rag.store.Store", lambda uri: io.StringIO())  # its close() is all run() calls
     monkeypatch.setattr("rag.store.embedded_server_uri", lambda pgdata: "postgresql://base")
     monkeypatch.delenv("DATABASE_URL", raising=False)
@@ -31,7 +34,7 @@ def test_the_cli_passes_the_sizes_to_the_scale_bench(monkeypatch) -> None:  # no
     assert seen == [[(100_000, 384), (2_000, 8)]]
 
 
-def test_a_plain_quick_run_leaves_out_what_takes_minutes_and_says_so(monkeypatch) -> None:  # noqa: ANN001
+def test_a_plain_quick_run_leaves_out_what_takes_minutes_and_says_so(monkeypatch) -> None:
     import benchmarks as bench
     from rag.settings import get_settings
 

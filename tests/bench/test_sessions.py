@@ -1,5 +1,6 @@
 """benchmarks/sessions.py: the app's RSS with browser sessions. The real run (the app, Chromium, the embedded
 models) takes minutes, so these check its parts and the printed report, never a timing."""
+
 from __future__ import annotations
 
 import io
@@ -13,7 +14,7 @@ from benchmarks import sessions
 from benchmarks.report import Report
 
 
-def test_quick_mode_and_a_missing_browser_skip_with_a_line(monkeypatch) -> None:  # noqa: ANN001
+def test_quick_mode_and_a_missing_browser_skip_with_a_line(monkeypatch) -> None:
     out = io.StringIO()
     sessions.bench_sessions(Report(out), "postgresql://unused", quick=True)
     assert "## Peak RSS of the running app" in out.getvalue()
@@ -25,10 +26,20 @@ def test_quick_mode_and_a_missing_browser_skip_with_a_line(monkeypatch) -> None:
     assert out.getvalue().strip().splitlines()[-1] == "skipped: chromium is not installed (apt-get install chromium)"
 
 
-def test_the_report_reads_idle_one_and_three_sessions(monkeypatch) -> None:  # noqa: ANN001
-    found = sessions.Footprint(embedder="local:e5", idle_mb=70, pages_mb=900, one_mb=1300, three_mb=2600,
-                               three_own_mb=1500, three_shared_mb=1100, settled_mb=1450, seconds={"one": 60, "three": 90}, answered=[True, True, False],
-                               problems=["session 3: no answer: Timeout"])
+def test_the_report_reads_idle_one_and_three_sessions(monkeypatch) -> None:
+    found = sessions.Footprint(
+        embedder="local:e5",
+        idle_mb=70,
+        pages_mb=900,
+        one_mb=1300,
+        three_mb=2600,
+        three_own_mb=1500,
+        three_shared_mb=1100,
+        settled_mb=1450,
+        seconds={"one": 60, "three": 90},
+        answered=[True, True, False],
+        problems=["session 3: no answer: Timeout"],
+    )
     monkeypatch.setattr(sessions, "browser_missing", lambda: None)
     monkeypatch.setattr(sessions, "measure", lambda uri: found)
     out = io.StringIO()
@@ -51,9 +62,11 @@ def test_the_report_reads_idle_one_and_three_sessions(monkeypatch) -> None:  # n
 
 def test_the_sampler_counts_children_and_stopping_leaves_none() -> None:
     # A parent holding ~60 MB whose child holds ~60 MB more: the tree's RSS counts both.
-    code = ("import subprocess, sys, time; a = bytearray(60 << 20); "
-            "c = subprocess.Popen([sys.executable, '-c', 'import time; b = bytearray(60 << 20); time.sleep(60)']); "
-            "time.sleep(60)")
+    code = (
+        "import subprocess, sys, time; a = bytearray(60 << 20); "
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; b = bytearray(60 << 20); time.sleep(60)']); "
+        "time.sleep(60)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code])
     child = None
     try:
@@ -79,7 +92,7 @@ def test_the_sampler_counts_children_and_stopping_leaves_none() -> None:
     assert sessions.tree_rss(proc.pid) == 0
 
 
-def test_the_app_environment_reaches_no_ollama_and_no_login(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+def test_the_app_environment_reaches_no_ollama_and_no_login(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("RAG_APP_PASSWORD", "secret")
     monkeypatch.setenv("RAG_CHAT_MODEL", "llama3")
     env = sessions.app_env("postgresql://scratch", tmp_path, "local:e5")

@@ -2,6 +2,7 @@
 tokens, and a cut between them decodes to U+FFFD. `spring` snaps its cuts to character boundaries,
 `spring-exact` keeps Spring AI's (the literal port, `spring_split_reference`, is its yardstick).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,7 +49,7 @@ def test_the_default_spring_keeps_every_chinese_character_whole() -> None:
     assert len(chunks) > 5
     assert not [c.index for c in chunks if REPLACEMENT in c.text]
     for c in chunks:
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
     # Nothing lost, nothing doubled: with no separator cut the chunks tile the text (but for the
     # newlines trimmed at their ends).
     tiled = split(text, ChunkSettings(min_chunk_size_chars=10_000, chunk_size=50, min_chunk_length_to_embed=0))
@@ -56,23 +57,32 @@ def test_the_default_spring_keeps_every_chinese_character_whole() -> None:
 
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(text=clean_text, strategy=st.sampled_from([s for s in STRATEGIES if s != "spring-exact"]),
-       size=st.one_of(st.just(800), st.integers(1, 60)), data=st.data())
-def test_no_strategy_emits_a_replacement_character_from_clean_text(text: str, strategy: str, size: int,
-                                                                  data) -> None:
+@given(
+    text=clean_text,
+    strategy=st.sampled_from([s for s in STRATEGIES if s != "spring-exact"]),
+    size=st.one_of(st.just(800), st.integers(1, 60)),
+    data=st.data(),
+)
+def test_no_strategy_emits_a_replacement_character_from_clean_text(text: str, strategy: str, size: int, data) -> None:
     overlap = 0 if strategy == "spring" or size == 1 else data.draw(st.integers(0, size - 1))
-    settings = ChunkSettings(strategy=strategy, chunk_size=size, chunk_overlap=overlap,
-                             min_chunk_size_chars=data.draw(st.integers(0, 60)), min_chunk_length_to_embed=0)
+    settings = ChunkSettings(
+        strategy=strategy,
+        chunk_size=size,
+        chunk_overlap=overlap,
+        min_chunk_size_chars=data.draw(st.integers(0, 60)),
+        min_chunk_length_to_embed=0,
+    )
     for s in (ChunkSettings(strategy=strategy), settings):  # the strategy's default, and others
         for c in split(text, s).chunks:
             assert REPLACEMENT not in c.text, (s, c)
-            assert text[c.start:c.end] == c.text
+            assert text[c.start : c.end] == c.text
 
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=clean_text, s=spring_settings)
 def test_spring_exact_is_the_literal_port_and_spring_differs_only_at_split_characters(
-        text: str, s: ChunkSettings) -> None:
+    text: str, s: ChunkSettings
+) -> None:
     s = dataclasses.replace(s, min_chunk_length_to_embed=0)  # so that no piece is hidden by dropping it
     assert s.strategy == "spring-exact"
     reference = spring_split_reference(text, s)

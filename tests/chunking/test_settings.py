@@ -1,5 +1,6 @@
 """rag.chunking.settings: validation messages, presets, the field table the widget and the CLI
 are built from, and the words that describe a setting."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,14 +62,16 @@ def test_summaries_and_labels() -> None:
     assert chunking.label(SPRING_DEFAULT) == "spring 800"
     assert chunking.label(ChunkSettings(strategy="token", chunk_size=512, chunk_overlap=64)) == "token 512/64"
     assert chunking.summary(SPRING_DEFAULT) == (
-        "Spring AI default (Spring AI splitter, 800 tokens, cut after a separator beyond 350 chars)")
+        "Spring AI default (Spring AI splitter, 800 tokens, cut after a separator beyond 350 chars)"
+    )
     assert chunking.summary(SPRING_DEFAULT, short=True) == "Spring AI default"
     custom = ChunkSettings(strategy="recursive", chunk_size=300, chunk_overlap=30)
     assert chunking.summary(custom) == "recursive, 300 tokens, 30 overlap"
     assert chunking.summary(custom, short=True) == "recursive 300 / 30 tokens"
     assert chunking.summary(ChunkSettings(chunk_size=100), short=True) == "spring 100 tokens / 350 chars"
     assert chunking.summary(ChunkSettings(strategy="token", chunk_size=90, chunk_overlap=9)) == (
-        "token windows of 90 tokens, 9 overlap")
+        "token windows of 90 tokens, 9 overlap"
+    )
     # Stored settings: as a dict, and one that no longer parses is shown as stored.
     assert chunking.summary(SEED_PROJECT.as_dict(), short=True) == "Seed project"
     assert chunking.summary({"strategy": "semantic"}) == "{'strategy': 'semantic'}"
@@ -76,8 +79,9 @@ def test_summaries_and_labels() -> None:
 
 
 def test_chunks_in_span_are_clipped_and_relative() -> None:
-    chunks = chunking.split("One two three. " * 40, ChunkSettings(strategy="token", chunk_size=20,
-                                                                   chunk_overlap=5)).chunks
+    chunks = chunking.split(
+        "One two three. " * 40, ChunkSettings(strategy="token", chunk_size=20, chunk_overlap=5)
+    ).chunks
     start, end = 100, 300
     inside = chunking.chunks_in_span(chunks, start, end)
     assert [c.index for c in inside] == [c.index for c in chunks if c.start < end and c.end > start]
@@ -100,7 +104,8 @@ def test_spring_exact_is_a_strategy_of_its_own_in_the_widget_and_the_cli(tmp_pat
     for help_text in (chunking.HELP["strategy"], chunking.PRESET_HELP["Spring AI default"]):
         assert "character boundary" in help_text and "spring-exact" in help_text
     assert chunking.summary(ChunkSettings(strategy="spring-exact")) == (
-        "Spring AI splitter, exact, 800 tokens, cut after a separator beyond 350 chars")
+        "Spring AI splitter, exact, 800 tokens, cut after a separator beyond 350 chars"
+    )
     text = "贾宝玉林黛玉薛宝钗王熙凤饭供酒袭人晴雯鸳鸯刘姥姥" * 40
     path = tmp_path / "novel.txt"
     path.write_text(text, encoding="utf-8")

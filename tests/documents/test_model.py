@@ -1,4 +1,5 @@
 """rag.documents.model: the frozen Document and the pages a span of its text covers."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.documents import Document, Page, load_bytes, page_label
-
-
 
 
 def _doc(*texts: str, numbers: tuple[int, ...] | None = None) -> Document:
@@ -73,7 +72,6 @@ def test_pages_for_span_matches_brute_force(texts: list[str], data: st.DataObjec
     start = data.draw(st.integers(0, len(doc.text)))
     end = data.draw(st.integers(start, len(doc.text)))
     assert doc.pages_for_span(start, end) == _pages_by_brute_force(doc, start, end)
-
 
 
 def test_page_label_collapses_consecutive_numbers() -> None:

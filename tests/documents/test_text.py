@@ -1,13 +1,11 @@
 """rag.documents.text through load_bytes: encodings, form feeds as pages, normalisation, refusals."""
+
 from __future__ import annotations
 
 import pytest
 
 from rag.documents import Page, load_bytes
 from tests.documents.reasons import reason_of
-
-
-
 
 # --- TXT and MD ------------------------------------------------------------------------------
 
@@ -68,4 +66,3 @@ def test_blank_text_file_is_refused() -> None:
 
 
 # --- generic failures ------------------------------------------------------------------------
-

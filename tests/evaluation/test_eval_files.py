@@ -1,4 +1,5 @@
 """`rag eval`'s question files, the public sets in the repository, the BM25 peer and the on-disk vectors."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import pytest
 from benchmarks.bm25_peers import BM25Peer
 from rag.errors import RagError
 from rag.evaluation import Question, parse_questions_csv
-from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
 from rag.evaluation.keyword import tokens
+from rag.evaluation.metrics import hit_rate, mean_reciprocal_rank
 from rag.evaluation.questions import parse_questions
 from rag.evaluation.sets import EVAL_DIR, SETS, eval_set
 from rag.evaluation.vectors import CachedEmbedder, DiskVectors
@@ -21,12 +22,14 @@ from rag.evaluation.vectors import CachedEmbedder, DiskVectors
 
 
 def test_jsonl_questions_by_file_by_text_or_both() -> None:
-    data = "\n".join([
-        json.dumps({"question": "When do depots open?", "file": "guide.pdf"}),
-        "",
-        json.dumps({"question": "Who signs?", "expected": "The manager signs.", "qid": 7}),
-        json.dumps({"question": "检索质量？", "file": "zh.txt", "expected": "检索质量"}, ensure_ascii=False),
-    ]).encode("utf-8")
+    data = "\n".join(
+        [
+            json.dumps({"question": "When do depots open?", "file": "guide.pdf"}),
+            "",
+            json.dumps({"question": "Who signs?", "expected": "The manager signs.", "qid": 7}),
+            json.dumps({"question": "检索质量？", "file": "zh.txt", "expected": "检索质量"}, ensure_ascii=False),
+        ]
+    ).encode("utf-8")
     assert parse_questions(data, "q.jsonl") == [
         Question("When do depots open?", "", "guide.pdf"),
         Question("Who signs?", "The manager signs."),
@@ -38,8 +41,10 @@ def test_csv_questions_take_the_same_headers_in_any_order() -> None:
     data = b'file,question\nguide.pdf,"When, exactly, do depots open?"\n'
     assert parse_questions(data, "q.csv") == [Question("When, exactly, do depots open?", "", "guide.pdf")]
     both = b"question,file,expected\nWho signs?,a.pdf,The manager signs.\nWhere?,b.pdf,\n"
-    assert parse_questions(both, "q.csv") == [Question("Who signs?", "The manager signs.", "a.pdf"),
-                                              Question("Where?", "", "b.pdf")]
+    assert parse_questions(both, "q.csv") == [
+        Question("Who signs?", "The manager signs.", "a.pdf"),
+        Question("Where?", "", "b.pdf"),
+    ]
 
 
 def test_the_chunk_lab_reads_a_rag_eval_csv_with_expected_text() -> None:
@@ -49,18 +54,26 @@ def test_the_chunk_lab_reads_a_rag_eval_csv_with_expected_text() -> None:
         parse_questions_csv(b"question,file\nWho signs?,a.pdf\n")
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b'{"question": "a", "file": "x"}\n{"question": "b"\n', "q.jsonl: line 2: not JSON"),
-    (b'{"question": "a", "file": "x"}\n["b", "x"]\n', "q.jsonl: line 2: expected an object"),
-    (b'{"question": "a", "file": 3}\n', "q.jsonl: line 1: 'file' must be a string, got 3"),
-    (b'{"question": "a"}\n', "q.jsonl: line 1: no expected passage for 'a'; paste the sentence of the document "
-                             "that answers it, or name the file that does"),
-    (b'{"question": "", "file": "x"}\n', "q.jsonl: line 1: the question is empty"),
-    (b"question,page\na,1\n", "q.jsonl: line 1: the header must be 'question' and 'file' and/or 'expected', "
-                              "got 'question,page'"),
-    (b"question,file\na,x,y\n", "q.jsonl: line 2: expected 2 columns (question,file), got 3"),
-    (b"\n\n", "q.jsonl: the file is empty"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"question": "a", "file": "x"}\n{"question": "b"\n', "q.jsonl: line 2: not JSON"),
+        (b'{"question": "a", "file": "x"}\n["b", "x"]\n', "q.jsonl: line 2: expected an object"),
+        (b'{"question": "a", "file": 3}\n', "q.jsonl: line 1: 'file' must be a string, got 3"),
+        (
+            b'{"question": "a"}\n',
+            "q.jsonl: line 1: no expected passage for 'a'; paste the sentence of the document "
+            "that answers it, or name the file that does",
+        ),
+        (b'{"question": "", "file": "x"}\n', "q.jsonl: line 1: the question is empty"),
+        (
+            b"question,page\na,1\n",
+            "q.jsonl: line 1: the header must be 'question' and 'file' and/or 'expected', got 'question,page'",
+        ),
+        (b"question,file\na,x,y\n", "q.jsonl: line 2: expected 2 columns (question,file), got 3"),
+        (b"\n\n", "q.jsonl: the file is empty"),
+    ],
+)
 def test_question_file_errors_name_the_file_and_line(data: bytes, message: str) -> None:
     with pytest.raises(RagError) as info:
         parse_questions(data, "q.jsonl")
@@ -87,8 +100,9 @@ def test_hit_rate_and_mrr() -> None:
 # --- the public sets -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "passages", "questions"), [
-    ("en_race", 167, 561), ("zh_c3", 273, 505), ("zh_cmrc_trial", 256, 1000)])
+@pytest.mark.parametrize(
+    ("name", "passages", "questions"), [("en_race", 167, 561), ("zh_c3", 273, 505), ("zh_cmrc_trial", 256, 1000)]
+)
 def test_each_public_set_is_in_the_repository_whole(name: str, passages: int, questions: int) -> None:
     data = eval_set(name)
     assert (len(data.passages), len(data.questions)) == (passages, questions)
@@ -120,8 +134,14 @@ def test_peer_tokens_are_lower_cased_words_and_chinese_bigrams() -> None:
 
 
 def test_peer_ranks_by_bm25() -> None:
-    texts = ["the cat sat on the mat", "dogs chase cats", "a mat of straw for the cat and the dog",
-             "nothing here", "会议在北京举行", "北京的天气很好"]
+    texts = [
+        "the cat sat on the mat",
+        "dogs chase cats",
+        "a mat of straw for the cat and the dog",
+        "nothing here",
+        "会议在北京举行",
+        "北京的天气很好",
+    ]
     peer = BM25Peer(texts)
     # 'mat' is in two passages, 'cat' in two: the passage with both, and shorter, first.
     assert peer.rank("cat mat", 3) == [0, 2]

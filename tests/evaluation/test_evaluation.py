@@ -3,6 +3,7 @@
 Ranks are checked against a bag-of-words embedder whose cosine scores are worked out by hand
 in the comments, and against the real offline WordLlama embedder ranked independently here.
 """
+
 from __future__ import annotations
 
 import re
@@ -203,8 +204,11 @@ def test_changing_one_setting_embeds_only_its_new_chunks() -> None:
     assert report.embedded == len(new)
     after = cache.stats()
     assert after.misses - before.misses == len(new)
-    assert after.hits - before.hits == report.reused == len(questions) + len(split(text, a).chunks) + (
-        len(changed.chunks) - len(new))
+    assert (
+        after.hits - before.hits
+        == report.reused
+        == len(questions) + len(split(text, a).chunks) + (len(changed.chunks) - len(new))
+    )
 
 
 def test_cache_is_bounded_lru() -> None:
@@ -247,7 +251,7 @@ def test_a_stopped_embedding_keeps_the_slices_done_and_the_next_run_embeds_only_
     assert cache.stats().entries == EmbeddingCache.SLICE
     progress: list[tuple[int, int]] = []
     vectors = cache.embed(embedder, texts, lambda done, total: progress.append((done, total)))
-    assert embedder.embedded[EmbeddingCache.SLICE:] == texts[EmbeddingCache.SLICE:]
+    assert embedder.embedded[EmbeddingCache.SLICE :] == texts[EmbeddingCache.SLICE :]
     assert progress == [(EmbeddingCache.SLICE, EmbeddingCache.SLICE + 5), (EmbeddingCache.SLICE + 5,) * 2]
     np.testing.assert_array_equal(vectors, BagOfWords().embed(texts))
 
@@ -268,7 +272,7 @@ def test_cache_is_thread_safe() -> None:
     def work(offset: int) -> None:
         try:
             for start in range(0, 200, 10):
-                got = cache.embed(embedder, texts[(start + offset) % 190:(start + offset) % 190 + 10])
+                got = cache.embed(embedder, texts[(start + offset) % 190 : (start + offset) % 190 + 10])
                 assert got.shape == (10, len(VOCAB))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -300,8 +304,7 @@ def test_real_embedder_ranks_equal_an_independent_numpy_ranking(local: LocalEmbe
     c = local.embed([x.text for x in chunks.chunks])
     scores = q @ c.T
     for i, question in enumerate(questions):
-        holding = [j for j, chunk in enumerate(chunks.chunks)
-                   if normalise(question.expected) in normalise(chunk.text)]
+        holding = [j for j, chunk in enumerate(chunks.chunks) if normalise(question.expected) in normalise(chunk.text)]
         assert holding, question
         order = list(np.argsort(-scores[i], kind="stable"))
         expected_rank = min(order.index(j) for j in holding) + 1
@@ -316,8 +319,10 @@ def test_real_embedder_ranks_equal_an_independent_numpy_ranking(local: LocalEmbe
 
 def test_real_embedder_second_run_reuses_every_vector(local: LocalEmbedder) -> None:
     cache = EmbeddingCache()
-    sets = {"A": split(SAMPLE_TEXT, chunking.SPRING_DEFAULT), "B": split(SAMPLE_TEXT, ChunkSettings(
-        strategy="token", chunk_size=128, chunk_overlap=16))}
+    sets = {
+        "A": split(SAMPLE_TEXT, chunking.SPRING_DEFAULT),
+        "B": split(SAMPLE_TEXT, ChunkSettings(strategy="token", chunk_size=128, chunk_overlap=16)),
+    }
     first = evaluate(sets, SAMPLE_TEXT, list(SAMPLE_QUESTIONS), local, cache)
     second = evaluate(sets, SAMPLE_TEXT, list(SAMPLE_QUESTIONS), local, cache)
     assert first.embedded > 0 and second.embedded == 0
@@ -393,8 +398,10 @@ def test_passage_not_in_the_document() -> None:
 
 
 def test_nearly_verbatim_passage_matches_approximately_without_the_document() -> None:
-    chunks = [Chunk(0, "The depot opens at six thirty on weekdays.", 9, 0, 42),
-              Chunk(1, "Trucks wait in the holding bay overnight.", 8, 43, 84)]
+    chunks = [
+        Chunk(0, "The depot opens at six thirty on weekdays.", 9, 0, 42),
+        Chunk(1, "Trucks wait in the holding bay overnight.", 8, 43, 84),
+    ]
     targets = find_targets(chunks, "trucks wait in the holding area")
     assert targets.indices == frozenset({1}) and not targets.found
     assert targets.coverage == pytest.approx(5 / 6)
@@ -404,26 +411,31 @@ def test_nearly_verbatim_passage_matches_approximately_without_the_document() ->
 
 
 def test_parse_csv_with_bom_quotes_and_blank_lines() -> None:
-    data = ('\ufeffQuestion , Expected\n'
-            'When do depots open?,"They open at 06:30, on weekdays."\n'
-            '\n'
-            '"A question\nover two lines",the answer\n').encode("utf-8")
+    data = (
+        "\ufeffQuestion , Expected\n"
+        'When do depots open?,"They open at 06:30, on weekdays."\n'
+        "\n"
+        '"A question\nover two lines",the answer\n'
+    ).encode("utf-8")
     assert parse_questions_csv(data) == [
         Question("When do depots open?", "They open at 06:30, on weekdays."),
         Question("A question\nover two lines", "the answer"),
     ]
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b"", "the file is empty"),
-    (b"q,a\nx,y\n", "line 1: the header must be 'question,expected', got 'q,a'"),
-    (b"question,expected\nok,fine\nthree,cells,here\n", "line 3: expected 2 columns"),
-    (b"question,expected\nok,fine\n\nno answer,\n", "line 4: no expected passage for 'no answer'"),
-    (b"question,expected\n,an answer\n", "line 2: the question is empty"),
-    (b"question,expected\n\n", "no questions below the header"),
-    (b"question,expected\n\xff\xfe,x\n", "not UTF-8 text (invalid byte 0xff at offset 18)"),
-    (b'question,expected\n"a,b\n', "line 2"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "the file is empty"),
+        (b"q,a\nx,y\n", "line 1: the header must be 'question,expected', got 'q,a'"),
+        (b"question,expected\nok,fine\nthree,cells,here\n", "line 3: expected 2 columns"),
+        (b"question,expected\nok,fine\n\nno answer,\n", "line 4: no expected passage for 'no answer'"),
+        (b"question,expected\n,an answer\n", "line 2: the question is empty"),
+        (b"question,expected\n\n", "no questions below the header"),
+        (b"question,expected\n\xff\xfe,x\n", "not UTF-8 text (invalid byte 0xff at offset 18)"),
+        (b'question,expected\n"a,b\n', "line 2"),
+    ],
+)
 def test_parse_csv_errors_name_the_line(data: bytes, message: str) -> None:
     with pytest.raises(RagError) as info:
         parse_questions_csv(data)
@@ -440,19 +452,23 @@ def test_questions_from_rows_skip_blank_rows_and_name_incomplete_ones() -> None:
 # --- snippets -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("settings", [
-    chunking.SPRING_DEFAULT,
-    ChunkSettings(chunk_size=120, min_chunk_size_chars=100, keep_separator=False),
-    ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=16),
-    ChunkSettings(strategy="recursive", chunk_size=90, chunk_overlap=10, min_chunk_length_to_embed=20),
-])
-def test_python_snippet_runs_and_matches_split(settings: ChunkSettings, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "settings",
+    [
+        chunking.SPRING_DEFAULT,
+        ChunkSettings(chunk_size=120, min_chunk_size_chars=100, keep_separator=False),
+        ChunkSettings(strategy="token", chunk_size=64, chunk_overlap=16),
+        ChunkSettings(strategy="recursive", chunk_size=90, chunk_overlap=10, min_chunk_length_to_embed=20),
+    ],
+)
+def test_python_snippet_runs_and_matches_split(
+    settings: ChunkSettings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "notes.txt"
     path.write_text(SAMPLE_TEXT, encoding="utf-8")
     code = python_snippet(settings, filename=str(path))
     namespace: dict[str, object] = {}
-    exec(compile(code, "<snippet>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(code, "<snippet>", "exec"), namespace)
     assert namespace["settings"] == settings
     expected = split(SAMPLE_TEXT, settings)
     got = namespace["chunk_set"]
@@ -461,11 +477,14 @@ def test_python_snippet_runs_and_matches_split(settings: ChunkSettings, tmp_path
 
 
 def test_spring_snippet_for_the_spring_strategy() -> None:
-    code = spring_snippet(ChunkSettings(chunk_size=600, min_chunk_size_chars=300, min_chunk_length_to_embed=10,
-                                        keep_separator=False))
-    assert ("TokenTextSplitter.builder()\n        .withChunkSize(600)\n        .withMinChunkSizeChars(300)\n"
-            "        .withMinChunkLengthToEmbed(10)\n        .withMaxNumChunks(10000)\n"
-            "        .withKeepSeparator(false)\n        .build();") in code
+    code = spring_snippet(
+        ChunkSettings(chunk_size=600, min_chunk_size_chars=300, min_chunk_length_to_embed=10, keep_separator=False)
+    )
+    assert (
+        "TokenTextSplitter.builder()\n        .withChunkSize(600)\n        .withMinChunkSizeChars(300)\n"
+        "        .withMinChunkLengthToEmbed(10)\n        .withMaxNumChunks(10000)\n"
+        "        .withKeepSeparator(false)\n        .build();"
+    ) in code
     assert "no overlap" not in code
     assert "defaults" in spring_snippet(chunking.SPRING_DEFAULT)
 

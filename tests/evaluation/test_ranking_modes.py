@@ -1,4 +1,5 @@
 """The Chunk Lab's check ranks as the chat's search modes do: BM25 over the chunks, and the fusion."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,10 @@ def test_keyword_mode_ranks_by_bm25_where_cosine_ties() -> None:
 
 
 def test_hybrid_finds_what_either_mode_puts_first_when_they_agree() -> None:
-    agree = chunk_set(("red apple pie", "green apple tart", "blue sky today", "red sky tonight"),
-                      ChunkSettings(strategy="token", chunk_size=3, chunk_overlap=0))
+    agree = chunk_set(
+        ("red apple pie", "green apple tart", "blue sky today", "red sky tonight"),
+        ChunkSettings(strategy="token", chunk_size=3, chunk_overlap=0),
+    )
     questions = [Question("blue sky today", "blue sky today")]
     result = evaluate({"s": agree}, DOC, questions, BagOfWords(), EmbeddingCache(), mode="hybrid").result("s")
     assert result.questions[0].rank == 1

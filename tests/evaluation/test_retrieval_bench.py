@@ -1,4 +1,5 @@
 """The retrieval benchmark's harness on the real store: one set ingested, every mode and the peer measured."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from rag import retrieve
 from benchmarks.retrieval import measure_set
+from rag import retrieve
 from rag.evaluation import Question, retrieval_set
 from rag.evaluation.sets import EvalSet
 from rag.evaluation.vectors import CachedEmbedder, DiskVectors
@@ -15,11 +16,13 @@ from rag.settings import Settings
 from rag.store import Store
 
 
-def test_measure_set_scores_every_mode_and_the_bm25_peer(store: Store, settings: Settings, pg_uri: str,
-                                                           tmp_path: Path) -> None:
+def test_measure_set_scores_every_mode_and_the_bm25_peer(
+    store: Store, settings: Settings, pg_uri: str, tmp_path: Path
+) -> None:
     data = retrieval_set()
-    small = EvalSet("en_small", data.passages + data.distractors,
-                    tuple(Question(q.question, "", q.passage) for q in data.questions))
+    small = EvalSet(
+        "en_small", data.passages + data.distractors, tuple(Question(q.question, "", q.passage) for q in data.questions)
+    )
     embedder = retrieve.embedder_named_or_default(settings)
     cache = DiskVectors(tmp_path, embedder)
     with retrieve.use_embedder(CachedEmbedder(cache)) as cached:

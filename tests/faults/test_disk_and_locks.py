@@ -1,6 +1,7 @@
 """Issue 18 (2, 4, 5): concurrent ingests into two knowledge bases never deadlock, processes starting
 together on a new data folder all start, and a full disk is named as such, never with advice to delete
 the data folder."""
+
 from __future__ import annotations
 
 import errno
@@ -22,7 +23,7 @@ from rag.store.embedded import _start_failure
 from tests.conftest import ROOT
 
 
-def test_concurrent_ingests_into_two_knowledge_bases_all_succeed(store) -> None:  # noqa: ANN001
+def test_concurrent_ingests_into_two_knowledge_bases_all_succeed(store) -> None:
     # 7 of 445 such ingests failed with "deadlock detected" when the replace path took its locks in the
     # other order; each thread here also replaces its files (the second round), the path that deadlocked.
     embedder = LocalEmbedder()
@@ -61,8 +62,17 @@ def test_four_processes_starting_together_on_a_new_data_folder_all_start(tmp_pat
     # CREATE EXTENSION IF NOT EXISTS raced: 1-3 of 4 crashed with UniqueViolation (pg_extension_name_index).
     env = {**os.environ, "RAG_DATA_DIR": str(tmp_path / "data")}
     env.pop("DATABASE_URL", None)
-    procs = [subprocess.Popen([sys.executable, "-c", FIRST_START], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FIRST_START],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     outcomes = [p.communicate(timeout=240) for p in procs]
     try:
         assert [p.returncode for p in procs] == [0, 0, 0, 0], [err[-800:] for _, err in outcomes]
@@ -74,8 +84,10 @@ def test_four_processes_starting_together_on_a_new_data_folder_all_start(tmp_pat
 
 def test_a_full_disk_or_a_read_only_folder_is_named_and_no_deletion_is_advised(tmp_path: Path) -> None:
     full = _start_failure(tmp_path / "pgdata", OSError(errno.ENOSPC, "No space left on device"))
-    assert str(full) == (f"the disk holding the embedded database ({tmp_path / 'pgdata'}) is full: free some space "
-                         "and start again; the data stored there is kept")
+    assert str(full) == (
+        f"the disk holding the embedded database ({tmp_path / 'pgdata'}) is full: free some space "
+        "and start again; the data stored there is kept"
+    )
     read_only = _start_failure(tmp_path / "pgdata", OSError(errno.EROFS, "Read-only file system"))
     assert "cannot be written (read-only or no permission)" in str(read_only)
     other = _start_failure(tmp_path / "pgdata", RuntimeError("initdb failed"))
@@ -83,7 +95,7 @@ def test_a_full_disk_or_a_read_only_folder_is_named_and_no_deletion_is_advised(t
 
 
 @pytest.fixture
-def tiny_tmpfs(tmp_path: Path):  # noqa: ANN201 - a 4 MB file system (mounting needs root)
+def tiny_tmpfs(tmp_path: Path):
     where = tmp_path / "tiny"
     where.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], capture_output=True)
@@ -101,7 +113,7 @@ def test_a_new_embedded_database_on_a_full_disk_says_the_disk_is_full(tiny_tmpfs
     shutil.rmtree(pgdata, ignore_errors=True)
 
 
-def test_log_lines_never_hold_a_password(caplog) -> None:  # noqa: ANN001
+def test_log_lines_never_hold_a_password(caplog) -> None:
     import logging
 
     from rag.errors import install_log_masking

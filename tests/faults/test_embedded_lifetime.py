@@ -1,6 +1,7 @@
 """Issue 18 (3): the embedded PostgreSQL stops when the process that started it ends by SIGTERM, also when
 an earlier process that joined it was killed (its PID stayed in pgserver's list of handles, and the
 server then outlived everyone)."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,6 @@ from pathlib import Path
 import psutil
 
 from tests.conftest import ROOT
-
 
 HOLDER = """
 import sys, time

@@ -3,6 +3,7 @@ the server as its own system user and widened (g+rx,o+rx) every folder above the
 user could pass. Now no permission outside the data folder changes: a start whose folders already let that
 user through leaves their modes exactly as they were, and a folder it cannot pass is named in one line
 with its mode and what to do, and stays as it was."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,8 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,
     reason="only as root does pgserver run the server as another user (who must pass through the folders "
-           "above the data folder); as anyone else it runs as the caller and changes no permissions")
+    "above the data folder); as anyone else it runs as the caller and changes no permissions",
+)
 
 START = """
 import json, re, shlex, subprocess, sys
@@ -85,8 +87,14 @@ def start(pgdata: Path, *flags: str) -> dict:
     and stop it again; what it answered, or the error it said."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-c", START, str(pgdata), *flags], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(pgdata), *flags],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -120,7 +128,8 @@ def test_a_folder_the_server_cannot_pass_is_named_with_its_mode_and_stays_0700(b
         f"the embedded PostgreSQL runs as the system user pgserver, who cannot pass through {locked} (mode "
         f"0700, owner root:root) to reach its data folder {pgdata}: allow it with chmod g+x {locked}, or set "
         f"RAG_DATA_DIR to a folder it can reach, or set DATABASE_URL to use another server; permissions outside "
-        f"the data folder are left as they are")
+        f"the data folder are left as they are"
+    )
     assert mode(locked) == 0o700
     assert mode(base) == 0o711
     assert not postgres_under(base)
@@ -152,5 +161,6 @@ def test_a_folder_above_the_servers_programs_is_not_widened_either(base: Path) -
     assert str(info.value) == (
         f"the embedded PostgreSQL runs as the system user pgserver, who cannot pass through {locked} (mode 0700, "
         f"owner root:root) to reach {locked / 'lib' / 'bin'}: allow it with chmod g+x {locked}, or set "
-        f"DATABASE_URL to use another server")
+        f"DATABASE_URL to use another server"
+    )
     assert mode(locked) == 0o700

@@ -1,6 +1,7 @@
 """Issue 18 (3): SIGKILL of the embedded PostgreSQL under a running Store. Before, every call then waited
 30 s for a connection and failed until the app restarted; now the first call says the server was started
 again, and the next one answers, with the data intact."""
+
 from __future__ import annotations
 
 import os
@@ -37,7 +38,7 @@ def dead(pid: int, within: float = 30) -> bool:
 
 
 @pytest.fixture
-def own_server(tmp_path: Path):  # noqa: ANN201 - an embedded server of this test only (it gets killed)
+def own_server(tmp_path: Path):
     pgdata = tmp_path / "pgdata"
     store = Store(embedded_server_uri(pgdata), embedded=True, pgdata=pgdata)
     yield store, pgdata
@@ -45,12 +46,22 @@ def own_server(tmp_path: Path):  # noqa: ANN201 - an embedded server of this tes
     stop_embedded_server(pgdata)
 
 
-def test_a_killed_embedded_server_is_started_again_and_the_store_answers(own_server) -> None:  # noqa: ANN001
+def test_a_killed_embedded_server_is_started_again_and_the_store_answers(own_server) -> None:
     store, pgdata = own_server
     chunk = Chunk(text="Harbour fees rose by four percent.", index=0, start=0, end=34, tokens=8, pages=(1,))
-    store.write_document(knowledge="kept", embedder="bench", dimension=4, chunk_settings={}, filename="a.txt",
-                         path=None, data=b"x", sha256="s", page_count=1, chunks=[chunk],
-                         embeddings=np.ones((1, 4), dtype=np.float32))
+    store.write_document(
+        knowledge="kept",
+        embedder="bench",
+        dimension=4,
+        chunk_settings={},
+        filename="a.txt",
+        path=None,
+        data=b"x",
+        sha256="s",
+        page_count=1,
+        chunks=[chunk],
+        embeddings=np.ones((1, 4), dtype=np.float32),
+    )
     old = postmaster_pid(pgdata)
     os.kill(old, signal.SIGKILL)
     assert dead(old), "the postmaster outlived SIGKILL"

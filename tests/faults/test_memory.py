@@ -4,6 +4,7 @@ its first characters (stored whole), in batches weighed by what WordLlama pads t
 character weighs ~10 English ones), and a long text is split from the tokens of a prefix only (the
 rest is counted, not kept): so an ingest of it stays small, measured in a process of its own. Two
 big files are not held at once by `ingest_paths`."""
+
 from __future__ import annotations
 
 import json
@@ -69,10 +70,11 @@ PEAK_SCRIPT = PEAK_MB + textwrap.dedent("""
 """)
 
 
-def test_ingesting_a_10_mb_text_whose_last_chunk_holds_most_of_it_stays_under_1_5_gb(store, pg_uri) -> None:  # noqa: ANN001
+def test_ingesting_a_10_mb_text_whose_last_chunk_holds_most_of_it_stays_under_1_5_gb(store, pg_uri) -> None:
     # Before: the 9.9 MB last chunk was padded with its batch (20 x ~2.5 M tokens x 256 floats): gigabytes.
-    done = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, pg_uri], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, pg_uri], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["status"] == "stored" and figures["chunks"] == 21
@@ -91,7 +93,7 @@ CHINESE = textwrap.dedent("""
                        for _ in range(sentences))
 """)
 _made: dict[str, object] = {}
-exec(CHINESE, _made)  # noqa: S102 - the same generator here and in the subprocess below
+exec(CHINESE, _made)
 _chinese = _made["chinese"]
 
 
@@ -142,7 +144,10 @@ def test_splitting_a_long_text_keeps_no_token_offsets_of_what_its_last_chunk_hol
     assert figures["over_mb"] < 3 * figures["mb"], figures
 
 
-CHINESE_SCRIPT = PEAK_MB + CHINESE + textwrap.dedent("""
+CHINESE_SCRIPT = (
+    PEAK_MB
+    + CHINESE
+    + textwrap.dedent("""
     import json, sys
     from rag.chunking import ChunkSettings
     from rag.embeddings.local import LocalEmbedder
@@ -158,13 +163,15 @@ CHINESE_SCRIPT = PEAK_MB + CHINESE + textwrap.dedent("""
     store.close()
     print(json.dumps({"status": result.status, "chunks": result.chunks, "over_mb": peak_mb() - baseline}))
 """)
+)
 
 
-def test_ingesting_a_long_chinese_text_stays_a_few_copies_of_it(store, pg_uri) -> None:  # noqa: ANN001
+def test_ingesting_a_long_chinese_text_stays_a_few_copies_of_it(store, pg_uri) -> None:
     # Before: 820 MB over the baseline (the batch padding above, and every token's offsets); now
     # 170 MB: the text, its chunks, and the store's COPY of the last one (its bigrams above all).
-    done = subprocess.run([sys.executable, "-c", CHINESE_SCRIPT, pg_uri], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CHINESE_SCRIPT, pg_uri], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["status"] == "stored" and figures["chunks"] == 21, figures
@@ -173,7 +180,7 @@ def test_ingesting_a_long_chinese_text_stays_a_few_copies_of_it(store, pg_uri) -
     assert stored.chunk_count == 21
 
 
-def test_ingest_paths_does_not_hold_two_big_files_at_once(store, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_ingest_paths_does_not_hold_two_big_files_at_once(store, tmp_path, monkeypatch) -> None:
     # One file is written while the next is read: for two 200 MB TXTs, both in memory. Files of more
     # than OVERLAP_BYTES together take turns (the write of the first waits here for the second's
     # parse, which never comes while it waits); small ones still overlap.
@@ -186,21 +193,30 @@ def test_ingest_paths_does_not_hold_two_big_files_at_once(store, tmp_path, monke
     overlapped: dict[str, bool] = {}
     real = store.write_document
 
-    def write_document(**kwargs):  # noqa: ANN003, ANN202
+    def write_document(**kwargs):
         following = {"big-1.txt": "big-2.txt", "small-1.txt": "small-2.txt"}.get(kwargs["filename"])
         if following:
             overlapped[kwargs["filename"]] = parsed[following].wait(timeout=5)
         return real(**kwargs)
 
-    def on_stage(name: str):  # noqa: ANN202
+    def on_stage(name: str):
         def tick(stage: str, fraction: float, message: str) -> None:
             if stage == "parse" and name in parsed:
                 parsed[name].set()
+
         return tick
 
     monkeypatch.setattr(store, "write_document", write_document)
     names = ["big-1.txt", "big-2.txt", "small-1.txt", "small-2.txt"]
-    results = list(ingest_paths(store, LocalEmbedder(), [tmp_path / n for n in names], "paths-kb",
-                                ChunkSettings(chunk_size=120), on_stage=on_stage))
+    results = list(
+        ingest_paths(
+            store,
+            LocalEmbedder(),
+            [tmp_path / n for n in names],
+            "paths-kb",
+            ChunkSettings(chunk_size=120),
+            on_stage=on_stage,
+        )
+    )
     assert [r.status for r in results] == ["stored"] * 4
     assert overlapped == {"big-1.txt": False, "small-1.txt": True}

@@ -1,5 +1,6 @@
 """An Ollama stand-in for the engine's and the chat page's tests: its documented NDJSON stream chunks,
 and a threaded server that streams one word per 50 ms (to stop it half-way)."""
+
 from __future__ import annotations
 
 import json
@@ -17,21 +18,41 @@ from rag.generate import Live, Turn
 from rag.llms import Message, OllamaChatModel
 from rag.llms.stream import Runner
 from rag.settings import get_settings
-from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk, ndjson
+from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk
 
 QUESTION = "How much did revenue rise?"
-TAGS = {"models": [{"name": f"{MODEL}", "model": f"{MODEL}", "size": 4683087332, "digest": "845dbda0",
-                    "details": {"format": "gguf", "family": "qwen2"}}]}
+TAGS = {
+    "models": [
+        {
+            "name": f"{MODEL}",
+            "model": f"{MODEL}",
+            "size": 4683087332,
+            "digest": "845dbda0",
+            "details": {"format": "gguf", "family": "qwen2"},
+        }
+    ]
+}
 SHOW = {
-    "modelfile": "FROM qwen2.5", "parameters": 'stop "<|im_end|>"', "template": "{{ .System }}",
+    "modelfile": "FROM qwen2.5",
+    "parameters": 'stop "<|im_end|>"',
+    "template": "{{ .System }}",
     "details": {"format": "gguf", "family": "qwen2"},
     "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
     "capabilities": ["completion"],
 }
-FINAL = {"model": MODEL, "created_at": CREATED, "message": {"role": "assistant", "content": ""}, "done": True,
-         "done_reason": "stop", "total_duration": 900_000_000, "load_duration": 1_000_000,
-         "prompt_eval_count": 180, "prompt_eval_duration": 200_000_000, "eval_count": 24,
-         "eval_duration": 600_000_000}
+FINAL = {
+    "model": MODEL,
+    "created_at": CREATED,
+    "message": {"role": "assistant", "content": ""},
+    "done": True,
+    "done_reason": "stop",
+    "total_duration": 900_000_000,
+    "load_duration": 1_000_000,
+    "prompt_eval_count": 180,
+    "prompt_eval_duration": 200_000_000,
+    "eval_count": 24,
+    "eval_duration": 600_000_000,
+}
 
 
 def bodies(server: HTTPServer, path: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
 """Citation markers: found, checked against the sources, rendered, or added (rag.generate.citations)."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,16 +46,23 @@ def test_only_the_embedded_model_has_its_uncited_answers_attributed() -> None:
 
 # -- sentences, support and the badges ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("text", "sentences"),
     [
-        ("A trace tree (i.e., a tree of traces) is used [3]. See Fig. 3 and Smith et al. for more. Done!",
-         ["A trace tree (i.e., a tree of traces) is used [3].", " See Fig. 3 and Smith et al. for more.", " Done!"]),
-        ("Version 3.5 of e.g. the tool runs at 2.5x. J. Smith wrote it.",
-         ["Version 3.5 of e.g. the tool runs at 2.5x.", " J. Smith wrote it."]),
+        (
+            "A trace tree (i.e., a tree of traces) is used [3]. See Fig. 3 and Smith et al. for more. Done!",
+            ["A trace tree (i.e., a tree of traces) is used [3].", " See Fig. 3 and Smith et al. for more.", " Done!"],
+        ),
+        (
+            "Version 3.5 of e.g. the tool runs at 2.5x. J. Smith wrote it.",
+            ["Version 3.5 of e.g. the tool runs at 2.5x.", " J. Smith wrote it."],
+        ),
         ("收入增长【1】。分红获批！对吗？“是的。”好", ["收入增长【1】。", "分红获批！", "对吗？", "“是的。”", "好"]),
-        ("It covers two years. [1] Returns take 30 days [2].\n- one\n- two",
-         ["It covers two years. [1]", " Returns take 30 days [2].", "\n- one\n", "- two"]),
+        (
+            "It covers two years. [1] Returns take 30 days [2].\n- one\n- two",
+            ["It covers two years. [1]", " Returns take 30 days [2].", "\n- one\n", "- two"],
+        ),
         # A marker glued to the full stop, a marker broken over a line, "No." before a word or a number.
         ("It covers benchmarks.[1] It was written in Rust.", ["It covers benchmarks.[1]", " It was written in Rust."]),
         ("The splitter [1,\n2] cuts chunks. Next one.", ["The splitter [1,\n2] cuts chunks.", " Next one."]),
@@ -70,17 +78,30 @@ def test_sentences_split_where_a_reader_would(text: str, sentences: list[str]) -
 
 
 def test_attribution_does_not_break_abbreviations() -> None:
-    sources = generate.number_sources([hit("paper.pdf", (1,), "A trace tree is a tree of traces anchored at a loop "
-                                                             "header, i.e. the start of a hot loop.")])
+    sources = generate.number_sources(
+        [
+            hit(
+                "paper.pdf",
+                (1,),
+                "A trace tree is a tree of traces anchored at a loop header, i.e. the start of a hot loop.",
+            )
+        ]
+    )
     cited = generate.attribute_citations("A trace tree is a tree of traces (i.e. anchored at a loop header).", sources)
     assert cited == "A trace tree is a tree of traces (i.e. anchored at a loop header [1])."
 
 
-PAPER = generate.number_sources([
-    hit("tracemonkey.pdf", (1,), "TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider "
-                                 "benchmarks. A trace tree is a tree of traces anchored at a loop header."),
-    hit("红楼梦.txt", (3,), "甄士隐有一个女儿，乳名英莲，年方三岁。"),
-])
+PAPER = generate.number_sources(
+    [
+        hit(
+            "tracemonkey.pdf",
+            (1,),
+            "TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider "
+            "benchmarks. A trace tree is a tree of traces anchored at a loop header.",
+        ),
+        hit("红楼梦.txt", (3,), "甄士隐有一个女儿，乳名英莲，年方三岁。"),
+    ]
+)
 
 
 @pytest.mark.parametrize(
@@ -91,19 +112,30 @@ PAPER = generate.number_sources([
         ("英莲 [2]", ["cited"], True),
         ("甄士隐的女儿叫英莲 [2]。", ["cited"], True),
         # The issue's invented answers: a wrong number, invented browsers, a wrong name.
-        ("TraceMonkey is faster than SpiderMonkey by a factor of 10 [1]. We have run the tests on Firefox, "
-         "Chrome, Safari, Opera, and Edge.", ["not supported", "unsupported"], False),
+        (
+            "TraceMonkey is faster than SpiderMonkey by a factor of 10 [1]. We have run the tests on Firefox, "
+            "Chrome, Safari, Opera, and Edge.",
+            ["not supported", "unsupported"],
+            False,
+        ),
         ("甄士隐的女儿叫'太虚幻境' [2]。", ["not supported"], False),
         # Cited the wrong source.
         ("A trace tree is a tree of traces anchored at a loop header [2].", ["not supported"], False),
         # No marker: supported by a source, but not cited by the model.
         ("A trace tree is a tree of traces.", ["uncited"], False),
         # Glued to the full stop: still its own sentence, so the invented one after it is flagged.
-        ("TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider benchmarks.[1] It was "
-         "written in Rust by a team in Paris.", ["cited", "unsupported"], False),
+        (
+            "TraceMonkey is between 2x and 20x faster than SpiderMonkey on the SunSpider benchmarks.[1] It was "
+            "written in Rust by a team in Paris.",
+            ["cited", "unsupported"],
+            False,
+        ),
         # Pleasantries are not claims: not judged, and they do not spoil a grounded answer.
-        ("A trace tree is a tree of traces anchored at a loop header [1]. I hope this helps!", ["cited", "short"],
-         True),
+        (
+            "A trace tree is a tree of traces anchored at a loop header [1]. I hope this helps!",
+            ["cited", "short"],
+            True,
+        ),
     ],
 )
 def test_the_support_check_tells_copied_from_invented(answer: str, statuses: list[str], grounded: bool) -> None:
@@ -122,12 +154,16 @@ def test_matched_markers_are_shown_as_matched_and_never_count_as_cited() -> None
 
 
 def test_badges_follow_each_sentence_and_flag_the_unsupported_one() -> None:
-    answer = ("TraceMonkey is between 2x and 20x faster than SpiderMonkey [1]. It was written in Rust. "
-              "A trace tree is anchored at a loop header [2][7].")
+    answer = (
+        "TraceMonkey is between 2x and 20x faster than SpiderMonkey [1]. It was written in Rust. "
+        "A trace tree is anchored at a loop header [2][7]."
+    )
     grounding = generate.check_grounding(answer, PAPER)
     shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
-    assert shown == ("TraceMonkey is between 2x and 20x faster than SpiderMonkey <1 cited>. It was written in Rust. "
-                     "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown>.")
+    assert shown == (
+        "TraceMonkey is between 2x and 20x faster than SpiderMonkey <1 cited>. It was written in Rust. "
+        "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown>."
+    )
     assert grounding.unknown == (7,) and grounding.cited == (1,) and len(grounding.flagged) == 2
 
 

@@ -1,5 +1,6 @@
 """The claim check behind the green badge (rag.generate.claims, issue 27): the cited passage must hold
 the sentence's claim (names, relation, numbers, negation in one sentence of it), not just its words."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
-from rag import generate
 from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, measure
+from rag import generate
 from rag.generate.claims import claim_held, holding_sources
 from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
 from rag.llms import OllamaChatModel
@@ -19,25 +20,30 @@ from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk, ndjson
 
 # Two sentences in the manner of 红楼梦 chapters 2-3 (written for the test, not quoted): her father
 # in one, her uncles in the other.
-LIN = ("林如海乃前科探花，如今嫡妻贾氏生得一女，乳名黛玉，年方五岁。"
-       "林黛玉初到荣国府，先拜见了外祖母贾母，随后去见大舅贾赦，贾赦推说身上不好，没有与她相见。")
-RFC = ("HTTP/1.1 is defined in RFC 2616, which obsoletes RFC 2068. All HTTP/1.1 clients MUST send a Host header "
-       "field in every request message. Clients SHOULD NOT pipeline requests using non-idempotent methods.")
-HAWKING = ("Stephen Hawking was born in Oxford, England on 8th January, 1942. After leaving school, Hawking went "
-           "first to Oxford University where he studied physics, then he went to Cambridge University where he "
-           "studied cosmology. When he visited his family at Christmas time, his mother was so worried that she "
-           "made him see a doctor. Doctors said they had no way to help him.")
+LIN = (
+    "林如海乃前科探花，如今嫡妻贾氏生得一女，乳名黛玉，年方五岁。"
+    "林黛玉初到荣国府，先拜见了外祖母贾母，随后去见大舅贾赦，贾赦推说身上不好，没有与她相见。"
+)
+RFC = (
+    "HTTP/1.1 is defined in RFC 2616, which obsoletes RFC 2068. All HTTP/1.1 clients MUST send a Host header "
+    "field in every request message. Clients SHOULD NOT pipeline requests using non-idempotent methods."
+)
+HAWKING = (
+    "Stephen Hawking was born in Oxford, England on 8th January, 1942. After leaving school, Hawking went "
+    "first to Oxford University where he studied physics, then he went to Cambridge University where he "
+    "studied cosmology. When he visited his family at Christmas time, his mother was so worried that she "
+    "made him see a doctor. Doctors said they had no way to help him."
+)
 
 
 def badge(answer: str, passage: str, **options: Any) -> tuple[str, bool]:
-    grounding = generate.check_grounding(answer, generate.number_sources([hit("source.txt", (1,), passage)]),
-                                         **options)
+    grounding = generate.check_grounding(answer, generate.number_sources([hit("source.txt", (1,), passage)]), **options)
     (sentence,) = grounding.sentences
     return sentence.status, grounding.grounded
 
 
 def test_the_issues_answer_shares_the_words_but_not_the_claim() -> None:
-    """"林黛玉的父亲是贾赦" shares 林黛玉 and 贾赦 with the passage ("大舅贾赦"): green by the words alone,
+    """ "林黛玉的父亲是贾赦" shares 林黛玉 and 贾赦 with the passage ("大舅贾赦"): green by the words alone,
     not supported by the claim check; the passage that names her father supports the right answer."""
     wrong = "林黛玉的父亲是贾赦 [1]。"
     assert badge(wrong, LIN, claims=False) == ("cited", True)  # the bug: shared words
@@ -107,10 +113,13 @@ def test_a_sentence_drawn_from_two_sentences_is_held_clause_by_clause() -> None:
 
 
 def test_a_line_break_inside_a_pdf_sentence_does_not_end_it() -> None:
-    assert claim_held("Revenue grew by twelve percent in 2023 [1].", "Quarterly report. Revenue grew by\ntwelve "
-                      "percent in 2023, driven by subscriptions.").held
-    assert not claim_held("Revenue grew by twelve percent in 2023 [1].", "Revenue grew.\n\nBy twelve percent in "
-                          "2023 costs fell.").held
+    assert claim_held(
+        "Revenue grew by twelve percent in 2023 [1].",
+        "Quarterly report. Revenue grew by\ntwelve percent in 2023, driven by subscriptions.",
+    ).held
+    assert not claim_held(
+        "Revenue grew by twelve percent in 2023 [1].", "Revenue grew.\n\nBy twelve percent in 2023 costs fell."
+    ).held
 
 
 def test_the_labelled_set_has_no_wrong_answer_green_and_keeps_most_right_ones() -> None:
@@ -130,15 +139,26 @@ def test_the_labelled_set_has_no_wrong_answer_green_and_keeps_most_right_ones() 
 
 # -- the optional judge: a chat model asked yes or no -------------------------------------------------
 
-FINAL = {"model": MODEL, "created_at": CREATED, "message": {"role": "assistant", "content": ""}, "done": True,
-         "done_reason": "stop", "total_duration": 1, "load_duration": 1, "prompt_eval_count": 1,
-         "prompt_eval_duration": 1, "eval_count": 1, "eval_duration": 1}
+FINAL = {
+    "model": MODEL,
+    "created_at": CREATED,
+    "message": {"role": "assistant", "content": ""},
+    "done": True,
+    "done_reason": "stop",
+    "total_duration": 1,
+    "load_duration": 1,
+    "prompt_eval_count": 1,
+    "prompt_eval_duration": 1,
+    "eval_count": 1,
+    "eval_duration": 1,
+}
 
 
 def answers(server: HTTPServer, *replies: str) -> None:
     for reply in replies:
         server.expect_ordered_request("/api/chat", method="POST").respond_with_data(
-            ndjson(chunk(reply), FINAL), content_type=NDJSON)
+            ndjson(chunk(reply), FINAL), content_type=NDJSON
+        )
 
 
 def bodies(server: HTTPServer) -> list[dict[str, Any]]:
@@ -152,18 +172,25 @@ def test_the_judge_asks_yes_or_no_with_the_exact_body(httpserver: HTTPServer) ->
     assert ask_model(model, "RFC 2616 obsoletes RFC 2068 [1].", RFC) is True
     first, second = bodies(httpserver)
     system, user = judge_messages("林黛玉的父亲是贾赦 [1]。", LIN)
-    assert first == {"model": MODEL, "messages": [{"role": "system", "content": system.content},
-                                                  {"role": "user", "content": user.content}],
-                     "stream": True, "options": {"temperature": 0.0}, "tools": []}
+    assert first == {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": system.content}, {"role": "user", "content": user.content}],
+        "stream": True,
+        "options": {"temperature": 0.0},
+        "tools": [],
+    }
     # Asked in the sentence's language, the marker left out.
     assert user.content == f"资料：\n{LIN}\n\n句子：\n林黛玉的父亲是贾赦 。\n\n资料是否支持这句话？只回答“是”或“否”。"
     assert second["messages"][1]["content"].startswith("Passage:\nHTTP/1.1 is defined in RFC 2616")
-    assert second["messages"][1]["content"].endswith("Sentence:\nRFC 2616 obsoletes RFC 2068 .\n\nDoes the passage "
-                                                     "support the sentence? Answer yes or no.")
+    assert second["messages"][1]["content"].endswith(
+        "Sentence:\nRFC 2616 obsoletes RFC 2068 .\n\nDoes the passage support the sentence? Answer yes or no."
+    )
 
 
-@pytest.mark.parametrize(("reply", "said"), [("Yes", True), ("**No.**", False), ("是的", True), ("不支持", False),
-                                             ("否", False), ("Maybe", None), ("", None)])
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [("Yes", True), ("**No.**", False), ("是的", True), ("不支持", False), ("否", False), ("Maybe", None), ("", None)],
+)
 def test_the_judges_reply_is_read_from_its_first_word(reply: str, said: bool | None) -> None:
     assert verdict(reply) is said
 

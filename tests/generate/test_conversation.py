@@ -1,4 +1,5 @@
 """Turns, the history a prompt carries, follow-up rewriting and the Markdown export."""
+
 from __future__ import annotations
 
 from rag import generate
@@ -30,7 +31,11 @@ def test_an_answer_in_place_of_a_rewrite_is_searched_with_the_question_before() 
     history = [Message("user", "Who is Yinglian?"), Message("assistant", "Zhen Shiyin's daughter [1].")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", answer)]), history, "How old was she?")
     assert result.query == "Who is Yinglian? How old was she?" and "answered the follow-up" in result.note
-    result = rewrite_query(ScriptedModel([StreamEvent("content", "How old is Yinglian, Zhen Shiyin's daughter?")]), history, "How old was she?")
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "How old is Yinglian, Zhen Shiyin's daughter?")]),
+        history,
+        "How old was she?",
+    )
     assert result.query == "How old is Yinglian, Zhen Shiyin's daughter?" and result.note == ""
 
 
@@ -40,15 +45,26 @@ def test_conversation_markdown_lists_sources() -> None:
 
 
 def test_history_keeps_only_answered_turns() -> None:
-    turns = [Turn(id="a", question="Q1?", query="Q1?", answer="A1 [1]."),
-             Turn(id="b", question="Q2?", query="Q2?", problem="Search failed: x")]
+    turns = [
+        Turn(id="a", question="Q1?", query="Q1?", answer="A1 [1]."),
+        Turn(id="b", question="Q2?", query="Q2?", problem="Search failed: x"),
+    ]
     assert generate.history_messages(turns) == [Message("user", "Q1?"), Message("assistant", "A1 [1].")]
 
 
 def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
-    turns = [Turn(id="a", question="And 2023?", query="Revenue in 2023?", sources=SOURCES, answer="Up [1].",
-                  stopped=True, model="ollama:m"),
-             Turn(id="b", question="Q2?", query="Q2?", error="Ollama went away", model="ollama:m")]
+    turns = [
+        Turn(
+            id="a",
+            question="And 2023?",
+            query="Revenue in 2023?",
+            sources=SOURCES,
+            answer="Up [1].",
+            stopped=True,
+            model="ollama:m",
+        ),
+        Turn(id="b", question="Q2?", query="Q2?", error="Ollama went away", model="ollama:m"),
+    ]
     md = generate.export_markdown(turns)
     assert md.startswith("# Conversation\n\nModel: ollama:m\n")
     assert "Up [1].\n\n*(stopped)*\n\n*Searched for: Revenue in 2023? and the question as asked*" in md
@@ -56,19 +72,51 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
 
 
 def test_a_turn_as_json_names_the_cited_chunks() -> None:
-    turn = Turn(id="a", question="q", query="q", sources=tuple(SOURCES),
-                answer="Revenue rose eleven percent [1]. Profits doubled [2]. See [9].", model="ollama:m")
+    turn = Turn(
+        id="a",
+        question="q",
+        query="q",
+        sources=tuple(SOURCES),
+        answer="Revenue rose eleven percent [1]. Profits doubled [2]. See [9].",
+        model="ollama:m",
+    )
     out = turn.as_dict()
-    assert list(out) == ["answer", "citations", "unknown_citations", "citations_attributed", "grounded",
-                         "sentences", "unsupported_sentences", "looped", "left_out", "model"]
+    assert list(out) == [
+        "answer",
+        "citations",
+        "unknown_citations",
+        "citations_attributed",
+        "grounded",
+        "sentences",
+        "unsupported_sentences",
+        "looped",
+        "left_out",
+        "model",
+    ]
     assert out["citations"] == [
-        {"n": 1, "original_filename": "report.pdf", "pages": [3], "location": "p. 3", "score": 0.5,
-         "chunk_id": str(SOURCES[0].hit.id), "supported": True},
-        {"n": 2, "original_filename": "notes.md", "pages": [1, 2], "location": "pp. 1-2", "score": 0.5,
-         "chunk_id": str(SOURCES[1].hit.id), "supported": False},  # [2] is about a dividend
+        {
+            "n": 1,
+            "original_filename": "report.pdf",
+            "pages": [3],
+            "location": "p. 3",
+            "score": 0.5,
+            "chunk_id": str(SOURCES[0].hit.id),
+            "supported": True,
+        },
+        {
+            "n": 2,
+            "original_filename": "notes.md",
+            "pages": [1, 2],
+            "location": "pp. 1-2",
+            "score": 0.5,
+            "chunk_id": str(SOURCES[1].hit.id),
+            "supported": False,
+        },  # [2] is about a dividend
     ]
     assert [(s["text"], s["status"]) for s in out["sentences"]] == [
-        ("Revenue rose eleven percent [1].", "cited"), ("Profits doubled [2].", "not supported"),
-        ("See [9].", "not supported")]  # a marker pointing at no source supports nothing
+        ("Revenue rose eleven percent [1].", "cited"),
+        ("Profits doubled [2].", "not supported"),
+        ("See [9].", "not supported"),
+    ]  # a marker pointing at no source supports nothing
     assert out["grounded"] is False and out["unsupported_sentences"] == 2
     assert out["unknown_citations"] == [9] and out["citations_attributed"] is False

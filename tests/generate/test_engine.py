@@ -1,4 +1,5 @@
 """The one question -> answer flow (rag.generate.engine) against a real database and an Ollama stand-in."""
+
 from __future__ import annotations
 
 import threading
@@ -19,13 +20,23 @@ from rag.settings import Settings
 from rag.store import Store
 from tests.docgen import make_pdf
 from tests.generate.standin import (  # noqa: F401 - slow_ollama is a fixture
-    FINAL, MODEL, NDJSON, QUESTION, bodies, chunk, live_answer, ndjson, slow_ollama,
+    FINAL,
+    MODEL,
+    NDJSON,
+    QUESTION,
+    bodies,
+    chunk,
+    live_answer,
+    ndjson,
+    slow_ollama,
 )
 
-REPORT = make_pdf([
-    "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
-    "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
-])
+REPORT = make_pdf(
+    [
+        "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
+        "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
+    ]
+)
 SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
 
 
@@ -38,7 +49,8 @@ def kb(store: Store, settings: Settings) -> Store:
 
 
 def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
-        kb: Store, settings: Settings, httpserver: HTTPServer) -> None:
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
     def answer(request: Request) -> Response:
         messages = request.get_json()["messages"]
         if "Standalone query:" in messages[-1]["content"]:
@@ -51,8 +63,14 @@ def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
     history = [Message("user", QUESTION), Message("assistant", "Revenue rose eleven percent [1].")]
 
-    turn = engine.ask("And what about dividends?", engine.Request(kbs=("fin",), context=4096, thinks=False),
-                      model=model, store=kb, settings=settings, history=history)
+    turn = engine.ask(
+        "And what about dividends?",
+        engine.Request(kbs=("fin",), context=4096, thinks=False),
+        model=model,
+        store=kb,
+        settings=settings,
+        history=history,
+    )
 
     assert turn.query == "How much did the dividends rise?" and turn.rewritten and not turn.notes
     # The rewrite and the question as asked are both searched, the rewrite's list weighing more.
@@ -81,12 +99,19 @@ def test_without_a_store_or_a_model_the_turn_says_why(kb: Store, settings: Setti
     assert isinstance(bad, Turn) and bad.problem.startswith("Search failed: no knowledge base named 'nope'")
 
 
-def test_a_rewrite_that_fails_searches_the_question_with_the_one_before(kb: Store, settings: Settings,
-                                                                          dead_host: str) -> None:
+def test_a_rewrite_that_fails_searches_the_question_with_the_one_before(
+    kb: Store, settings: Settings, dead_host: str
+) -> None:
     model = OllamaChatModel(dead_host, MODEL, timeout=2)
     history = [Message("user", QUESTION), Message("assistant", "yes")]
-    started = engine.start("And in 2023?", engine.Request(kbs=("fin",), context=4096, thinks=False), model=model,
-                           store=kb, settings=settings, history=history)
+    started = engine.start(
+        "And in 2023?",
+        engine.Request(kbs=("fin",), context=4096, thinks=False),
+        model=model,
+        store=kb,
+        settings=settings,
+        history=history,
+    )
     assert isinstance(started, engine.Live)
     assert started.turn.query == f"{QUESTION} And in 2023?"
     assert started.turn.notes[0].startswith("Rewriting the follow-up failed (")
@@ -119,11 +144,19 @@ def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
     """The GPU monitor draws chat generations too: finishing a turn marks its phases."""
     from rag.llms.telemetry import TIMELINE
 
-    def produce(stop: threading.Event):  # noqa: ANN202
+    def produce(stop: threading.Event):
         yield StreamEvent("content", "Revenue grew [1].")
-        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", load_duration=0.01,
-                                                        prompt_eval_duration=0.01, eval_count=4,
-                                                        eval_duration=0.02, total_duration=0.05))
+        yield StreamEvent(
+            "done",
+            stats=GenerationStats(
+                done_reason="stop",
+                load_duration=0.01,
+                prompt_eval_duration=0.01,
+                eval_count=4,
+                eval_duration=0.02,
+                total_duration=0.05,
+            ),
+        )
 
     runner = Runner(produce)
     for _ in range(100):
@@ -141,19 +174,27 @@ def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
 def test_the_embedded_models_uncited_answer_is_attributed_with_a_note() -> None:
     from tests.generate.samples import SOURCES
 
-    runner = Runner(lambda stop: iter([StreamEvent("content", "Revenue rose eleven percent."),
-                                       StreamEvent("done", stats=GenerationStats(done_reason="stop"))]))
+    runner = Runner(
+        lambda stop: iter(
+            [
+                StreamEvent("content", "Revenue rose eleven percent."),
+                StreamEvent("done", stats=GenerationStats(done_reason="stop")),
+            ]
+        )
+    )
     assert runner.join(2.0)
-    turn = engine.finish_chat(Turn(id="t", question="q", query="q", sources=tuple(SOURCES),
-                                   model="local:gemma3-270m"), runner)
+    turn = engine.finish_chat(
+        Turn(id="t", question="q", query="q", sources=tuple(SOURCES), model="local:gemma3-270m"), runner
+    )
     assert turn.answer == "Revenue rose eleven percent [1]." and turn.attributed
     assert turn.notes == (engine.ATTRIBUTED_NOTE,)
     assert turn.as_dict()["citations_attributed"] is True
     assert generate.check_citations(turn.answer, SOURCES).cited == (1,)
 
 
-def test_ollamas_own_prompt_count_calibrates_the_next_estimate(kb: Store, settings: Settings,
-                                                               httpserver: HTTPServer) -> None:
+def test_ollamas_own_prompt_count_calibrates_the_next_estimate(
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
     """Ollama has no tokenizer endpoint: the budget is a cl100k estimate, corrected with the
     prompt_eval_count Ollama reports after the answer (one count, learnt per model)."""
     reported: list[int] = []
@@ -165,8 +206,12 @@ def test_ollamas_own_prompt_count_calibrates_the_next_estimate(kb: Store, settin
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
     model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
     request = engine.Request(kbs=("fin",), context=4096, thinks=False)
-    first_estimate = generate.pack_prompt(QUESTION, generate.number_sources(
-        retrieve.search(kb, settings, QUESTION, ["fin"], top_k=8)), counter=CL100K, limit=4096).budget.used
+    first_estimate = generate.pack_prompt(
+        QUESTION,
+        generate.number_sources(retrieve.search(kb, settings, QUESTION, ["fin"], top_k=8)),
+        counter=CL100K,
+        limit=4096,
+    ).budget.used
     reported.append(round(first_estimate * 1.25))  # the model's tokenizer needs a quarter more
     first = engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
     assert first.budget.counted_with == "cl100k estimate" and first.budget.used == first_estimate

@@ -1,5 +1,6 @@
 """Which questions are rewritten (only follow-ups), which rewrites are refused (the model's guesses), and how
 the two searches of a rewritten follow-up are fused."""
+
 from __future__ import annotations
 
 import uuid
@@ -77,30 +78,39 @@ def test_a_question_that_points_back_or_leaves_out_is_a_follow_up(question: str)
     assert depends_on_conversation(question)
 
 
-HISTORY = ["Which method must a server support besides GET?", "A server must support HEAD as well [1].",
-           "林黛玉是谁？", "林黛玉是林如海和贾敏的女儿，贾母的外孙女 [2]。"]
+HISTORY = [
+    "Which method must a server support besides GET?",
+    "A server must support HEAD as well [1].",
+    "林黛玉是谁？",
+    "林黛玉是林如海和贾敏的女儿，贾母的外孙女 [2]。",
+]
 
 
-@pytest.mark.parametrize(("rewrite", "question", "guessed"), [
-    # The model's own answers, as seen in issue 27's conversations.
-    ("贾政的长女叫王熙凤。", "贾政的长女叫什么？", ["王熙凤"]),
-    ("GET, POST", "Which one is the other?", ["post"]),
-    ("http://www.example.com:80", "What is its default port?", ["http", "www", "com", "80"]),
-    ("林黛玉的父亲是贾赦", "她的父亲是谁？", ["贾赦"]),
-])
-def test_a_rewrite_with_words_nobody_said_is_the_models_guess(rewrite: str, question: str,
-                                                                guessed: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("rewrite", "question", "guessed"),
+    [
+        # The model's own answers, as seen in issue 27's conversations.
+        ("贾政的长女叫王熙凤。", "贾政的长女叫什么？", ["王熙凤"]),
+        ("GET, POST", "Which one is the other?", ["post"]),
+        ("http://www.example.com:80", "What is its default port?", ["http", "www", "com", "80"]),
+        ("林黛玉的父亲是贾赦", "她的父亲是谁？", ["贾赦"]),
+    ],
+)
+def test_a_rewrite_with_words_nobody_said_is_the_models_guess(rewrite: str, question: str, guessed: list[str]) -> None:
     added = added_words(rewrite, question, HISTORY)
     assert [word for word in guessed if not any(word in a for a in added)] == []
 
 
-@pytest.mark.parametrize(("rewrite", "question"), [
-    ("林黛玉的父亲是谁？", "她的父亲是谁？"),
-    ("林黛玉的母亲叫什么名字？", "她的母亲呢？"),  # 名字, 什么: words that ask
-    ("Does a server have to support HEAD?", "And HEAD?"),
-    ("What is the meaning of HEAD for servers?", "What does it mean?"),
-    ("林黛玉母亲是哪一年出生的？", "她母亲是哪一年出生的？"),  # 玉母 joins two said words: a seam, not a word
-])
+@pytest.mark.parametrize(
+    ("rewrite", "question"),
+    [
+        ("林黛玉的父亲是谁？", "她的父亲是谁？"),
+        ("林黛玉的母亲叫什么名字？", "她的母亲呢？"),  # 名字, 什么: words that ask
+        ("Does a server have to support HEAD?", "And HEAD?"),
+        ("What is the meaning of HEAD for servers?", "What does it mean?"),
+        ("林黛玉母亲是哪一年出生的？", "她母亲是哪一年出生的？"),  # 玉母 joins two said words: a seam, not a word
+    ],
+)
 def test_a_rewrite_from_the_conversations_words_is_kept(rewrite: str, question: str) -> None:
     assert added_words(rewrite, question, HISTORY) == []
 
@@ -133,23 +143,28 @@ def test_fused_queries_lead_with_the_rewrite_and_keep_the_questions_best() -> No
         fuse_queries([rewrite, question], (1.0,), 8)
 
 
-@pytest.mark.parametrize(("rewrite", "question", "kept"), [
-    ("HEAD", "What does it return?", False),  # Qwen 1.5B's answer in place of a query
-    ("贾母", "她的母亲是谁？", False),  # the same, and a wrong answer
-    ("故宫建成年份", "它是哪一年建成的？", True),
-    ("Why does a server return status code 414?", "Why would a server return that?", True),
-    ("How many hours do teenagers need?", "How many hours do they need?", True),
-    ("Revenue growth in 2024?", "And in 2024?", True),
-    ("Anything at all", "Why?", True),  # nothing of its own to lose
-    ("美庐别墅的名称由何而来？", "它是怎么得名的？", True),  # other words, still a question
-])
+@pytest.mark.parametrize(
+    ("rewrite", "question", "kept"),
+    [
+        ("HEAD", "What does it return?", False),  # Qwen 1.5B's answer in place of a query
+        ("贾母", "她的母亲是谁？", False),  # the same, and a wrong answer
+        ("故宫建成年份", "它是哪一年建成的？", True),
+        ("Why does a server return status code 414?", "Why would a server return that?", True),
+        ("How many hours do teenagers need?", "How many hours do they need?", True),
+        ("Revenue growth in 2024?", "And in 2024?", True),
+        ("Anything at all", "Why?", True),  # nothing of its own to lose
+        ("美庐别墅的名称由何而来？", "它是怎么得名的？", True),  # other words, still a question
+    ],
+)
 def test_a_rewrite_must_still_ask_what_the_question_asks(rewrite: str, question: str, kept: bool) -> None:
     assert keeps_question(rewrite, question) is kept
 
 
 def test_an_answer_word_in_place_of_the_rewrite_is_refused() -> None:
-    history = [Message("user", "Which method must a server support besides GET?"),
-               Message("assistant", "A server must support HEAD as well as GET [1].")]
+    history = [
+        Message("user", "Which method must a server support besides GET?"),
+        Message("assistant", "A server must support HEAD as well as GET [1]."),
+    ]
     result = rewrite_query(ScriptedModel([StreamEvent("content", "HEAD")]), history, "What does it return?")
     assert result.query == "Which method must a server support besides GET? What does it return?"
     assert "leaves out what the question asks" in result.note
@@ -161,15 +176,18 @@ def test_a_follow_up_given_back_unchanged_is_searched_with_the_question_before()
     assert result.query == "How much did revenue grow in 2023? And in 2024?" and "unchanged" in result.note
 
 
-@pytest.mark.parametrize(("rewrite", "question", "repeats"), [
-    # Seen on the conversation bench: the earlier question asked again in place of the follow-up.
-    ("When did the first people come to Hawaii?", "How did they get there?", True),  # asked "…come there?"
-    ("When did the first people come to Hawaii?", "Back to the hurdler: what stopped him from finishing?", True),
-    ("元皇后是哪位帝王的皇后？", "那她的父亲呢？", True),
-    ("How did the first people get to Hawaii?", "How did they get there?", False),
-    ("林黛玉的父亲是谁？", "她的父亲是谁？", False),
-    ("What stopped Liu Xiang from finishing?", "Back to the hurdler: what stopped him from finishing?", False),
-])
+@pytest.mark.parametrize(
+    ("rewrite", "question", "repeats"),
+    [
+        # Seen on the conversation bench: the earlier question asked again in place of the follow-up.
+        ("When did the first people come to Hawaii?", "How did they get there?", True),  # asked "…come there?"
+        ("When did the first people come to Hawaii?", "Back to the hurdler: what stopped him from finishing?", True),
+        ("元皇后是哪位帝王的皇后？", "那她的父亲呢？", True),
+        ("How did the first people get to Hawaii?", "How did they get there?", False),
+        ("林黛玉的父亲是谁？", "她的父亲是谁？", False),
+        ("What stopped Liu Xiang from finishing?", "Back to the hurdler: what stopped him from finishing?", False),
+    ],
+)
 def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, question: str, repeats: bool) -> None:
     earlier = ["When did the first people come there?", "Who is Liu Xiang?", "元皇后是哪位帝王的皇后？", "林黛玉是谁？"]
     assert repeats_earlier(rewrite, question, earlier) is repeats

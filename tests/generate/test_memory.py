@@ -1,5 +1,6 @@
 """Memory that fits the window: a conversation longer than the model's window keeps its first turn's
 facts through a running summary, on the Ollama stand-in (exact requests) and on the embedded model."""
+
 from __future__ import annotations
 
 from pytest_httpserver import HTTPServer
@@ -16,8 +17,10 @@ from tests.generate.standin import FINAL, MODEL, NDJSON, bodies, chunk, ndjson
 from tests.generate.test_engine import kb  # noqa: F401 - a fixture
 
 FACT = "My project code is FALCON-7 and the launch is on 14 March."
-FILLER = ("Tell me more about the quarterly figures and what the board discussed about the subscriptions, "
-          "the costs, the hiring plans and the dividend, in detail. ") * 6
+FILLER = (
+    "Tell me more about the quarterly figures and what the board discussed about the subscriptions, "
+    "the costs, the hiring plans and the dividend, in detail. "
+) * 6
 
 
 def long_history(exchanges: int) -> list[Message]:
@@ -28,7 +31,8 @@ def long_history(exchanges: int) -> list[Message]:
 
 
 def test_older_turns_are_folded_into_a_summary_and_the_prompt_never_exceeds_the_window(
-        kb: Store, settings: Settings, httpserver: HTTPServer) -> None:  # noqa: F811
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
     summary_text = "The user's project code is FALCON-7; the launch is on 14 March. They asked about the figures."
 
     def answer(request: Request) -> Response:
@@ -60,8 +64,15 @@ def test_older_turns_are_folded_into_a_summary_and_the_prompt_never_exceeds_the_
 
     # The next turn starts from the summary: only exchanges after those it covers are sent or folded.
     later = [*history, Message("user", "What is my project code?"), Message("assistant", turn.answer)]
-    nxt = engine.ask("And the launch date?", request, model=model, store=kb, settings=settings, history=later,
-                     memory=Memory(turn.summary, turn.summary_covers))
+    nxt = engine.ask(
+        "And the launch date?",
+        request,
+        model=model,
+        store=kb,
+        settings=settings,
+        history=later,
+        memory=Memory(turn.summary, turn.summary_covers),
+    )
     assert nxt.summary_covers >= turn.summary_covers
     requests = bodies(httpserver, "/api/chat")[2:]
     if len(requests) == 2:  # folded again: the previous summary is given to the summariser
@@ -70,12 +81,16 @@ def test_older_turns_are_folded_into_a_summary_and_the_prompt_never_exceeds_the_
 
 
 def test_memory_of_the_turns_and_the_summary_exchange_in_chinese() -> None:
-    turns = [Turn(id="a", question="q", query="q", answer="a", summary="用户的项目编号是 FALCON-7。", summary_covers=3),
-             Turn(id="b", question="q2", query="q2", answer="b")]
+    turns = [
+        Turn(id="a", question="q", query="q", answer="a", summary="用户的项目编号是 FALCON-7。", summary_covers=3),
+        Turn(id="b", question="q2", query="q2", answer="b"),
+    ]
     assert generate.memory_of(turns) == Memory("用户的项目编号是 FALCON-7。", 3)
     assert generate.memory_of(turns[1:]) is None
     assert summary_exchange(Memory("用户的项目编号是 FALCON-7。", 3), "zh") == [
-        Message("user", "此前对话的摘要：用户的项目编号是 FALCON-7。"), Message("assistant", "好的，我会记住这些。")]
+        Message("user", "此前对话的摘要：用户的项目编号是 FALCON-7。"),
+        Message("assistant", "好的，我会记住这些。"),
+    ]
     assert summary_exchange(None, "en") == []
 
 

@@ -1,6 +1,7 @@
 """The answer side's messages (rag.generate, rag.llms, rag.embeddings) are `rag.text.Text`: the English as
 before, a template the Chinese catalogue has, and the page's `tr()` shows them in Chinese, the values that
 are Text themselves (a reason inside an error, the room inside a note) translated too."""
+
 from __future__ import annotations
 
 import uuid
@@ -48,14 +49,18 @@ def test_a_problem_a_note_and_an_error_are_texts_whose_templates_have_chinese(se
     turn = engine.start("q", engine.Request(kbs=("fin",)), model=None, store=None, settings=settings)
     assert turn.problem == "Search failed: the database is not available (see above)."
     notes = _packed().notes()
-    assert notes == ["Passages 2-3 of the 3 found were left out so that the prompt fits (window 4,096 tokens; "
-                     "1,200 tokens of sources given).",
-                     "Left out the 2 oldest exchanges of the conversation so that the prompt fits the model's window."]
+    assert notes == [
+        "Passages 2-3 of the 3 found were left out so that the prompt fits (window 4,096 tokens; "
+        "1,200 tokens of sources given).",
+        "Left out the 2 oldest exchanges of the conversation so that the prompt fits the model's window.",
+    ]
     with pytest.raises(ModelError) as caught:
         pull_model("http://127.0.0.1:9", "qwen2.5:7b-instruct", lambda *_: None, timeout=2)
     error = caught.value.args[0]
-    assert str(caught.value) == ("Ollama is not reachable at http://127.0.0.1:9 (connection refused): start it with "
-                                 "'ollama serve' or set OLLAMA_HOST")
+    assert str(caught.value) == (
+        "Ollama is not reachable at http://127.0.0.1:9 (connection refused): start it with "
+        "'ollama serve' or set OLLAMA_HOST"
+    )
     for text in (turn.problem, *notes, error, error.values["reason"], notes[0].values["room"]):
         assert isinstance(text, Text) and text.template in ZH, text
 

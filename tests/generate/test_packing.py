@@ -1,4 +1,5 @@
 """Packing the prompt into the window (rag.generate.packing) and counting its parts (rag.generate.budget)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,28 +13,56 @@ from rag.llms import Message
 from rag.llms.counting import CL100K
 from tests.generate.samples import SOURCES, hit
 
-EN_WORDS = ("trace tree loop header compiler speedup benchmark record type guard side exit nested inner "
-            "outer native code interpreter hot path").split()
-ZH_TEXT = ("甄士隐有一个女儿乳名英莲年方三岁贾雨村寄居在葫芦庙里卖字作文为生一日中秋佳节士隐邀请雨村到书房饮酒"
-           "宝玉黛玉宝钗住在大观园里")
+EN_WORDS = [
+    "trace",
+    "tree",
+    "loop",
+    "header",
+    "compiler",
+    "speedup",
+    "benchmark",
+    "record",
+    "type",
+    "guard",
+    "side",
+    "exit",
+    "nested",
+    "inner",
+    "outer",
+    "native",
+    "code",
+    "interpreter",
+    "hot",
+    "path",
+]
+ZH_TEXT = (
+    "甄士隐有一个女儿乳名英莲年方三岁贾雨村寄居在葫芦庙里卖字作文为生一日中秋佳节士隐邀请雨村到书房饮酒"
+    "宝玉黛玉宝钗住在大观园里"
+)
 
 
 def sentences(draw: st.DrawFn, zh: bool, n: int) -> str:
     if zh:
         return "".join(draw(st.text(alphabet=ZH_TEXT, min_size=5, max_size=40)) + "。" for _ in range(n))
-    return " ".join(" ".join(draw(st.lists(st.sampled_from(EN_WORDS), min_size=4, max_size=25))).capitalize() + "."
-                    for _ in range(n))
+    return " ".join(
+        " ".join(draw(st.lists(st.sampled_from(EN_WORDS), min_size=4, max_size=25))).capitalize() + "."
+        for _ in range(n)
+    )
 
 
 @st.composite
 def prompts(draw: st.DrawFn) -> dict:
     zh = draw(st.booleans())
-    hits = [hit(f"doc{i}.pdf", (i + 1,), sentences(draw, zh, draw(st.integers(1, 40))))
-            for i in range(draw(st.integers(0, 10)))]
+    hits = [
+        hit(f"doc{i}.pdf", (i + 1,), sentences(draw, zh, draw(st.integers(1, 40))))
+        for i in range(draw(st.integers(0, 10)))
+    ]
     history = []
     for _ in range(draw(st.integers(0, 5))):
-        history += [Message("user", sentences(draw, zh, draw(st.integers(1, 4)))),
-                    Message("assistant", sentences(draw, zh, draw(st.integers(1, 50))))]
+        history += [
+            Message("user", sentences(draw, zh, draw(st.integers(1, 4)))),
+            Message("assistant", sentences(draw, zh, draw(st.integers(1, 50)))),
+        ]
     return {
         "question": sentences(draw, zh, 1).rstrip("。.") + ("？" if zh else "?"),
         "sources": generate.number_sources(hits),
@@ -46,8 +75,14 @@ def prompts(draw: st.DrawFn) -> dict:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(prompts())
 def test_the_packed_prompt_never_exceeds_the_window(case: dict) -> None:
-    packed = generate.pack_prompt(case["question"], case["sources"], counter=CL100K, limit=case["limit"],
-                                  history=case["history"], limits=case["limits"])
+    packed = generate.pack_prompt(
+        case["question"],
+        case["sources"],
+        counter=CL100K,
+        limit=case["limit"],
+        history=case["history"],
+        limits=case["limits"],
+    )
     # Counted whole again, as the model would read it: with the answer's reserve it fits.
     assert CL100K.prompt(packed.messages) + packed.budget.reserve <= case["limit"]
     assert packed.budget.fits
@@ -64,7 +99,7 @@ def test_the_packed_prompt_never_exceeds_the_window(case: dict) -> None:
         assert packed.budget.sources <= limits.source_tokens + 8 * len(packed.sources)  # labels, separators
     # History: a contiguous run of the newest exchanges, whole.
     kept = list(packed.messages[1:-1])
-    assert kept == case["history"][len(case["history"]) - len(kept):]
+    assert kept == case["history"][len(case["history"]) - len(kept) :]
     assert packed.dropped == (len(case["history"]) - len(kept)) // 2
 
 
@@ -80,14 +115,23 @@ def test_budget_parts_add_up_to_the_whole_prompt() -> None:
 
 def test_whole_passages_first_then_the_best_part_of_the_next_and_the_rest_said() -> None:
     filler = " ".join(f"Sentence {i} is about nothing in particular at all." for i in range(60))
-    answer_in_middle = (" ".join(f"Line {i} says little of use here." for i in range(30)) +
-                        " The warranty covers parts and labour for two years. " +
-                        " ".join(f"Line {i} says little of use here." for i in range(30, 60)))
-    sources = generate.number_sources([hit("a.pdf", (1,), filler), hit("b.pdf", (2,), answer_in_middle),
-                                       hit("c.pdf", (3,), filler), hit("d.pdf", (4,), filler)])
+    answer_in_middle = (
+        " ".join(f"Line {i} says little of use here." for i in range(30))
+        + " The warranty covers parts and labour for two years. "
+        + " ".join(f"Line {i} says little of use here." for i in range(30, 60))
+    )
+    sources = generate.number_sources(
+        [
+            hit("a.pdf", (1,), filler),
+            hit("b.pdf", (2,), answer_in_middle),
+            hit("c.pdf", (3,), filler),
+            hit("d.pdf", (4,), filler),
+        ]
+    )
     one = CL100K.text(filler)
-    packed = generate.pack_prompt("How long is the warranty?", sources, counter=CL100K,
-                                  limit=one + 300 + generate.ANSWER_RESERVE)
+    packed = generate.pack_prompt(
+        "How long is the warranty?", sources, counter=CL100K, limit=one + 300 + generate.ANSWER_RESERVE
+    )
     assert [s.n for s in packed.sources] == [1, 2] and [s.n for s in packed.left_out] == [3, 4]
     assert packed.sources[0].text is None  # whole
     part = packed.sources[1].passage
@@ -101,20 +145,33 @@ def test_whole_passages_first_then_the_best_part_of_the_next_and_the_rest_said()
 def test_the_embedded_limits_give_each_source_its_best_sentences() -> None:
     text = "前面的句子没有用。" * 40 + "甄士隐有一个女儿，乳名英莲，年方三岁。" + "后面的句子也没有用。" * 40
     sources = generate.number_sources([hit("红楼梦.txt", (1,), text)])
-    packed = generate.pack_prompt("甄士隐的女儿叫什么名字？", sources, counter=CL100K, limit=4096,
-                                  limits=PackLimits(passage_tokens=120, source_tokens=800))
+    packed = generate.pack_prompt(
+        "甄士隐的女儿叫什么名字？",
+        sources,
+        counter=CL100K,
+        limit=4096,
+        limits=PackLimits(passage_tokens=120, source_tokens=800),
+    )
     part = packed.sources[0].passage
     assert "乳名英莲" in part and CL100K.text(part) <= 120
-    crowded = generate.pack_prompt("甄士隐的女儿叫什么名字？", generate.number_sources([hit(f"{i}.txt", (1,), text)
-                                                                                for i in range(9)]),
-                                   counter=CL100K, limit=4096, limits=PackLimits(passage_tokens=120, source_tokens=300))
+    crowded = generate.pack_prompt(
+        "甄士隐的女儿叫什么名字？",
+        generate.number_sources([hit(f"{i}.txt", (1,), text) for i in range(9)]),
+        counter=CL100K,
+        limit=4096,
+        limits=PackLimits(passage_tokens=120, source_tokens=300),
+    )
     assert "this model reads at most 300 tokens of sources" in " ".join(crowded.notes())
     assert generate.best_part(text, "英莲", 10_000, CL100K.text) == text.strip()  # fits: whole
 
 
 def test_history_newest_exchange_stays_and_the_oldest_go_first() -> None:
-    history = [Message("user", "first question " * 40), Message("assistant", "first answer " * 40),
-               Message("user", "second question"), Message("assistant", "second answer")]
+    history = [
+        Message("user", "first question " * 40),
+        Message("assistant", "first answer " * 40),
+        Message("user", "second question"),
+        Message("assistant", "second answer"),
+    ]
     packed = generate.pack_prompt("third?", [], counter=CL100K, limit=700, history=history)
     assert packed.dropped == 1 and packed.budget.fits
     assert [m.content for m in packed.messages[1:]] == ["second question", "second answer", "third?"]
@@ -122,8 +179,11 @@ def test_history_newest_exchange_stays_and_the_oldest_go_first() -> None:
 
 
 def test_a_question_larger_than_the_window_is_refused_in_one_line() -> None:
-    with pytest.raises(RagError, match=r"The question and the instructions take [\d,]+ tokens, more than the "
-                                       r"model's 1,024-token window"):
+    with pytest.raises(
+        RagError,
+        match=r"The question and the instructions take [\d,]+ tokens, more than the "
+        r"model's 1,024-token window",
+    ):
         generate.pack_prompt("word " * 2000, SOURCES, counter=CL100K, limit=1024)
 
 

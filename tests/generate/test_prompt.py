@@ -1,4 +1,5 @@
 """Numbered sources and the grounded prompt (rag.generate.prompt)."""
+
 from __future__ import annotations
 
 from rag import generate

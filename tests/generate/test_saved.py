@@ -1,5 +1,6 @@
 """Conversations kept in the real PostgreSQL: a turn as a record and back, saved, listed, renamed,
 reopened with its sources (a deleted document's chunk marked gone), exported and deleted."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,13 +22,23 @@ from tests.generate.samples import SOURCES
 
 def full_turn() -> Turn:
     return Turn(
-        id="t1", question="How much did revenue rise?", query="revenue rise 2023", kbs=("fin",),
-        sources=tuple(SOURCES), search_ms=12.5, notes=("history left out",), model="ollama:m",
+        id="t1",
+        question="How much did revenue rise?",
+        query="revenue rise 2023",
+        kbs=("fin",),
+        sources=tuple(SOURCES),
+        search_ms=12.5,
+        notes=("history left out",),
+        model="ollama:m",
         budget=Budget(system=200, sources=120, history=0, question=9, reserve=512, limit=4096, counted_with="cl100k"),
-        answer="Revenue rose eleven percent [1].", stopped=True,
+        answer="Revenue rose eleven percent [1].",
+        stopped=True,
         stats=GenerationStats(done_reason="stop", total_duration=1.5, eval_count=12, eval_duration=0.8),
         steps=(Step(1, 1, "web_search", {"query": "x"}, "[]", 0.2, "ok", "web", {"items": []}),),
-        route="default", route_reason="the default route", route_tools=("web_search",), route_budget=6,
+        route="default",
+        route_reason="the default route",
+        route_tools=("web_search",),
+        route_budget=6,
         web_sources=(WebItem("https://www.gov.cn/a.htm", "Revised.", "gov.cn", "2024-07-01"),),
         left_out=(SOURCES[1],),
     )
@@ -49,11 +60,18 @@ def test_a_reopened_turn_keeps_its_messages_translatable() -> None:
     user's language instead of the English they were stored as)."""
     from rag.text import Text
 
-    folded = Text("The {n} oldest exchanges were folded into the summary of the earlier conversation, so that "
-                  "the prompt fits the model's window.", n=2)
-    turn = dataclasses.replace(full_turn(), notes=("a plain note", folded),
-                               web_warning=Text("Web search was unavailable ({reason}): the answer uses the local "
-                                                "knowledge only.", reason=Text("timed out")))
+    folded = Text(
+        "The {n} oldest exchanges were folded into the summary of the earlier conversation, so that "
+        "the prompt fits the model's window.",
+        n=2,
+    )
+    turn = dataclasses.replace(
+        full_turn(),
+        notes=("a plain note", folded),
+        web_warning=Text(
+            "Web search was unavailable ({reason}): the answer uses the local knowledge only.", reason=Text("timed out")
+        ),
+    )
     back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(turn))))
     assert back == turn
     assert isinstance(back.notes[1], Text) and back.notes[1].template == folded.template
@@ -67,18 +85,29 @@ def test_conversations_are_saved_listed_renamed_reopened_and_deleted(store: Stor
     conversations = store.conversations
     assert conversations.list() == []
     embedder = ingest.embedder_for_kb(store, settings, "fin")
-    assert ingest.ingest_bytes(store, embedder, b"Revenue rose eleven percent in 2023.", "report.txt", "fin",
-                               SPRING_DEFAULT).ok
+    assert ingest.ingest_bytes(
+        store, embedder, b"Revenue rose eleven percent in 2023.", "report.txt", "fin", SPRING_DEFAULT
+    ).ok
     (chunk,) = store.keyword_search("revenue", ["fin"], top_k=1)
     live_source = generate.number_sources([chunk])[0]
     first = dataclasses.replace(full_turn(), sources=(live_source,), left_out=())
     cid = generate.save_turn(conversations, None, first)
-    second = Turn(id="t2", question="And the dividend?", query="dividend", kbs=("fin", "board"), answer="No idea.",
-                  model="ollama:m")
+    second = Turn(
+        id="t2",
+        question="And the dividend?",
+        query="dividend",
+        kbs=("fin", "board"),
+        answer="No idea.",
+        model="ollama:m",
+    )
     assert generate.save_turn(conversations, cid, second) == cid
     (info,) = conversations.list()
     assert (info.title, info.knowledge_bases, info.turns, info.model) == (
-        "How much did revenue rise?", ("fin", "board"), 2, "ollama:m")
+        "How much did revenue rise?",
+        ("fin", "board"),
+        2,
+        "ollama:m",
+    )
     conversations.rename(cid, "  Revenue   questions ")
     info, turns = generate.load_conversation(conversations, cid)
     assert info.title == "Revenue questions" and [t.question for t in turns] == [first.question, second.question]
@@ -103,8 +132,14 @@ def test_a_tool_result_holding_a_date_is_saved_as_text(store: Store) -> None:
     """An MCP tool's structured result may hold values JSON has no type for: the turn is still saved."""
     from datetime import date
 
-    turn = Turn(id="t3", question="When?", query="When?", answer="Tomorrow.", agent=True,
-                steps=(Step(1, 1, "calendar", {"q": "x"}, "ok", 0.1, "ok", "cal", {"when": date(2026, 12, 2)}),))
+    turn = Turn(
+        id="t3",
+        question="When?",
+        query="When?",
+        answer="Tomorrow.",
+        agent=True,
+        steps=(Step(1, 1, "calendar", {"q": "x"}, "ok", 0.1, "ok", "cal", {"when": date(2026, 12, 2)}),),
+    )
     cid = generate.save_turn(store.conversations, None, turn)
     _, (back,) = generate.load_conversation(store.conversations, cid)
     assert back.steps[0].data == {"when": "2026-12-02"} and back.answer == "Tomorrow."

@@ -1,6 +1,7 @@
 """rag/generate/watch.py: a generation watched on the background runner: its text, timings and marks,
 against a scripted model and a pytest-httpserver Ollama.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from rag.errors import ModelError
-from rag.llms.telemetry import Timeline
 from rag.generate.watch import WatchChoices, WatchedGeneration, watch_choices
 from rag.llms import OllamaChatModel
+from rag.llms.telemetry import Timeline
 from rag.llms.types import Message, StreamEvent
 from tests.gpu.fakes import MODEL, NDJSON, STATS, Clock, chat_stream, host_of
 
@@ -33,8 +34,15 @@ class ScriptedModel:
     def context_length(self) -> int:
         return 4096
 
-    def stream(self, messages: Sequence[Message], *, temperature: float = 0.2, num_ctx: int | None = None,
-               think: bool | None = None, stop_event: Any = None) -> Iterator[StreamEvent]:
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.2,
+        num_ctx: int | None = None,
+        think: bool | None = None,
+        stop_event: Any = None,
+    ) -> Iterator[StreamEvent]:
         self.messages = list(messages)
         yield from self.events
         if self.error is not None:
@@ -42,8 +50,12 @@ class ScriptedModel:
 
 
 def test_watched_generation_collects_text_timings_and_marks() -> None:
-    events = [StreamEvent("thinking", "Hmm."), StreamEvent("content", "Zub"), StreamEvent("content", "rowka."),
-              StreamEvent("done", stats=STATS)]
+    events = [
+        StreamEvent("thinking", "Hmm."),
+        StreamEvent("content", "Zub"),
+        StreamEvent("content", "rowka."),
+        StreamEvent("done", stats=STATS),
+    ]
     timeline = Timeline()
     clock = Clock(start=1000.0, step=0.25)
     model = ScriptedModel(events)
@@ -80,26 +92,39 @@ def test_watched_generation_keeps_the_error_and_the_partial_text() -> None:
 
 def test_watched_generation_against_ollamas_stream(httpserver: HTTPServer) -> None:
     httpserver.expect_request("/api/chat", method="POST").respond_with_data(
-        chat_stream("The capital", " is Zubrowka."), content_type=NDJSON)
+        chat_stream("The capital", " is Zubrowka."), content_type=NDJSON
+    )
     timeline = Timeline()
-    watched = WatchedGeneration(OllamaChatModel(host_of(httpserver), MODEL, timeout=5), "Capital?",
-                                    timeline=timeline).start()
+    watched = WatchedGeneration(
+        OllamaChatModel(host_of(httpserver), MODEL, timeout=5), "Capital?", timeline=timeline
+    ).start()
     assert watched.wait(10)
     view = watched.view()
     assert view.error is None and view.text == "The capital is Zubrowka."
     assert view.stats is not None and view.stats.eval_count == 282
     assert [m.phase for m in timeline.marks()] == ["load", "prompt", "output"]
-    (request, _), = httpserver.log
+    ((request, _),) = httpserver.log
     body = json.loads(request.get_data())
     assert body["model"] == MODEL and body["messages"] == [{"role": "user", "content": "Capital?"}]
     assert body["stream"] is True
 
 
 def test_the_watch_offers_ollamas_chat_models_then_the_embedded_one(httpserver: HTTPServer) -> None:
-    httpserver.expect_request("/api/tags", method="GET").respond_with_json({"models": [
-        {"name": n, "model": n, "modified_at": "2025-01-14T10:00:00Z", "size": 1, "digest": "d" * 12,
-         "details": {"family": family}} for n, family in ((MODEL, "qwen2"), ("nomic-embed-text:latest", "nomic-bert"))
-    ]})
+    httpserver.expect_request("/api/tags", method="GET").respond_with_json(
+        {
+            "models": [
+                {
+                    "name": n,
+                    "model": n,
+                    "modified_at": "2025-01-14T10:00:00Z",
+                    "size": 1,
+                    "digest": "d" * 12,
+                    "details": {"family": family},
+                }
+                for n, family in ((MODEL, "qwen2"), ("nomic-embed-text:latest", "nomic-bert"))
+            ]
+        }
+    )
     host = host_of(httpserver)
     assert watch_choices(host, (True, "")) == WatchChoices((f"ollama:{MODEL}", "local"), "")
     assert watch_choices(host, (False, "pip install it")) == WatchChoices((f"ollama:{MODEL}",), "")
@@ -109,7 +134,10 @@ def test_the_watch_says_why_ollama_offers_nothing(httpserver: HTTPServer, dead_h
     httpserver.expect_request("/api/tags", method="GET").respond_with_json({"models": []})
     host = host_of(httpserver)
     assert watch_choices(host, (False, "pip install llama-cpp-python")) == WatchChoices(
-        (), "Ollama has no chat model: run 'ollama pull qwen2.5:7b-instruct'. (pip install llama-cpp-python)")
+        (), "Ollama has no chat model: run 'ollama pull qwen2.5:7b-instruct'. (pip install llama-cpp-python)"
+    )
     assert watch_choices(dead_host, (True, "")) == WatchChoices(
-        ("local",), f"Ollama is not reachable at {dead_host}. The embedded model generates on the CPU instead: "
-                    "watch the CPU chart.")
+        ("local",),
+        f"Ollama is not reachable at {dead_host}. The embedded model generates on the CPU instead: "
+        "watch the CPU chart.",
+    )

@@ -1,6 +1,7 @@
 """Shared stand-ins for the GPU tests: a scripted NVML (pynvml's names, structs and NVMLError codes),
 a stepping clock, a sampler built on them, and Ollama's NDJSON chat stream for pytest-httpserver.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,9 @@ from typing import Any
 import pynvml
 from pytest_httpserver import HTTPServer
 
-from rag.llms.telemetry import Timeline
 from rag.gpu.sampler import GpuSampler
 from rag.gpu.samples import HostSample
+from rag.llms.telemetry import Timeline
 from rag.llms.types import GenerationStats
 
 MIB = 1024 * 1024
@@ -52,8 +53,9 @@ class ScriptedNvml:
     NVMLError, calls before nvmlInit raise UNINITIALIZED, device calls raise the scripted errors,
     structs come back as objects with pynvml's attribute names."""
 
-    def __init__(self, gpus: Sequence[FakeGpu] = (), *, init_error: int | None = None,
-                 driver: str = "576.02", cuda: int = 12090) -> None:
+    def __init__(
+        self, gpus: Sequence[FakeGpu] = (), *, init_error: int | None = None, driver: str = "576.02", cuda: int = 12090
+    ) -> None:
         self.gpus = list(gpus)
         self.init_error = init_error
         self.driver = driver
@@ -137,8 +139,10 @@ class ScriptedNvml:
 
     @staticmethod
     def _procs(items: list[tuple[int, int | None]]) -> list[Any]:
-        return [SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF,
-                                computeInstanceId=0xFFFFFFFF) for pid, mem in items]
+        return [
+            SimpleNamespace(pid=pid, usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+            for pid, mem in items
+        ]
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
         return self._procs(self._device("nvmlDeviceGetComputeRunningProcesses", handle).compute)
@@ -181,16 +185,35 @@ def ndjson(*parts: dict[str, Any]) -> str:
 
 def chat_stream(*texts: str) -> str:
     created = "2025-01-14T10:00:00Z"
-    parts = [{"model": MODEL, "created_at": created, "message": {"role": "assistant", "content": t},
-              "done": False} for t in texts]
-    parts.append({"model": MODEL, "created_at": created, "message": {"role": "assistant", "content": ""},
-                  "done": True, "done_reason": "stop", "total_duration": 4883583458, "load_duration": 1334875,
-                  "prompt_eval_count": 26, "prompt_eval_duration": 342546000, "eval_count": 282,
-                  "eval_duration": 4535599000})
+    parts = [
+        {"model": MODEL, "created_at": created, "message": {"role": "assistant", "content": t}, "done": False}
+        for t in texts
+    ]
+    parts.append(
+        {
+            "model": MODEL,
+            "created_at": created,
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 4883583458,
+            "load_duration": 1334875,
+            "prompt_eval_count": 26,
+            "prompt_eval_duration": 342546000,
+            "eval_count": 282,
+            "eval_duration": 4535599000,
+        }
+    )
     return ndjson(*parts)
 
 
 # Ollama's final chunk for a short answer (durations in seconds, as GenerationStats holds them).
-STATS = GenerationStats(done_reason="stop", total_duration=4.883583458, load_duration=0.001334875,
-                        prompt_eval_count=26, prompt_eval_duration=0.342546, eval_count=282,
-                        eval_duration=4.535599)
+STATS = GenerationStats(
+    done_reason="stop",
+    total_duration=4.883583458,
+    load_duration=0.001334875,
+    prompt_eval_count=26,
+    prompt_eval_duration=0.342546,
+    eval_count=282,
+    eval_duration=4.535599,
+)

@@ -1,6 +1,7 @@
 """rag/gpu/nvml.py: the NVML sources are registered and selected by name, and the `Nvml` interface is
 pinned to nvidia-ml-py's own functions, parameters, structures and error codes.
 """
+
 from __future__ import annotations
 
 import pynvml
@@ -42,13 +43,18 @@ def test_the_nvml_interface_matches_the_real_pynvml_module() -> None:
         ours = [p for p in inspect.signature(method).parameters if p != "self"]
         params = inspect.signature(real).parameters.values()
         # Ours are the real ones in order; any further real parameter has a default (a version).
-        assert [p.name for p in params][:len(ours)] == ours, name
-        assert all(p.default is not inspect.Parameter.empty for p in list(params)[len(ours):]), name
+        assert [p.name for p in params][: len(ours)] == ours, name
+        assert all(p.default is not inspect.Parameter.empty for p in list(params)[len(ours) :]), name
         assert list(inspect.signature(getattr(ScriptedNvml, name)).parameters)[1:] == ours, name
     assert {"pid", "usedGpuMemory"} <= {f for f, _ in pynvml.c_nvmlProcessInfo_t._fields_}
     assert {"used", "total"} <= {f for f, _ in pynvml.c_nvmlMemory_t._fields_}
     assert {"gpu", "memory"} <= {f for f, _ in pynvml.c_nvmlUtilization_t._fields_}
-    for code in ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_GPU_IS_LOST", "NVML_ERROR_DRIVER_NOT_LOADED",
-                 "NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_UNKNOWN"):
+    for code in (
+        "NVML_ERROR_NOT_SUPPORTED",
+        "NVML_ERROR_GPU_IS_LOST",
+        "NVML_ERROR_DRIVER_NOT_LOADED",
+        "NVML_ERROR_LIBRARY_NOT_FOUND",
+        "NVML_ERROR_UNKNOWN",
+    ):
         assert isinstance(getattr(pynvml, code), int)
     assert str(pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)) == "Not Supported"

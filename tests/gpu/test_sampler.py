@@ -1,6 +1,7 @@
 """rag/gpu/sampler.py: the sampler driven by a scripted NVML stand-in (pynvml's names, structs and
 NVMLError codes), and the real NVML where a GPU exists (skipped elsewhere, with the reason).
 """
+
 from __future__ import annotations
 
 import csv
@@ -11,10 +12,10 @@ import pynvml
 import pytest
 
 from benchmarks.gpu import tick_cost
-from rag.llms.telemetry import Timeline
 from rag.gpu.nvml import Nvml, no_gpu_hint, nvml_text
 from rag.gpu.sampler import Cadence, GpuSampler, is_ollama_process, process_name
 from rag.gpu.samples import DeviceInfo, DeviceSample, GpuProcess, GpuStatus, HostSample
+from rag.llms.telemetry import Timeline
 from rag.status import gpu_presence
 from tests.gpu.fakes import GIB, HOST, MIB, FakeGpu, ScriptedNvml, make_sampler
 
@@ -23,15 +24,24 @@ def test_a_sample_has_every_reading_in_plain_units() -> None:
     nvml = ScriptedNvml([FakeGpu()])
     sampler = make_sampler(nvml)
     status = sampler.open()
-    assert status == GpuStatus(True, "", "576.02", "12.9",
-                                   (DeviceInfo(0, "NVIDIA GeForce RTX 4060 Laptop GPU"),))
+    assert status == GpuStatus(True, "", "576.02", "12.9", (DeviceInfo(0, "NVIDIA GeForce RTX 4060 Laptop GPU"),))
     sample = sampler.tick()
     assert sample.t == 1_750_000_000.0
-    assert sample.devices == (DeviceSample(
-        index=0, name="NVIDIA GeForce RTX 4060 Laptop GPU", memory_used=2261 * MIB, memory_total=8188 * MIB,
-        gpu_util=6, memory_util=3, temperature=58, power_draw=24.0, power_limit=110.0,
-        clock_graphics=2100, clock_memory=8001,
-    ),)
+    assert sample.devices == (
+        DeviceSample(
+            index=0,
+            name="NVIDIA GeForce RTX 4060 Laptop GPU",
+            memory_used=2261 * MIB,
+            memory_total=8188 * MIB,
+            gpu_util=6,
+            memory_util=3,
+            temperature=58,
+            power_draw=24.0,
+            power_limit=110.0,
+            clock_graphics=2100,
+            clock_memory=8001,
+        ),
+    )
     assert sample.host == HOST
     assert sampler.latest() is sample
 
@@ -51,19 +61,22 @@ def test_vram_and_utilisation_every_tick_slow_readings_spread_and_carried_forwar
     for _ in range(29):
         sampler.tick()
     # 32 ticks: two calls on every tick, each slow reading once per its cadence (staggered).
-    assert sampler.cadence == Cadence(power=4, temperature=16, clocks=16, processes=8, power_limit=120,
-                                          host_with_gpu=20)
+    assert sampler.cadence == Cadence(
+        power=4, temperature=16, clocks=16, processes=8, power_limit=120, host_with_gpu=20
+    )
     assert nvml.count("nvmlDeviceGetMemoryInfo") == 32
     assert nvml.count("nvmlDeviceGetUtilizationRates") == 32
-    assert nvml.count("nvmlDeviceGetPowerUsage") == 9          # ticks 0, 1, 5, ..., 29
-    assert nvml.count("nvmlDeviceGetTemperature") == 3         # ticks 0, 2, 18
-    assert nvml.count("nvmlDeviceGetClockInfo") == 2 * 3       # ticks 0, 3, 19 (graphics + memory)
+    assert nvml.count("nvmlDeviceGetPowerUsage") == 9  # ticks 0, 1, 5, ..., 29
+    assert nvml.count("nvmlDeviceGetTemperature") == 3  # ticks 0, 2, 18
+    assert nvml.count("nvmlDeviceGetClockInfo") == 2 * 3  # ticks 0, 3, 19 (graphics + memory)
     assert nvml.count("nvmlDeviceGetComputeRunningProcesses") == 5  # ticks 0, 6, 14, 22, 30
     assert nvml.count("nvmlDeviceGetEnforcedPowerLimit") == 2  # ticks 0, 4
     schedule = Cadence().schedule()
     assert len(schedule) == 240 and all(len(due) <= 2 for due in schedule)
-    assert Cadence().period == 240 and Cadence(power=3, temperature=5, clocks=1, processes=1, power_limit=1,
-                                               host_with_gpu=1).period == 15
+    assert (
+        Cadence().period == 240
+        and Cadence(power=3, temperature=5, clocks=1, processes=1, power_limit=1, host_with_gpu=1).period == 15
+    )
 
 
 def test_host_is_read_every_tick_without_a_gpu_and_every_cadence_with_one() -> None:
@@ -89,8 +102,12 @@ def test_host_is_read_every_tick_without_a_gpu_and_every_cadence_with_one() -> N
 
 
 def test_not_supported_reading_is_none_and_never_asked_again() -> None:
-    card = FakeGpu(failures={"nvmlDeviceGetTemperature": pynvml.NVML_ERROR_NOT_SUPPORTED,
-                             "nvmlDeviceGetPowerUsage": pynvml.NVML_ERROR_NOT_SUPPORTED})
+    card = FakeGpu(
+        failures={
+            "nvmlDeviceGetTemperature": pynvml.NVML_ERROR_NOT_SUPPORTED,
+            "nvmlDeviceGetPowerUsage": pynvml.NVML_ERROR_NOT_SUPPORTED,
+        }
+    )
     nvml = ScriptedNvml([card])
     sampler = make_sampler(nvml)
     samples = [sampler.tick() for _ in range(32)]
@@ -236,7 +253,7 @@ def test_the_thread_samples_keeps_going_after_errors_and_stops_cleanly() -> None
     assert sampler.running
     assert len(sampler.samples()) >= 5
     assert any(s.processes and s.processes[0].is_ollama for s in sampler.samples())
-    worker = sampler._thread  # noqa: SLF001 - the sampling thread itself: `running` forgets it at stop
+    worker = sampler._thread
     assert worker is not None and worker.is_alive()
     sampler.stop()
     assert not sampler.running

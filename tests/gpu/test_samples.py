@@ -1,5 +1,5 @@
-"""rag/gpu/samples.py: the CSV export of the samples, with and without a GPU.
-"""
+"""rag/gpu/samples.py: the CSV export of the samples, with and without a GPU."""
+
 from __future__ import annotations
 
 import csv
@@ -13,7 +13,9 @@ from tests.gpu.fakes import MIB, FakeGpu, ScriptedNvml, make_sampler
 
 
 def test_csv_export_has_a_row_per_sample_and_gpu() -> None:
-    card = FakeGpu(compute=[(4242, 4_700 * MIB)], failures={"nvmlDeviceGetTemperature": pynvml.NVML_ERROR_NOT_SUPPORTED})
+    card = FakeGpu(
+        compute=[(4242, 4_700 * MIB)], failures={"nvmlDeviceGetTemperature": pynvml.NVML_ERROR_NOT_SUPPORTED}
+    )
     sampler = make_sampler(ScriptedNvml([card]), names={4242: "ollama"}.get)
     sampler.tick()
     card.used = 7000 * MIB

@@ -3,6 +3,7 @@ told before it is parsed, a previewed file is not parsed again, one file's surpr
 a stop leaves every file whole or absent, which `results_after_stop` tells.
 
 The parser and the OCR engine are the real ones; the spies only count their calls."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,12 @@ from tests.docgen import make_scan_pdf
 from ui.zh import ZH
 
 SETTINGS = ChunkSettings(chunk_size=120, min_chunk_size_chars=0)
-SCAN = make_scan_pdf(["Margaret Elizabeth Thornton renewed the lease for the Antwerp depot in 2022.",
-                      "The depot holds forty pallets of Falcon X spare parts and two forklifts."])
+SCAN = make_scan_pdf(
+    [
+        "Margaret Elizabeth Thornton renewed the lease for the Antwerp depot in 2022.",
+        "The depot holds forty pallets of Falcon X spare parts and two forklifts.",
+    ]
+)
 LOG = ("Harbour log. The keeper lit the lamp at dusk and wrote the weather down. " * 60).encode()
 
 
@@ -51,8 +56,15 @@ def test_an_unchanged_scan_is_recognised_before_it_is_parsed_or_ocrd(store, call
     assert calls == {"parse:lease.pdf": 1, "ocr": 2}  # the real OCR read both pages
 
     heard: list[str] = []
-    again = ingest_bytes(store, LocalEmbedder(), SCAN, "lease.pdf", "scans", SETTINGS,
-                         on_stage=lambda stage, fraction, message: heard.append(stage))
+    again = ingest_bytes(
+        store,
+        LocalEmbedder(),
+        SCAN,
+        "lease.pdf",
+        "scans",
+        SETTINGS,
+        on_stage=lambda stage, fraction, message: heard.append(stage),
+    )
     assert (again.status, again.chunks, again.pages) == ("unchanged", first.chunks, 2)
     assert calls == {"parse:lease.pdf": 1, "ocr": 2}  # not parsed, not OCR'd again
     assert heard == ["store"]
@@ -140,6 +152,7 @@ def test_a_stop_finishes_the_write_in_flight_and_results_after_stop_says_what_is
             reached[name] = stage
             if name == "b.txt" and stage == "embed":
                 raise Stopped
+
         return heard
 
     with pytest.raises(Stopped):

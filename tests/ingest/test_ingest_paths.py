@@ -1,5 +1,6 @@
 """`ingest_paths` (what `rag ingest FOLDER` runs): one file written while the next is read and embedded,
 results in the files' order, a bad file between good ones failing alone, every file whole."""
+
 from __future__ import annotations
 
 import threading
@@ -31,12 +32,14 @@ def test_results_come_in_order_and_each_file_is_whole(store, tmp_path: Path, mon
         def tick(stage: str, fraction: float, message: str) -> None:
             stages.setdefault(name, []).append(stage)
             heard_in.add(threading.current_thread().name)
+
         return tick
 
     monkeypatch.setattr(store, "write_document", write_document)
 
-    results = list(ingest_paths(store, LocalEmbedder(), [tmp_path / n for n in names], "paths-kb", SETTINGS,
-                                on_stage=on_stage))
+    results = list(
+        ingest_paths(store, LocalEmbedder(), [tmp_path / n for n in names], "paths-kb", SETTINGS, on_stage=on_stage)
+    )
     assert [r.filename for r in results] == names
     assert [r.status for r in results] == ["stored", "failed", "stored", "failed", "stored"]
     assert "No such file" in results[3].reason

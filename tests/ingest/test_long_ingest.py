@@ -1,6 +1,7 @@
 """A long ingest: it says how long it should take before embedding, and one ended by the user (in the
 app a click ends the script run inside a progress callback, with an exception that is not an
 Exception) leaves the file whole or absent, and `after_stop` says which."""
+
 from __future__ import annotations
 
 import io
@@ -19,18 +20,27 @@ class Ended(BaseException):
     """Stands for Streamlit's RerunException, raised where the page updates its progress bar."""
 
 
-def stop_at(stage: str, fraction: float):  # noqa: ANN201
+def stop_at(stage: str, fraction: float):
     def on_stage(reached: str, done: float, message: str) -> None:
         if reached == stage and done >= fraction:
             raise Ended
+
     return on_stage
 
 
-@pytest.mark.parametrize(("stage", "fraction", "kept"), [
-    ("parse", 0.0, False), ("embed", 0.2, False), ("embed", 0.5, False), ("store", 0.9, False), ("store", 1.0, True),
-])
+@pytest.mark.parametrize(
+    ("stage", "fraction", "kept"),
+    [
+        ("parse", 0.0, False),
+        ("embed", 0.2, False),
+        ("embed", 0.5, False),
+        ("store", 0.9, False),
+        ("store", 1.0, True),
+    ],
+)
 def test_a_stop_leaves_the_file_whole_or_absent_and_after_stop_says_which(
-        store, stage: str, fraction: float, kept: bool) -> None:  # noqa: ANN001
+    store, stage: str, fraction: float, kept: bool
+) -> None:
     with pytest.raises(Ended):
         ingest_bytes(store, LocalEmbedder(), TEXT, "log.txt", "stop-kb", SETTINGS, on_stage=stop_at(stage, fraction))
     result = after_stop(store, "stop-kb", "log.txt", TEXT, SETTINGS, stage)
@@ -42,7 +52,7 @@ def test_a_stop_leaves_the_file_whole_or_absent_and_after_stop_says_which(
         assert result.line() == f"log.txt: stopped: stopped during {stage}: nothing of it was stored"
 
 
-def test_a_stopped_replacement_keeps_the_version_before_and_files_not_started_say_so(store) -> None:  # noqa: ANN001
+def test_a_stopped_replacement_keeps_the_version_before_and_files_not_started_say_so(store) -> None:
     first = ingest_bytes(store, LocalEmbedder(), TEXT, "log.txt", "stop-kb", SETTINGS)
     newer = TEXT + b" A storm came in the last night."
     with pytest.raises(Ended):
@@ -59,17 +69,24 @@ class Paced(LocalEmbedder):
 
     tokens_per_second = 200.0
 
-    def count_tokens(self, texts) -> int:  # noqa: ANN001
+    def count_tokens(self, texts) -> int:
         return sum(len(t.split()) for t in texts)
 
 
-def test_the_expected_time_is_heard_before_embedding_and_the_cli_says_it(store) -> None:  # noqa: ANN001
+def test_the_expected_time_is_heard_before_embedding_and_the_cli_says_it(store) -> None:
     from rag.cli import _Progress, _say_duration
 
     heard: list[tuple[str, object]] = []
-    result = ingest_bytes(store, Paced(), TEXT, "log.txt", "plan-kb", SETTINGS,
-                          on_stage=lambda stage, fraction, message: heard.append(("stage", stage)),
-                          on_plan=lambda chunks, seconds: heard.append(("plan", (chunks, seconds))))
+    result = ingest_bytes(
+        store,
+        Paced(),
+        TEXT,
+        "log.txt",
+        "plan-kb",
+        SETTINGS,
+        on_stage=lambda stage, fraction, message: heard.append(("stage", stage)),
+        on_plan=lambda chunks, seconds: heard.append(("plan", (chunks, seconds))),
+    )
     plan = [value for kind, value in heard if kind == "plan"]
     words = sum(len(c.split()) for c in (c.content for c in store.iter_chunks("plan-kb")))
     assert plan == [(result.chunks, words / 200.0)]
@@ -78,5 +95,7 @@ def test_the_expected_time_is_heard_before_embedding_and_the_cli_says_it(store) 
     err = io.StringIO()
     _say_duration(err, _Progress(err, 1), "book.pdf", "local:e5", 600, 7 * 60.0)
     _say_duration(err, _Progress(err, 1), "note.txt", "local:e5", 2, 1.5)  # too short to mention
-    assert err.getvalue() == ("book.pdf: Embedding 600 chunks with local:e5 should take about 7 min on this "
-                              "machine. Ctrl+C stops it; the files done by then stay.\n")
+    assert err.getvalue() == (
+        "book.pdf: Embedding 600 chunks with local:e5 should take about 7 min on this "
+        "machine. Ctrl+C stops it; the files done by then stay.\n"
+    )

@@ -1,5 +1,6 @@
 """The messages the Upload page shows from rag.documents, rag.ingest and rag.chunking reach it as
 `rag.text.Text` (English as before, with its template) and ui.i18n.tr shows them in Chinese."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,12 +1,13 @@
 """rag.ingest.preview: the Upload page's warnings, what an ingest would do, and which embedders can
 ingest now; with real files (tests/docgen.py) and plain records, no database."""
-from __future__ import annotations
 
-import pytest
+from __future__ import annotations
 
 import dataclasses
 import uuid
 from datetime import datetime
+
+import pytest
 
 from rag import ingest
 from rag.chunking import SPRING_DEFAULT, ChunkSettings
@@ -23,8 +24,18 @@ TEXT = " ".join(f"Sentence {i} explains revenue, costs and margins." for i in ra
 
 
 def _stored(sha: str, settings: ChunkSettings, recorded: dict | None = None) -> StoredDocument:
-    return StoredDocument(uuid.uuid4(), "finance", "report.txt", None, sha, 10, 1, 3,
-                          settings.stored() if recorded is None else recorded, datetime(2024, 1, 1))
+    return StoredDocument(
+        uuid.uuid4(),
+        "finance",
+        "report.txt",
+        None,
+        sha,
+        10,
+        1,
+        3,
+        settings.stored() if recorded is None else recorded,
+        datetime(2024, 1, 1),
+    )
 
 
 def _kb(embedder: str) -> KnowledgeBase:
@@ -66,8 +77,10 @@ def test_scanned_pages_and_over_long_chunks_are_warned_about() -> None:
     assert found[0] == "Pages 2–3 have no extractable text: nothing there will be searchable."
     longest = max(c.tokens for c in prepared.chunk_set.chunks)
     long = sum(c.tokens > 100 for c in prepared.chunk_set.chunks)
-    assert found[1] == (f"{long} chunk{'s are' if long > 1 else ' is'} longer than the 100 tokens the embedder "
-                        f"reads (largest {longest}): their ends would be ignored when embedding. Lower the chunk size.")
+    assert found[1] == (
+        f"{long} chunk{'s are' if long > 1 else ' is'} longer than the 100 tokens the embedder "
+        f"reads (largest {longest}): their ends would be ignored when embedding. Lower the chunk size."
+    )
     single = ingest.warnings(ingest.prepare(make_pdf(["Text. " * 20, ""]), "one.pdf", SPRING_DEFAULT), None)
     assert single[0].startswith("Page 2 has no extractable text: ")
 
@@ -76,12 +89,14 @@ def test_no_chunks_and_the_rest_in_one_chunk_are_warned_about() -> None:
     tiny = ingest.prepare(b"Hi.", "tiny.txt", dataclasses.replace(SPRING_DEFAULT, min_chunk_length_to_embed=10))
     assert ingest.warnings(tiny, None) == [
         "No chunks: every piece is shorter than the minimum length to embed (10 chars); ingesting it will fail. "
-        "Lower that setting."]
+        "Lower that setting."
+    ]
     capped = ingest.prepare(TEXT.encode(), "report.txt", ChunkSettings(chunk_size=50, max_num_chunks=2))
     biggest = max(c.tokens for c in capped.chunk_set.chunks)
     assert ingest.warnings(capped, None) == [
         f"The last chunk holds {biggest} tokens: the maximum number of chunks (2) was reached and the rest "
-        "became one chunk."]
+        "became one chunk."
+    ]
 
 
 def test_another_embedder_is_refused_and_ollama_must_be_ready() -> None:
@@ -98,12 +113,15 @@ def test_another_embedder_is_refused_and_ollama_must_be_ready() -> None:
     assert (blocker.short, blocker.message) == (
         "Ollama is not reachable",
         "This knowledge base embeds with Ollama (`bge-m3`), which is not reachable at http://127.0.0.1:1: "
-        "start it with `ollama serve` before ingesting.")
+        "start it with `ollama serve` before ingesting.",
+    )
     up = OllamaStatus(True, "http://127.0.0.1:1", "0.5", ("nomic-embed-text:latest",))
     lacking = ingest.embedder_blocker(None, "ollama:bge-m3", up)
     assert lacking is not None
     assert (lacking.short, lacking.message) == (
-        "Ollama lacks bge-m3", "Ollama has no `bge-m3`: run `ollama pull bge-m3` before ingesting.")
+        "Ollama lacks bge-m3",
+        "Ollama has no `bge-m3`: run `ollama pull bge-m3` before ingesting.",
+    )
     assert ingest.embedder_blocker(None, "ollama:nomic-embed-text", up) is None  # no tag means :latest
 
 
@@ -111,7 +129,8 @@ def test_ollama_model_names_and_failure_reasons() -> None:
     assert ingest.ollama_model("ollama:bge-m3") == "bge-m3"
     assert ingest.ollama_model("local:e5") is None
     assert ingest.failure_reason(DocumentError("a.pdf", "truncated PDF\n (no end-of-file marker)")) == (
-        "truncated PDF (no end-of-file marker)")
+        "truncated PDF (no end-of-file marker)"
+    )
 
 
 CHINESE = "贾宝玉林黛玉薛宝钗王熙凤饭供酒袭人晴雯鸳鸯刘姥姥荣国府宁国府大观园怡红院潇湘馆" * 12
@@ -127,8 +146,12 @@ def test_chunks_holding_a_split_character_are_flagged() -> None:
     assert "replacement character � (U+FFFD)" in warning
     assert "the `spring-exact` strategy cut inside a character" in warning and "choose `spring`" in warning
     # The default keeps every character whole: nothing to flag.
-    assert ingest.warnings(ingest.prepare(CHINESE.encode(), "novel.txt",
-                                          dataclasses.replace(exact, strategy="spring")), None) == []
+    assert (
+        ingest.warnings(
+            ingest.prepare(CHINESE.encode(), "novel.txt", dataclasses.replace(exact, strategy="spring")), None
+        )
+        == []
+    )
 
 
 def test_a_replacement_character_in_the_file_itself_is_blamed_on_the_file() -> None:
@@ -149,14 +172,28 @@ def test_a_file_without_chunks_fails_and_all_failing_files_block_the_ingest() ->
 
 def test_files_of_types_not_read_say_what_to_do() -> None:
     assert ingest.READ_TYPES.startswith("PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls)")
-    for name in ("report.pdf", "Book.EPUB", "notes.md", "a.txt", "scan.xps", "r.DOCX", "t.pptx", "b.xlsx", "o.xls",
-                 "page.html", "p.htm", "rows.csv"):
+    for name in (
+        "report.pdf",
+        "Book.EPUB",
+        "notes.md",
+        "a.txt",
+        "scan.xps",
+        "r.DOCX",
+        "t.pptx",
+        "b.xlsx",
+        "o.xls",
+        "page.html",
+        "p.htm",
+        "rows.csv",
+    ):
         assert ingest.unreadable_advice(name) is None, name
     assert ingest.unreadable_advice("Thesis.DOC") == (
-        ".doc files are not read: open it in Word, save it as .docx (File › Save As) and upload that.")
+        ".doc files are not read: open it in Word, save it as .docx (File › Save As) and upload that."
+    )
     assert "PowerPoint, save it as .pptx" in ingest.unreadable_advice("talk.ppt")
     assert ingest.unreadable_advice("archive.zip") == (
-        f"only {ingest.READ_TYPES} files are read: convert it to one of them and upload that.")
+        f"only {ingest.READ_TYPES} files are read: convert it to one of them and upload that."
+    )
     # Every type the loader refuses gets advice, every one it reads none.
     with pytest.raises(DocumentError, match="unsupported file type '.doc'"):
         ingest.prepare(b"PK\x03\x04", "Thesis.doc", SPRING_DEFAULT)
@@ -179,6 +216,7 @@ def test_plan_notes_say_how_long_embedding_takes_and_which_embedder_suits_chines
 
 # --- chunks longer than the embedder reads, in its own tokens (issue 27) -------------------------
 
+
 class _Counting:
     """An embedder with a tokenizer of its own: one token a word, plus 2 of its own (as e5's
     prefix and special tokens); it remembers how often it was asked."""
@@ -192,7 +230,7 @@ class _Counting:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_windows(monkeypatch) -> None:  # noqa: ANN001
+def _fresh_windows(monkeypatch) -> None:
     from rag.ingest import preview
 
     monkeypatch.setattr(preview, "_windows", {})  # each test's fake embedders count for themselves
@@ -221,8 +259,10 @@ def test_the_window_counts_in_the_embedders_own_tokens_and_remembers_them() -> N
     counts = [len(c.text.split()) + 2 for c in wide.chunk_set.chunks]
     over = [n for n in counts if n > 40]
     [warning] = ingest.warnings(wide, window)
-    assert warning == (f"{len(over)} chunks are longer than the 40 tokens the embedder reads (largest {max(over)}): "
-                       "their ends would be ignored when embedding. Lower the chunk size.")
+    assert warning == (
+        f"{len(over)} chunks are longer than the 40 tokens the embedder reads (largest {max(over)}): "
+        "their ends would be ignored when embedding. Lower the chunk size."
+    )
     assert max(over) < max(c.tokens for c in wide.chunk_set.chunks)  # its count, not cl100k's
 
 
@@ -232,8 +272,9 @@ def test_a_chunk_short_enough_in_characters_is_not_counted_and_a_big_file_is_par
     embedder = _Counting("fake:words-b", 30)
     window = input_window(embedder)
     # 28 characters or fewer cannot make more than 30 tokens with 2 of them the embedder's.
-    prepared = ingest.prepare(("Abc de. " * 400).encode(), "short.txt",
-                              ChunkSettings(chunk_size=6, min_chunk_size_chars=0))
+    prepared = ingest.prepare(
+        ("Abc de. " * 400).encode(), "short.txt", ChunkSettings(chunk_size=6, min_chunk_size_chars=0)
+    )
     assert all(len(c.text) <= 28 for c in prepared.chunk_set.chunks)
     assert ingest.warnings(prepared, window) == [] and embedder.calls == 1  # the prefix's count only
 
@@ -245,8 +286,9 @@ def test_a_chunk_short_enough_in_characters_is_not_counted_and_a_big_file_is_par
     assert estimated and len(over) >= len(chunks) - 1  # all but maybe the last are over; most were estimated
     assert embedder.calls <= 1 + 4  # the prefix once, and the 3 or 4 chunks the budget covers
     [warning] = ingest.warnings(big, window)
-    assert warning.startswith(f"About {len(over)} chunks are longer than the 30 tokens the embedder reads "
-                              f"(largest about ")
+    assert warning.startswith(
+        f"About {len(over)} chunks are longer than the 30 tokens the embedder reads (largest about "
+    )
 
 
 needs_e5 = pytest.mark.skipif(unavailable_reason() is not None, reason=f"e5 cannot run here: {unavailable_reason()}")
@@ -274,6 +316,8 @@ def test_an_over_long_custom_setting_is_warned_about_in_e5_tokens() -> None:
     over = [n for n in counts if n > 512]
     assert len(over) > 10
     [warning] = ingest.warnings(prepared, input_window(embedder))
-    assert warning == (f"{len(over)} chunks are longer than the 512 tokens the embedder reads (largest {max(over)}): "
-                       "their ends would be ignored when embedding. Lower the chunk size.")
+    assert warning == (
+        f"{len(over)} chunks are longer than the 512 tokens the embedder reads (largest {max(over)}): "
+        "their ends would be ignored when embedding. Lower the chunk size."
+    )
     assert max(over) != max(c.tokens for c in prepared.chunk_set.chunks)  # e5's tokens, not cl100k's

@@ -2,6 +2,7 @@
 the chapter or section its text starts under and the lines of the file it covers, worked out here the
 slow way (character by character) for a 红楼梦-style novel and an RFC 2616-style text with form feeds,
 page headers and footers, a table of contents and CRLF line ends."""
+
 from __future__ import annotations
 
 import random
@@ -38,9 +39,16 @@ def novel() -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(lines) + "\n", headings
 
 
-SECTIONS = ["1 Introduction", "1.1 Purpose", "1.2 Requirements", "10 Status Code Definitions",
-            "10.4 Client Error 4xx", "10.4.14 413 Request Entity Too Large", "10.4.15 414 Request-URI Too Long",
-            "10.4.16 415 Unsupported Media Type"]
+SECTIONS = [
+    "1 Introduction",
+    "1.1 Purpose",
+    "1.2 Requirements",
+    "10 Status Code Definitions",
+    "10.4 Client Error 4xx",
+    "10.4.14 413 Request Entity Too Large",
+    "10.4.15 414 Request-URI Too Long",
+    "10.4.16 415 Unsupported Media Type",
+]
 
 
 def rfc() -> tuple[str, list[tuple[int, str]]]:
@@ -48,9 +56,15 @@ def rfc() -> tuple[str, list[tuple[int, str]]]:
     lines with a footer and a header parted by a form feed (on the header's line, as in the RFC). (Its
     text, (file line, title) of each section.)"""
     rng = random.Random(2616)
-    body = ["Network Working Group                                      R. Fielding",
-            "Request for Comments: 2616                                   UC Irvine", "",
-            "                Hypertext Transfer Protocol -- HTTP/1.1", "", "Table of Contents", ""]
+    body = [
+        "Network Working Group                                      R. Fielding",
+        "Request for Comments: 2616                                   UC Irvine",
+        "",
+        "                Hypertext Transfer Protocol -- HTTP/1.1",
+        "",
+        "Table of Contents",
+        "",
+    ]
     for page, section in enumerate(SECTIONS, start=7):  # '   10.4.15  414 Request-URI Too Long ......63'
         number, title = section.split(" ", 1)
         body.append(f"   {number:<8} {title} ".ljust(68, ".") + str(page))
@@ -61,17 +75,23 @@ def rfc() -> tuple[str, list[tuple[int, str]]]:
         starts[len(body)] = title
         body += [title, ""]
         for _ in range(rng.randint(2, 4)):
-            words = " ".join(rng.choice(["server", "request", "the", "URI", "client", "MUST", "entity", "is"])
-                             for _ in range(70))
-            wrapped = [words[i:i + 66].strip() for i in range(0, len(words), 66)]
-            body += ["   " + w for w in wrapped[:rng.randint(3, 9)]] + [""]
+            words = " ".join(
+                rng.choice(["server", "request", "the", "URI", "client", "MUST", "entity", "is"]) for _ in range(70)
+            )
+            wrapped = [words[i : i + 66].strip() for i in range(0, len(words), 66)]
+            body += ["   " + w for w in wrapped[: rng.randint(3, 9)]] + [""]
     lines: list[str] = []
     headings = []
     page = 1
     for number, line in enumerate(body):
         if len(lines) % 56 == 52:  # the page's foot, then the next page's head after a form feed
-            lines += ["", f"Fielding, et al.            Standards Track                    [Page {page}]",
-                      "\fRFC 2616                        HTTP/1.1                       June 1999", "", ""]
+            lines += [
+                "",
+                f"Fielding, et al.            Standards Track                    [Page {page}]",
+                "\fRFC 2616                        HTTP/1.1                       June 1999",
+                "",
+                "",
+            ]
             page += 1
         if number in starts:
             headings.append((len(lines) + 1, starts[number]))
@@ -115,13 +135,13 @@ def expected_location(text: str, lines: list[int], headings: list[tuple[int, str
     return f"{above[-1]} · {where}" if above else where
 
 
-def stored(store, knowledge: str, raw: bytes, filename: str) -> list:  # noqa: ANN001
+def stored(store, knowledge: str, raw: bytes, filename: str) -> list:
     result = ingest_bytes(store, LocalEmbedder(), raw, filename, knowledge, SETTINGS)
     assert result.status == "stored", result
     return list(store.iter_chunks(knowledge))
 
 
-def test_a_chinese_novel_cites_its_chapters_and_lines(store) -> None:  # noqa: ANN001
+def test_a_chinese_novel_cites_its_chapters_and_lines(store) -> None:
     raw, headings = novel()
     hits = stored(store, "novel-kb", raw.encode(), "红楼梦.txt")
     text, lines = text_and_lines(raw)
@@ -136,7 +156,7 @@ def test_a_chinese_novel_cites_its_chapters_and_lines(store) -> None:  # noqa: A
         assert any(where.startswith(" ".join(title.split()) + " · line") for where in cited), title
 
 
-def test_an_rfc_cites_its_sections_across_form_feeds_and_crlf(store) -> None:  # noqa: ANN001
+def test_an_rfc_cites_its_sections_across_form_feeds_and_crlf(store) -> None:
     raw, headings = rfc()
     assert raw.count("\f") >= 3
     hits = stored(store, "rfc-kb", raw.encode(), "rfc2616.txt")
@@ -157,14 +177,25 @@ def test_an_rfc_cites_its_sections_across_form_feeds_and_crlf(store) -> None:  #
     assert lines[-1] == raw.rstrip().count("\n") + 1
 
 
-def test_a_markdown_chunk_cites_its_heading_path(store) -> None:  # noqa: ANN001
-    raw = ("# Field Guide\n\nWelcome to the depot.\n\n## Receiving\n\n" + "Pallets are checked on arrival. " * 30
-           + "\n\n### Damaged goods\n\n" + "Photograph the damage before signing. " * 30 + "\n")
+def test_a_markdown_chunk_cites_its_heading_path(store) -> None:
+    raw = (
+        "# Field Guide\n\nWelcome to the depot.\n\n## Receiving\n\n"
+        + "Pallets are checked on arrival. " * 30
+        + "\n\n### Damaged goods\n\n"
+        + "Photograph the damage before signing. " * 30
+        + "\n"
+    )
     hits = stored(store, "md-kb", raw.encode(), "guide.md")
     text, lines = text_and_lines(raw)
-    headings = [(raw[:raw.index(h)].count("\n") + 1, path) for h, path in (
-        ("# Field", "Field Guide"), ("## Receiving", "Field Guide › Receiving"),
-        ("### Damaged", "Field Guide › Receiving › Damaged goods"))]
-    assert [h.location for h in hits] == [expected_location(text, lines, headings, h.metadata["start"],
-                                                            h.metadata["end"]) for h in hits]
+    headings = [
+        (raw[: raw.index(h)].count("\n") + 1, path)
+        for h, path in (
+            ("# Field", "Field Guide"),
+            ("## Receiving", "Field Guide › Receiving"),
+            ("### Damaged", "Field Guide › Receiving › Damaged goods"),
+        )
+    ]
+    assert [h.location for h in hits] == [
+        expected_location(text, lines, headings, h.metadata["start"], h.metadata["end"]) for h in hits
+    ]
     assert any(h.location.startswith("Field Guide › Receiving › Damaged goods · line") for h in hits)

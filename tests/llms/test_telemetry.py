@@ -1,6 +1,7 @@
 """rag/llms/telemetry.py: the phases of a generation from Ollama's durations, and the bounded
 timeline the chat and the GPU page mark them on.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,10 +31,17 @@ def test_thinking_before_the_answer_is_its_own_phase() -> None:
 
 
 def test_a_cold_load_takes_the_first_seconds() -> None:
-    stats = GenerationStats(done_reason="stop", total_duration=9.0, load_duration=6.0, prompt_eval_duration=1.0,
-                            eval_count=40, eval_duration=2.0)
+    stats = GenerationStats(
+        done_reason="stop",
+        total_duration=9.0,
+        load_duration=6.0,
+        prompt_eval_duration=1.0,
+        eval_count=40,
+        eval_duration=2.0,
+    )
     assert generation_phases(0.0, 9.2, stats) == [
-        ("load", pytest.approx(0.2), pytest.approx(6.2)), ("prompt", pytest.approx(6.2), pytest.approx(7.2)),
+        ("load", pytest.approx(0.2), pytest.approx(6.2)),
+        ("prompt", pytest.approx(6.2), pytest.approx(7.2)),
         ("output", pytest.approx(7.2), 9.2),
     ]
 
@@ -41,7 +49,9 @@ def test_a_cold_load_takes_the_first_seconds() -> None:
 def test_a_stopped_generation_is_split_at_the_first_token() -> None:
     stopped = GenerationStats(done_reason="stopped", total_duration=3.0, eval_count=12, eval_duration=1.5)
     assert generation_phases(10.0, 13.0, stopped, first_token_at=11.0, first_content_at=11.0) == [
-        ("prompt", 10.0, 11.0), ("output", 11.0, 13.0)]
+        ("prompt", 10.0, 11.0),
+        ("output", 11.0, 13.0),
+    ]
     assert generation_phases(10.0, 13.0, None) == [("prompt", 10.0, 13.0)]
     with pytest.raises(ValueError, match=r"cannot finish \(9.0\) before it started \(10.0\)"):
         generation_phases(10.0, 9.0, None)

@@ -1,6 +1,7 @@
 """rag/mcp/server.py (and rag/generate/kb_tools.py, the tools it serves) driven by the SDK's own client: over
 stdio and streamable HTTP (real child processes, the real test database, the local embedder), plus the path
 confinement of ingest_file."""
+
 from __future__ import annotations
 
 import os
@@ -16,10 +17,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from rag import ingest
-from rag.generate import kb_tools
-from rag.mcp import server as mcp_server
 from rag.chunking import ChunkSettings
 from rag.errors import RagError
+from rag.generate import kb_tools
+from rag.mcp import server as mcp_server
 from rag.settings import Settings
 from rag.store import Store
 from tests.conftest import PYTHON, ROOT
@@ -50,8 +51,7 @@ def folders(tmp_path: Path) -> dict[str, Path]:
 def handbook(store: Store, settings: Settings, folders: dict[str, Path]) -> Store:
     """The test database holding one knowledge base: report.pdf (two pages)."""
     embedder = ingest.embedder_for_kb(store, settings, KB)
-    result = ingest.ingest_path(store, embedder, folders["docs"] / "report.pdf", KB,
-                                ONE_CHUNK_PER_PAGE)
+    result = ingest.ingest_path(store, embedder, folders["docs"] / "report.pdf", KB, ONE_CHUNK_PER_PAGE)
     assert result.status == "stored", result
     return store
 
@@ -67,30 +67,36 @@ def texts(result) -> str:
 def test_stdio_lists_searches_reads_and_confines_ingest(http_server, handbook, cli_env, folders):
     # (http_server: started now, so that it boots while this test runs)
     docs, secret = folders["docs"], folders["secret"]
-    params = StdioServerParameters(command=PYTHON, args=["-m", "rag.mcp.server", "--allow-ingest", str(docs)],
-                                   env=cli_env, cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "rag.mcp.server", "--allow-ingest", str(docs)], env=cli_env, cwd=str(ROOT)
+    )
 
     async def session():
         async with Client(params) as client:
             out = {"tools": (await client.list_tools()).tools}
             out["kbs"] = await client.call_tool("list_knowledge_bases", {})
             out["search"] = await client.call_tool(
-                "search_knowledge_base", {"query": "when does the library close", "knowledge_base": KB, "top_k": 2})
+                "search_knowledge_base", {"query": "when does the library close", "knowledge_base": KB, "top_k": 2}
+            )
             hit_id = out["search"].structured_content["hits"][0]["id"]
             out["chunk"] = await client.call_tool("get_chunk", {"id": hit_id})
             out["no_chunk"] = await client.call_tool("get_chunk", {"id": "not-an-id"})
             out["no_kb"] = await client.call_tool("search_knowledge_base", {"query": "x", "knowledge_base": "nope"})
-            out["bad_args"] = await client.call_tool("search_knowledge_base", {"query": "x", "knowledge_base": KB,
-                                                                                "top_k": 0})
+            out["bad_args"] = await client.call_tool(
+                "search_knowledge_base", {"query": "x", "knowledge_base": KB, "top_k": 0}
+            )
             out["ingest"] = await client.call_tool("ingest_file", {"path": "notes.txt", "knowledge_base": KB})
             out["dotdot"] = await client.call_tool("ingest_file", {"path": "../secret.txt", "knowledge_base": KB})
-            out["sub_dotdot"] = await client.call_tool("ingest_file", {"path": "sub/../../secret.txt",
-                                                                        "knowledge_base": KB})
-            out["symlink"] = await client.call_tool("ingest_file", {"path": str(docs / "link.txt"),
-                                                                     "knowledge_base": KB})
+            out["sub_dotdot"] = await client.call_tool(
+                "ingest_file", {"path": "sub/../../secret.txt", "knowledge_base": KB}
+            )
+            out["symlink"] = await client.call_tool(
+                "ingest_file", {"path": str(docs / "link.txt"), "knowledge_base": KB}
+            )
             out["absolute"] = await client.call_tool("ingest_file", {"path": str(secret), "knowledge_base": KB})
             out["after"] = await client.call_tool(
-                "search_knowledge_base", {"query": "parking permits renewed", "knowledge_base": KB, "top_k": 1})
+                "search_knowledge_base", {"query": "parking permits renewed", "knowledge_base": KB, "top_k": 1}
+            )
             return out
 
     out = anyio.run(session)
@@ -103,8 +109,13 @@ def test_stdio_lists_searches_reads_and_confines_ingest(http_server, handbook, c
     for name, prop in search.input_schema["properties"].items():
         assert prop["description"], name
     assert search.input_schema["properties"]["top_k"] == {
-        "default": 5, "description": "How many passages to return", "maximum": 50, "minimum": 1,
-        "title": "Top K", "type": "integer"}
+        "default": 5,
+        "description": "How many passages to return",
+        "maximum": 50,
+        "minimum": 1,
+        "title": "Top K",
+        "type": "integer",
+    }
     hit_schema = search.output_schema["$defs"]["SearchHit"]
     assert set(hit_schema["required"]) == {"id", "original_filename", "pages", "score", "text"}
     assert tools["get_chunk"].annotations.read_only_hint is True
@@ -125,15 +136,22 @@ def test_stdio_lists_searches_reads_and_confines_ingest(http_server, handbook, c
     assert chunk["id"] == hits[0]["id"] and chunk["text"] == hits[0]["text"] and chunk["pages"] == [2]
 
     assert out["no_chunk"].is_error
-    assert texts(out["no_chunk"]) == ("Error executing tool get_chunk: no chunk with id 'not-an-id': "
-                                      "use an id from search_knowledge_base")
-    assert texts(out["no_kb"]) == ("Error executing tool search_knowledge_base: no knowledge base named "
-                                   "'nope' (existing: handbook)")
+    assert texts(out["no_chunk"]) == (
+        "Error executing tool get_chunk: no chunk with id 'not-an-id': use an id from search_knowledge_base"
+    )
+    assert texts(out["no_kb"]) == (
+        "Error executing tool search_knowledge_base: no knowledge base named 'nope' (existing: handbook)"
+    )
     assert out["bad_args"].is_error and "greater than or equal to 1" in texts(out["bad_args"])
 
     assert not out["ingest"].is_error, texts(out["ingest"])
-    assert out["ingest"].structured_content == {"path": str((docs / "notes.txt").resolve()), "knowledge_base": KB,
-                                                "status": "stored", "pages": 1, "chunks": 1}
+    assert out["ingest"].structured_content == {
+        "path": str((docs / "notes.txt").resolve()),
+        "knowledge_base": KB,
+        "status": "stored",
+        "pages": 1,
+        "chunks": 1,
+    }
     assert out["after"].structured_content["hits"][0]["original_filename"] == "notes.txt"
 
     real_docs = docs.resolve()
@@ -141,11 +159,13 @@ def test_stdio_lists_searches_reads_and_confines_ingest(http_server, handbook, c
     assert out["dotdot"].is_error
     assert texts(out["dotdot"]) == (
         f"Error executing tool ingest_file: refused '../secret.txt': it resolves through '..' to {real_secret}, "
-        f"outside the folders this server may ingest from ({real_docs})")
+        f"outside the folders this server may ingest from ({real_docs})"
+    )
     assert f"refused 'sub/../../secret.txt': it resolves through '..' to {real_secret}" in texts(out["sub_dotdot"])
     assert texts(out["symlink"]) == (
         f"Error executing tool ingest_file: refused '{docs / 'link.txt'}': it resolves through a symbolic link "
-        f"to {real_secret}, outside the folders this server may ingest from ({real_docs})")
+        f"to {real_secret}, outside the folders this server may ingest from ({real_docs})"
+    )
     assert f"refused '{secret}': it resolves to {real_secret}, outside" in texts(out["absolute"])
     assert [d.original_filename for d in handbook.list_documents(KB)] == ["notes.txt", "report.pdf"]
 
@@ -179,8 +199,14 @@ def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
     boots while the stdio test runs); it opens the database only when a tool needs it."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([PYTHON, "-m", "rag.mcp.server", "--http", "--port", str(port)], env=env,
-                            cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "rag.mcp.server", "--http", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         yield port, proc
     finally:
@@ -197,8 +223,12 @@ def test_http_accepts_browser_requests_only_from_its_own_origin(http_server):
 
     port, proc = http_server
     wait_for_port(port, proc)
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     url = f"http://127.0.0.1:{port}/mcp"
     other = httpx.post(url, json=hello, headers={**headers, "Origin": "http://localhost:5173"}, timeout=30)
@@ -218,8 +248,9 @@ def test_http_serves_read_only_tools(handbook, http_server):
     async def session():
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             tools = (await client.list_tools()).tools
-            found = await client.call_tool("search_knowledge_base",
-                                           {"query": "noodles and dumplings", "knowledge_base": KB, "top_k": 1})
+            found = await client.call_tool(
+                "search_knowledge_base", {"query": "noodles and dumplings", "knowledge_base": KB, "top_k": 1}
+            )
             ingest_call = await client.call_tool("ingest_file", {"path": "x.txt", "knowledge_base": KB})
             return tools, found, ingest_call
 
@@ -257,11 +288,14 @@ def test_confine_allows_paths_that_stay_inside(folders):
     assert kb_tools.confine(str(docs / "inner.md"), roots) == (docs / "notes.txt").resolve()
 
 
-@pytest.mark.parametrize("path, message", [
-    ("missing.txt", "'missing.txt': no such file (looked at {docs}/missing.txt)"),
-    ("sub", "'sub' is not a file"),
-    ("", "the path is empty: give a file inside {docs}"),
-])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("missing.txt", "'missing.txt': no such file (looked at {docs}/missing.txt)"),
+        ("sub", "'sub' is not a file"),
+        ("", "the path is empty: give a file inside {docs}"),
+    ],
+)
 def test_confine_errors(folders, path, message):
     docs = folders["docs"].resolve()
     (folders["docs"] / "image.png").write_bytes(b"\x89PNG")
@@ -354,26 +388,38 @@ def test_ask_tool_answers_a_follow_up_with_the_chat_engine(handbook, settings, h
 
     from werkzeug import Response
 
-    def chat(request):  # noqa: ANN001, ANN202 - werkzeug's request
+    def chat(request):
         messages = request.get_json()["messages"]
-        text = ("Where do I get lunch in the library?" if "Standalone query:" in messages[-1]["content"]
-                else "It closes at nine in the evening [1]. See also [5].")
-        lines = [{"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": text}, "done": False},
-                 {"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": ""}, "done": True,
-                  "done_reason": "stop"}]
+        text = (
+            "Where do I get lunch in the library?"
+            if "Standalone query:" in messages[-1]["content"]
+            else "It closes at nine in the evening [1]. See also [5]."
+        )
+        lines = [
+            {"model": "qwen2.5:7b-instruct", "message": {"role": "assistant", "content": text}, "done": False},
+            {
+                "model": "qwen2.5:7b-instruct",
+                "message": {"role": "assistant", "content": ""},
+                "done": True,
+                "done_reason": "stop",
+            },
+        ]
         return Response("".join(json.dumps(line) + "\n" for line in lines), content_type="application/x-ndjson")
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat)
     near = dataclasses.replace(settings, ollama_host=httpserver.url_for("/").rstrip("/"))
     server, tools = mcp_server.build_server(near, store=handbook, answer_model="qwen2.5:7b-instruct")
-    history = [{"role": "user", "content": "Where do I get lunch?"},
-               {"role": "assistant", "content": "The cafeteria serves noodles [1]."}]
+    history = [
+        {"role": "user", "content": "Where do I get lunch?"},
+        {"role": "assistant", "content": "The cafeteria serves noodles [1]."},
+    ]
 
     async def session():
         async with Client(server) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
-            answer = await client.call_tool("ask_knowledge_base", {"question": "And the library?",
-                                                                   "knowledge_base": KB, "history": history})
+            answer = await client.call_tool(
+                "ask_knowledge_base", {"question": "And the library?", "knowledge_base": KB, "history": history}
+            )
             missing = await client.call_tool("ask_knowledge_base", {"question": "x", "knowledge_base": "nope"})
             return listed, answer, missing
 
@@ -392,4 +438,5 @@ def test_ask_tool_answers_a_follow_up_with_the_chat_engine(handbook, settings, h
     assert "User: Where do I get lunch?" in rewrite["messages"][0]["content"]
     assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "user"]
     assert missing.is_error and texts(missing).startswith(
-        "Error executing tool ask_knowledge_base: Search failed: no knowledge base named 'nope'")
+        "Error executing tool ask_knowledge_base: Search failed: no knowledge base named 'nope'"
+    )

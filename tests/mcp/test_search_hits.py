@@ -1,4 +1,5 @@
 """The MCP search tool's hits say where each search ranked them (not only the bare fused score)."""
+
 from __future__ import annotations
 
 import uuid
@@ -8,9 +9,17 @@ from rag.store import Hit
 
 
 def test_a_hybrid_hit_carries_its_ranks_and_scores() -> None:
-    hit = Hit(id=uuid.uuid4(), content="text", metadata={"original_filename": "a.pdf", "pages": [3]},
-              score=0.5123456789, vector_score=0.8213, keyword_score=7.4, fused_rank=2, vector_rank=3,
-              keyword_rank=1)
+    hit = Hit(
+        id=uuid.uuid4(),
+        content="text",
+        metadata={"original_filename": "a.pdf", "pages": [3]},
+        score=0.5123456789,
+        vector_score=0.8213,
+        keyword_score=7.4,
+        fused_rank=2,
+        vector_rank=3,
+        keyword_rank=1,
+    )
     out = hit_out(hit)
     assert (out.fused_rank, out.vector_rank, out.keyword_rank) == (2, 3, 1)
     assert (out.vector_score, out.keyword_score, out.score) == (0.8213, 7.4, 0.512346)

@@ -1,5 +1,6 @@
 """Issue 18 (6, 9): a malformed DATABASE_URL shows no password and no traceback; RAG_APP_PASSWORD
 guards every page."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,7 +21,7 @@ def shown(at: AppTest) -> list[str]:
 
 
 @pytest.fixture
-def fresh_resources():  # noqa: ANN201 - settings and the app's store are made again from the test's environment
+def fresh_resources():
     from rag.settings import get_settings
 
     def clear() -> None:
@@ -33,7 +34,7 @@ def fresh_resources():  # noqa: ANN201 - settings and the app's store are made a
     clear()  # nothing cached from this test's environment (monkeypatch restores it right after)
 
 
-def test_a_malformed_database_url_is_named_without_its_password(monkeypatch, fresh_resources) -> None:  # noqa: ANN001
+def test_a_malformed_database_url_is_named_without_its_password(monkeypatch, fresh_resources) -> None:
     # psycopg quotes the whole string in its ProgrammingError, which used to end on every page with a
     # traceback, password included.
     monkeypatch.setenv("DATABASE_URL", "postgres//rag:S3cretPW@db.example/rag")
@@ -42,10 +43,12 @@ def test_a_malformed_database_url_is_named_without_its_password(monkeypatch, fre
     texts = shown(at)
     assert not at.exception, [e.value for e in at.exception]
     assert not any("S3cretPW" in t for t in texts), texts
-    assert any("DATABASE_URL is not a valid PostgreSQL connection string" in t and "rag:***@" in t for t in texts), texts
+    assert any("DATABASE_URL is not a valid PostgreSQL connection string" in t and "rag:***@" in t for t in texts), (
+        texts
+    )
 
 
-def test_a_password_guards_every_page(monkeypatch, fresh_resources) -> None:  # noqa: ANN001
+def test_a_password_guards_every_page(monkeypatch, fresh_resources) -> None:
     monkeypatch.setenv("RAG_APP_PASSWORD", "open sesame")
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()

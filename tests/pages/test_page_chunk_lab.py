@@ -4,6 +4,7 @@ The chunk counts are checked against `split` of the document's plain text (the p
 once, through its caches); the retrieval check's figures are worked out here from the ranks it shows and
 the settings in its columns, not by running the page's evaluate() and best_label() again.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -20,14 +21,20 @@ from tests.docgen import make_pdf
 
 # The built-in sample, three sections to a page, as a real PDF.
 _SECTIONS = evaluation.sample().text.split("\n## ")
-PAGES = ["\n## ".join(_SECTIONS[i:i + 3]) for i in range(0, len(_SECTIONS), 3)]
+PAGES = ["\n## ".join(_SECTIONS[i : i + 3]) for i in range(0, len(_SECTIONS), 3)]
 PDF = make_pdf(PAGES, fontsize=9)
 FILENAME = "field-guide.pdf"
 DOC = load_bytes(PDF, FILENAME)
 QUESTIONS = [evaluation.sample().questions[2], evaluation.sample().questions[6]]
-_FIELDS = {"strategy": "strategy", "chunk_size": "chunk_size", "chunk_overlap": "chunk_overlap",
-           "min_chars": "min_chunk_size_chars", "min_embed": "min_chunk_length_to_embed",
-           "max_chunks": "max_num_chunks", "keep_sep": "keep_separator"}
+_FIELDS = {
+    "strategy": "strategy",
+    "chunk_size": "chunk_size",
+    "chunk_overlap": "chunk_overlap",
+    "min_chars": "min_chunk_size_chars",
+    "min_embed": "min_chunk_length_to_embed",
+    "max_chunks": "max_num_chunks",
+    "keep_sep": "keep_separator",
+}
 
 
 def open_lab(uploads: dict[str, bytes] | None = None) -> AppTest:
@@ -139,11 +146,18 @@ def test_retrieval_check_figures_follow_its_ranks_and_the_best_is_applied() -> N
             assert shown[f"hit@{k}"] == pytest.approx(sum(r is not None and r <= k for r in ranks) / len(ranks))
         assert shown["MRR"] == pytest.approx(sum(1 / r for r in ranks if r is not None) / len(ranks))
     # The built-in sample's questions are answered in its text: some setting finds each one's passage.
-    assert all(any(not pd.isna(per_question.iloc[i][f"{label[0]} rank"]) for label in chosen)
-               for i in range(len(QUESTIONS)))
+    assert all(
+        any(not pd.isna(per_question.iloc[i][f"{label[0]} rank"]) for label in chosen) for i in range(len(QUESTIONS))
+    )
     # Best: the highest MRR, then the higher hit@1, then fewer chunks.
-    best = max(chosen, key=lambda label: (round(summary.loc[label, "MRR"], 9), round(summary.loc[label, "hit@1"], 9),
-                                          -summary.loc[label, "Chunks"]))
+    best = max(
+        chosen,
+        key=lambda label: (
+            round(summary.loc[label, "MRR"], 9),
+            round(summary.loc[label, "hit@1"], 9),
+            -summary.loc[label, "Chunks"],
+        ),
+    )
     assert any(f"Best: **{best}**" in s.value for s in at.success)
 
     at.button(key="lab_apply_best").click().run()
@@ -164,17 +178,25 @@ def test_typed_questions_and_the_sample_when_nothing_is_uploaded(store) -> None:
     editor = at.data_editor(key="lab_questions")
     assert len(editor.value) == len(evaluation.sample().questions)
     at.session_state["lab_questions"] = {
-        "edited_rows": {}, "deleted_rows": list(range(1, len(evaluation.sample().questions))),
-        "added_rows": [{"question": "Who guides reversing trucks?", "expected": "Reversing on the yard is "
-                                                                                "done only with a banksman"}],
+        "edited_rows": {},
+        "deleted_rows": list(range(1, len(evaluation.sample().questions))),
+        "added_rows": [
+            {
+                "question": "Who guides reversing trucks?",
+                "expected": "Reversing on the yard is done only with a banksman",
+            }
+        ],
     }
     at.run()
     at.button(key="lab_run_check").click().run()
     assert not at.exception
     assert len(table(at, "Question")) == 2
     # A half-filled row is named, not a traceback.
-    at.session_state["lab_questions"] = {"edited_rows": {}, "deleted_rows": [],
-                                         "added_rows": [{"question": "Half a row", "expected": None}]}
+    at.session_state["lab_questions"] = {
+        "edited_rows": {},
+        "deleted_rows": [],
+        "added_rows": [{"question": "Half a row", "expected": None}],
+    }
     at.run()
     assert not at.exception
     assert any("no expected passage" in e.value for e in at.error)

@@ -5,6 +5,7 @@ and /api/generate (unload).
 The page is run on its own (`AppTest.from_file("pages/gpu.py")`), and once through the router in app.py
 (test_the_router_opens_the_gpu_page, which fails when the page is no longer routed).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from streamlit.testing.v1 import AppTest
 
-from rag.llms.telemetry import TIMELINE
 from rag.gpu.nvml import register_nvml, select_nvml, selected_nvml
+from rag.llms.telemetry import TIMELINE
 from rag.settings import get_settings
 from rag.status import gpu_presence
 from tests.conftest import ROOT
@@ -76,18 +77,41 @@ def ollama_process(tmp_path: Path) -> Iterator[int]:
 
 
 def serve_ps(server: HTTPServer, *models: tuple[str, int, int]) -> None:
-    server.expect_request("/api/ps", method="GET").respond_with_json({"models": [
-        {"name": name, "model": name, "size": size, "size_vram": vram, "digest": "d" * 12,
-         "details": {"format": "gguf", "family": "qwen2"}, "expires_at": EXPIRES, "context_length": 4096}
-        for name, size, vram in models
-    ]})
+    server.expect_request("/api/ps", method="GET").respond_with_json(
+        {
+            "models": [
+                {
+                    "name": name,
+                    "model": name,
+                    "size": size,
+                    "size_vram": vram,
+                    "digest": "d" * 12,
+                    "details": {"format": "gguf", "family": "qwen2"},
+                    "expires_at": EXPIRES,
+                    "context_length": 4096,
+                }
+                for name, size, vram in models
+            ]
+        }
+    )
 
 
 def serve_tags(server: HTTPServer, *names: str) -> None:
-    server.expect_request("/api/tags", method="GET").respond_with_json({"models": [
-        {"name": n, "model": n, "modified_at": "2025-01-14T10:00:00Z", "size": 4_683_087_332, "digest": "d" * 12,
-         "details": {"format": "gguf", "family": "qwen2", "parameter_size": "7.6B"}} for n in names
-    ]})
+    server.expect_request("/api/tags", method="GET").respond_with_json(
+        {
+            "models": [
+                {
+                    "name": n,
+                    "model": n,
+                    "modified_at": "2025-01-14T10:00:00Z",
+                    "size": 4_683_087_332,
+                    "digest": "d" * 12,
+                    "details": {"format": "gguf", "family": "qwen2", "parameter_size": "7.6B"},
+                }
+                for n in names
+            ]
+        }
+    )
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> None:
@@ -150,12 +174,15 @@ def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable
     at = open_page(nvml)
     assert not at.error and not at.warning
     info = texts(at.info)
-    assert info[0].startswith("No NVIDIA GPU is visible to this app. NVML says: “Driver Not Loaded” "
-                              "(the NVIDIA driver is installed but not loaded: run 'nvidia-smi'")
+    assert info[0].startswith(
+        "No NVIDIA GPU is visible to this app. NVML says: “Driver Not Loaded” "
+        "(the NVIDIA driver is installed but not loaded: run 'nvidia-smi'"
+    )
     host = get_settings().ollama_host
     assert f"Ollama is not reachable at {host}: start it ('ollama serve') or set OLLAMA_HOST." in info
-    assert (f"Ollama is not reachable at {host}. The embedded model generates on the CPU instead: "
-            "watch the CPU chart.") in texts(at.caption)
+    assert (
+        f"Ollama is not reachable at {host}. The embedded model generates on the CPU instead: watch the CPU chart."
+    ) in texts(at.caption)
     assert at.selectbox(key="gpu_model").options == ["qwen2.5-coder-1.5b · embedded, on the CPU"]
     assert set(metrics(at)) == {"CPU", "RAM (GiB)"}
     assert traces(at) == ["CPU", "RAM used", "RAM total"]
@@ -163,8 +190,7 @@ def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable
     assert at.get("download_button")
 
 
-def test_without_ollama_the_embedded_model_generates_on_the_cpu_chart(
-        use_nvml: Callable[[ScriptedNvml], None]) -> None:
+def test_without_ollama_the_embedded_model_generates_on_the_cpu_chart(use_nvml: Callable[[ScriptedNvml], None]) -> None:
     """The real embedded model (llama.cpp): started, stopped after a few words, its phases drawn
     on the CPU and RAM charts."""
     nvml = ScriptedNvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
@@ -193,14 +219,17 @@ def test_without_ollama_the_embedded_model_generates_on_the_cpu_chart(
 
 
 def test_without_a_gpu_a_model_on_the_cpu_is_information_not_alarm(
-        use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
+    use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer
+) -> None:
     use_nvml(ScriptedNvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
     serve_ps(ollama, (MODEL, 5_000_000_000, 0))
     serve_tags(ollama, MODEL)
     at = open_page()
     assert not at.error
-    assert any("on the CPU, as expected, since this app sees no NVIDIA GPU (NVML Shared Library Not Found)" in t
-               for t in texts(at.info))
+    assert any(
+        "on the CPU, as expected, since this app sees no NVIDIA GPU (NVML Shared Library Not Found)" in t
+        for t in texts(at.info)
+    )
     assert list(table(at, "Placement")["Placement"]) == ["100% CPU"]
 
 
@@ -221,7 +250,8 @@ def test_this_machine_with_the_real_nvml() -> None:
 
 
 def test_with_a_gpu_devices_processes_and_100_percent_gpu(
-        use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer, ollama_process: int) -> None:
+    use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer, ollama_process: int
+) -> None:
     nvml = ScriptedNvml([FakeGpu(compute=[(ollama_process, 4_700 * MIB), (os.getpid(), 200 * MIB)])])
     use_nvml(nvml)
     serve_ps(ollama, (MODEL, 4_928_307_200, 4_928_307_200))
@@ -243,15 +273,24 @@ def test_with_a_gpu_devices_processes_and_100_percent_gpu(
     assert list(procs["VRAM (MiB)"]) == [4700, 200]
     names = traces(at)
     assert not phase_legend(chart(at))  # nothing generated yet
-    for name in ("VRAM used", "VRAM total", "VRAM held by Ollama", "GPU util", "memory util", "power draw",
-                 "power limit", "CPU"):
+    for name in (
+        "VRAM used",
+        "VRAM total",
+        "VRAM held by Ollama",
+        "GPU util",
+        "memory util",
+        "power draw",
+        "power limit",
+        "CPU",
+    ):
         assert name in names
     assert [b.key for b in at.button] == [f"gpu_unload_{MODEL}", "gpu_generate", "gpu_stop"]
     assert at.button(key="gpu_stop").disabled
 
 
 def test_a_model_on_the_cpu_while_a_gpu_exists_raises_the_red_banner(
-        use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
+    use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer
+) -> None:
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     serve_ps(ollama, (MODEL, 4_928_307_200, 0))
@@ -285,13 +324,15 @@ def test_a_lost_gpu_is_an_error_on_the_page(use_nvml: Callable[[ScriptedNvml], N
 
 
 def test_generate_while_watching_draws_the_phases_and_the_speed(
-        use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
+    use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer
+) -> None:
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     serve_ps(ollama, (MODEL, 4_928_307_200, 4_928_307_200))
     serve_tags(ollama, MODEL)
     ollama.expect_request("/api/chat", method="POST").respond_with_data(
-        chat_stream("The capital", " is Zubrowka."), content_type="application/x-ndjson")
+        chat_stream("The capital", " is Zubrowka."), content_type="application/x-ndjson"
+    )
     at = open_page(nvml)
     at.text_area(key="gpu_prompt").set_value("What is the capital of Freedonia?")
     at.button(key="gpu_generate").click().run()
@@ -314,15 +355,17 @@ def test_generate_while_watching_draws_the_phases_and_the_speed(
     assert len(rects) == 3 * 4  # three phases, on each of the four charts
     chats = [json.loads(r.get_data()) for r, _ in ollama.log if r.path == "/api/chat"]
     assert [(c["model"], c["messages"]) for c in chats] == [
-        (MODEL, [{"role": "user", "content": "What is the capital of Freedonia?"}])]
+        (MODEL, [{"role": "user", "content": "What is the capital of Freedonia?"}])
+    ]
 
 
 def test_generations_marked_elsewhere_appear_on_the_timeline(use_nvml: Callable[[ScriptedNvml], None]) -> None:
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     now = time.time()
-    TIMELINE.mark_generation("chat: deepseek-r1:1.5b", now - 20, now - 10, None,
-                                 first_token_at=now - 18, first_content_at=now - 14)
+    TIMELINE.mark_generation(
+        "chat: deepseek-r1:1.5b", now - 20, now - 10, None, first_token_at=now - 18, first_content_at=now - 14
+    )
     at = open_page(nvml)
     spec = chart(at)
     assert phase_legend(spec) == ["prompt evaluation", "thinking", "output"]
@@ -343,15 +386,14 @@ def test_generations_that_start_close_together_share_one_label(use_nvml: Callabl
     assert anchors == ["left", "right"]  # the late one is written leftwards, inside the chart
 
 
-def test_unload_asks_ollama_with_keep_alive_zero(
-        use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
+def test_unload_asks_ollama_with_keep_alive_zero(use_nvml: Callable[[ScriptedNvml], None], ollama: HTTPServer) -> None:
     nvml = ScriptedNvml([FakeGpu()])
     use_nvml(nvml)
     serve_ps(ollama, (MODEL, 4_928_307_200, 4_928_307_200))
     serve_tags(ollama, MODEL)
     ollama.expect_request("/api/generate", method="POST").respond_with_json(
-        {"model": MODEL, "created_at": "2025-01-14T10:00:00Z", "response": "", "done": True,
-         "done_reason": "unload"})
+        {"model": MODEL, "created_at": "2025-01-14T10:00:00Z", "response": "", "done": True, "done_reason": "unload"}
+    )
     at = open_page(nvml)
     at.button(key=f"gpu_unload_{MODEL}").click().run()
     assert not at.exception
@@ -376,15 +418,26 @@ def slow_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[HTTPServer]:
 
 
 def test_stop_ends_the_generation_with_what_it_has(
-        use_nvml: Callable[[ScriptedNvml], None], slow_ollama: HTTPServer) -> None:
+    use_nvml: Callable[[ScriptedNvml], None], slow_ollama: HTTPServer
+) -> None:
     from werkzeug import Request, Response
 
     def slow_chat(request: Request) -> Response:
         def words() -> Iterator[str]:
             for i in range(100):
-                yield json.dumps({"model": MODEL, "created_at": "2025-01-14T10:00:00Z",
-                                  "message": {"role": "assistant", "content": f"word{i} "}, "done": False}) + "\n"
+                yield (
+                    json.dumps(
+                        {
+                            "model": MODEL,
+                            "created_at": "2025-01-14T10:00:00Z",
+                            "message": {"role": "assistant", "content": f"word{i} "},
+                            "done": False,
+                        }
+                    )
+                    + "\n"
+                )
                 time.sleep(0.1)
+
         return Response(words(), content_type="application/x-ndjson")
 
     nvml = ScriptedNvml([FakeGpu()])
@@ -442,4 +495,8 @@ def test_the_window_buttons_sit_in_a_row_sized_by_their_content() -> None:
     assert kinds == ["button_group", "toggle", "download_button"]
     (window,) = [child for child in row.children.values() if child.type == "button_group"]
     assert list(window.proto.options[i].content for i in range(len(window.proto.options))) == [
-        "1 min", "2 min", "5 min", "10 min"]
+        "1 min",
+        "2 min",
+        "5 min",
+        "10 min",
+    ]

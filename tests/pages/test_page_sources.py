@@ -1,6 +1,7 @@
 """What Streamlit does with a page's source that plain Python would not: a bare string or value at
 a statement level is written onto the page ("magic"), so a docstring meant for a constant shows up
 as a paragraph above the title."""
+
 from __future__ import annotations
 
 import ast
@@ -24,8 +25,12 @@ def _bare_values(tree: ast.Module) -> list[int]:
         for index, statement in enumerate(body):
             if not isinstance(statement, ast.Expr) or isinstance(statement.value, (ast.Call, ast.Await, ast.Yield)):
                 continue
-            is_docstring = index == 0 and isinstance(statement.value, ast.Constant) and isinstance(
-                statement.value.value, str) and isinstance(node, (ast.Module, ast.FunctionDef))
+            is_docstring = (
+                index == 0
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+                and isinstance(node, (ast.Module, ast.FunctionDef))
+            )
             if not is_docstring and not (isinstance(statement.value, ast.Constant) and statement.value.value is ...):
                 lines.append(statement.lineno)
     return lines

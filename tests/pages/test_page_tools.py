@@ -1,5 +1,6 @@
 """The Tools page through Streamlit's AppTest, with a temporary mcp-servers.json naming our own MCP
 server (a real child process over stdio) and a server that cannot start."""
+
 from __future__ import annotations
 
 import json
@@ -39,16 +40,20 @@ def write_config(path: Path, servers: dict) -> Path:
     return path
 
 
-def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch):
+def test_servers_tools_and_a_call_by_hand(
+    store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     embedder = ingest.embedder_for_kb(store, settings, KB)
     assert ingest.ingest_bytes(store, embedder, NOTES.encode(), "notes.txt", KB, SPRING_DEFAULT).ok
-    config = write_config(tmp_path / "mcp.json", {
-        "kb": {"command": PYTHON, "args": ["-m", "rag.mcp.server"], "cwd": str(ROOT)},
-        "ghost": {"command": str(tmp_path / "no-such-program"), "args": ["--stdio"]},
-        "crash": {"command": PYTHON, "args": ["-c", "import sys; sys.exit('boom: FILES_TOKEN is not set')"]},
-        "later": {"command": "npx", "args": ["-y", "some-server"], "disabled": True},
-    })
+    config = write_config(
+        tmp_path / "mcp.json",
+        {
+            "kb": {"command": PYTHON, "args": ["-m", "rag.mcp.server"], "cwd": str(ROOT)},
+            "ghost": {"command": str(tmp_path / "no-such-program"), "args": ["--stdio"]},
+            "crash": {"command": PYTHON, "args": ["-c", "import sys; sys.exit('boom: FILES_TOKEN is not set')"]},
+            "later": {"command": "npx", "args": ["-y", "some-server"], "disabled": True},
+        },
+    )
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(config))
 
     at = run(AppTest.from_file(PAGE, default_timeout=90))
@@ -59,20 +64,25 @@ def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_
     assert kb.markdown[0].value.startswith("🟢 **kb** · running · rag-knowledge-lab")
     assert kb.markdown[0].value.endswith("· 3 tools")
     labels = [e.label for e in kb.expander]
-    assert labels == ["`list_knowledge_bases` — List the knowledge bases that can be searched, with their "
-                      "number of documents and chunks.",
-                      "`search_knowledge_base` — Search a knowledge base for the passages closest to a query "
-                      "(hybrid vector and keyword search).",
-                      "`get_chunk` — Read one stored passage in full, by the id a search returned."]
+    assert labels == [
+        "`list_knowledge_bases` — List the knowledge bases that can be searched, with their "
+        "number of documents and chunks.",
+        "`search_knowledge_base` — Search a knowledge base for the passages closest to a query "
+        "(hybrid vector and keyword search).",
+        "`get_chunk` — Read one stored passage in full, by the id a search returned.",
+    ]
     search_schema = kb.expander[1].json[0].value
     assert json.loads(search_schema)["required"] == ["query", "knowledge_base"]
     ghost = at.container(key="server_ghost")
     assert ghost.markdown[0].value.startswith("🔴 **ghost** · failed")
-    assert ghost.error[0].value == (f"cannot start '{tmp_path / 'no-such-program'}': no such program "
-                                    f"(check \"command\" and PATH)")
+    assert ghost.error[0].value == (
+        f"cannot start '{tmp_path / 'no-such-program'}': no such program (check \"command\" and PATH)"
+    )
     crash = at.container(key="server_crash")
-    assert crash.error[0].value == ("exited or broke the connection before the MCP handshake (MCPError: "
-                                    "Connection closed); its stderr ends with: boom: FILES_TOKEN is not set")
+    assert crash.error[0].value == (
+        "exited or broke the connection before the MCP handshake (MCPError: "
+        "Connection closed); its stderr ends with: boom: FILES_TOKEN is not set"
+    )
     assert crash.expander[0].code[0].value == "boom: FILES_TOKEN is not set"
     assert at.container(key="server_later").markdown[0].value.startswith("⚪ **later** · disabled")
     at.button(key="restart_ghost").click()
@@ -84,8 +94,12 @@ def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_
     assert at.selectbox(key="call_server").options == ["kb"]
     at.selectbox(key="call_tool").set_value("search_knowledge_base")
     run(at)
-    assert json.loads(at.text_area(key="call_args").value) == {"query": "", "knowledge_base": "", "top_k": 5,
-                                                               "filter": None}
+    assert json.loads(at.text_area(key="call_args").value) == {
+        "query": "",
+        "knowledge_base": "",
+        "top_k": 5,
+        "filter": None,
+    }
     at.text_area(key="call_args").set_value(json.dumps({"query": "library", "knowledge_base": KB, "top_k": 1}))
     at.button(key="call_submit").click()
     run(at)
@@ -100,7 +114,8 @@ def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_
     at.button(key="call_submit").click()
     run(at)
     assert at.container(key="call_result").error[0].value == (
-        "Not sent: 'knowledge_base' is a required property; top_k: 0 is less than the minimum of 1")
+        "Not sent: 'knowledge_base' is a required property; top_k: 0 is less than the minimum of 1"
+    )
 
     # a tool error comes back as the tool's result
     at.text_area(key="call_args").set_value(json.dumps({"query": "x", "knowledge_base": "nope"}))
@@ -108,12 +123,14 @@ def test_servers_tools_and_a_call_by_hand(store: Store, settings: Settings, tmp_
     run(at)
     shown = at.container(key="call_result")
     assert shown.error[0].value.startswith("The tool reported an error")
-    assert shown.code[0].value == ("Error executing tool search_knowledge_base: no knowledge base named 'nope' "
-                                   "(existing: handbook)")
+    assert shown.code[0].value == (
+        "Error executing tool search_knowledge_base: no knowledge base named 'nope' (existing: handbook)"
+    )
 
 
-def test_without_a_config_our_own_tools_can_be_tried(store: Store, settings: Settings, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch):
+def test_without_a_config_our_own_tools_can_be_tried(
+    store: Store, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     embedder = ingest.embedder_for_kb(store, settings, KB)
     assert ingest.ingest_bytes(store, embedder, NOTES.encode(), "notes.txt", KB, SPRING_DEFAULT).ok
     missing = tmp_path / "absent.json"
@@ -121,9 +138,11 @@ def test_without_a_config_our_own_tools_can_be_tried(store: Store, settings: Set
 
     at = run(AppTest.from_file(PAGE))
 
-    assert at.info[0].value == (f"No MCP servers configured: {mcp_client.CONFIG_ENV} points to {missing}, which "
-                                f"does not exist; copy mcp-servers.example.json to mcp-servers.json and edit it "
-                                f"(see docs/mcp.md)")
+    assert at.info[0].value == (
+        f"No MCP servers configured: {mcp_client.CONFIG_ENV} points to {missing}, which "
+        f"does not exist; copy mcp-servers.example.json to mcp-servers.json and edit it "
+        f"(see docs/mcp.md)"
+    )
     assert not at.error
     # This app's own tools are there to try, with no config at all.
     assert at.selectbox(key="own_tool").options == ["list_knowledge_bases", "search_knowledge_base", "get_chunk"]
@@ -173,26 +192,38 @@ def test_an_invalid_config_is_one_line(tmp_path: Path, monkeypatch: pytest.Monke
 
     at = run(AppTest.from_file(PAGE))
 
-    assert at.error[0].value == f"{broken}: invalid JSON at line 1 column 39 (Expecting property name enclosed in " \
-                                f"double quotes)"
+    assert (
+        at.error[0].value == f"{broken}: invalid JSON at line 1 column 39 (Expecting property name enclosed in "
+        f"double quotes)"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # The config file (rag/mcp_client), as the page reports it
 
 
-@pytest.mark.parametrize("servers, message", [
-    ([], 'expected an object with "mcpServers", like {"mcpServers": {"name": {"command": "...", '
-         '"args": [...], "env": {...}}}}'),
-    ({"mcpServers": {"a": "npx"}}, "server 'a' must be an object with \"command\", \"args\" and \"env\""),
-    ({"mcpServers": {"a": {"args": []}}}, "server 'a' needs a \"command\" (the program to start), e.g. \"npx\""),
-    ({"mcpServers": {"a": {"url": "http://x/mcp"}}},
-     "server 'a': only stdio servers (\"command\") are supported, not \"url\""),
-    ({"mcpServers": {"a": {"command": "x", "args": "--stdio"}}}, "server 'a': \"args\" must be a list of strings"),
-    ({"mcpServers": {"a": {"command": "x", "env": {"PORT": 80}}}},
-     "server 'a': \"env\" must map names to string values, e.g. {\"KEY\": \"1\"}"),
-    ({"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}, "server 'a': \"disabled\" must be true or false"),
-])
+@pytest.mark.parametrize(
+    "servers, message",
+    [
+        (
+            [],
+            'expected an object with "mcpServers", like {"mcpServers": {"name": {"command": "...", '
+            '"args": [...], "env": {...}}}}',
+        ),
+        ({"mcpServers": {"a": "npx"}}, 'server \'a\' must be an object with "command", "args" and "env"'),
+        ({"mcpServers": {"a": {"args": []}}}, 'server \'a\' needs a "command" (the program to start), e.g. "npx"'),
+        (
+            {"mcpServers": {"a": {"url": "http://x/mcp"}}},
+            'server \'a\': only stdio servers ("command") are supported, not "url"',
+        ),
+        ({"mcpServers": {"a": {"command": "x", "args": "--stdio"}}}, "server 'a': \"args\" must be a list of strings"),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"PORT": 80}}}},
+            'server \'a\': "env" must map names to string values, e.g. {"KEY": "1"}',
+        ),
+        ({"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}, "server 'a': \"disabled\" must be true or false"),
+    ],
+)
 def test_config_mistakes_are_one_line(tmp_path: Path, servers, message):
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps(servers), encoding="utf-8")
@@ -202,15 +233,17 @@ def test_config_mistakes_are_one_line(tmp_path: Path, servers, message):
 
 
 def test_config_paths_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = write_config(tmp_path / "mcp.json", {
-        "venv": {"command": ".venv/bin/python", "args": ["-m", "rag", "mcp"], "env": {"EXTRA": "1"}},
-        "elsewhere": {"command": "npx", "cwd": "sub"},
-    })
+    path = write_config(
+        tmp_path / "mcp.json",
+        {
+            "venv": {"command": ".venv/bin/python", "args": ["-m", "rag", "mcp"], "env": {"EXTRA": "1"}},
+            "elsewhere": {"command": "npx", "cwd": "sub"},
+        },
+    )
     config = mcp_client.load_config(path)
     venv, elsewhere = config.servers
     # made absolute from the config's folder, without following the venv's python link
-    assert (venv.command, venv.cwd, venv.args) == (str(tmp_path / ".venv/bin/python"), tmp_path,
-                                                   ("-m", "rag", "mcp"))
+    assert (venv.command, venv.cwd, venv.args) == (str(tmp_path / ".venv/bin/python"), tmp_path, ("-m", "rag", "mcp"))
     assert (elsewhere.command, elsewhere.cwd) == ("npx", tmp_path / "sub")
     assert venv.command_line == f"{tmp_path / '.venv/bin/python'} -m rag mcp"
     monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
@@ -236,16 +269,24 @@ def test_config_paths_and_environment(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_example_arguments_follow_the_schema():
-    schema = {"type": "object", "required": ["path", "mode", "depth", "tags"],
-              "properties": {"path": {"type": "string"}, "mode": {"enum": ["fast", "slow"]},
-                             "depth": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-                             "tags": {"type": ["array", "null"]}, "limit": {"type": "integer", "default": 10},
-                             "optional": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["path", "mode", "depth", "tags"],
+        "properties": {
+            "path": {"type": "string"},
+            "mode": {"enum": ["fast", "slow"]},
+            "depth": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "tags": {"type": ["array", "null"]},
+            "limit": {"type": "integer", "default": 10},
+            "optional": {"type": "string"},
+        },
+    }
     assert mcp_client.example_arguments(schema) == {"path": "", "mode": "fast", "depth": 0, "tags": [], "limit": 10}
 
 
 def test_web_search_is_explained_when_off_tried_when_on_and_the_routes_are_listed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, httpserver) -> None:  # noqa: ANN001
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, httpserver
+) -> None:
     from rag.settings import get_settings
 
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(tmp_path / "absent.json"))
@@ -259,12 +300,32 @@ def test_web_search_is_explained_when_off_tried_when_on_and_the_routes_are_liste
         assert routes["budget"].tolist() == [0, 6, 12]
 
         httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
-            {"choices": [{"message": {"role": "assistant", "content": json.dumps(
-                [{"summary": "Revised in 2024.", "site": "gov.cn", "url": "https://www.gov.cn/a.htm", "date": "2024-07-01"}])}}]})
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": json.dumps(
+                                [
+                                    {
+                                        "summary": "Revised in 2024.",
+                                        "site": "gov.cn",
+                                        "url": "https://www.gov.cn/a.htm",
+                                        "date": "2024-07-01",
+                                    }
+                                ]
+                            ),
+                        }
+                    }
+                ]
+            }
+        )
         monkeypatch.setenv("RAG_WEB_SEARCH_URL", httpserver.url_for("/v1"))
         monkeypatch.setenv("RAG_WEB_SEARCH_MODEL", "qwen-plus")
         monkeypatch.setenv("RAG_WEB_SEARCH_API_KEY", "sk-tools-secret")
-        (tmp_path / "routes.toml").write_text('[routes.default]\ntools = ["web_search"]\nbudget = 2\n', encoding="utf-8")
+        (tmp_path / "routes.toml").write_text(
+            '[routes.default]\ntools = ["web_search"]\nbudget = 2\n', encoding="utf-8"
+        )
         get_settings.cache_clear()
         at = run(AppTest.from_file(PAGE))
         shown = "\n".join(m.value for m in at.markdown)

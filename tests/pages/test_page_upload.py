@@ -3,6 +3,7 @@
 Real files (pymupdf), the real database (the `store` fixture wipes it) and the local embedder;
 widgets are found by key and every run must end without an exception.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,7 +28,9 @@ NEW_KB = "New knowledge base…"
 
 
 def _page_text(topic: str, sentences: int = 40) -> str:
-    return " ".join(f"Sentence {i} of the {topic} section explains revenue, costs and margins." for i in range(sentences))
+    return " ".join(
+        f"Sentence {i} of the {topic} section explains revenue, costs and margins." for i in range(sentences)
+    )
 
 
 REPORT = make_pdf([_page_text("first"), _page_text("second")])
@@ -125,7 +128,8 @@ def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTes
     assert (kb.name, kb.documents, kb.chunks) == ("finance", 1, chunks)
     library = table(app, "lib_overview")
     assert library[["knowledge base", "documents", "chunks", "dimension"]].values.tolist() == [
-        ["finance", 1, chunks, kb.dimension]]
+        ["finance", 1, chunks, kb.dimension]
+    ]
     docs = table(app, "lib_docs")
     assert docs[["filename", "pages", "chunks"]].values.tolist() == [["report.pdf", 2, chunks]]
     assert not app.download_button(key="lib_csv").disabled
@@ -186,9 +190,17 @@ def test_uploaded_files_survive_a_visit_to_the_chunk_lab(app: AppTest) -> None:
 
 def _empty_knowledge_base(store: Store, name: str, embedder: str, dimension: int, settings: ChunkSettings) -> None:
     store.write_document(
-        knowledge=name, embedder=embedder, dimension=dimension, chunk_settings=settings.as_dict(),
-        filename="old.txt", path=None, data=b"old", sha256=documents.sha256_hex(b"old"), page_count=1,
-        chunks=(), embeddings=np.zeros((0, dimension)),
+        knowledge=name,
+        embedder=embedder,
+        dimension=dimension,
+        chunk_settings=settings.as_dict(),
+        filename="old.txt",
+        path=None,
+        data=b"old",
+        sha256=documents.sha256_hex(b"old"),
+        page_count=1,
+        chunks=(),
+        embeddings=np.zeros((0, dimension)),
     )
 
 
@@ -243,9 +255,16 @@ CHINESE = "".join(_HANZI[(i * 7919) % len(_HANZI)] + ("。" if i % 97 == 96 else
 
 def _base_with(store: Store, name: str, filename: str) -> None:
     store.write_document(
-        knowledge=name, embedder=LocalEmbedder.NAME, dimension=LocalEmbedder.DIMENSION,
-        chunk_settings=SPRING_DEFAULT.as_dict(), filename=filename, path=None, data=filename.encode(),
-        sha256=documents.sha256_hex(filename.encode()), page_count=1, chunks=(),
+        knowledge=name,
+        embedder=LocalEmbedder.NAME,
+        dimension=LocalEmbedder.DIMENSION,
+        chunk_settings=SPRING_DEFAULT.as_dict(),
+        filename=filename,
+        path=None,
+        data=filename.encode(),
+        sha256=documents.sha256_hex(filename.encode()),
+        page_count=1,
+        chunks=(),
         embeddings=np.zeros((0, LocalEmbedder.DIMENSION)),
     )
 
@@ -282,8 +301,9 @@ def test_a_new_session_preselects_no_knowledge_base(store: Store) -> None:
     app.switch_page("pages/upload.py")
     run(app)
     assert app.selectbox(key="upload_kb_choice").value == "b-novel"
-    assert any(i.value.startswith("**b-novel** is preselected: the knowledge base this session used last")
-               for i in app.info)
+    assert any(
+        i.value.startswith("**b-novel** is preselected: the knowledge base this session used last") for i in app.info
+    )
     assert not app.button(key="upload_ingest").disabled
 
 
@@ -333,14 +353,18 @@ def test_the_library_follows_the_chosen_base_and_deletes_after_switching(store: 
 
 
 def test_a_file_type_not_read_says_what_to_do_and_blocks_a_doomed_ingest(app: AppTest) -> None:
-    assert any(c.startswith("Read: PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls)")
-               for c in captions(app))
+    assert any(
+        c.startswith("Read: PDF, EPUB, XPS, Word (.docx), PowerPoint (.pptx), Excel (.xlsx, .xls)")
+        for c in captions(app)
+    )
     upload(app, ("thesis.doc", b"PK\x03\x04 not really a Word file"))
     app.text_input(key="upload_kb_new").set_value("finance")
     run(app)
 
-    assert errors(app) == ["**thesis.doc** cannot be read: .doc files are not read: open it in Word, "
-                           "save it as .docx (File › Save As) and upload that."]
+    assert errors(app) == [
+        "**thesis.doc** cannot be read: .doc files are not read: open it in Word, "
+        "save it as .docx (File › Save As) and upload that."
+    ]
     assert table(app, "upload_overview")["on ingest"].tolist() == ["fails"]
     assert app.button(key="upload_ingest").disabled
     assert "To ingest: the file would fail (the reasons are in the preview below): fix or replace it." in captions(app)
@@ -389,8 +413,10 @@ def test_a_file_stored_with_the_old_default_is_replaced_unless_the_bases_setting
     run(app)
     # The new default cuts it again (its 800-token chunks were read only to 512 e5 tokens), and says why.
     assert table(app, "upload_overview")["on ingest"].tolist() == ["replaces"]
-    assert ("'finance' was last ingested with Spring AI default (Spring AI splitter, 800 tokens, cut after a "
-            "separator beyond 350 chars).") in captions(app)
+    assert (
+        "'finance' was last ingested with Spring AI default (Spring AI splitter, 800 tokens, cut after a "
+        "separator beyond 350 chars)."
+    ) in captions(app)
     app.button(key="upload_use_kb_settings").click()
     run(app)
     assert app.selectbox(key="upload_preset").value == "Spring AI default"
@@ -440,7 +466,9 @@ def test_office_files_and_a_scan_say_what_read_them_and_where_each_chunk_is(app:
     overview = table(app, "upload_overview")
     read_by = dict(zip(overview["file"], overview["read by"]))
     assert read_by["report.docx"] == "python-docx" and read_by["review.pptx"] == "python-pptx"
-    assert read_by["lease.pdf"].startswith("MuPDF + Tesseract") and "OCR on 1 page (confidence ≥ " in read_by["lease.pdf"]
+    assert (
+        read_by["lease.pdf"].startswith("MuPDF + Tesseract") and "OCR on 1 page (confidence ≥ " in read_by["lease.pdf"]
+    )
     assert overview["check"].tolist() == ["✅ ok"] * 3
     chunks = table(app, "upload_chunks_report.docx")
     assert list(chunks.columns) == ["#", "tokens", "characters", "where", "first words"]
@@ -450,7 +478,7 @@ def test_office_files_and_a_scan_say_what_read_them_and_where_each_chunk_is(app:
     assert not app.exception
 
 
-def test_a_base_built_by_sync_shows_its_folder_and_syncs_again_from_the_library(store: Store, tmp_path) -> None:  # noqa: ANN001
+def test_a_base_built_by_sync_shows_its_folder_and_syncs_again_from_the_library(store: Store, tmp_path) -> None:
     from rag import ingest
     from rag.settings import get_settings
 
@@ -470,7 +498,8 @@ def test_a_base_built_by_sync_shows_its_folder_and_syncs_again_from_the_library(
     app.button(key="lib_sync").click()
     run(app)
     assert [s.value for s in app.success] == [
-        f"synced {folder.resolve()} into 'synced': 1 new, 0 replaced, 0 unchanged, 1 deleted, 0 failed"]
+        f"synced {folder.resolve()} into 'synced': 1 new, 0 replaced, 0 unchanged, 1 deleted, 0 failed"
+    ]
     assert [d.original_filename for d in store.list_documents("synced")] == ["later.md"]
     app.selectbox(key="lib_kb").set_value("uploads")
     run(app)
@@ -490,8 +519,10 @@ def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None
 
 # --- issue 28: one ingest path ------------------------------------------------------------------
 
-def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(app: AppTest, store: Store,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(
+    app: AppTest, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The previewed scan is OCR'd once, by the preview: Ingest hands its parse to `ingest_files` (whose
     writer thread writes the documents), and a second Ingest finds it unchanged without reading it."""
     import threading
@@ -507,7 +538,11 @@ def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(app: AppT
     writers: list[str] = []
     handed: list[list[ingest.Source]] = []
     load_bytes, read_image, write_document, ingest_files = (
-        documents.load_bytes, ocr.read_image, Store.write_document, ingest.ingest_files)
+        documents.load_bytes,
+        ocr.read_image,
+        Store.write_document,
+        ingest.ingest_files,
+    )
 
     def counting_load(data: bytes, filename: str, progress=None):
         counted[f"parse:{filename}"] += 1
@@ -539,12 +574,18 @@ def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(app: AppT
 
     summary = table(app, "upload_summary")
     assert summary[["file", "status"]].values.tolist() == [
-        ["lease.pdf", "stored"], ["locked.pdf", "failed"], ["report.pdf", "stored"]]
+        ["lease.pdf", "stored"],
+        ["locked.pdf", "failed"],
+        ["report.pdf", "stored"],
+    ]
     assert "**locked.pdf** failed: password-protected PDF: remove the password and try again" in errors(app)
     assert (counted["parse:lease.pdf"], counted["ocr"]) == (1, 1)  # not read again
     [sources] = handed
     assert [(s.name, s.parsed is not None) for s in sources] == [
-        ("lease.pdf", True), ("locked.pdf", False), ("report.pdf", True)]
+        ("lease.pdf", True),
+        ("locked.pdf", False),
+        ("report.pdf", True),
+    ]
     assert len(writers) == 2 and all(w.startswith("rag-ingest-write") for w in writers)
     assert "Cornelius Abernathy" in " ".join(c.content for c in store.iter_chunks("leases"))
     assert RUNNING_KEY not in app.session_state  # it ran to the end: nothing for a stop to account for
@@ -556,9 +597,9 @@ def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(app: AppT
     assert len(writers) == 2  # nothing written again
 
 
-
 def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_became(
-        app: AppTest, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: AppTest, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A click on Stop ends the script run where the page next calls Streamlit, with an exception that is
     not an Exception; here the embedder raises it while b.txt is embedded, when a.txt is being written."""
     from streamlit.runtime.scriptrunner_utils.exceptions import StopException
@@ -571,8 +612,10 @@ def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_b
         return embed(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(LocalEmbedder, "embed", stopping)
-    files = [(f"{name.lower()}.txt", f"{name} log. The keeper lit the lamp at dusk. ".encode() * 40)
-             for name in ("Alpha", "Bravo", "Charlie")]
+    files = [
+        (f"{name.lower()}.txt", f"{name} log. The keeper lit the lamp at dusk. ".encode() * 40)
+        for name in ("Alpha", "Bravo", "Charlie")
+    ]
     upload(app, *files)
     app.text_input(key="upload_kb_new").set_value("logs")
     run(app)
@@ -587,7 +630,8 @@ def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_b
     assert summary[["file", "status", "reason"]].values.tolist() == [
         ["alpha.txt", "stored", ""],
         ["bravo.txt", "stopped", "stopped during embed: nothing of it was stored"],
-        ["charlie.txt", "stopped", "not started"]]
+        ["charlie.txt", "stopped", "not started"],
+    ]
     [info] = [i.value for i in app.info if "It was stopped" in i.value]
     assert "1 of 3 files in the knowledge base" in info
 

@@ -1,4 +1,5 @@
 """A filter syntax error's reason reaches the page as a `rag.text.Text`, and the page shows it in Chinese."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,10 +18,12 @@ def test_a_filter_error_reason_is_text_with_its_chinese() -> None:
     assert isinstance(reason, Text) and reason == "expected a value after '>'"  # the English as before
     assert reason.template in ZH and caught.value.args[0].template in ZH
 
-    script = ("from rag.errors import FilterSyntaxError\nfrom rag.query.filters import parse\n"
-              "from ui.i18n import tr\nimport streamlit as st\n"
-              "try:\n    parse('year >')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n"
-              "try:\n    parse('a in []')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n")
+    script = (
+        "from rag.errors import FilterSyntaxError\nfrom rag.query.filters import parse\n"
+        "from ui.i18n import tr\nimport streamlit as st\n"
+        "try:\n    parse('year >')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n"
+        "try:\n    parse('a in []')\nexcept FilterSyntaxError as exc:\n    st.write(tr(exc.reason))\n"
+    )
     at = AppTest.from_string(script)
     at.query_params["lang"] = "zh"
     at.run()

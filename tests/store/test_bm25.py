@@ -1,5 +1,6 @@
 """BM25 keyword search on the real PostgreSQL: statistics kept exact by every write, scores equal to
 a reference computed in Python from the same tokens, and the migration of an existing database."""
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,18 @@ def chunks_of(texts: list[str]) -> list[Chunk]:
 
 def write(store: Store, kb: str, filename: str, texts: list[str], version: str = "v1"):
     return store.write_document(
-        knowledge=kb, embedder="local:test", dimension=4, chunk_settings={}, filename=filename, path=None,
-        data=version.encode(), sha256=version, page_count=1, chunks=chunks_of(texts),
-        embeddings=np.ones((len(texts), 4), dtype=np.float32))
+        knowledge=kb,
+        embedder="local:test",
+        dimension=4,
+        chunk_settings={},
+        filename=filename,
+        path=None,
+        data=version.encode(),
+        sha256=version,
+        page_count=1,
+        chunks=chunks_of(texts),
+        embeddings=np.ones((len(texts), 4), dtype=np.float32),
+    )
 
 
 def stored(uri: str) -> dict[str, tuple[int, int, dict[str, int]]]:
@@ -59,8 +69,10 @@ def recomputed(uri: str) -> dict[str, tuple[int, int, dict[str, int]]]:
     """The same statistics counted afresh from the chunk rows, in Python."""
     out: dict[str, tuple[int, int, dict[str, int]]] = {}
     with psycopg.connect(uri) as conn:
-        rows = conn.execute("SELECT metadata->>'knowledge', tsvector_to_array(fts) FROM vector_store "
-                            "WHERE metadata->>'knowledge' IS NOT NULL").fetchall()
+        rows = conn.execute(
+            "SELECT metadata->>'knowledge', tsvector_to_array(fts) FROM vector_store "
+            "WHERE metadata->>'knowledge' IS NOT NULL"
+        ).fetchall()
     for kb, lexemes in rows:
         n, total, df = out.get(kb, (0, 0, {}))
         for lexeme in lexemes:
@@ -98,14 +110,20 @@ def test_updates_and_truncate_by_other_tools_keep_statistics_exact(store: Store,
     write(store, "docs", "en.txt", ENGLISH)
     with psycopg.connect(pg_uri) as conn:
         # Spring AI's upsert rewrites content and metadata; a new embedding alone changes nothing.
-        conn.execute("UPDATE vector_store SET content = 'harbour harbour pilot', search_text = NULL "
-                     "WHERE metadata->>'chunk_index' = '0'")
-        conn.execute("UPDATE vector_store SET metadata = jsonb_set(metadata, '{knowledge}', '\"moved\"') "
-                     "WHERE metadata->>'chunk_index' = '1'")
+        conn.execute(
+            "UPDATE vector_store SET content = 'harbour harbour pilot', search_text = NULL "
+            "WHERE metadata->>'chunk_index' = '0'"
+        )
+        conn.execute(
+            "UPDATE vector_store SET metadata = jsonb_set(metadata, '{knowledge}', '\"moved\"') "
+            "WHERE metadata->>'chunk_index' = '1'"
+        )
         conn.execute("UPDATE vector_store SET embedding = '[0,0,0,1]'")
-        conn.execute("INSERT INTO vector_store (content, metadata, embedding) VALUES "
-                     "('Spring AI wrote this harbour row', '{\"knowledge\": \"docs\"}', '[1,0,0,0]'), "
-                     "('no knowledge key', '{}', '[1,0,0,0]')")
+        conn.execute(
+            "INSERT INTO vector_store (content, metadata, embedding) VALUES "
+            "('Spring AI wrote this harbour row', '{\"knowledge\": \"docs\"}', '[1,0,0,0]'), "
+            "('no knowledge key', '{}', '[1,0,0,0]')"
+        )
     stats = assert_exact(pg_uri)
     assert stats["moved"][0] == 1 and stats["docs"][2]["pilot"] == 1 and stats["docs"][2]["harbour"] == 2
     with psycopg.connect(pg_uri) as conn:
@@ -118,15 +136,18 @@ def test_a_killed_ingest_leaves_the_statistics_exact(store: Store, pg_uri: str, 
     """SIGKILL while a new version of a document is being written: the old one and its statistics stay."""
     write(store, "killed", "k.txt", ENGLISH)
     before = assert_exact(pg_uri)
-    patch = DIE_AT_CHUNK_50 if when == "during the copy" else """
+    patch = (
+        DIE_AT_CHUNK_50
+        if when == "during the copy"
+        else """
         real = s.copy_rows
         def dying(*args, **kwargs):
             real(*args, **kwargs)  # the triggers have run: the statistics include the new rows
             os.kill(os.getpid(), signal.SIGKILL)
         s.copy_rows = dying
         """
-    proc = killed_write(pg_uri, patch, text="killed storm number{0} 中文{0}", dimension=4, filename="k.txt",
-                        data=b"v2")
+    )
+    proc = killed_write(pg_uri, patch, text="killed storm number{0} 中文{0}", dimension=4, filename="k.txt", data=b"v2")
     assert proc.returncode == -9, proc.stderr.decode()
     assert assert_exact(pg_uri) == before
     assert [h.original_filename for h in store.keyword_search("storm", ["killed"], top_k=3)] == ["k.txt"] * 2
@@ -139,7 +160,7 @@ def test_concurrent_ingests_never_deadlock_and_stay_exact(store: Store, pg_uri: 
         try:
             for i in range(6):
                 # Two writers per knowledge base; the same words in different orders across files.
-                texts = ENGLISH[i % 5:] + ENGLISH[:i % 5] + CHINESE
+                texts = ENGLISH[i % 5 :] + ENGLISH[: i % 5] + CHINESE
                 write(store, f"kb{worker % 2}", f"w{worker}-{i % 3}.txt", texts, version=f"{worker}-{i}")
                 if i % 2:
                     store.delete_document(f"kb{worker % 2}", f"w{worker}-{(i + 1) % 3}.txt")
@@ -161,9 +182,12 @@ def reference_scores(uri: str, query: str, kbs: list[str], bm25: Bm25) -> dict[u
         rows = conn.execute(
             "SELECT id, (SELECT array_agg(u.lexeme) FROM unnest(fts) u), "
             "(SELECT array_agg(array_length(u.positions, 1)) FROM unnest(fts) u) "
-            "FROM vector_store WHERE metadata->>'knowledge' = ANY(%s)", (kbs,)).fetchall()
-        terms = conn.execute("SELECT tsvector_to_array(to_tsvector('english', %s))",
-                             (search_text(query),)).fetchone()[0]
+            "FROM vector_store WHERE metadata->>'knowledge' = ANY(%s)",
+            (kbs,),
+        ).fetchall()
+        terms = conn.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", (search_text(query),)).fetchone()[
+            0
+        ]
     docs = {row_id: dict(zip(lexemes or [], tfs or [])) for row_id, lexemes, tfs in rows}
     n = len(docs)
     avglen = sum(len(d) for d in docs.values()) / n
@@ -174,21 +198,26 @@ def reference_scores(uri: str, query: str, kbs: list[str], bm25: Bm25) -> dict[u
             if term in tf:
                 df = sum(term in d for d in docs.values())
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += idf * tf[term] * (bm25.k1 + 1) / (
-                    tf[term] + bm25.k1 * (1 - bm25.b + bm25.b * len(tf) / avglen))
+                score += (
+                    idf * tf[term] * (bm25.k1 + 1) / (tf[term] + bm25.k1 * (1 - bm25.b + bm25.b * len(tf) / avglen))
+                )
         if score > 0:
             scores[row_id] = score
     return scores
 
 
 @pytest.mark.parametrize("bm25", [Bm25(), Bm25(k1=2.0, b=0.3)])
-@pytest.mark.parametrize("query, kbs", [
-    ("storm harbour keeper", ["docs"]),
-    ("dividend dividend for the shareholders' quarter", ["docs", "more"]),
-    ("加班工资怎么计算", ["docs", "more"]),
-])
-def test_scores_match_a_reference_computed_in_python(store: Store, pg_uri: str, bm25: Bm25, query: str,
-                                                     kbs: list[str]) -> None:
+@pytest.mark.parametrize(
+    "query, kbs",
+    [
+        ("storm harbour keeper", ["docs"]),
+        ("dividend dividend for the shareholders' quarter", ["docs", "more"]),
+        ("加班工资怎么计算", ["docs", "more"]),
+    ],
+)
+def test_scores_match_a_reference_computed_in_python(
+    store: Store, pg_uri: str, bm25: Bm25, query: str, kbs: list[str]
+) -> None:
     write(store, "docs", "en.txt", ENGLISH)
     write(store, "docs", "zh.txt", CHINESE)
     write(store, "more", "m.txt", ENGLISH[1:4] + CHINESE[:1])
@@ -210,7 +239,11 @@ def test_the_filter_top_k_and_ties(store: Store) -> None:
     write(store, "docs", "a.txt", ["lighthouse on the rock"] * 3 + ["a lighthouse lighthouse"])
     hits = store.keyword_search("lighthouse", ["docs"], top_k=4)
     assert [(h.original_filename, h.metadata["chunk_index"]) for h in hits] == [
-        ("a.txt", 3), ("a.txt", 0), ("a.txt", 1), ("a.txt", 2)]
+        ("a.txt", 3),
+        ("a.txt", 0),
+        ("a.txt", 1),
+        ("a.txt", 2),
+    ]
     assert hits[0].score > hits[1].score == hits[2].score == hits[3].score > 0
     filtered = store.keyword_search("lighthouse", ["docs"], top_k=10, filter=to_sql("original_filename == 'b.txt'"))
     assert [(h.original_filename, h.metadata["chunk_index"]) for h in filtered] == [("b.txt", i) for i in range(3)]
@@ -264,8 +297,10 @@ def test_rows_written_before_the_migration_still_search(store: Store, pg_uri: st
         for name in ("insert", "delete", "update", "truncate"):
             conn.execute(f"DROP TRIGGER bm25_track_{name} ON vector_store")
         conn.execute("DROP TABLE bm25_terms, bm25_knowledge")
-        conn.execute("INSERT INTO vector_store (content, metadata, embedding) VALUES (%s, %s, '[1,0,0,0]')",
-                     ("the harbour pilot's 加班 logbook", Jsonb({"knowledge": "old", "original_filename": "spring"})))
+        conn.execute(
+            "INSERT INTO vector_store (content, metadata, embedding) VALUES (%s, %s, '[1,0,0,0]')",
+            ("the harbour pilot's 加班 logbook", Jsonb({"knowledge": "old", "original_filename": "spring"})),
+        )
     Store(pg_uri).close()  # the migration
     assert set(assert_exact(pg_uri)) == {"old"}
     hits = store.keyword_search("pilot logbook", ["old"], top_k=3)
@@ -294,13 +329,16 @@ def test_the_tsvector_stays_in_the_row_and_english_text_is_not_stored_twice(stor
     with psycopg.connect(pg_uri) as conn:
         rows = conn.execute(
             "SELECT search_text, fts = to_tsvector('english', content), pg_column_size(fts) "
-            "FROM vector_store WHERE metadata->>'knowledge' = 'mixed' ORDER BY metadata->'chunk_index'").fetchall()
-        storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'vector_store'::regclass "
-                               "AND attname = 'fts'").fetchone()[0]
+            "FROM vector_store WHERE metadata->>'knowledge' = 'mixed' ORDER BY metadata->'chunk_index'"
+        ).fetchall()
+        storage = conn.execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = 'vector_store'::regclass AND attname = 'fts'"
+        ).fetchone()[0]
         # PostgreSQL 17 tells whether a value was moved out of the row (to the TOAST table).
         moved = conn.execute(
             "SELECT CASE WHEN current_setting('server_version_num')::int >= 170000 "
-            "THEN (SELECT count(pg_column_toast_chunk_id(fts)) FROM vector_store) END").fetchone()[0]
+            "THEN (SELECT count(pg_column_toast_chunk_id(fts)) FROM vector_store) END"
+        ).fetchone()[0]
     (english_text, english_indexed_from_content, english_size), (chinese_text, _, _) = rows
     assert english_text is None and english_indexed_from_content
     assert chinese_text == search_text(CHINESE[0]) and chinese_text != CHINESE[0]

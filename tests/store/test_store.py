@@ -1,4 +1,5 @@
 """The store against a real PostgreSQL + pgvector: schema, atomic writes, search, injection."""
+
 from __future__ import annotations
 
 import uuid
@@ -6,7 +7,9 @@ import uuid
 import numpy as np
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
@@ -26,14 +29,31 @@ def make_chunks(n: int, prefix: str = "chunk") -> list[Chunk]:
     return [Chunk(i, f"{prefix} {i}", 2, i * 10, i * 10 + 8, (i // 3 + 1,)) for i in range(n)]
 
 
-def write(store: Store, kb: str = "finance", filename: str = "a.pdf", *, n: int = 6, dim: int = 16,
-          data: bytes = b"%PDF-1.7 one", embedder: str = "local:test", vectors: np.ndarray | None = None,
-          settings: dict | None = None):
+def write(
+    store: Store,
+    kb: str = "finance",
+    filename: str = "a.pdf",
+    *,
+    n: int = 6,
+    dim: int = 16,
+    data: bytes = b"%PDF-1.7 one",
+    embedder: str = "local:test",
+    vectors: np.ndarray | None = None,
+    settings: dict | None = None,
+):
     vectors = unit(n, dim) if vectors is None else vectors
     return store.write_document(
-        knowledge=kb, embedder=embedder, dimension=dim, chunk_settings=settings or {"chunk_size": 800},
-        filename=filename, path=f"/docs/{filename}", data=data, sha256=str(hash(data)),
-        page_count=2, chunks=make_chunks(n), embeddings=vectors,
+        knowledge=kb,
+        embedder=embedder,
+        dimension=dim,
+        chunk_settings=settings or {"chunk_size": 800},
+        filename=filename,
+        path=f"/docs/{filename}",
+        data=data,
+        sha256=str(hash(data)),
+        page_count=2,
+        chunks=make_chunks(n),
+        embeddings=vectors,
     )
 
 
@@ -52,8 +72,7 @@ def test_seed_sql_runs_unchanged(store: Store, pg_uri: str) -> None:
         dims = conn.execute("SELECT vector_dims(embedding) FROM vector_store;").fetchall()
     assert len(rows) == 4
     assert {r[2]["knowledge"] for r in rows} == {"finance"}
-    assert set(rows[0][2]) >= {"knowledge", "original_filename", "path", "page", "pages", "chunk_index",
-                               "document_id"}
+    assert set(rows[0][2]) >= {"knowledge", "original_filename", "path", "page", "pages", "chunk_index", "document_id"}
     assert [d[0] for d in dims] == [768] * 7
 
 
@@ -124,9 +143,19 @@ def test_other_embedder_on_existing_kb_is_refused(store: Store) -> None:
 
 def test_mismatched_shapes_are_refused(store: Store) -> None:
     with pytest.raises(StoreError, match="3 chunks but 2 embeddings"):
-        store.write_document(knowledge="k", embedder="e", dimension=4, chunk_settings={}, filename="f",
-                             path=None, data=b"", sha256="", page_count=1, chunks=make_chunks(3),
-                             embeddings=unit(2, 4))
+        store.write_document(
+            knowledge="k",
+            embedder="e",
+            dimension=4,
+            chunk_settings={},
+            filename="f",
+            path=None,
+            data=b"",
+            sha256="",
+            page_count=1,
+            chunks=make_chunks(3),
+            embeddings=unit(2, 4),
+        )
 
 
 def test_search_returns_cosine_similarity_in_order(store: Store) -> None:
@@ -162,7 +191,9 @@ def test_kb_filtered_search_uses_hnsw_and_still_returns_k_rows(store: Store, pg_
     plan = store.explain_search(dim, "kb3", top_k=10)  # 10 % of the rows: more than EXACT_SHARE
     assert f"vector_store_hnsw_{dim}" in plan, plan
     with psycopg.connect(pg_uri) as conn:  # the graph built wide enough to leave no islands (schema.HNSW_OPTIONS)
-        options = conn.execute("SELECT reloptions FROM pg_class WHERE relname = %s", (f"vector_store_hnsw_{dim}",)).fetchone()[0]
+        options = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = %s", (f"vector_store_hnsw_{dim}",)
+        ).fetchone()[0]
     assert sorted(options) == ["ef_construction=128", "m=16"]
     hits = store.search(unit(1, dim)[0], ["kb3"], top_k=10)
     assert len(hits) == 10 and {h.knowledge for h in hits} == {"kb3"}
@@ -170,7 +201,8 @@ def test_kb_filtered_search_uses_hnsw_and_still_returns_k_rows(store: Store, pg_
 
 
 def test_a_knowledge_base_with_a_small_share_of_the_rows_is_searched_exactly_through_its_documents(
-        store: Store, pg_uri: str) -> None:
+    store: Store, pg_uri: str
+) -> None:
     """HNSW with a filter keeping 1 % of the rows missed true neighbours (recall@10 0.907 at 100,000
     rows) and was slower than a full scan; the few rows are read through their documents' index."""
     dim = 24
@@ -197,8 +229,9 @@ def test_the_planner_knows_how_many_chunks_each_knowledge_base_has(store: Store,
         conn.execute("ANALYZE vector_store")
 
         def estimate(kb: str) -> float:
-            plan = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM vector_store "
-                                "WHERE metadata->>'knowledge' = %s", (kb,)).fetchone()[0]
+            plan = conn.execute(
+                "EXPLAIN (FORMAT JSON) SELECT id FROM vector_store WHERE metadata->>'knowledge' = %s", (kb,)
+            ).fetchone()[0]
             return plan[0]["Plan"]["Plan Rows"]
 
         # Without statistics on the expression PostgreSQL guesses 0.5% of rows (5) for both.
@@ -229,9 +262,8 @@ def test_get_chunk(store: Store) -> None:
 def test_data_too_large_for_postgresql_is_worded_as_such_not_as_a_lost_connection(store: Store) -> None:
     # 40,000 distinct 32-character words: a tsvector over PostgreSQL's 1 MB limit (ProgramLimitExceeded,
     # which psycopg files under OperationalError, the class of a dropped connection).
-    with pytest.raises(StoreError) as caught:
-        with store._conn() as conn:
-            conn.execute("SELECT to_tsvector('simple', string_agg(md5(i::text), ' ')) FROM generate_series(1, 40000) i")
+    with pytest.raises(StoreError) as caught, store._conn() as conn:
+        conn.execute("SELECT to_tsvector('simple', string_agg(md5(i::text), ' ')) FROM generate_series(1, 40000) i")
     message = str(caught.value)
     assert message.startswith("the data is too large for PostgreSQL (string is too long for tsvector")
     assert "nothing was written" in message and "connection" not in message
@@ -246,16 +278,22 @@ def test_unreachable_database_is_one_clear_line() -> None:
     assert "\n" not in message
 
 
-NASTY = st.lists(
-    st.sampled_from(list("ab'\";$\\%_-()[]{}*?&|!=<>@.,: \t中文é😀") + ["$$", "--", "/*", "'; DROP TABLE x; --"]),
-    min_size=1, max_size=12,
-).map("".join).filter(lambda s: bool(s.strip()))
+NASTY = (
+    st.lists(
+        st.sampled_from(list("ab'\";$\\%_-()[]{}*?&|!=<>@.,: \t中文é😀") + ["$$", "--", "/*", "'; DROP TABLE x; --"]),
+        min_size=1,
+        max_size=12,
+    )
+    .map("".join)
+    .filter(lambda s: bool(s.strip()))
+)
 
 
 @hsettings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kb=NASTY, filename=NASTY)
-def test_names_and_filter_values_are_stored_and_matched_literally(store: Store, pg_uri: str, kb: str,
-                                                                  filename: str) -> None:
+def test_names_and_filter_values_are_stored_and_matched_literally(
+    store: Store, pg_uri: str, kb: str, filename: str
+) -> None:
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
     write(store, kb=kb, filename=filename, n=3, dim=8)
@@ -264,8 +302,7 @@ def test_names_and_filter_values_are_stored_and_matched_literally(store: Store, 
     hits = store.search(unit(1, 8)[0], [kb], top_k=10)
     assert len(hits) == 3 and {(h.knowledge, h.original_filename) for h in hits} == {(kb, filename)}
     value = filename.replace("\\", "\\\\").replace("'", "\\'")
-    filtered = store.search(unit(1, 8)[0], [kb, kb + "x"], top_k=10,
-                            filter=to_sql(f"original_filename == '{value}'"))
+    filtered = store.search(unit(1, 8)[0], [kb, kb + "x"], top_k=10, filter=to_sql(f"original_filename == '{value}'"))
     assert {h.original_filename for h in filtered} == {filename} and len(filtered) == 3
     assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = %s", (kb,)) == 3
 
@@ -276,9 +313,18 @@ def test_a_giant_chunk_is_stored_whole_and_keyword_indexed_by_its_beginning(stor
     words = " ".join(f"w{i:06d}q" for i in range(160_000))  # 1.4 MB, 160,000 distinct terms
     text = "Lighthouse ledger opens here. " + words
     result = store.write_document(
-        knowledge="giant", embedder="local:test", dimension=8, chunk_settings={"chunk_size": 800},
-        filename="giant.txt", path="/docs/giant.txt", data=text.encode(), sha256="giant", page_count=1,
-        chunks=[Chunk(0, text, 400_000, 0, len(text), (1,))], embeddings=unit(1, 8))
+        knowledge="giant",
+        embedder="local:test",
+        dimension=8,
+        chunk_settings={"chunk_size": 800},
+        filename="giant.txt",
+        path="/docs/giant.txt",
+        data=text.encode(),
+        sha256="giant",
+        page_count=1,
+        chunks=[Chunk(0, text, 400_000, 0, len(text), (1,))],
+        embeddings=unit(1, 8),
+    )
     assert result.chunks == 1
     stored = list(store.iter_chunks("giant"))
     assert len(stored) == 1 and stored[0].content == text

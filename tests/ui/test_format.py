@@ -1,4 +1,5 @@
 """ui/format.py and ui/routing.py outside a running app (no Streamlit session needed)."""
+
 from __future__ import annotations
 
 from ui import format as fmt
@@ -12,7 +13,12 @@ def test_markdown_is_escaped_so_names_show_as_typed() -> None:
 
 def test_sizes_counts_words_lines_and_clips() -> None:
     assert [fmt.size(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
-        "0 bytes", "1,023 bytes", "1.5 KB", "5.0 MB", "3072.0 GB"]
+        "0 bytes",
+        "1,023 bytes",
+        "1.5 KB",
+        "5.0 MB",
+        "3072.0 GB",
+    ]
     assert (fmt.plural(1, "page"), fmt.plural(0, "page"), fmt.plural(2, "chunk")) == ("1 page", "0 pages", "2 chunks")
     assert fmt.first_words("one two three", words=2) == "one two…"
     assert fmt.first_words("one two") == "one two"

@@ -1,6 +1,7 @@
 """The UI's two languages: every message id of a translated page has its Chinese with the same
 placeholders, no Chinese is left unused, and the Chat page run in Chinese shows no English phrase of
 its own (what the model wrote, file and model names, code and the library's messages aside)."""
+
 from __future__ import annotations
 
 import re
@@ -14,25 +15,70 @@ from rag.agent import routes
 from rag.store import Store
 from tests.conftest import ROOT
 from tests.pages.test_page_chat import (  # noqa: F401 - kb and ollama are fixtures
-    FINAL, PAGE, chunk, expect_chat, expect_show, kb, ollama, run, turns,
+    FINAL,
+    PAGE,
+    chunk,
+    expect_chat,
+    expect_show,
+    kb,
+    ollama,
+    run,
+    turns,
 )
 from ui import i18n
 from ui.zh import ZH
 
-TRANSLATED = ("app.py", "pages/chat.py", "pages/upload.py", "pages/chunk-lab.py", "pages/tools.py", "pages/gpu.py",
-              "ui/widgets.py", "ui/gate.py")
+TRANSLATED = (
+    "app.py",
+    "pages/chat.py",
+    "pages/upload.py",
+    "pages/chunk-lab.py",
+    "pages/tools.py",
+    "pages/gpu.py",
+    "ui/widgets.py",
+    "ui/gate.py",
+)
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
     # passed to _() through a name, not a literal
-    "Vector", "Keyword", "Hybrid", "chosen by you", "small talk: no tools needed", "the default route",
-    "Database", "Model server", "Embedder", "GPU",  # the Status checks' names (rag.status)
+    "Vector",
+    "Keyword",
+    "Hybrid",
+    "chosen by you",
+    "small talk: no tools needed",
+    "the default route",
+    "Database",
+    "Model server",
+    "Embedder",
+    "GPU",  # the Status checks' names (rag.status)
     "from Ollama",  # how the chat page knows a model's window
     # the Upload page's ingest stages, results and page units (rag.ingest, rag.documents)
-    "parse", "chunk", "embed", "store", "stored", "replaced", "unchanged", "failed",
-    "page", "slide", "sheet", "section", "table", "Slide", "Sheet", "Section", "Table",
-    "Text", "On the page", "Chunk sizes",  # the Chunk Lab's views
+    "parse",
+    "chunk",
+    "embed",
+    "store",
+    "stored",
+    "replaced",
+    "unchanged",
+    "failed",
+    "page",
+    "slide",
+    "sheet",
+    "section",
+    "table",
+    "Slide",
+    "Sheet",
+    "Section",
+    "Table",
+    "Text",
+    "On the page",
+    "Chunk sizes",  # the Chunk Lab's views
     "New knowledge base…",  # the Upload page's last knowledge-base option
-    "ok", "error", "invalid", "refused", "not allowed",  # an agent step's status (rag.agent.loop.Step)
+    "ok",
+    "error",
+    "invalid",
+    "refused",
+    "not allowed",  # an agent step's status (rag.agent.loop.Step)
 )
 
 
@@ -42,20 +88,36 @@ def used_ids() -> set[str]:
     ids |= set(i18n.COLUMNS)  # the tables' column labels
     from rag import chunking
 
-    chunk_words = {chunking.CUSTOM, *chunking.PRESETS, *chunking.PRESET_HELP.values(), *chunking.STRATEGY_LABELS.values()}
+    chunk_words = {
+        chunking.CUSTOM,
+        *chunking.PRESETS,
+        *chunking.PRESET_HELP.values(),
+        *chunking.STRATEGY_LABELS.values(),
+    }
     chunk_words |= {f.label for f in chunking.FIELDS} | {f.help for f in chunking.FIELDS}  # the settings widget
-    return ids | set(DYNAMIC) | chunk_words | {constant("pages/chat.py", "BADGE_LEGEND"),
-                                               constant("pages/upload.py", "LEGEND")}
+    return (
+        ids
+        | set(DYNAMIC)
+        | chunk_words
+        | {constant("pages/chat.py", "BADGE_LEGEND"), constant("pages/upload.py", "LEGEND")}
+    )
 
 
-def text_templates(path) -> list[str]:  # noqa: ANN001
+def text_templates(path) -> list[str]:
     """The templates a library module makes `Text` of (their literal first arguments)."""
     import ast
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [n.args[0].value for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Text" and n.args
-            and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)]
+    return [
+        n.args[0].value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "Text"
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and isinstance(n.args[0].value, str)
+    ]
 
 
 def constant(path: str, name: str) -> str:
@@ -86,8 +148,10 @@ def test_every_message_has_its_chinese_with_the_same_placeholders_and_none_is_st
 
 
 def test_counted_things_and_the_language_choice() -> None:
-    at = AppTest.from_string("from ui.i18n import _, count, language\nimport streamlit as st\n"
-                             "st.write(language(), _('Stop'), count(3, 'turn'), count(1, 'turn'))")
+    at = AppTest.from_string(
+        "from ui.i18n import _, count, language\nimport streamlit as st\n"
+        "st.write(language(), _('Stop'), count(3, 'turn'), count(1, 'turn'))"
+    )
     at.run()
     assert at.markdown[0].value == "en Stop 3 turns 1 turn"
     at.query_params["lang"] = "zh"
@@ -115,8 +179,18 @@ def shown_texts(at: AppTest) -> list[str]:
     for kind in ("title", "caption", "markdown", "info", "warning", "error", "success"):
         texts += [str(e.value) for e in getattr(at, kind)]
     texts += [e.label for e in at.expander]
-    for kind in ("button", "toggle", "selectbox", "multiselect", "slider", "number_input", "text_input",
-                 "text_area", "radio", "checkbox"):
+    for kind in (
+        "button",
+        "toggle",
+        "selectbox",
+        "multiselect",
+        "slider",
+        "number_input",
+        "text_input",
+        "text_area",
+        "radio",
+        "checkbox",
+    ):
         for widget in getattr(at, kind):
             texts.append(widget.label)
             help_text = getattr(widget, "help", None)
@@ -176,10 +250,26 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
     at.query_params["lang"] = "zh"
     run(at)
     assert at.title[0].value == "📄 上传与预览"
-    upload(at, ("report.pdf", make_pdf(["Quarterly report. Revenue rose eleven percent.", "Page two."])),
-           ("scan.pdf", make_scan_pdf(["Harbour log: the keeper lit the lamp."])))
-    allowed = [READ_TYPES, ocr.ENABLE_HINT, ocr.engine_name(), "report.pdf", "scan.pdf", "Spring AI", "Excel",
-               "JSONL", "Markdown", "python -m rag sync", "Spring AI", "spring-exact", "TokenTextSplitter"]
+    upload(
+        at,
+        ("report.pdf", make_pdf(["Quarterly report. Revenue rose eleven percent.", "Page two."])),
+        ("scan.pdf", make_scan_pdf(["Harbour log: the keeper lit the lamp."])),
+    )
+    allowed = [
+        READ_TYPES,
+        ocr.ENABLE_HINT,
+        ocr.engine_name(),
+        "report.pdf",
+        "scan.pdf",
+        "Spring AI",
+        "Excel",
+        "JSONL",
+        "Markdown",
+        "python -m rag sync",
+        "Spring AI",
+        "spring-exact",
+        "TokenTextSplitter",
+    ]
     from rag.documents import load_bytes
 
     allowed += [load_bytes(make_scan_pdf(["Harbour log: the keeper lit the lamp."]), "scan.pdf").reader]
@@ -192,7 +282,7 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
     assert any(m.value == "#### 预览" for m in at.markdown)
 
 
-def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp_path, monkeypatch) -> None:
     from rag.agent import mcp_client
 
     monkeypatch.setenv(mcp_client.CONFIG_ENV, str(tmp_path / "absent.json"))
@@ -210,7 +300,6 @@ def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp
 
 
 def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> None:
-    from rag import chunking
 
     at = AppTest.from_file(str(ROOT / "pages/chunk-lab.py"), default_timeout=240)
     at.query_params["lang"] = "zh"
@@ -222,9 +311,11 @@ def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> N
 
 
 def test_a_library_error_is_shown_in_chinese_with_its_values_translated_too() -> None:
-    script = ("from rag.errors import DocumentError\nfrom rag.text import Text\nfrom ui.i18n import tr\nimport streamlit as st\n"
-              "exc = DocumentError('a.pdf', Text('{filename}: {reason}', filename='inner', reason='x'))\n"
-              "st.write(tr(exc))\nst.write(tr(str(exc)))")
+    script = (
+        "from rag.errors import DocumentError\nfrom rag.text import Text\nfrom ui.i18n import tr\nimport streamlit as st\n"
+        "exc = DocumentError('a.pdf', Text('{filename}: {reason}', filename='inner', reason='x'))\n"
+        "st.write(tr(exc))\nst.write(tr(str(exc)))"
+    )
     at = AppTest.from_string(script)
     at.query_params["lang"] = "zh"
     at.run()
@@ -246,11 +337,13 @@ def test_the_gpu_page_in_chinese_shows_no_english_of_its_own() -> None:
 
 
 def test_table_columns_are_labelled_in_chinese_and_keep_their_data_keys() -> None:
-    script = ("import pandas as pd, streamlit as st\nfrom ui.i18n import columns\n"
-              "frame = pd.DataFrame({'file': ['a.pdf'], 'chunks': [3], 'score': [0.5]})\n"
-              "config = columns(frame, {'chunks': st.column_config.NumberColumn(format='%d')})\n"
-              "st.write({k: (v or {}).get('label') for k, v in config.items()})\n"
-              "st.write(sorted(config), list(frame.columns))")
+    script = (
+        "import pandas as pd, streamlit as st\nfrom ui.i18n import columns\n"
+        "frame = pd.DataFrame({'file': ['a.pdf'], 'chunks': [3], 'score': [0.5]})\n"
+        "config = columns(frame, {'chunks': st.column_config.NumberColumn(format='%d')})\n"
+        "st.write({k: (v or {}).get('label') for k, v in config.items()})\n"
+        "st.write(sorted(config), list(frame.columns))"
+    )
     at = AppTest.from_string(script)
     at.query_params["lang"] = "zh"
     at.run()

@@ -3,6 +3,7 @@
 Kept apart from ui/zh.py (the pages' own words) so that each part's messages sit beside each other;
 `LIBRARY` is every part merged, and ui/zh.py adds it to `ZH`.
 """
+
 from __future__ import annotations
 
 from ui.zh_lib import agent, answers, documents, store

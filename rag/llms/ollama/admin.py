@@ -4,6 +4,7 @@ unloading models, and the server's version.
 The listings answer None when Ollama cannot be asked (a sidebar or a fallback decides what then);
 the calls that change something raise ModelError with one line.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,12 @@ import ollama
 from rag.errors import ModelError
 from rag.llms.ollama.client import METADATA_TIMEOUT, client, failure_message, get_json
 from rag.llms.ollama.errors import (
-    QUERY_ERRORS, display_host, invalid_answer_message, log_unanswered, one_line, response_error_text,
+    QUERY_ERRORS,
+    display_host,
+    invalid_answer_message,
+    log_unanswered,
+    one_line,
+    response_error_text,
     unreachable_message,
 )
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL, same_model, strip_latest
@@ -135,23 +141,33 @@ def pull_model(host: str, model: str, progress: PullProgress, *, timeout: float 
                 succeeded = succeeded or status == "success"
     except ollama.ResponseError as exc:
         text = one_line(str(exc.error)) or f"HTTP {exc.status_code}"
-        raise ModelError(Text(
-            "Ollama could not pull '{model}' ({text}): check the name on https://ollama.com/library", model=model, text=text
-        )) from exc
+        raise ModelError(
+            Text(
+                "Ollama could not pull '{model}' ({text}): check the name on https://ollama.com/library",
+                model=model,
+                text=text,
+            )
+        ) from exc
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise ModelError(unreachable_message(host, exc, timeout)) from exc
     except httpx.TransportError as exc:
-        raise ModelError(Text(
-            "The connection to Ollama at {host} broke while pulling '{model}' ({detail}): "
-            "run 'ollama pull {model}' to resume",
-            host=display_host(host), model=model, detail=one_line(str(exc), 160) or type(exc).__name__,
-        )) from exc
+        raise ModelError(
+            Text(
+                "The connection to Ollama at {host} broke while pulling '{model}' ({detail}): "
+                "run 'ollama pull {model}' to resume",
+                host=display_host(host),
+                model=model,
+                detail=one_line(str(exc), 160) or type(exc).__name__,
+            )
+        ) from exc
     except ValueError as exc:
         raise ModelError(invalid_answer_message(host, "/api/pull", exc)) from exc
     if not succeeded:
-        raise ModelError(Text(
-            "Ollama stopped pulling '{model}' before it finished: run 'ollama pull {model}' to resume", model=model
-        ))
+        raise ModelError(
+            Text(
+                "Ollama stopped pulling '{model}' before it finished: run 'ollama pull {model}' to resume", model=model
+            )
+        )
 
 
 def unload_model(host: str, model: str, timeout: float = 10.0) -> None:

@@ -4,6 +4,7 @@ The stream is read on a `Runner` thread, so that a stop is seen within 50 ms eve
 still loading the model; stopping closes the HTTP stream (its socket shut down), which is what
 makes Ollama stop generating.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,9 +40,7 @@ _END = object()
 class OllamaChatModel:
     """Streamed POST /api/chat through the official client."""
 
-    def __init__(
-        self, host: str, model: str, *, timeout: float = 120.0, num_ctx: int | None = None
-    ) -> None:
+    def __init__(self, host: str, model: str, *, timeout: float = 120.0, num_ctx: int | None = None) -> None:
         model = strip_latest(model)
         if not model:
             raise ModelError(Text("No Ollama chat model given: use RAG_CHAT_MODEL=ollama:<model>"))
@@ -168,38 +167,52 @@ class OllamaChatModel:
                 except ollama.ResponseError as exc:
                     if exc.status_code == -1:  # an {"error": ...} line in the stream
                         raise GenerationError(
-                            Text("Ollama failed mid-answer with '{model}' ({error}): try again, or see Ollama's "
-                                 "server log", model=self._model, error=one_line(str(exc.error))),
-                            "".join(content), "".join(thinking),
+                            Text(
+                                "Ollama failed mid-answer with '{model}' ({error}): try again, or see Ollama's "
+                                "server log",
+                                model=self._model,
+                                error=one_line(str(exc.error)),
+                            ),
+                            "".join(content),
+                            "".join(thinking),
                         ) from exc
                     raise GenerationError(
                         response_message(exc, self._model, self._host, "/api/chat"),
-                        "".join(content), "".join(thinking),
+                        "".join(content),
+                        "".join(thinking),
                     ) from exc
                 except (ConnectionError, httpx.TransportError) as exc:
                     raise self._transport_error(exc, content, thinking, chunks) from exc
                 except ValueError as exc:
                     raise GenerationError(
                         invalid_answer_message(self._host, "/api/chat", exc),
-                        "".join(content), "".join(thinking),
+                        "".join(content),
+                        "".join(thinking),
                     ) from exc
                 if chunk is _END and stop_event is not None and stop_event.is_set():
                     self._abort(runner, http, responses)
                     aborted = True
                     yield from events(splitter.flush())
-                    yield StreamEvent("done", stats=GenerationStats(
-                        done_reason="stopped",
-                        total_duration=time.perf_counter() - started,
-                        eval_count=chunks,
-                        eval_duration=(last - first) if first is not None and chunks > 1 else None,
-                    ))
+                    yield StreamEvent(
+                        "done",
+                        stats=GenerationStats(
+                            done_reason="stopped",
+                            total_duration=time.perf_counter() - started,
+                            eval_count=chunks,
+                            eval_duration=(last - first) if first is not None and chunks > 1 else None,
+                        ),
+                    )
                     return
                 if chunk is _END:
                     yield from events(splitter.flush())
                     raise GenerationError(
-                        Text("Ollama at {host} ended the answer without finishing it: check that it is still "
-                             "running ('ollama serve') and try again", host=display_host(self._host)),
-                        "".join(content), "".join(thinking),
+                        Text(
+                            "Ollama at {host} ended the answer without finishing it: check that it is still "
+                            "running ('ollama serve') and try again",
+                            host=display_host(self._host),
+                        ),
+                        "".join(content),
+                        "".join(thinking),
                     )
                 message = chunk.message
                 if message is not None and (message.thinking or message.content):
@@ -239,7 +252,7 @@ class OllamaChatModel:
                     pass
         try:
             http.close()
-        except Exception:  # noqa: BLE001 - the producer thread may be mid-read
+        except Exception:
             log.debug("closing the Ollama client after a stop failed", exc_info=True)
 
     def _transport_error(
@@ -251,16 +264,25 @@ class OllamaChatModel:
             )
         if isinstance(exc, httpx.TimeoutException):
             return GenerationError(
-                Text("Ollama sent nothing for {seconds} s in the middle of the answer with '{model}': try again, "
-                     "or raise RAG_OLLAMA_TIMEOUT if the machine is busy", seconds=f"{self._timeout:g}",
-                     model=self._model),
-                "".join(content), "".join(thinking),
+                Text(
+                    "Ollama sent nothing for {seconds} s in the middle of the answer with '{model}': try again, "
+                    "or raise RAG_OLLAMA_TIMEOUT if the machine is busy",
+                    seconds=f"{self._timeout:g}",
+                    model=self._model,
+                ),
+                "".join(content),
+                "".join(thinking),
             )
         detail = one_line(str(exc), 160) or type(exc).__name__
         return GenerationError(
-            Text("The connection to Ollama at {host} broke mid-answer ({detail}): check that it is still "
-                 "running ('ollama serve') and try again", host=display_host(self._host), detail=detail),
-            "".join(content), "".join(thinking),
+            Text(
+                "The connection to Ollama at {host} broke mid-answer ({detail}): check that it is still "
+                "running ('ollama serve') and try again",
+                host=display_host(self._host),
+                detail=detail,
+            ),
+            "".join(content),
+            "".join(thinking),
         )
 
 

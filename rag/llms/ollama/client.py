@@ -6,6 +6,7 @@ it cannot carry (tool schemas, whose `anyOf`, `default`, nested `properties`... 
 drops; /api/version, which it does not offer). The plain path raises what the typed client raises
 (`ollama.ResponseError`, httpx transport errors, ValueError), so `failure_message` words both.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,7 +19,11 @@ import ollama
 
 from rag.errors import one_line
 from rag.llms.ollama.errors import (
-    display_host, invalid_answer_message, not_found_message, response_error_text, unreachable_message,
+    display_host,
+    invalid_answer_message,
+    not_found_message,
+    response_error_text,
+    unreachable_message,
 )
 from rag.llms.ollama.names import SUGGESTED_OLLAMA_MODEL
 from rag.text import Text
@@ -87,8 +92,11 @@ def response_message(
     if "does not support thinking" in low:
         return Text("'{model}' does not support thinking: turn thinking off for this model", model=model)
     if "does not support tools" in low:
-        return Text("'{model}' does not support tool calling: choose a model with tools, e.g. {suggested}",
-                    model=model, suggested=SUGGESTED_OLLAMA_MODEL)
+        return Text(
+            "'{model}' does not support tool calling: choose a model with tools, e.g. {suggested}",
+            model=model,
+            suggested=SUGGESTED_OLLAMA_MODEL,
+        )
     return Text("{failed}: {text}", failed=failed(model, exc.status_code), text=text)
 
 

@@ -1,4 +1,5 @@
 """POST /api/embed: one batch of texts to vectors, with failures worded as the other Ollama calls are."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

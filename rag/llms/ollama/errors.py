@@ -3,6 +3,7 @@
 The functions that word an error return the message text; each caller wraps it in its own error
 class (EmbedderError, ModelError), so every message reads the same whichever module raised it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,17 +36,23 @@ def display_host(host: str) -> str:
 def not_reachable_message(where: str, detail: str) -> str:
     """The message for a connection to Ollama at `where` that failed with `detail`."""
     reason = Text("connection refused") if "refused" in detail.lower() else detail
-    return Text("Ollama is not reachable at {host} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST",
-                host=where, reason=reason)
+    return Text(
+        "Ollama is not reachable at {host} ({reason}): start it with 'ollama serve' or set OLLAMA_HOST",
+        host=where,
+        reason=reason,
+    )
 
 
 def unreachable_message(host: str, exc: BaseException, timeout: float | None) -> str:
     """The message for a request through the ollama client that never reached Ollama."""
     where = display_host(host)
     if isinstance(exc, httpx.TimeoutException):
-        return Text("Ollama is not reachable at {host} (no answer within {seconds} s): start it with "
-                    "'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT",
-                    host=where, seconds=f"{timeout:g}")
+        return Text(
+            "Ollama is not reachable at {host} (no answer within {seconds} s): start it with "
+            "'ollama serve' or set OLLAMA_HOST; if it is busy loading a model, raise RAG_OLLAMA_TIMEOUT",
+            host=where,
+            seconds=f"{timeout:g}",
+        )
     # The ollama client replaces httpx.ConnectError with a generic ConnectionError but keeps the
     # original as __context__, which says whether the port was closed or the name did not resolve
     # (its streaming path lets the httpx error through as is).
@@ -55,8 +62,12 @@ def unreachable_message(host: str, exc: BaseException, timeout: float | None) ->
 
 def invalid_answer_message(host: str, endpoint: str, exc: BaseException) -> str:
     """The message for an answer to `endpoint` that is not what Ollama sends (bad JSON, fields missing)."""
-    return Text("{host} did not answer {endpoint} like Ollama does ({detail}): check OLLAMA_HOST",
-                host=display_host(host), endpoint=endpoint, detail=one_line(str(exc), 120))
+    return Text(
+        "{host} did not answer {endpoint} like Ollama does ({detail}): check OLLAMA_HOST",
+        host=display_host(host),
+        endpoint=endpoint,
+        detail=one_line(str(exc), 120),
+    )
 
 
 def missing_model_message(model: str) -> str:
@@ -74,8 +85,12 @@ def not_found_message(text: str, model: str, host: str, endpoint: str) -> str:
     # Ollama's own 404 names the model; a bare "404 page not found" means no such endpoint.
     if "model" in text.lower():
         return missing_model_message(model)
-    return Text("{host} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST",
-                host=display_host(host), endpoint=endpoint, text=text)
+    return Text(
+        "{host} has no {endpoint} ({text}): upgrade Ollama or check OLLAMA_HOST",
+        host=display_host(host),
+        endpoint=endpoint,
+        text=text,
+    )
 
 
 def log_unanswered(log: logging.Logger, host: str, exc: BaseException, failed: str) -> None:

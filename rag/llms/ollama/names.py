@@ -2,6 +2,7 @@
 
 No client import here: the pages and the prompt packer compare names without loading HTTP code.
 """
+
 from __future__ import annotations
 
 SUGGESTED_OLLAMA_MODEL = "qwen2.5:7b-instruct"

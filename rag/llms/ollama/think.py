@@ -3,6 +3,7 @@
 Models such as deepseek-r1 on an Ollama without the `thinking` field (or with think unset) put their
 reasoning inline; a UI wants it apart from the answer, also when a tag arrives cut across chunks.
 """
+
 from __future__ import annotations
 
 

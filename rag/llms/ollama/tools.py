@@ -4,6 +4,7 @@ Sent as plain JSON rather than through the typed client: its `Tool` model keeps 
 type/description/enum/items of each parameter, dropping `anyOf`, `default`, `minimum`, nested
 `properties`..., which MCP tools' schemas rely on. Failures are worded as every other Ollama call's.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -27,11 +28,19 @@ class OllamaToolChat:
         self.model = ref.name
         self.timeout = timeout
 
-    def chat(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None,
-             options: Mapping[str, Any]) -> dict[str, Any]:
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
         """Ollama's answer (its `message` holds the content and any `tool_calls`)."""
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages), "stream": False,
-                                "options": dict(options)}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "stream": False,
+            "options": dict(options),
+        }
         if tools:
             body["tools"] = list(tools)
         try:
@@ -41,6 +50,9 @@ class OllamaToolChat:
         if not isinstance(data.get("message"), dict):
             raise ModelError(invalid_answer_message(self.host, "/api/chat", ValueError("no message")))
         if data.get("error"):
-            raise ModelError(Text("Ollama failed with '{model}': {error}", model=self.model,
-                                  error=one_line(str(data["error"]), None)))
+            raise ModelError(
+                Text(
+                    "Ollama failed with '{model}': {error}", model=self.model, error=one_line(str(data["error"]), None)
+                )
+            )
         return data
