@@ -7,8 +7,9 @@ database (`rag_bench_<pid>`) on the configured server, dropped afterwards. One m
 family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (HNSW, a chat
 turn before the model; `scale`: a million rows at 768-d and 384-d in databases kept between runs,
 made by `datasets`), `external` (a second PostgreSQL over TCP standing for a managed one),
-`retrieval` (the public sets: hit@5 and MRR per mode beside the BM25 peers of `bm25_peers`, embedding throughput), `quality` (the embedded model's answers),
-`badges` (the green badge on a labelled set of right and wrong answers: words alone against the claim check; no model),
+`retrieval` (the public sets: hit@5 and MRR per mode beside the BM25 peers of `bm25_peers`, embedding
+throughput), `quality` (the embedded model's answers), `badges` (the green badge on a labelled set of
+right and wrong answers: words alone against the claim check; no model),
 `conversation` (questions asked one after another in one conversation against the same asked each alone,
 on the embedded model: right answers, gold cited, green but wrong, and the stage that lost each wrong
 answer), `gpu` (the sampler's cost),

@@ -22,7 +22,9 @@ class BM25Peer:
         try:
             from rank_bm25 import BM25Okapi
         except ImportError as exc:
-            raise RagError("the BM25 peer needs rank-bm25: pip install -r requirements-dev.txt") from exc
+            raise RagError(
+                "the BM25 peer needs rank-bm25: make bench, or pip install -r requirements-bench.txt"
+            ) from exc
         self._bm25 = BM25Okapi([tokens(t) for t in texts])
 
     def rank(self, query: str, top_k: int) -> list[int]:
@@ -40,7 +42,7 @@ class Bm25sPeer:
         try:
             import bm25s
         except ImportError as exc:
-            raise RagError("the bm25s peer needs bm25s: pip install -r requirements-dev.txt") from exc
+            raise RagError("the bm25s peer needs bm25s: make bench, or pip install -r requirements-bench.txt") from exc
         import logging
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets its own logger to DEBUG on import

@@ -119,6 +119,6 @@ def bench_insert(report: Report, uri: str, quick: bool) -> None:
 
     peer_t = langchain_insert(uri, [r[1] for r in rows], vectors, [r[2].obj for r in rows])
     if peer_t is None:
-        report.line("langchain-postgres: not installed (pip install -r requirements-dev.txt)")
+        report.line("langchain-postgres: not installed (make bench, or pip install -r requirements-bench.txt)")
     else:  # the user's real alternative: PGVector.add_embeddings, what add_documents runs per batch
         report.ratio("binary COPY vs langchain-postgres PGVector.add_embeddings (1,000 a batch)", ours_t, peer_t, 5)

@@ -12,7 +12,7 @@ import dataclasses
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import psycopg
@@ -21,7 +21,7 @@ from psycopg import sql
 
 from benchmarks.corpus import clustered, sentences
 from rag.cores import usable_cores
-from rag.store import Store, copy_rows
+from rag.store import Hit, Store, copy_rows
 from rag.store.schema import HNSW_OPTIONS, hnsw_index_name, hnsw_index_sql
 
 VERSION = 3
@@ -226,7 +226,13 @@ def kept(base_uri: str, rows: int, dim: int) -> Dataset:
 
 
 def exact_truth(
-    uri: str, dim: int, label: str, vectors: np.ndarray, names: Sequence[str], k: int, search
+    uri: str,
+    dim: int,
+    label: str,
+    vectors: np.ndarray,
+    names: Sequence[str],
+    k: int,
+    search: Callable[..., list[Hit]],
 ) -> tuple[list[set], list[float]]:
     """The exact top-k ids of each query (and the exact scan's seconds), kept in `bench_truth` so that
     a million-row scan per query is paid once per kept database."""

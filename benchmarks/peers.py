@@ -20,12 +20,16 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from benchmarks.report import Report
 from rag.cores import usable_cores
 from rag.evaluation.sets import eval_set
+
+if TYPE_CHECKING:
+    import numpy as np  # for the annotations; the functions import it where they run
 
 CHUNK_TOKENS = 800
 """Every splitter cuts at the same size: our default (Spring AI's 800 tokens, no overlap)."""
@@ -189,7 +193,13 @@ def run_langchain(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
         from langchain_postgres import PGVector
         from langchain_text_splitters import TokenTextSplitter
     except ImportError as exc:
-        return Run("langchain", 0, 0, 0, skipped=f"not installed ({exc.name}): pip install -r requirements-dev.txt")
+        return Run(
+            "langchain",
+            0,
+            0,
+            0,
+            skipped=f"not installed ({exc.name}): make bench, or pip install -r requirements-bench.txt",
+        )
 
     class Ours(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -240,7 +250,13 @@ def run_llamaindex(corpus: Corpus, uri: str, embedder) -> Run:  # noqa: ANN001
         from llama_index.core.vector_stores.types import VectorStoreQueryMode
         from llama_index.vector_stores.postgres import PGVectorStore
     except ImportError as exc:
-        return Run("llamaindex", 0, 0, 0, skipped=f"not installed ({exc.name}): pip install -r requirements-dev.txt")
+        return Run(
+            "llamaindex",
+            0,
+            0,
+            0,
+            skipped=f"not installed ({exc.name}): make bench, or pip install -r requirements-bench.txt",
+        )
     import pymupdf
 
     from rag.chunking import encoding
@@ -522,7 +538,7 @@ def _langchain_store(uri: str, dim: int, collection: str, fresh: bool = True):  
 def langchain_insert(
     uri: str,
     texts: Sequence[str],
-    vectors,
+    vectors: np.ndarray,
     metadatas: Sequence[dict],
     batch: int = 1000,
 ) -> float | None:
@@ -545,7 +561,7 @@ def langchain_search(
     report: Report,
     uri: str,
     dim: int,
-    queries,
+    queries: np.ndarray,
     k: int,
     cases: Sequence[tuple[str | None, tuple[float, float], Sequence[set]]],
     load: str = "add_embeddings",
@@ -564,7 +580,7 @@ def langchain_search(
 
     store = _langchain_store(uri, dim, "bench_search", fresh=load != "sql")
     if store is None:
-        report.line("  langchain-postgres: not installed (pip install -r requirements-dev.txt)")
+        report.line("  langchain-postgres: not installed (make bench, or pip install -r requirements-bench.txt)")
         return
     start = time.perf_counter()
     with psycopg.connect(uri) as conn:

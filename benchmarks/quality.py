@@ -4,8 +4,9 @@ numbered sources for every model, packed as the chat packs them (each model's pa
 Chinese: questions of `zh_cmrc_trial` (extractive, with gold answers), each with its passage and two
 other passages of the set as sources in random order; an answer is right when it contains one of
 the gold answers (after `normalise`). English: questions of `en_race` that end with their right
-option ("...? a doctor") and make sense without the options: the option is cut off and is the gold answer (RACE's options paraphrase
-the passage, so the character F1 says more than "holds the gold" there). "Cites the gold" counts
+option ("...? a doctor") and make sense without the options: the option is cut off and is the gold
+answer (RACE's options paraphrase the passage, so the character F1 says more than "holds the gold"
+there). "Cites the gold" counts
 the markers the model wrote itself (nothing matched afterwards); "wrong markers" counts answers
 citing a source that does not hold the answer; "green" counts answers the chat would badge as
 grounded, and "green but wrong" those of them that do not hold the gold answer. Greedy decoding;

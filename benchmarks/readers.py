@@ -11,6 +11,7 @@ pages/s and the similarity of the text read to the text rendered.
 from __future__ import annotations
 
 import difflib
+import functools
 import io
 import re
 import time
@@ -135,8 +136,8 @@ def reader_figures(quick: bool) -> list[ReaderFigure]:
     figures = []
     repeat = 2 if quick else 3
     for label, filename, data, peer in files:
-        ours, doc = best_of(lambda: load_bytes(data, filename), repeat)
-        theirs, _ = best_of(lambda: peer(data), repeat)
+        ours, doc = best_of(functools.partial(load_bytes, data, filename), repeat)
+        theirs, _ = best_of(functools.partial(peer, data), repeat)
         figures.append(ReaderFigure(label, len(data), len(doc.pages), ours, theirs))
     return figures
 

@@ -71,7 +71,7 @@ def browser_missing() -> str | None:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "Playwright is not installed (pip install -r requirements-dev.txt)"
+        return "Playwright is not installed (make bench, or pip install -r requirements-bench.txt)"
     if chromium_path() is None:
         return "chromium is not installed (apt-get install chromium)"
     return None

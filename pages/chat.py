@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from rag import agent, documents, generate, llms, retrieve
 from rag.agent import routes as route_names
@@ -294,9 +295,8 @@ def _model_section(settings: Settings) -> ModelChoice:
             key="chat_pull",
             icon="⬇️",
             help=_("Download the model into Ollama (POST /api/pull); this can take minutes."),
-        ):
-            if _pull(settings, picked.pull):
-                st.rerun()  # the model is listed now: it is in use
+        ) and _pull(settings, picked.pull):
+            st.rerun()  # the model is listed now: it is in use
     else:
         st.error(_("No model in use.") + f" {picked.problem}", icon="🚫")
     return picked
@@ -462,14 +462,13 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         by_name = {kb.name: kb for kb in kbs}
         kept = [n for n in st.session_state.get("chat_kbs") or [] if n in by_name]
         st.session_state["chat_kbs"] = kept or list(by_name)  # none chosen is never useful: all
+        docs = {n: count(kb.documents, "doc") for n, kb in by_name.items()}
         chosen = st.multiselect(
             _("Knowledge bases"),
             list(by_name),
             key="chat_kbs",
             placeholder=_("Choose knowledge bases"),
-            format_func=lambda n, docs={n: count(kb.documents, "doc") for n, kb in by_name.items()}: (
-                f"{n} · {docs[n]}" if n in docs else n
-            ),
+            format_func=lambda n: f"{n} · {docs[n]}" if n in docs else n,
             help=_("The `knowledge` tags to search; each is searched with the embedder it was built with."),
         )
         if not by_name:
@@ -664,7 +663,7 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
 # -- rendering a turn ------------------------------------------------------------------------------
 
 
-def _expander(label: str, key: str, default: bool, **kwargs: Any):
+def _expander(label: str, key: str, default: bool, **kwargs: Any) -> DeltaGenerator:
     """A stateful expander (`st.session_state[key]` opens it) whose default applies only at first."""
     if key in st.session_state:
         return st.expander(label, key=key, on_change="rerun", **kwargs)

@@ -614,7 +614,8 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
     st.markdown(
         _(
-            "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) of the best chunk holding the expected passage."
+            "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) "
+            "of the best chunk holding the expected passage."
         )
     )
     st.dataframe(

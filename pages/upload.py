@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
@@ -178,7 +179,7 @@ class Target:
     problem: str = ""  # why ingesting into it cannot work now (empty when it can)
 
 
-def _kb_label(by_name: dict[str, KnowledgeBase]):
+def _kb_label(by_name: dict[str, KnowledgeBase]) -> Callable[[str], str]:
     new = f"➕ {_(NEW_KB)}"  # made now, in this run's language (AppTest calls format_func outside the run)
 
     def label(option: str) -> str:
@@ -1194,7 +1195,8 @@ def _library_tab(store: Store | None) -> None:
             st.divider()
         confirm_kb = st.checkbox(
             _(
-                "I understand that the knowledge base '{kb}' with its {documents} and {chunks} will be removed for good",
+                "I understand that the knowledge base '{kb}' with its {documents} and {chunks} "
+                "will be removed for good",
                 kb=name,
                 documents=count(kb.documents, "document"),
                 chunks=count(kb.chunks, "chunk"),

@@ -6,9 +6,9 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, overload
 
 # Only light modules here: a command imports what it needs when it runs, so that `--help` and
 # `chunk` do not pay for pymupdf, psycopg, ollama or llama.cpp (tests/test_cli.py checks it).
@@ -21,6 +21,8 @@ from rag.text import printable
 
 if TYPE_CHECKING:
     from rag.store import Hit
+
+_N = TypeVar("_N")
 
 
 def _add_chunk_options(parser: argparse.ArgumentParser, *, kb: bool = True) -> None:
@@ -77,11 +79,18 @@ class _Parser(argparse.ArgumentParser):
             add, self._add_options = self._add_options, None
             add(self)
 
+    # argparse's own overloads: a namespace given comes back filled in, else a new Namespace.
+    @overload
     def parse_known_args(
-        self,
-        args: Sequence[str] | None = None,
-        namespace: argparse.Namespace | None = None,
-    ) -> tuple[argparse.Namespace, list[str]]:
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(self, args: Iterable[str] | None, namespace: _N) -> tuple[_N, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: _N | None = None
+    ) -> tuple[argparse.Namespace | _N, list[str]]:
         self._ensure_options()
         return super().parse_known_args(args, namespace)
 
@@ -605,7 +614,10 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
     from rag.store import Store
 
     knowledge = ingest.validate_kb_name(args.kb)
-    say = lambda line: print(line, file=out, flush=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
     with Store.open(settings) as store:
         chunk_settings = _chunk_settings(args, _kept_settings(store, knowledge))
         if args.dry_run:
@@ -617,7 +629,7 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, 1)
 
-        def stage(name: str):  # noqa: ANN202
+        def stage(name: str) -> ingest.StageCallback:
             return lambda stage, fraction, message: progress.update(name, stage, fraction, message)
 
         def line(text: str) -> None:

@@ -77,11 +77,11 @@ def test_a_bare_name_does_not_excuse_an_empty_one() -> None:
 
 
 def test_a_reference_made_by_hand_is_checked() -> None:
-    with pytest.raises(ValueError, match="^a model's provider is 'ollama' or 'local', not 'openai'$"):
+    with pytest.raises(ValueError, match=r"^a model's provider is 'ollama' or 'local', not 'openai'$"):
         ModelRef("openai", "gpt")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="^an Ollama model reference needs the model's name$"):
+    with pytest.raises(ValueError, match=r"^an Ollama model reference needs the model's name$"):
         ModelRef("ollama")
-    with pytest.raises(ValueError, match="^a model's name has no spaces around it: ' x'$"):
+    with pytest.raises(ValueError, match=r"^a model's name has no spaces around it: ' x'$"):
         ModelRef("ollama", " x")
     assert ModelRef("local") == ModelRef.parse("local")
 

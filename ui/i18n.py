@@ -180,7 +180,8 @@ def message_ids(path: str) -> list[str]:
     """The message ids a source file passes to `_` (its literal first arguments), in order."""
     import ast
 
-    tree = ast.parse(open(path, encoding="utf-8").read())
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
     found = []
     for node in ast.walk(tree):
         if (

@@ -155,7 +155,7 @@ class Agent:
         host = getattr(chat_model, "host", None)
         name = getattr(chat_model, "model", None)
         if host is None or name is None:
-            ok, reason = agent_available(chat_model)
+            _, reason = agent_available(chat_model)
             raise ModelError(reason)
         return cls(host, name, tools, **kwargs)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import json
 import logging
 import os
@@ -281,7 +282,7 @@ class _Server:
         self.server_info = ""
         self.client: Any = None
         self.stop: asyncio.Event | None = None
-        self.task: asyncio.Future[None] | None = None
+        self.task: concurrent.futures.Future[None] | None = None
         self.settled = threading.Event()
         self.stderr: IO[bytes] | None = None
         """The child's stderr, in append mode: the child writes at the end whatever we read."""
@@ -428,7 +429,8 @@ class McpManager:
         cfg = server.config
         if server.stderr is not None:
             server.stderr.close()
-        server.stderr = tempfile.TemporaryFile("a+b", prefix=f"mcp-{cfg.name}-")
+        # Kept on the server past this run (its status reads the tail): closed by the next run or by close().
+        server.stderr = tempfile.TemporaryFile("a+b", prefix=f"mcp-{cfg.name}-")  # noqa: SIM115
         stop = server.stop if server.stop is not None else asyncio.Event()
         env = child_environment(cfg.env, own=is_own_server(cfg.command, cfg.args))
         params = StdioServerParameters(command=cfg.command, args=list(cfg.args), env=env, cwd=cfg.cwd)
@@ -659,6 +661,8 @@ def _placeholder(prop: Mapping[str, Any]) -> Any:
     if kind is None and isinstance(prop.get("anyOf"), list):
         kinds = [p.get("type") for p in prop["anyOf"] if isinstance(p, Mapping) and p.get("type") != "null"]
         kind = kinds[0] if kinds else None
+    if kind is None:
+        return None
     return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(kind)
 
 

@@ -42,7 +42,11 @@ class KnowledgeBaseSearch(Protocol):
     def description(self, name: str) -> str: ...
 
     def search_knowledge_base(
-        self, query: str, knowledge_base: str, top_k: int = ..., filter: str | None = ...
+        self,
+        query: str,
+        knowledge_base: str,
+        top_k: int = ...,
+        filter: str | None = ...,  # noqa: A002 - the tool's parameter
     ) -> SearchOutcome: ...
 
 

@@ -84,8 +84,8 @@ def parse_items(reply: str) -> list[WebItem]:
         if isinstance(data, dict):
             data = data.get("results") or data.get("items") or []
         if isinstance(data, list):
-            items = [_item(entry) for entry in data if isinstance(entry, Mapping)]
-            return [item for item in items if item is not None][:MAX_ITEMS]
+            parsed = [_item(entry) for entry in data if isinstance(entry, Mapping)]
+            return [item for item in parsed if item is not None][:MAX_ITEMS]
     items = []
     for line in text.splitlines():
         found = _URL.search(line)

@@ -149,7 +149,7 @@ def encode(text: str) -> np.ndarray:
     if pool is None or workers < 1 or len(parts) < 2:
         return encode_piece(text)
     done: list[np.ndarray | None] = [None] * len(parts)
-    sent: dict[int, Future] = {}
+    sent: dict[int, Future[np.ndarray]] = {}
     front, back, broken = 0, len(parts), False
 
     def send() -> None:
@@ -185,4 +185,6 @@ def encode(text: str) -> np.ndarray:
         collect(wait=False)
         send()
     collect(wait=True)
-    return np.concatenate(done)
+    encoded = [piece for piece in done if piece is not None]
+    assert len(encoded) == len(parts), "every piece was encoded, here or by a worker"
+    return np.concatenate(encoded)

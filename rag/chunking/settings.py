@@ -338,7 +338,7 @@ def label(settings: ChunkSettings) -> str:
     return f"{settings.strategy} {settings.chunk_size}/{settings.chunk_overlap}"
 
 
-def summary(settings: ChunkSettings | dict | None, *, short: bool = False) -> str:
+def summary(settings: ChunkSettings | dict[str, object] | None, *, short: bool = False) -> str:
     """What a setting does in words, after its preset's name when it is one; `short` for tables.
 
     Accepts a stored `as_dict()` too (a knowledge base's settings); one that no longer parses is

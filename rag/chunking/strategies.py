@@ -49,12 +49,11 @@ def split(
     last chunk can take) is split from the tokens of a prefix only: the same chunks, a fraction of
     the memory (long.py)."""
     owned = isinstance(source, str)
-    if owned:
-        source = tokens_for_split(source, settings)
-    if isinstance(source, LongText):
-        pieces, dropped = _split_long(source, settings, keep_prefix=not owned)
+    cut_from = tokens_for_split(source, settings) if isinstance(source, str) else source
+    if isinstance(cut_from, LongText):
+        pieces, dropped = _split_long(cut_from, settings, keep_prefix=not owned)
     else:
-        pieces, dropped, _ = _strategy(settings)(source, settings, None)
+        pieces, dropped, _ = _strategy(settings)(cut_from, settings, None)
     chunks = tuple(
         Chunk(
             index=i,
@@ -349,6 +348,8 @@ def _reencoded_length(tt: TokenizedText, pos: int, window: bytes, cut_text: str)
     if b2 <= b1:
         return len(enc.encode_ordinary(cut_text))
     base = int(tt.byte_starts[pos])
+    i1: int
+    i2: int
     i1, i2 = np.searchsorted(tt.byte_starts, (base + b1, base + b2)).tolist()
     if tt.byte_starts[i1] != base + b1 or tt.byte_starts[i2] != base + b2:
         return len(enc.encode_ordinary(cut_text))  # pragma: no cover - anchors are token starts

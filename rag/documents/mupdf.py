@@ -64,7 +64,7 @@ def _table_hints(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -
     a 50-page book took 24 s instead of 0.05 s, a two-column paper 390 ms a page before the width test."""
     ruled = sum(1 for path in page.get_cdrawings() for item in path.get("items", ()) if item[0] in ("l", "re")) >= 4
     rows: dict[int, list[tuple[float, float]]] = {}
-    for x0, y0, x1, y1, *_ in page.get_text("words", textpage=textpage):
+    for x0, _y0, x1, y1, *_ in page.get_text("words", textpage=textpage):
         rows.setdefault(round(y1), []).append((x0, x1))
     widest = CELL_SHARE * page.rect.width
     cell_rows = 0

@@ -5,8 +5,9 @@ the test files of tests/docgen.py: markitdown dropped the Word header, footer an
 Excel cell comment, gave the Word table an empty header row, ran two slide tables into one line
 ("| Q2 | 3.4 || Region |"), and took 454/64/78 ms for the .docx/.pptx/.xlsx against our 23/18/9
 ms. The object models also give the locations that citations need (heading path, slide number,
-sheet name), where markitdown leaves `<!-- Slide number: 3 -->` comments in the text. Read, besides body text: tables (as
-Markdown rows), text boxes, headers and footers, comments, speaker notes and chart titles.
+sheet name), where markitdown leaves `<!-- Slide number: 3 -->` comments in the text. Read, besides
+body text: tables (as Markdown rows), text boxes, headers and footers, comments, speaker notes and
+chart titles.
 Images are never read (no base64 reaches a chunk).
 
 Imported only when such a file is loaded.

@@ -93,7 +93,7 @@ def _body_text(markup: str) -> str:
 
     try:
         root = lxml.html.fromstring(markup)
-    except Exception:  # lxml's ParserError on an empty or binary document
+    except Exception:  # noqa: BLE001 - lxml's ParserError on an empty document, ValueError on an encoding declaration
         return ""
     for bad in root.xpath("//script|//style|//noscript|//nav|//template"):
         bad.drop_tree()

@@ -92,7 +92,8 @@ class OllamaEmbedder:
         if len(embeddings) != expected:
             raise EmbedderError(
                 Text(
-                    "Ollama returned {count} embeddings for {expected} texts with '{model}': is '{model}' an embedding model?",
+                    "Ollama returned {count} embeddings for {expected} texts with '{model}': "
+                    "is '{model}' an embedding model?",
                     count=len(embeddings),
                     expected=expected,
                     model=self._model,

@@ -21,7 +21,8 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     # every similarity they touch, so it stays zero (it matches nothing).
     if np.any(norms == 0):
         log.warning("%d text(s) embedded to the zero vector (empty input?)", int(np.sum(norms == 0)))
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    normalised: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return normalised
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ import numpy as np
 _DROP = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 
 
-class _Fold(dict):
+class _Fold(dict[int, str]):
     """str.translate table built on demand: whitespace -> space, case-folded NFKC, invisibles dropped."""
 
     def __missing__(self, codepoint: int) -> str:

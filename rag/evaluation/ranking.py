@@ -199,9 +199,9 @@ def _rank_setting(
                 top_score=top_score,
             )
         )
-    ranks = [r.rank for r in per_question]
-    hits = tuple((k, hit_rate(ranks, k)) for k in ks)
-    mrr = mean_reciprocal_rank(ranks)
+    question_ranks = [r.rank for r in per_question]
+    hits = tuple((k, hit_rate(question_ranks, k)) for k in ks)
+    mrr = mean_reciprocal_rank(question_ranks)
     return SettingResult(label, chunk_set.settings, len(chunks), hits, mrr, tuple(per_question))
 
 
@@ -212,7 +212,7 @@ def _scores(
     chunks = chunk_set.chunks
     if not len(chunks):
         return np.zeros((len(questions), 0), np.float32)
-    vector = q_vectors @ chunk_vectors.T
+    vector: np.ndarray = q_vectors @ chunk_vectors.T
     if mode == "vector":
         return vector
     from rag.evaluation.keyword import ChunkBM25

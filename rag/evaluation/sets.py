@@ -12,6 +12,7 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rag.errors import RagError
 from rag.evaluation.datasets import DATA_DIR, Passage
@@ -48,7 +49,7 @@ class EvalSet:
         return tuple(int(i * step) for i in range(n))
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path) -> list[dict[str, Any]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:

@@ -186,7 +186,7 @@ def agent_sources(steps: Sequence[Step], lookup: Callable[[str], Hit | None]) ->
     """The passages the agent's knowledge base searches returned, numbered in the order found."""
     from rag.agent import KB_SOURCE
 
-    hits = []
+    hits: list[Hit] = []
     seen: set[str] = set()
     for step in steps:
         if step.status != "ok" or not step.data or step.source != KB_SOURCE:

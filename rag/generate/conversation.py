@@ -25,6 +25,7 @@ from rag.retrieve import DEFAULT_MODE
 if TYPE_CHECKING:
     from rag.agent import Step
     from rag.agent.websearch import WebItem
+    from rag.generate.memory import Memory
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ class Live:
     runner: Runner[Any]
 
 
-def memory_of(turns: Sequence[Turn]):  # noqa: ANN201 - rag.generate.memory.Memory | None
+def memory_of(turns: Sequence[Turn]) -> Memory | None:
     """The running summary the next turn starts from: the latest turn's that has one."""
     from rag.generate.memory import Memory
 

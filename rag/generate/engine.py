@@ -225,8 +225,13 @@ def start(
     if memory is not None:
         turn = dataclasses.replace(turn, summary=memory.summary, summary_covers=memory.covers)
     messages = list(packed.messages)
-    options = {"temperature": request.temperature, "num_ctx": request.num_ctx, "think": request.think}
-    runner = Runner(lambda stop: guard_loops(model.stream(messages, stop_event=stop, **options)), name="chat-answer")
+    temperature, num_ctx, think = request.temperature, request.num_ctx, request.think
+    runner = Runner(
+        lambda stop: guard_loops(
+            model.stream(messages, temperature=temperature, num_ctx=num_ctx, think=think, stop_event=stop)
+        ),
+        name="chat-answer",
+    )
     return Live(
         dataclasses.replace(
             turn, sources=packed.sources, left_out=packed.left_out, budget=packed.budget, notes=tuple(notes)

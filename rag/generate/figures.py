@@ -179,10 +179,10 @@ def figures(text: str) -> list[Figure]:
         after = text[end : end + 1]
         if run in _NOT_NUMBERS or (len(run) == 1 and after not in _CLASSIFIERS and text[start - 1 : start] != "第"):
             continue
-        value = _han_value(run)
+        han_value = _han_value(run)
         # "第一" and "first" are paraphrased at will ("首次", "for the first time"): not a figure to check.
-        if value is not None and not (value == 1 and text[start - 1 : start] == "第"):
-            found.append(Figure(value, start, end, _label_before(text, start), after))
+        if han_value is not None and not (han_value == 1 and text[start - 1 : start] == "第"):
+            found.append(Figure(han_value, start, end, _label_before(text, start), after))
     for match in _EN_WORD.finditer(text):
         head, _, tail = match.group().lower().partition("-")
         try:

@@ -259,11 +259,10 @@ def depends_on_conversation(question: str) -> bool:
                 dummy -= 1
             elif word in _POINTING:
                 pointing.append(i)
-        if pointing:
-            # "When was it built?", "What does the server do with it?" point back; in "How does HTTP
-            # handle caching when it is disabled?" the "it" has its noun before it in the question.
-            if len(content) <= 3 or pointing[0] < len(words) / 2:
-                return True
+        # "When was it built?", "What does the server do with it?" point back; in "How does HTTP
+        # handle caching when it is disabled?" the "it" has its noun before it in the question.
+        if pointing and (len(content) <= 3 or pointing[0] < len(words) / 2):
+            return True
         if not content:
             return True  # "Why?", "How so?"
         if len(content) == 1 and (content[0][0].isdigit() or words[0] not in _QUESTION_WORDS):

@@ -23,7 +23,10 @@ SYSTEM_EN = (
     "sentence says: the same people, the same relation between them, the same numbers, the same "
     "negation. Answer with one word: yes or no."
 )
-SYSTEM_ZH = "你负责核对引用。给定一段资料和一句话，判断资料是否说了这句话所说的内容：同样的人物、同样的关系、同样的数字、同样的肯定或否定。只回答一个字：是或否。"
+SYSTEM_ZH = (
+    "你负责核对引用。给定一段资料和一句话，判断资料是否说了这句话所说的内容："
+    "同样的人物、同样的关系、同样的数字、同样的肯定或否定。只回答一个字：是或否。"
+)
 QUESTION_EN = "Passage:\n{passage}\n\nSentence:\n{sentence}\n\nDoes the passage support the sentence? Answer yes or no."
 QUESTION_ZH = "资料：\n{passage}\n\n句子：\n{sentence}\n\n资料是否支持这句话？只回答“是”或“否”。"
 

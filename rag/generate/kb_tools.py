@@ -404,7 +404,7 @@ class KnowledgeBaseTools:
             str, Field(description="Name of the knowledge base to search (see list_knowledge_bases)")
         ],
         top_k: Annotated[int, Field(description="How many passages to return", ge=1, le=MAX_TOP_K)] = 5,
-        filter: Annotated[
+        filter: Annotated[  # noqa: A002 - the tool's public parameter name
             str | None,
             Field(
                 description="Optional metadata filter in Spring AI syntax, e.g. "
@@ -436,7 +436,7 @@ class KnowledgeBaseTools:
             ),
         ] = None,
         top_k: Annotated[int, Field(description="How many passages the answer may use", ge=1, le=MAX_TOP_K)] = 8,
-        filter: Annotated[
+        filter: Annotated[  # noqa: A002 - the tool's public parameter name
             str | None,
             Field(
                 description="Optional metadata filter in Spring AI syntax, e.g. "
@@ -498,8 +498,8 @@ class KnowledgeBaseTools:
         path: Annotated[
             str,
             Field(
-                description="The file to ingest (PDF, EPUB, XPS, Word, PowerPoint, Excel, HTML, CSV, TXT or MD), inside "
-                "one of the folders this server may read; a relative path "
+                description="The file to ingest (PDF, EPUB, XPS, Word, PowerPoint, Excel, HTML, CSV, TXT or MD), "
+                "inside one of the folders this server may read; a relative path "
                 "is taken from the first of them"
             ),
         ],

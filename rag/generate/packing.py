@@ -64,7 +64,7 @@ class Packed:
 
     def notes(self) -> list[str]:
         """What a reader should know about what the model was not given, one line each (a `rag.text.Text`)."""
-        notes = []
+        notes: list[str] = []
         found = len(self.sources) + len(self.left_out)
         if self.left_out:
             numbers = [s.n for s in self.left_out]
@@ -148,7 +148,8 @@ def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int
         if after is not None and (before is None or scores[after] >= scores[before]):
             hi, used = after, used + costs[after]
         else:
-            lo, used = before, used + costs[before]  # type: ignore[assignment]
+            assert before is not None, "after was not taken, so before is the neighbour to take"
+            lo, used = before, used + costs[before]
     while True:
         part = text[spans[lo][0] : spans[hi][1]].strip()
         part = f"{ELLIPSIS if lo > 0 else ''}{part}{ELLIPSIS if hi < len(spans) - 1 else ''}"

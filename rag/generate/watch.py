@@ -178,6 +178,7 @@ def watch_choices(host: str, local: tuple[bool, str]) -> WatchChoices:
         if local_ok
         else Text(" ({reason})", reason=local_reason)
     )
+    note: str
     if chat_models is None:
         note = Text("Ollama is not reachable at {host}.{fallback}", host=host, fallback=fallback)
     elif not chat_models:

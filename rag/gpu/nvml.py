@@ -16,7 +16,7 @@ from rag.text import Text
 try:  # nvidia-ml-py is a requirement, but the app must still run (and say why) without it
     import pynvml
 except ImportError:  # pragma: no cover - exercised only on a broken install
-    pynvml = None  # type: ignore[assignment]
+    pynvml = None
 
 # NVML's constants (stable across NVML versions; repeated here so that nothing needs pynvml to load).
 NVML_TEMPERATURE_GPU = 0
@@ -66,7 +66,7 @@ class Nvml(Protocol):
         """Milliwatts."""
         ...
 
-    def nvmlDeviceGetClockInfo(self, handle: Any, type: int) -> int:
+    def nvmlDeviceGetClockInfo(self, handle: Any, type: int) -> int:  # noqa: A002 - pynvml's name; the module is an Nvml
         """MHz."""
         ...
 
@@ -84,7 +84,8 @@ def load_pynvml() -> Nvml:
     """The real NVML (ImportError when nvidia-ml-py is not installed)."""
     if pynvml is None:
         raise ImportError(Text("nvidia-ml-py is not installed: run 'pip install nvidia-ml-py'"))
-    return pynvml  # type: ignore[return-value]
+    real: Nvml = pynvml  # pynvml has no type information; the module itself has every call Nvml names
+    return real
 
 
 _SOURCES: dict[str, NvmlFactory] = {"pynvml": load_pynvml}

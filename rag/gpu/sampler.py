@@ -333,7 +333,7 @@ class GpuSampler:
                         changed = True
                         log.warning("GPU %d (%s) failed: %s", device.index, device.name, exc)
                         self._mark_lost(device)
-                devices.append(DeviceSample(device.index, device.name, *([None] * 9), error=device.lost))
+                devices.append(DeviceSample.failed(device.index, device.name, device.lost))
             if changed:
                 self._processes = self._name_processes()
             if self._host is not None and (not self._watching or "host_with_gpu" in due):

@@ -59,6 +59,11 @@ class DeviceSample:
     error: str | None = None
     """Set when the device failed (e.g. 'GPU is lost'); every reading is then None."""
 
+    @classmethod
+    def failed(cls, index: int, name: str, error: str | None) -> DeviceSample:
+        """The sample of a device that failed: every reading None, with why."""
+        return cls(index, name, None, None, None, None, None, None, None, None, None, error=error)
+
 
 @dataclass(frozen=True)
 class GpuProcess:

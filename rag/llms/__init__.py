@@ -10,8 +10,9 @@ so far in `partial` (empty when it failed before the first word), so a UI can ke
 Modules: types (the vocabulary), stream (the background runner, the fold, the loop guard), counting
 (tokens as the model counts them), prompting (the base model's prompt), telemetry (the phases of a
 generation on a timeline, which the GPU sampler reads), gguf and local (llama.cpp),
-choice and resolve (which model), ollama/ (the only HTTP client of Ollama). The vocabulary is imported here; the models on first use, so that importing
-this package (as the CLI does) loads no HTTP client and no llama.cpp.
+choice and resolve (which model), ollama/ (the only HTTP client of Ollama). The vocabulary is
+imported here; the models on first use, so that importing this package (as the CLI does) loads no
+HTTP client and no llama.cpp.
 """
 
 from __future__ import annotations

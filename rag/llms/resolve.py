@@ -92,7 +92,8 @@ def _chat_model_for(settings: Settings, choice: str) -> ChatModel:
     if ref.is_local:
         raise ModelError(
             Text(
-                "Unknown local chat model '{choice}': the embedded models are {names} ('local' picks the first one installed)",
+                "Unknown local chat model '{choice}': the embedded models are {names} "
+                "('local' picks the first one installed)",
                 choice=choice,
                 names=", ".join(EMBEDDED_NAMES),
             )

@@ -150,10 +150,8 @@ def generation_phases(
     else:
         return [("prompt", started, finished)] if finished > started else []
     if out_start < finished:
-        thought_first = (
-            first_token_at is not None and first_content_at is not None and first_content_at > first_token_at
-        )
-        if thought_first:
+        # thinking came first when the first content token followed the first (thinking) token
+        if first_token_at is not None and first_content_at is not None and first_content_at > first_token_at:
             split = max(out_start, clamp(first_content_at))
             if split > out_start:
                 spans.append(("thinking", out_start, split))

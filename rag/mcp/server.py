@@ -28,6 +28,7 @@ from rag.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from rag.store import Store
 
@@ -148,7 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def transport_security(port: int, extra_origins: Sequence[str] = ()):  # noqa: ANN201 - TransportSecuritySettings
+def transport_security(port: int, extra_origins: Sequence[str] = ()) -> TransportSecuritySettings:
     """Browser requests only from the server's own origin (and `extra_origins`): the SDK's default for a
     local server accepts any http://localhost:* page, so any page on another local port could call
     the tools. Clients that send no Origin (every non-browser client) are not affected; the Host header

@@ -14,9 +14,14 @@ from rag.lazy import lazy_exports
 from rag.retrieve.modes import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
-    from rag.retrieve.embedders import embedder_named, embedder_named_or_default, use_embedder
-    from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
-    from rag.retrieve.searching import search
+    # Explicit re-exports (`x as x`): the names `__getattr__` serves at run time, spelled out for type checkers.
+    from rag.retrieve.embedders import embedder_named as embedder_named
+    from rag.retrieve.embedders import embedder_named_or_default as embedder_named_or_default
+    from rag.retrieve.embedders import use_embedder as use_embedder
+    from rag.retrieve.fusion import DEFAULT_FUSION as DEFAULT_FUSION
+    from rag.retrieve.fusion import Fusion as Fusion
+    from rag.retrieve.fusion import fuse as fuse
+    from rag.retrieve.searching import search as search
 
 _LAZY = {
     "search": "rag.retrieve.searching",

@@ -88,20 +88,20 @@ def search(
     # vectors are searched, so a turn waits for the slower of the two rather than for both.
     keyword_future: Future[list[Hit]] | None = None
     if mode == "hybrid":
-        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=depth, filter=sql_filter)
+        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=depth, sql_filter=sql_filter)
     if mode in ("vector", "hybrid"):
         by_embedder: dict[str, list[str]] = {}
         for name in names:
             by_embedder.setdefault(known[name].embedder, []).append(name)
         for embedder_name, group in by_embedder.items():
             vector = query_vectors(embedder_named(embedder_name, settings), [query])[0]
-            vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, filter=sql_filter))
+            vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, sql_filter=sql_filter))
         vector_hits.sort(key=lambda h: h.score, reverse=True)
         vector_hits = vector_hits[:depth]
     if keyword_future is not None:
         keyword_hits = keyword_future.result()
     elif mode == "keyword":
-        keyword_hits = store.keyword_search(query, names, top_k=depth, filter=sql_filter)
+        keyword_hits = store.keyword_search(query, names, top_k=depth, sql_filter=sql_filter)
     vector_hits = [replace(h, vector_rank=rank) for rank, h in enumerate(vector_hits, 1)]
     keyword_hits = [replace(h, keyword_rank=rank) for rank, h in enumerate(keyword_hits, 1)]
     if mode == "vector":

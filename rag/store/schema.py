@@ -124,7 +124,9 @@ def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
     its row-exclusive lock while waiting for the other's). It is only taken when the index is
     missing, and the first two ingests of a new dimension take turns on an advisory lock.
     """
-    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()[0]:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()
+    assert row is not None, "a SELECT without FROM returns one row"
+    if row[0]:
         return
     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
     conn.execute(hnsw_index_sql(dimension))

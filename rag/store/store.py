@@ -190,8 +190,10 @@ class Store:
 
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:
-            pg = conn.execute("SHOW server_version").fetchone()[0]
-            vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+            pg_row = conn.execute("SHOW server_version").fetchone()
+            vec_row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            assert pg_row is not None and vec_row is not None, "SHOW returns a row; the schema made the extension"
+            pg, vec = pg_row[0], vec_row[0]
         location = (
             "embedded"
             if self.embedded
@@ -377,6 +379,7 @@ class Store:
                 (name,),
             )
             row = cur.fetchone()
+        assert row is not None, "the INSERT above made the knowledge base if it was missing"
         conn.execute(
             "UPDATE knowledge_bases SET chunk_settings = %s WHERE name = %s",
             (Jsonb(chunk_settings), name),
@@ -392,7 +395,7 @@ class Store:
         *,
         top_k: int = 5,
         min_score: float | None = None,
-        filter: SqlFilter | None = None,
+        sql_filter: SqlFilter | None = None,
         exact: bool = False,
     ) -> list[Hit]:
         """Nearest chunks by cosine similarity within the given knowledge bases.
@@ -403,7 +406,7 @@ class Store:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         vector = np.asarray(query_embedding, dtype=np.float32)
         with self._conn() as conn:
-            hits = vector_sql.vector_search(conn, vector, knowledge_bases, top_k, filter, exact)
+            hits = vector_sql.vector_search(conn, vector, knowledge_bases, top_k, sql_filter, exact)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         return hits
@@ -414,7 +417,7 @@ class Store:
         knowledge_bases: Sequence[str],
         *,
         top_k: int = 5,
-        filter: SqlFilter | None = None,
+        sql_filter: SqlFilter | None = None,
         bm25: Bm25 | None = None,
         exact: bool = False,
     ) -> list[Hit]:
@@ -429,7 +432,7 @@ class Store:
         if not query.strip() or not knowledge_bases:
             return []
         with self._conn() as conn:
-            return keyword_sql.keyword_search(conn, query, knowledge_bases, top_k, filter, bm25 or self.bm25, exact)
+            return keyword_sql.keyword_search(conn, query, knowledge_bases, top_k, sql_filter, bm25 or self.bm25, exact)
 
     def explain_search(self, dimension: int, knowledge_base: str, top_k: int = 10) -> str:
         """The plan of a KB-filtered search, to check that the HNSW index is used."""

@@ -47,6 +47,7 @@ def rows_of(conn: psycopg.Connection, knowledge_bases: Sequence[str], dimension:
         "JOIN knowledge_bases k ON k.name = d.knowledge WHERE k.dimension = %s",
         (list(knowledge_bases), dimension),
     ).fetchone()
+    assert row is not None, "an aggregate returns one row"
     return int(row[0]), int(row[1])
 
 
@@ -60,7 +61,7 @@ def vector_search(
     vector: np.ndarray,
     knowledge_bases: Sequence[str],
     top_k: int,
-    filter: SqlFilter | None,
+    sql_filter: SqlFilter | None,
     exact: bool,
 ) -> list[Hit]:
     """The `top_k` nearest rows of `vector`'s dimension; `exact` compares with every row of the searched
@@ -75,16 +76,16 @@ def vector_search(
             conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
             conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true)",
-                (str(ef_search_for(top_k, share, filter is not None, total)),),
+                (str(ef_search_for(top_k, share, sql_filter is not None, total)),),
             )
-        query, params = _search_query(vector, knowledge_bases, top_k, filter, how)
+        query, params = _search_query(vector, knowledge_bases, top_k, sql_filter, how)
         rows = conn.execute(query, params).fetchall()
     return [Hit(id=r[0], content=r[1], metadata=r[2], score=float(r[3]), vector_score=float(r[3])) for r in rows]
 
 
 def _search_query(
-    vector: np.ndarray, knowledge_bases: Sequence[str], top_k: int, filter: SqlFilter | None, how: str
-) -> tuple[sql.Composable, list[Any]]:
+    vector: np.ndarray, knowledge_bases: Sequence[str], top_k: int, sql_filter: SqlFilter | None, how: str
+) -> tuple[sql.Composed, list[Any]]:
     """The search by the HNSW index (`hnsw`), through the knowledge bases' documents (`rows`), or over
     every row (`scan`)."""
     dim = dimension_sql(int(vector.shape[0]))
@@ -93,9 +94,9 @@ def _search_query(
     if how == "rows":
         where.append(sql.SQL("document_id IN (SELECT id FROM documents WHERE knowledge = ANY(%s))"))
         where_params.append(list(knowledge_bases))
-    if filter is not None:
-        where.append(sql.SQL(filter.sql))
-        where_params.extend(filter.params)
+    if sql_filter is not None:
+        where.append(sql.SQL(sql_filter.sql))
+        where_params.extend(sql_filter.params)
     # The exact scan orders by an expression the index does not cover. (A GUC such as
     # enable_indexscan would not do: psycopg prepares repeated queries and keeps their plans.)
     distance = (

@@ -412,9 +412,9 @@ def test_the_budget_counts_refusals():
     budget = ToolBudget(2)
     assert [budget.try_acquire() for _ in range(4)] == [True, True, False, False]
     assert (budget.used, budget.refused, budget.remaining) == (2, 2, 0)
-    with pytest.raises(ValueError, match="^the tool budget must be 0 or more, got -1$"):
+    with pytest.raises(ValueError, match=r"^the tool budget must be 0 or more, got -1$"):
         ToolBudget(-1)
-    with pytest.raises(ValueError, match="^two tools share the name 'echo'"):
+    with pytest.raises(ValueError, match=r"^two tools share the name 'echo'"):
         Agent("http://localhost", MODEL, [Echo(), Echo()])
 
 

@@ -255,7 +255,9 @@ def test_small_talk_is_short_and_starts_as_small_talk() -> None:
 
 
 def test_the_default_route_searches_the_knowledge_base_and_the_web_then_refuses_past_its_budget(
-    httpserver: HTTPServer, search_server: HTTPServer, handbook: KnowledgeBaseTools
+    httpserver: HTTPServer,
+    search_server: HTTPServer,
+    handbook: KnowledgeBaseTools,  # noqa: F811 - the fixture imported above
 ) -> None:
     search_server.expect_request("/v1/chat/completions", method="POST").respond_with_json(
         completion(json.dumps(RESULTS, ensure_ascii=False))

@@ -730,7 +730,7 @@ def test_a_mixed_conversation_rewrites_only_its_follow_ups_in_english_and_chines
                 expect(page.locator("h1").first).to_have_text(title, timeout=120_000)
                 page.locator('[data-testid="stChatInputTextArea"]').wait_for(timeout=120_000)
                 wait_idle(page)
-                for n, (question, answer) in enumerate(MIXED[lang], 1):
+                for question, answer in MIXED[lang]:
                     box = page.locator('[data-testid="stChatInputTextArea"]')
                     box.fill(question)
                     box.press("Enter")

@@ -243,7 +243,7 @@ def test_dimension_change_between_batches(httpserver: HTTPServer) -> None:
     )
     embedder = OllamaEmbedder(host_of(httpserver), MODEL, batch_size=1, timeout=5)
 
-    with pytest.raises(EmbedderError, match="3-dimensional embeddings .* after 2-dimensional"):
+    with pytest.raises(EmbedderError, match=r"3-dimensional embeddings .* after 2-dimensional"):
         embedder.embed(["one", "two"])
 
 

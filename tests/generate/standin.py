@@ -19,6 +19,7 @@ from rag.llms import Message, OllamaChatModel
 from rag.llms.stream import Runner
 from rag.settings import get_settings
 from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk
+from tests.ollama_wire import ndjson as ndjson  # for the tests that import the stand-in
 
 QUESTION = "How much did revenue rise?"
 TAGS = {

@@ -119,7 +119,7 @@ def test_a_rewrite_that_fails_searches_the_question_with_the_one_before(
     assert final.error and final.answer == ""
 
 
-def test_stop_keeps_the_partial_answer_and_ends_the_stream(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
+def test_stop_keeps_the_partial_answer_and_ends_the_stream(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:  # noqa: F811 - the fixture imported above
     """The state machine the Stop button drives: the runner stops at once, the text so far stays."""
     server, hangup = slow_ollama
     live = live_answer(server.url_for("/").rstrip("/"))

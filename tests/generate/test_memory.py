@@ -31,7 +31,9 @@ def long_history(exchanges: int) -> list[Message]:
 
 
 def test_older_turns_are_folded_into_a_summary_and_the_prompt_never_exceeds_the_window(
-    kb: Store, settings: Settings, httpserver: HTTPServer
+    kb: Store,  # noqa: F811 - the fixture imported above
+    settings: Settings,
+    httpserver: HTTPServer,
 ) -> None:
     summary_text = "The user's project code is FALCON-7; the launch is on 14 March. They asked about the figures."
 

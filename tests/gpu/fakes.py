@@ -129,7 +129,7 @@ class ScriptedNvml:
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeGpu) -> int:
         return self._device("nvmlDeviceGetEnforcedPowerLimit", handle).limit_mw
 
-    def nvmlDeviceGetClockInfo(self, handle: FakeGpu, type: int) -> int:
+    def nvmlDeviceGetClockInfo(self, handle: FakeGpu, type: int) -> int:  # noqa: A002 - pynvml's signature
         g = self._device("nvmlDeviceGetClockInfo", handle)
         if type == pynvml.NVML_CLOCK_GRAPHICS:
             return g.clock_graphics

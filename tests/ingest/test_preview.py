@@ -195,7 +195,7 @@ def test_files_of_types_not_read_say_what_to_do() -> None:
         f"only {ingest.READ_TYPES} files are read: convert it to one of them and upload that."
     )
     # Every type the loader refuses gets advice, every one it reads none.
-    with pytest.raises(DocumentError, match="unsupported file type '.doc'"):
+    with pytest.raises(DocumentError, match=r"unsupported file type '\.doc'"):
         ingest.prepare(b"PK\x03\x04", "Thesis.doc", SPRING_DEFAULT)
 
 

@@ -109,7 +109,7 @@ def test_local_weights_come_from_the_wheel() -> None:
 def test_local_model_answers_a_grounded_question() -> None:
     model = LocalChatModel()
 
-    items, content, thinking, done = collect(model.stream(GROUNDED, temperature=0.0))
+    _items, content, thinking, done = collect(model.stream(GROUNDED, temperature=0.0))
 
     assert "Zubrowka" in content, content
     assert thinking == ""
@@ -150,7 +150,7 @@ def test_local_stop_sequences_end_the_answer() -> None:
         Message("user", QUESTION),
     ]
 
-    items, content, _, done = collect(LocalChatModel().stream(messages, temperature=0.0))
+    _items, content, _, done = collect(LocalChatModel().stream(messages, temperature=0.0))
 
     assert "Zubrowka" in content, content
     assert "Question" not in content and "Answer" not in content

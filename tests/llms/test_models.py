@@ -656,7 +656,7 @@ def test_pull_of_an_unknown_model_fails_with_one_line(httpserver: HTTPServer, de
         "Ollama could not pull 'no-such-model' (pull model manifest: file does not exist): "
         "check the name on https://ollama.com/library"
     )
-    with pytest.raises(ModelError, match="^Ollama is not reachable at .*'ollama serve'"):
+    with pytest.raises(ModelError, match=r"^Ollama is not reachable at .*'ollama serve'"):
         pull_model(dead_host, "llama3.2", lambda *args: None)
 
 

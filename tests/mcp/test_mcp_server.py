@@ -309,7 +309,7 @@ def test_confine_refuses_unsupported_types_and_read_only(folders):
     (docs / "image.png").write_bytes(b"\x89PNG")
     with pytest.raises(RagError, match=r"^'image.png': unsupported file type; supported: \.pdf, \.epub"):
         kb_tools.confine("image.png", kb_tools.resolve_roots([docs]))
-    with pytest.raises(RagError, match="^this server is read-only: start it with --allow-ingest FOLDER"):
+    with pytest.raises(RagError, match=r"^this server is read-only: start it with --allow-ingest FOLDER"):
         kb_tools.confine("notes.txt", ())
     with pytest.raises(RagError, match=r"^--allow-ingest .*/nowhere: no such folder$"):
         kb_tools.resolve_roots([folders["root"] / "nowhere"])
@@ -327,7 +327,7 @@ def test_a_file_swapped_for_a_link_after_the_check_is_not_read(folders):
     assert kb_tools.read_confined(approved, roots) == NOTES.encode()
     approved.unlink()
     approved.symlink_to(secret)
-    with pytest.raises(RagError, match="cannot open the file .*a symbolic link is refused"):
+    with pytest.raises(RagError, match=r"cannot open the file .*a symbolic link is refused"):
         kb_tools.read_confined(approved, roots)
     # A folder on the way swapped for a link: O_NOFOLLOW guards only the last part, the opened
     # descriptor's own path shows where it really is.

@@ -354,7 +354,7 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 # -- (6) stop --------------------------------------------------------------------------------------
 
 
-def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:
+def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPServer, threading.Event]) -> None:  # noqa: F811 - the fixture imported above
     """A run following a live answer notices the stop, keeps the partial text and marks it."""
     server, _ = slow_ollama
     at = new_app()
@@ -566,7 +566,8 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
                 },
                 {
                     "role": "assistant",
-                    "content": f"The board approved 42 cents (report.pdf, p. 1); the rules changed in 2024 (gov.cn, {page_url}).",
+                    "content": "The board approved 42 cents (report.pdf, p. 1); "
+                    f"the rules changed in 2024 (gov.cn, {page_url}).",
                 },
             ]
         )

@@ -269,7 +269,7 @@ def test_with_a_gpu_devices_processes_and_100_percent_gpu(
     assert shown["Power"] == "24 / 110 W" and shown["Clocks (MHz)"] == "2100 / 8001"
     assert set(shown) >= {"CPU", "RAM (GiB)"}
     procs = table(at, "Process")
-    assert list(procs["Process"])[0] == "ollama" and list(procs["Ollama"]) == [True, False]
+    assert next(iter(procs["Process"])) == "ollama" and list(procs["Ollama"]) == [True, False]
     assert list(procs["VRAM (MiB)"]) == [4700, 200]
     names = traces(at)
     assert not phase_legend(chart(at))  # nothing generated yet

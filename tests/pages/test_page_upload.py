@@ -514,7 +514,7 @@ def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None
     upload(app, ("prices.pdf", make_table_pdf("Prices of our products in 2024.", rows)))
     assert table(app, "upload_overview")["read by"].tolist() == ["MuPDF (1 table as rows)"]
     (expander,) = [e for e in app.expander if e.label == "1 table on this page, as tables"]
-    assert "| SKU-6678 | Falcon X | $42,000.00 |" in [m.value for m in expander.markdown][0].splitlines()
+    assert "| SKU-6678 | Falcon X | $42,000.00 |" in expander.markdown[0].value.splitlines()
 
 
 # --- issue 28: one ingest path ------------------------------------------------------------------

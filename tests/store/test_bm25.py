@@ -245,7 +245,7 @@ def test_the_filter_top_k_and_ties(store: Store) -> None:
         ("a.txt", 2),
     ]
     assert hits[0].score > hits[1].score == hits[2].score == hits[3].score > 0
-    filtered = store.keyword_search("lighthouse", ["docs"], top_k=10, filter=to_sql("original_filename == 'b.txt'"))
+    filtered = store.keyword_search("lighthouse", ["docs"], top_k=10, sql_filter=to_sql("original_filename == 'b.txt'"))
     assert [(h.original_filename, h.metadata["chunk_index"]) for h in filtered] == [("b.txt", i) for i in range(3)]
     assert store.keyword_search("the on", ["docs"]) == []  # stop words only
     assert store.keyword_search("zeppelin", ["docs"]) == []

@@ -118,7 +118,7 @@ def test_failed_write_leaves_previous_version_intact(store: Store, pg_uri: str) 
     before = {c.id for c in store.iter_chunks("finance")}
     bad = unit(4, 16)
     bad[2, 0] = np.nan  # pgvector refuses NaN in the middle of the COPY
-    with pytest.raises(StoreError, match="the database refused the operation: .*NaN"):
+    with pytest.raises(StoreError, match=r"the database refused the operation: .*NaN"):
         write(store, data=b"%PDF v2", n=4, vectors=bad)
     assert {c.id for c in store.iter_chunks("finance")} == before
     assert store.list_documents("finance")[0].sha256 == str(hash(b"%PDF v1"))
@@ -178,7 +178,7 @@ def test_search_min_score_and_filter(store: Store) -> None:
     query = vectors[5]
     hits = store.search(query, ["finance"], top_k=12, min_score=0.999)
     assert [h.metadata["chunk_index"] for h in hits] == [5]
-    filtered = store.search(query, ["finance"], top_k=12, filter=to_sql("chunk_index >= 9 || page == 1"))
+    filtered = store.search(query, ["finance"], top_k=12, sql_filter=to_sql("chunk_index >= 9 || page == 1"))
     assert sorted(h.metadata["chunk_index"] for h in filtered) == [0, 1, 2, 9, 10, 11]
 
 
@@ -302,7 +302,9 @@ def test_names_and_filter_values_are_stored_and_matched_literally(
     hits = store.search(unit(1, 8)[0], [kb], top_k=10)
     assert len(hits) == 3 and {(h.knowledge, h.original_filename) for h in hits} == {(kb, filename)}
     value = filename.replace("\\", "\\\\").replace("'", "\\'")
-    filtered = store.search(unit(1, 8)[0], [kb, kb + "x"], top_k=10, filter=to_sql(f"original_filename == '{value}'"))
+    filtered = store.search(
+        unit(1, 8)[0], [kb, kb + "x"], top_k=10, sql_filter=to_sql(f"original_filename == '{value}'")
+    )
     assert {h.original_filename for h in filtered} == {filename} and len(filtered) == 3
     assert count(pg_uri, "SELECT count(*) FROM vector_store WHERE metadata->>'knowledge' = %s", (kb,)) == 3
 

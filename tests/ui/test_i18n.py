@@ -312,7 +312,8 @@ def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> N
 
 def test_a_library_error_is_shown_in_chinese_with_its_values_translated_too() -> None:
     script = (
-        "from rag.errors import DocumentError\nfrom rag.text import Text\nfrom ui.i18n import tr\nimport streamlit as st\n"
+        "from rag.errors import DocumentError\nfrom rag.text import Text\n"
+        "from ui.i18n import tr\nimport streamlit as st\n"
         "exc = DocumentError('a.pdf', Text('{filename}: {reason}', filename='inner', reason='x'))\n"
         "st.write(tr(exc))\nst.write(tr(str(exc)))"
     )

@@ -7,12 +7,13 @@ makes Ollama stop generating.
 
 from __future__ import annotations
 
+import enum
 import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Generator, Iterator, Sequence
+from typing import Any, Final, cast
 
 import httpx
 import ollama
@@ -34,7 +35,14 @@ DEFAULT_OLLAMA_NUM_CTX = 4096
 """Assumed when neither the request nor the Modelfile sets num_ctx. Ollama's own default has varied
 between versions; once the model is loaded, /api/ps tells the real window."""
 
-_END = object()
+
+class _End(enum.Enum):
+    """The end of the streamed chunks: an enum member, so that `chunk is _END` narrows `chunk`."""
+
+    END = enum.auto()
+
+
+_END: Final = _End.END
 
 
 class OllamaChatModel:
@@ -134,8 +142,13 @@ class OllamaChatModel:
         responses: list[httpx.Response] = []
         http = client(self._host, self._timeout, event_hooks={"response": [responses.append]})
 
-        def chat(stop: threading.Event) -> Iterator[Any]:
-            stream = http.chat(model=self._model, messages=payload, stream=True, think=think, options=options)
+        def chat(stop: threading.Event) -> Iterator[ollama.ChatResponse]:
+            # ollama annotates the stream as an Iterator, but it is a generator (Client._request's `inner`),
+            # and close() is what ends its HTTP response early.
+            stream = cast(
+                "Generator[ollama.ChatResponse, None, None]",
+                http.chat(model=self._model, messages=payload, stream=True, think=think, options=options),
+            )
             try:
                 for part in stream:
                     if stop.is_set():
@@ -157,7 +170,7 @@ class OllamaChatModel:
                 (thinking if kind == "thinking" else content).append(text)
                 yield StreamEvent(kind, text)
 
-        runner: Runner[Any] = Runner(chat, name=f"ollama-chat-{self._model}", log_unexpected=False)
+        runner: Runner[ollama.ChatResponse] = Runner(chat, name=f"ollama-chat-{self._model}", log_unexpected=False)
         parts = runner.follow(stop_event)
         finished = aborted = False
         try:
