@@ -12,8 +12,9 @@ How a question flows through the page:
    restarts the generation: the next run picks it up where it is. Stop sets the runner's
    `stop_event`, which the model's stream checks every 50 ms; the partial answer is kept and marked
    stopped.
-4. The finished turn joins the history: `[n]` markers become badges, buttons under the answer open
-   the cited source card, and a card can show its page with the passage highlighted.
+4. The finished turn joins the history: `[n]` markers become badges that link to their source card
+   (`ui.citelinks` opens the card on a click), buttons under the answer open it too, and a card can
+   show its page with the passage highlighted.
 
 Session state:
 - `chat_turns`: the finished turns (`rag.generate.Turn`) of this session, oldest first.
@@ -21,8 +22,9 @@ Session state:
 Widget keys: `chat_kbs`, `chat_model`, `chat_agent`, `chat_mode`, `chat_top_k`, `chat_min_score`,
 `chat_filter`, `chat_rewrite`, `chat_temperature`, `chat_think`, `chat_num_ctx`,
 `chat_system_prompt`, `chat_prompt_en`, `chat_prompt_zh`, `chat_pull`, `chat_input`, `chat_stop`,
-`chat_clear`, `chat_export`; per turn `chat_sources_<turn>`, and per source `chat_src_<turn>_<n>`
-(its card), `chat_page_<turn>_<n>` (show the page), `chat_pageno_<turn>_<n>`, `chat_cite_<turn>_<n>`.
+`chat_clear`, `chat_export`, `chat_cite_links` (hears clicks on inline markers); per turn
+`chat_sources_<turn>`, and per source `chat_src_<turn>_<n>` (its card), `chat_page_<turn>_<n>` (show the
+page), `chat_pageno_<turn>_<n>`, `chat_cite_<turn>_<n>`.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from rag.model_ref import ModelRef
 from rag.query import filters
 from rag.settings import Settings
 from rag.store import Store
-from ui import resources, widgets
+from ui import citelinks, i18n, resources, widgets
 from ui.format import md as _md
 from ui.format import no_images, no_math
 from ui.i18n import _, count, tr
@@ -101,11 +103,13 @@ BADGE_LEGEND = (
 )  # shown as _(BADGE_LEGEND)
 
 
-def answer_markdown(answer: str, grounding: generate.Grounding) -> str:
-    """The answer with each `[n]` marker as a badge coloured by what the check found (see BADGE_LEGEND)."""
+def answer_markdown(answer: str, grounding: generate.Grounding, turn_id: str | None = None) -> str:
+    """The answer with each `[n]` marker as a badge coloured by what the check found (see BADGE_LEGEND);
+    with `turn_id`, a badge of a source the answer had is a link that opens that source's card."""
 
     def badge(n: int, kind: str) -> str:
-        return BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
+        drawn = BADGES.get(kind, NOT_SUPPORTED_BADGE).format(n=n)
+        return drawn if turn_id is None or kind == "unknown" else citelinks.marker(drawn, turn_id, n)
 
     return no_math(generate.annotate(answer, grounding, badge, UNSUPPORTED_FLAG.format(no_source=_("no source"))))
 
@@ -677,13 +681,19 @@ def _open_source(turn_id: str, n: int) -> None:
     st.session_state[f"chat_page_{turn_id}_{n}"] = True
 
 
+def _open_cited(turn_id: str, n: int) -> None:
+    """An inline `[n]` of an answer was clicked: open that source's card (a number no card has is ignored)."""
+    if any(t.id == turn_id and any(s.n == n for s in t.sources) for t in _turns()):
+        _open_source(turn_id, n)
+
+
 def _source_card(turn: Turn, source: Source) -> None:
     hit = source.hit
     meta = hit.metadata
     # Where each search ranked it ("hybrid #2 · vector #3 (0.82) · keyword #1 (BM25 7.4)"), not a bare fused 0.03.
-    label = f"{source.label} · {hit.ranking}"
+    label = f"{i18n.source_label(source)} · {i18n.ranking(hit)}"
     with _expander(_md(label), f"chat_src_{turn.id}_{source.n}", False):
-        where = f" · {_md(hit.location)}" if meta.get("location") else ""
+        where = f" · {_md(i18n.location(hit))}" if meta.get("location") else ""
         scanned = (
             _(" · read by OCR (confidence {confidence}%)", confidence=f"{meta['ocr_confidence']:.0f}")
             if meta.get("ocr") and isinstance(meta.get("ocr_confidence"), (int, float))
@@ -790,7 +800,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
         if turn.left_out:
             st.caption(
                 _("Found but not given to the model (no room left for them in its prompt): ")
-                + "; ".join(_md(s.label) for s in turn.left_out)
+                + "; ".join(_md(i18n.source_label(s)) for s in turn.left_out)
             )
 
 
@@ -894,7 +904,9 @@ def _answer(turn: Turn) -> None:
         with st.expander("💭 " + _("Thinking"), type="compact"):
             st.markdown(_md(turn.thinking))
     if turn.answer:
-        st.markdown(no_images(no_math(turn.answer) if turn.agent else answer_markdown(turn.answer, turn.grounding)))
+        st.markdown(
+            no_images(no_math(turn.answer) if turn.agent else answer_markdown(turn.answer, turn.grounding, turn.id))
+        )
     elif not turn.problem and not turn.error:
         st.caption(_("(the model wrote nothing)") if not turn.stopped else _("(stopped before the first word)"))
     if turn.web_sources:
@@ -977,7 +989,7 @@ def _answer(turn: Turn) -> None:
             for n in check.cited:
                 gone = n in turn.gone
                 st.button(
-                    by_n[n].label + (_(" · deleted since") if gone else ""),
+                    i18n.source_label(by_n[n]) + (_(" · deleted since") if gone else ""),
                     key=f"chat_cite_{turn.id}_{n}",
                     on_click=_open_source,
                     args=(turn.id, n),
@@ -1275,6 +1287,10 @@ def main() -> None:
     settings = resources.settings()
     store = widgets.try_store()
     controls = _controls(store, settings)
+    with st.sidebar:  # an element of no height: it hears clicks on the answers' [n] links
+        clicked = citelinks.listen("chat_cite_links", card_key="chat_src_{turn}_{n}")
+    if clicked is not None:
+        _open_cited(*clicked)
     question = st.chat_input(_("Ask about your documents (English or 中文)…"), key="chat_input", submit_mode="disable")
     live: Live | None = st.session_state.get(LIVE)
     if question and live is not None:  # asked again while answering: the running answer stops here

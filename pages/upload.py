@@ -33,7 +33,7 @@ from rag.ingest.preview import SAMPLE_CHARS, InputWindow, input_window
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, count, tr
+from ui.i18n import _, count, place, tr
 
 log = logging.getLogger("pages.upload")
 
@@ -137,7 +137,18 @@ def _sync_uploads() -> None:
     for f in files:
         if f.file_id not in previous:
             uploads[f.name] = f.getvalue()
+            _choose_again()
     st.session_state["_upload_ids"] = current
+
+
+def _choose_again() -> None:
+    """A new file came: the knowledge base chosen for the files before it is not its own (a file was
+    once preselected into 'office' while stored in 'hlm', another set to go where a stopped ingest
+    went), so nothing is chosen until the user chooses, and a new base's name is asked again."""
+    state = st.session_state
+    for key in ("upload_kb_choice", "upload_kb_last", "_upload_kb_pending", "_upload_kb_restored"):
+        state.pop(key, None)
+    state["upload_kb_new"] = ""
 
 
 def _forget(names: list[str]) -> None:
@@ -310,6 +321,20 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     return Target(name, kb, embedder, blocker.short if blocker else "")
 
 
+def _stored_copies(store: Store | None, uploads: dict[str, bytes]) -> None:
+    """Say which knowledge base already holds an upload's content, so that it is not added to another by
+    mistake (the lookup is the library's: rag.ingest.stored_copies)."""
+    if store is None or not uploads:
+        return
+    try:
+        copies = ingest.stored_copies(store, {name: _sha(name, data) for name, data in uploads.items()})
+    except RagError as exc:
+        widgets.show_error(exc, _("Documents"))
+        return
+    if copies:
+        st.info("  \n".join(fmt.md(tr(c.note)) for c in copies), icon="📍")
+
+
 def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:
     kb = target.kb
     if kb is None or settings is None or settings.cuts_as(kb.chunk_settings):
@@ -382,7 +407,9 @@ def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataF
                 "#": c.index,
                 "tokens": c.tokens,
                 "characters": len(c.text),
-                where: page_label(c.pages) if by_page else doc.chunk_location(c.pages, c.start, c.end),
+                where: page_label(c.pages)
+                if by_page
+                else place(doc.chunk_location(c.pages, c.start, c.end), doc.filename),
                 "first words": fmt.first_words(c.text),
             }
             for c in chunks
@@ -420,8 +447,10 @@ def _overview(
                 "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
                 "check": ("❌ " + tr(p.error))
                 if p.error
-                else (f"⚠️ {fmt.plural(len(issues), 'warning')}" if issues else "✅ ok"),
-                "on ingest": ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings) if kb_name else "",
+                else (f"⚠️ {count(len(issues), 'warning')}" if issues else "✅ " + _("ok")),
+                "on ingest": _destiny_label(ingest.destiny(p.prepared, p.sha256, existing.get(p.name), settings))
+                if kb_name
+                else "",
             }
         )
     widgets.table(
@@ -439,6 +468,11 @@ def _overview(
             )
         },
     )
+
+
+def _destiny_label(destiny: str) -> str:
+    """What an ingest would do with a file (rag.ingest.destiny), in the user's language."""
+    return {"new": _("new"), "replaces": _("replaces"), "unchanged": _("unchanged"), "fails": _("fails")}[destiny]
 
 
 def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow | None) -> None:
@@ -539,7 +573,8 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
         title = titles.get(n, "")
         if doc.unit in ("sheet", "section") and title:
             return f"{unit} {n}: {title}"
-        return f"{unit} {n}" + (f": {title}" if title else "") + ("" if n in with_text else " · no text")
+        blank = _(" · blank") if doc.by_lines else _(" · no text")
+        return f"{unit} {n}" + (f": {title}" if title else "") + ("" if n in with_text else blank)
 
     page = st.columns([1, 2])[0].selectbox(
         unit,
@@ -554,7 +589,9 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
     with left:
         if page not in with_text:
             st.info(
-                _("{unit} {number} has no extractable text: it will not be searchable.", unit=unit, number=page),
+                _("{unit} {number} of the text file is blank: its form feeds enclose nothing.", unit=unit, number=page)
+                if doc.by_lines
+                else _("{unit} {number} has no extractable text: it will not be searchable.", unit=unit, number=page),
                 icon="🖼️",
             )
         else:
@@ -577,9 +614,14 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                 carried = (
                     _(" (continues from the page before)") if chunks[first.index].start < doc.page_starts[index] else ""
                 )
+                badges = page_label([c.index for c in on_page])  # a chunk's number, as its badge shows it
                 st.caption(
-                    _("Chunks on this page: {chunks}", chunks=page_label([c.index for c in on_page]))
-                    + f"{carried}. {_(LEGEND)}"
+                    (
+                        _("On this page: chunks #{chunks}", chunks=badges)
+                        if len(on_page) > 1
+                        else _("On this page: chunk #{chunks}", chunks=badges)
+                    )
+                    + f"{carried}{_('.')} {_(LEGEND)}"
                 )
             else:
                 st.caption(_("No chunk covers this page (its pieces were dropped as too short)."))
@@ -648,7 +690,8 @@ def _run_ingest(
         icon="⏹️",
         help=_(
             "Stops at the next step of the file being ingested: that file is stored whole or "
-            "not at all, the files done before stay, the rest are not started."
+            "not at all (the chunks it embedded by then are kept, and the next Ingest goes on from there), "
+            "the files done before stay, the rest are not started."
         ),
     )
     with st.status(
@@ -703,7 +746,7 @@ def _run_ingest(
                     )
         failed = sum(not r.ok for r in results)
         counts = ", ".join(
-            f"{sum(r.status == s for r in results)} {s}"
+            f"{sum(r.status == s for r in results)} {_(s)}"
             for s in ("stored", "replaced", "unchanged", "failed")
             if any(r.status == s for r in results)
         )
@@ -754,7 +797,14 @@ def _show_results() -> None:
         files=count(len(results), "file"),
     )
     if last.get("stopped"):
-        st.info(message + _(" It was stopped: press **Ingest** to go on (files already stored are skipped)."), icon="⏹️")
+        st.info(
+            message
+            + _(
+                " It was stopped: press **Ingest** to resume (files already stored are skipped, and the chunks "
+                "embedded before the stop are not embedded again)."
+            ),
+            icon="⏹️",
+        )
     elif failed:
         st.warning(message + _(" See the reasons below; fix them and ingest again."), icon="⚠️")
     else:
@@ -764,7 +814,7 @@ def _show_results() -> None:
             {
                 "": STATUS_ICONS.get(r["status"], ""),
                 "file": r["filename"],
-                "status": r["status"],
+                "status": _(r["status"]),
                 "pages": None if r["status"] == "failed" else r["pages"],
                 "chunks": None if r["status"] == "failed" else r["chunks"],
                 "reason": tr(r["reason"]),
@@ -840,7 +890,11 @@ def _ingest_bar(
     texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
     notes = ingest.plan_notes(
-        target.embedder.name, embeddings.expected_seconds(target.embedder, texts), len(texts), sample
+        target.embedder.name,
+        embeddings.estimate(target.embedder, texts),
+        len(texts),
+        sample,
+        embeddings.machine_load(),
     )
     if notes.duration:
         plan.caption(f"⏱️ {tr(notes.duration)} " + _("**Stop ingesting** ends it early; the files done by then stay."))
@@ -885,6 +939,7 @@ def _files_column() -> dict[str, bytes]:
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
             uploads[f.name] = f.getvalue()
+            _choose_again()
     st.session_state["_upload_ids"] = {f.file_id: f.name for f in files}
     names = [f.name for f in files]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -920,6 +975,7 @@ def _upload_tab(store: Store | None) -> None:
     with kb_col:
         st.markdown(_("##### 2 · Knowledge base"))
         target = _knowledge_base_picker(store)
+        _stored_copies(store, uploads)
     with chunk_col:
         st.markdown(_("##### 3 · Chunking"))
         settings = widgets.chunk_settings_widget(WIDGET, chunking.DEFAULT)

@@ -81,6 +81,8 @@ def wipe(uri: str) -> None:
             conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
         if conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
             conn.execute("TRUNCATE conversations, messages")
+        if conn.execute("SELECT to_regclass('embedding_cache') IS NOT NULL").fetchone()[0]:
+            conn.execute("TRUNCATE embedding_cache")  # the vectors a stopped ingest kept (rag.store.vector_cache)
 
 
 @pytest.fixture

@@ -377,3 +377,35 @@ def make_encrypted_office(inner: bytes = b"") -> bytes:
     header = bytes.fromhex("d0cf11e0a1b11ae1") + b"\x00" * 504
     directory = "EncryptionInfo".encode("utf-16-le") + b"\x00" * 50 + "EncryptedPackage".encode("utf-16-le")
     return header + directory + inner + b"\x00" * 1024
+
+
+def make_unmapped_glyph_pdf(pages: list[str]) -> bytes:
+    """A PDF whose font gives some glyphs no real Unicode character, as maths fonts without a ToUnicode
+    map do: one page per string (Helvetica, one line each), where `@` is drawn as a glyph that
+    extracts as a private-use code (U+F0B6, the Symbol font's own code for ∂) and `#` as one that
+    extracts as U+FFFD."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
+    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
+    objects.append(
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
+        "/Encoding << /Type /Encoding /Differences [35 /uniFFFD 64 /uniF0B6] >> >>"
+    )
+    for i, text in enumerate(pages):
+        escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
+            f"/Contents {5 + 2 * i} 0 R >>"
+        )
+        stream = f"BT /F1 11 Tf 72 770 Td ({escaped}) Tj ET"
+        objects.append(f"<< /Length {len(stream.encode('latin-1'))} >>\nstream\n{stream}\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)

@@ -9,6 +9,7 @@ from its id's, and when a translated page shows English while Chinese is on. The
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -18,6 +19,9 @@ from ui.zh import ZH
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from rag.generate import Source
+    from rag.store import Hit
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 QUERY_KEY = "lang"
@@ -148,6 +152,40 @@ def language_switch() -> None:
         on_change=_remember,
         label_visibility="collapsed",
     )
+    uploader_words()
+
+
+_DROPZONE = '[data-testid="stFileUploaderDropzone"]'
+UPLOADER_TEXTS = {
+    "upload": f'{_DROPZONE} button[data-testid="stBaseButton-secondary"] [data-testid="stMarkdownContainer"] p',
+    "limit": '[data-testid="stFileUploaderDropzoneInstructions"] span',
+    "drop": f"{_DROPZONE} > div:not([data-testid]) > span",  # shown while files are dragged over it
+}
+"""Where Streamlit's file uploader (1.67) draws its own English: the button ("Upload"), the limit ("200MB per
+file") and the drop hint ("Drag and drop files here"); tests/e2e checks them in Chromium."""
+
+
+def uploader_words() -> None:
+    """Streamlit's file uploader in the user's language: its button ("Upload"), its limit ("200MB per file")
+    and what it says while a file is dragged over it are the browser's, not a parameter (its label and help
+    are the pages'): in Chinese, CSS puts the Chinese in their place, on every page. In English an empty
+    style takes the Chinese one's place (a style-only st.html outlives the run that drew it)."""
+    if language() != "zh":
+        st.html("<style></style>")
+        return
+    limit = st.get_option("server.maxUploadSize")
+    words = {
+        "upload": _("Upload"),
+        "limit": _("up to {limit} MB per file", limit=limit),
+        "drop": _("Drop the files here"),
+    }
+    # Each English text is hidden (font-size 0) and the Chinese drawn in its place by ::after.
+    rules = [f"{UPLOADER_TEXTS[name]} {{font-size: 0 !important}}" for name in words]
+    rules += [
+        f'{UPLOADER_TEXTS[name]}::after {{content: "{text}"; font-size: 0.875rem; line-height: 1.6}}'
+        for name, text in words.items()
+    ]
+    st.html("<style>" + "\n".join(rules) + "</style>")
 
 
 UNITS = {
@@ -164,6 +202,7 @@ UNITS = {
     "chunk": ("chunk", "个分块"),
     "file": ("file", "个文件"),
     "page": ("page", "页"),
+    "warning": ("warning", "个警告"),
     "table": ("table", "个表格"),
     "tool": ("tool", "个工具"),
 }
@@ -194,3 +233,63 @@ def message_ids(path: str) -> list[str]:
         ):
             found.append(node.args[0].value)
     return found
+
+
+def ranking(hit: Hit) -> str:
+    """Where each search put a hit (`Hit.ranking`) in the user's language: 'hybrid #2 · vector #3 (0.82) ·
+    keyword: not found' / '混合 #2 · 向量 #3 (0.82) · 关键词：未找到'."""
+    hybrid = hit.fused_rank is not None
+    parts = [_("hybrid #{rank}", rank=hit.fused_rank)] if hybrid else []
+    if hit.vector_rank is not None:
+        score = "" if hit.vector_score is None else f" ({hit.vector_score:.2f})"
+        parts.append(_("vector #{rank}", rank=hit.vector_rank) + score)
+    elif hybrid:
+        parts.append(_("vector: not found"))
+    if hit.keyword_rank is not None:
+        score = "" if hit.keyword_score is None else f" (BM25 {hit.keyword_score:.1f})"
+        parts.append(_("keyword #{rank}", rank=hit.keyword_rank) + score)
+    elif hybrid:
+        parts.append(_("keyword: not found"))
+    return " · ".join(parts) or _("score {score}", score=f"{hit.score:.3f}")
+
+
+_LINES = re.compile(r"^(?:(?P<heading>.*) · )?lines? (?P<lines>\d+(?:–\d+)?)$", re.DOTALL)
+_UNIT = re.compile(r"^(?P<unit>slides?|sheets?) (?P<which>.+)$", re.DOTALL)
+
+
+def location(hit: Hit) -> str:
+    """Where a hit is in its file (`Hit.location`: 'p. 4', 'pp. 4-5', 'slide 3', 'sheet Sales', a heading
+    path, 'Guide › Install · lines 7–9') in the user's language: '第 4 页', '第 7–9 行'; a heading or a
+    sheet's name as it is."""
+    where = hit.location
+    if language() != "zh" or not where:
+        return where
+    if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4-5')
+        pages = hit.pages
+        first, last = pages[0], pages[-1]
+        return _("p. {page}", page=first) if len(pages) == 1 else _("pp. {first}-{last}", first=first, last=last)
+    return place(where, hit.original_filename)
+
+
+def place(where: str, filename: str) -> str:
+    """A location that `rag.documents.Document` wrote for a chunk of `filename` ('slide 3', 'sheet Sales',
+    'Guide › Install · lines 7–9', a heading path) in the user's language."""
+    if language() != "zh":
+        return where
+    lines = _LINES.match(where)
+    if lines and filename.lower().endswith((".txt", ".md")):
+        shown = _("lines {lines}", lines=lines["lines"])
+        return f"{lines['heading']} · {shown}" if lines["heading"] else shown
+    unit = _UNIT.match(where)
+    if unit and filename.lower().endswith((".pptx", ".xlsx", ".xls")):
+        if unit["unit"].startswith("slide"):
+            return _("slides {numbers}", numbers=unit["which"])
+        return _("sheets {names}", names=unit["which"])
+    return where
+
+
+def source_label(source: Source) -> str:
+    """A numbered source as its citation names it (`Source.label`: '[1] report.pdf p. 4'), its location
+    in the user's language."""
+    where = location(source.hit)
+    return f"[{source.n}] {source.hit.original_filename}{' ' + where if where else ''}"

@@ -113,7 +113,8 @@ def load_bytes(data: bytes, filename: str, progress: Progress | None = None) -> 
         read, count = _read_other(data, filename, kind)
         pages = [Page(p.number, text, p.title) for p in read if (text := _normalise(p.text)).strip()]
     numbers = {p.number for p in pages}
-    dropped = [n for n in range(1, count + 1) if n not in numbers] if kind in _MUPDF + ("txt", "md") else []
+    # A text file's blank part (between two form feeds) holds nothing that could not be read.
+    dropped = [n for n in range(1, count + 1) if n not in numbers] if kind in _MUPDF else []
     if not pages:
         raise DocumentError(filename, _nothing_read(kind, scanned))
 
@@ -148,9 +149,10 @@ def _numbered(texts: list[str], confidences: list[float | None] | None = None) -
 
 
 def _text_pages(parts: list[str]) -> tuple[list[Page], int, tuple[int, ...]]:
-    """A text file's form-feed-separated parts as pages: (pages with text, parts in all, the file line
-    each page starts on). A form feed is no line break, and a part's trailing blank lines, cut off
-    from its page, still count. (Given the parts, not the text: the whole text is not kept meanwhile.)"""
+    """A text file's form-feed-separated parts as pages: (pages with text, parts in all up to the last
+    with text, the file line each page starts on). A form feed is no line break, and a part's trailing
+    blank lines, cut off from its page, still count; the blank end after a last form feed is no page.
+    (Given the parts, not the text: the whole text is not kept meanwhile.)"""
     pages: list[Page] = []
     first_lines: list[int] = []
     line = 1
@@ -161,7 +163,7 @@ def _text_pages(parts: list[str]) -> tuple[list[Page], int, tuple[int, ...]]:
             pages.append(Page(number, unified.rstrip()))
             first_lines.append(line)
         line += newlines
-    return pages, len(parts), tuple(first_lines)
+    return pages, pages[-1].number if pages else len(parts), tuple(first_lines)
 
 
 def _nothing_read(kind: str, scanned: int) -> Text:

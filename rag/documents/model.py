@@ -78,7 +78,7 @@ class Document:
     kind: str  # "pdf" | "epub" | "xps" | "txt" | "md"
     pages: tuple[Page, ...]  # only pages with text, in order
     page_count: int  # pages in the source, including dropped empty ones
-    dropped_pages: tuple[int, ...]  # numbers of pages that had no text (scanned?)
+    dropped_pages: tuple[int, ...]  # pages that had no text (scanned?): PDF, EPUB, XPS; a TXT has none
     warnings: tuple[str, ...] = ()  # one-line, user-facing
     reader: str = ""
     """What read the file ('MuPDF', 'python-docx', 'MuPDF + Tesseract OCR', ...)."""

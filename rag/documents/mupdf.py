@@ -7,12 +7,13 @@ Imported only when such a file is loaded: pymupdf takes a while to import, and t
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 import pymupdf
 
 from rag.documents import ocr
-from rag.documents.model import KIND_LABELS, Progress
+from rag.documents.model import KIND_LABELS, Progress, page_label
 from rag.documents.sections import markdown_table
 from rag.errors import DocumentError
 from rag.text import Text
@@ -215,6 +216,25 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
         # info, not warning: the user already sees it in Document.warnings.
         logger.info("MuPDF repaired %r while reading it", filename)
         warnings.append(Text("MuPDF repaired a damaged xref; some text may be missing or out of order"))
+    unmapped = unmapped_pages(pages)
+    if unmapped:
+        warnings.append(
+            Text(
+                "Some characters on pages {pages} could not be extracted: the {kind}'s fonts give them no Unicode "
+                "mapping, so they are kept as � or private-use codes and a search for them finds nothing. "
+                "A copy saved with Unicode fonts, or OCR of the pages, may read them.",
+                pages=page_label(unmapped),
+                kind=label,
+            )
+            if len(unmapped) > 1
+            else Text(
+                "Some characters on page {pages} could not be extracted: the {kind}'s fonts give them no Unicode "
+                "mapping, so they are kept as � or private-use codes and a search for them finds nothing. "
+                "A copy saved with Unicode fonts, or OCR of the page, may read them.",
+                pages=page_label(unmapped),
+                kind=label,
+            )
+        )
     read_by_ocr = sum(1 for p in pages if p.ocr is not None)
     if ocr_wanted and not read_by_ocr:
         warnings.append(
@@ -229,6 +249,16 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
             )
         )
     return Extracted(pages, tuple(warnings), _reader(read_by_ocr, tables), ocr_wanted)
+
+
+UNMAPPED = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff]")
+"""What MuPDF puts for a glyph its font maps to no Unicode character: U+FFFD (no ToUnicode map, no
+known glyph name) or a private-use code (a symbol font's own codes, such as Symbol's U+F0B6 for ∂)."""
+
+
+def unmapped_pages(pages: list[RawPage]) -> list[int]:
+    """The numbers of the pages whose extracted text (not OCR's) holds a glyph with no Unicode mapping."""
+    return [n for n, page in enumerate(pages, start=1) if page.ocr is None and UNMAPPED.search(page.text)]
 
 
 def _reader(read_by_ocr: int, tables: int) -> str:

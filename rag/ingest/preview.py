@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 from rag import chunking
 from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
+from rag.documents.model import KIND_LABELS
+from rag.embeddings.timing import Estimate, Load
 from rag.model_ref import ModelRef
 from rag.text import Text
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from rag.embeddings import Embedder
     from rag.ingest.pipeline import Prepared
     from rag.status import OllamaStatus
-    from rag.store import KnowledgeBase, StoredDocument
+    from rag.store import KnowledgeBase, Store, StoredDocument
 
 Destiny = Literal["fails", "new", "unchanged", "replaces"]
 REPLACEMENT = "\ufffd"
@@ -40,6 +42,41 @@ def destiny(
     if existing is None:
         return "new"
     return "unchanged" if unchanged(existing, sha256, settings) else "replaces"
+
+
+@dataclass(frozen=True)
+class StoredCopy:
+    """An uploaded file whose very content (same SHA-256) a knowledge base already holds."""
+
+    filename: str
+    """The upload's name."""
+    stored: StoredDocument
+
+    @property
+    def note(self) -> str:
+        """ "report.pdf is already in 'hlm' (stored 2026-12-01)." """
+        values = {"file": self.filename, "kb": self.stored.knowledge, "date": f"{self.stored.ingested_at:%Y-%m-%d}"}
+        if self.stored.original_filename != self.filename:
+            return Text(
+                "{file} is already in '{kb}' as {stored} (stored {date}).",
+                stored=self.stored.original_filename,
+                **values,
+            )
+        return Text("{file} is already in '{kb}' (stored {date}).", **values)
+
+
+def stored_copies(store: Store, uploads: dict[str, str]) -> list[StoredCopy]:
+    """Where the knowledge bases already hold the content of `uploads` (filename -> SHA-256), whatever
+    the name it was stored under: a file that went into one base is told before it goes into another
+    (a Chinese novel stored in 'hlm' was once about to be added to 'office')."""
+    by_sha: dict[str, list[str]] = {}
+    for filename, sha in uploads.items():
+        by_sha.setdefault(sha, []).append(filename)
+    return [
+        StoredCopy(filename, doc)
+        for doc in store.documents_with_content(sorted(by_sha))
+        for filename in by_sha[doc.sha256]
+    ]
 
 
 def all_fail(destinies: list[Destiny]) -> bool:
@@ -156,7 +193,7 @@ def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
     own tokens where it can, see `over_window`), and the rest of the text folded into the last chunk."""
     doc, chunk_set = prepared.document, prepared.chunk_set
     out: list[str] = []
-    if doc.dropped_pages:
+    if doc.dropped_pages:  # (never a text file's: a blank part between its form feeds loses nothing)
         pages = page_label(doc.dropped_pages)
         if len(doc.dropped_pages) > 1:
             out.append(Text("Pages {pages} have no extractable text: nothing there will be searchable.", pages=pages))
@@ -173,10 +210,16 @@ def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
         )
     broken = [c.index for c in chunk_set.chunks if REPLACEMENT in c.text]
     if broken:
-        if REPLACEMENT in doc.text:
+        if REPLACEMENT in doc.text and doc.kind in ("pdf", "epub", "xps"):
             why = Text(
-                "the text read from the file already holds it (a broken encoding or extraction): "
-                "check the file, or convert it to UTF-8 text first"
+                "the {kind}'s fonts give some characters no Unicode mapping, so they could not be extracted "
+                "(see the warning about its pages)",
+                kind=KIND_LABELS[doc.kind],
+            )
+        elif REPLACEMENT in doc.text:
+            why = Text(
+                "the file itself holds it (its text was damaged when it was converted or saved before): "
+                "check it against the original"
             )
         else:
             why = Text(
@@ -324,22 +367,63 @@ class PlanNotes:
     """Which embedder suits the text better (mostly Chinese text and an embedder weak in it)."""
 
 
-def plan_notes(embedder_name: str, expected: float | None, chunks: int, sample_text: str) -> PlanNotes:
-    """The notes for embedding `chunks` chunks with `embedder_name`: `expected` is the seconds that
-    `rag.embeddings.expected_seconds` gives (None: no estimate), `sample_text` some of the files' text."""
+def plan_notes(
+    embedder_name: str,
+    expected: Estimate | float | None,
+    chunks: int,
+    sample_text: str,
+    load: Load | None = None,
+) -> PlanNotes:
+    """The notes for embedding `chunks` chunks with `embedder_name`: `expected` is what
+    `rag.embeddings.estimate` gives (or bare seconds; None: no estimate), `sample_text` some of the
+    files' text, `load` the machine's (`rag.embeddings.machine_load`)."""
     from rag.embeddings.hints import chinese_hint
 
     return PlanNotes(
-        duration_note(embedder_name, expected, chunks), chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS])
+        duration_note(embedder_name, expected, chunks, load), chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS])
     )
 
 
-def duration_note(embedder_name: str, expected: float | None, chunks: int) -> str | None:
+def duration_note(
+    embedder_name: str, expected: Estimate | float | None, chunks: int, load: Load | None = None
+) -> str | None:
     """ "Embedding 104 chunks with local:e5 should take about 3 min on this machine." when that is
-    long enough to say (`expected` seconds, None: no estimate); the caller says how to stop it."""
-    if expected is None or expected < WORTH_SAYING_SECONDS:
+    long enough to say (`expected`: an estimate or bare seconds, None: no estimate), then what the
+    estimate rests on (a rate measured in this process, or a first guess) and, when `load` is above
+    the cores, that the machine is busy; the caller says how to stop it."""
+    seconds = expected.seconds if isinstance(expected, Estimate) else expected
+    if seconds is None or seconds < WORTH_SAYING_SECONDS:
         return None
-    values = {"chunks": chunks, "embedder": embedder_name, "duration": _duration(expected)}
-    if chunks == 1:
-        return Text("Embedding {chunks} chunk with {embedder} should take about {duration} on this machine.", **values)
-    return Text("Embedding {chunks} chunks with {embedder} should take about {duration} on this machine.", **values)
+    values = {"chunks": chunks, "embedder": embedder_name, "duration": _duration(seconds)}
+    note = (
+        Text("Embedding {chunks} chunk with {embedder} should take about {duration} on this machine.", **values)
+        if chunks == 1
+        else Text("Embedding {chunks} chunks with {embedder} should take about {duration} on this machine.", **values)
+    )
+    if isinstance(expected, Estimate):
+        note = Text("{first} {second}", first=note, second=_basis(expected))
+    if load is not None and load.busy:
+        note = Text("{first} {second}", first=note, second=busy_note(load))
+    return note
+
+
+def _basis(estimate: Estimate) -> str:
+    # A static rate was off by 2x (RFC 2616: 394 s against "about 3 min"): say which one was used.
+    rate = f"{estimate.per_second:.0f}" if estimate.per_second >= 10 else f"{estimate.per_second:.2g}"
+    if not estimate.measured:
+        return Text(
+            "This is a first guess ({rate} tokens/s): nothing was embedded in this process yet; after a few "
+            "batches the estimate follows the rate measured here.",
+            rate=rate,
+        )
+    if estimate.unit == "tokens":
+        return Text("It follows the {rate} tokens/s measured in this process's latest batches.", rate=rate)
+    return Text("It follows the {rate} chunks/s measured in this process's latest batches.", rate=rate)
+
+
+def busy_note(load: Load) -> str:
+    """ "The machine is busy (load 6.2 on 2 cores): this may take longer." """
+    values = {"load": f"{load.average:.1f}", "cores": load.cores}
+    if load.cores == 1:
+        return Text("The machine is busy (load {load} on {cores} core): this may take longer.", **values)
+    return Text("The machine is busy (load {load} on {cores} cores): this may take longer.", **values)

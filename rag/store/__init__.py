@@ -3,7 +3,7 @@
 `Store` is the way in; the modules each do one job: `schema` (DDL), `bm25_stats` (the keyword
 statistics and the triggers that keep them), `embedded` (the bundled server), `binary_copy`
 (chunk rows), `vector_sql` and `keyword_sql` (the searches: cosine, BM25), `records` (what
-comes back).
+comes back), `vector_cache` (the vectors of ingests that did not finish, for the next one).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from psycopg import sql
 from rag.errors import StoreError
 from rag.store.bm25_stats import BM25_SCHEMA
 from rag.store.conversations import CONVERSATIONS_SCHEMA
+from rag.store.vector_cache import VECTOR_CACHE_SCHEMA
 from rag.text import Text
 
 MAX_DIMENSION = 16000  # pgvector's limit for the vector type
@@ -84,6 +85,7 @@ END $$;
 """
     + BM25_SCHEMA
     + CONVERSATIONS_SCHEMA
+    + VECTOR_CACHE_SCHEMA
 )
 
 

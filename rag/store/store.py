@@ -42,6 +42,7 @@ from rag.store.records import (
     mismatch_message,
 )
 from rag.store.schema import SCHEMA, create_hnsw_index
+from rag.store.vector_cache import VectorCache
 from rag.text import Text
 
 if TYPE_CHECKING:
@@ -188,6 +189,11 @@ class Store:
         """The stored conversations (rag.store.conversations), in this store's database."""
         return Conversations(self._conn)
 
+    @property
+    def vector_cache(self) -> VectorCache:
+        """The vectors of ingests that did not finish (rag.store.vector_cache), in this store's database."""
+        return VectorCache(self._conn)
+
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:
             pg_row = conn.execute("SHOW server_version").fetchone()
@@ -252,6 +258,19 @@ class Store:
 
     def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
         return next((d for d in self.list_documents(knowledge) if d.original_filename == filename), None)
+
+    def documents_with_content(self, sha256s: Sequence[str]) -> list[StoredDocument]:
+        """The documents, in any knowledge base, whose content has one of these SHA-256 digests."""
+        if not sha256s:
+            return []
+        with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(
+                "SELECT id, knowledge, original_filename, path, sha256, size_bytes, page_count, "
+                "chunk_count, chunk_settings, ingested_at FROM documents WHERE sha256 = ANY(%s) "
+                "ORDER BY knowledge, original_filename",
+                (list(sha256s),),
+            )
+            return [StoredDocument(**row) for row in cur.fetchall()]
 
     def document_bytes(self, document_id: uuid.UUID) -> bytes | None:
         with self._conn() as conn:

@@ -33,8 +33,10 @@ def test_form_feeds_split_pages() -> None:
     doc = load_bytes(b"one\fTwo\n\f\fthree\f", "paged.md")
     assert doc.kind == "md"
     assert doc.pages == (Page(1, "one"), Page(2, "Two"), Page(4, "three"))
-    assert doc.dropped_pages == (3, 5)
-    assert doc.page_count == 5
+    # A blank part is no page without extractable text, and the blank end after the last form feed
+    # (RFC 2616's 177th "page") is no page at all.
+    assert doc.dropped_pages == ()
+    assert doc.page_count == 4
 
 
 def test_line_endings_nul_and_trailing_whitespace_are_normalised() -> None:

@@ -518,6 +518,47 @@ def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chro
     assert errors == []
 
 
+def test_the_uploaders_own_words_are_chinese_in_a_chinese_browser(chromium, app_url: str) -> None:
+    """Issue 29: Streamlit's file uploader said "Upload" and "200MB per file" in the Chinese UI. Its own words
+    are drawn by CSS (ui.i18n.uploader_words): the English hidden, the Chinese put in its place; in
+    English nothing is replaced."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1300}, locale="zh-CN")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(app_url, wait_until="networkidle")
+    expect(page.locator("h1").first).to_have_text("📄 上传与预览", timeout=120_000)
+    wait_idle(page)
+    drawn = """(selector) => {
+        const e = document.querySelector(selector);
+        return e && [getComputedStyle(e).fontSize, getComputedStyle(e, '::after').content];
+    }"""
+    button = '[data-testid="stFileUploaderDropzone"] button[data-testid="stBaseButton-secondary"] p'
+    limit = '[data-testid="stFileUploaderDropzoneInstructions"] span'
+    page.wait_for_selector(button, timeout=60_000)
+    shot(page, "upload-zh")
+    assert page.evaluate(drawn, button) == ["0px", '"上传"']
+    assert page.evaluate(drawn, limit) == ["0px", '"每个文件最大 200 MB"']
+    # While files are dragged over it, the drop hint too.
+    dropzone = '[data-testid="stFileUploaderDropzone"]'
+    dragged = page.evaluate_handle(
+        "() => { const d = new DataTransfer(); d.items.add(new File(['x'], 'a.txt')); return d }"
+    )
+    page.dispatch_event(dropzone, "dragenter", {"dataTransfer": dragged})
+    hint = f"{dropzone} > div:not([data-testid]) > span"
+    page.wait_for_selector(hint, timeout=10_000)
+    assert page.evaluate(drawn, hint) == ["0px", '"把文件拖放到这里"']
+    shot(page, "upload-zh-dragging")
+    page.dispatch_event(dropzone, "dragleave", {"dataTransfer": dragged})
+    page.get_by_text("English", exact=True).first.click()
+    expect(page.locator("h1").first).to_have_text("📄 Upload & preview", timeout=60_000)
+    wait_idle(page)
+    assert page.evaluate(drawn, button) == ["14px", "none"]
+    assert page.locator(limit).inner_text() == "200MB per file"
+    context.close()
+    assert errors == []
+
+
 WINDOW = 2048
 """The stand-in model's context window: three long answers overflow it."""
 

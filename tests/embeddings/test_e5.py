@@ -311,8 +311,8 @@ def test_a_cancelled_ingest_stores_nothing(store) -> None:
         cancel=cancel,
     )
 
-    assert result.status == "failed"
-    assert result.reason == "embedding cancelled after 0 of 1 texts: nothing of it was stored"
+    assert result.status == "stopped"  # by the user: not a failure
+    assert result.reason == "stopped during embed: nothing of it was stored"
     assert store.find_document("cancel-kb", "cancel.txt") is None
 
 

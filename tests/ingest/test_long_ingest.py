@@ -29,17 +29,17 @@ def stop_at(stage: str, fraction: float):
 
 
 @pytest.mark.parametrize(
-    ("stage", "fraction", "kept"),
+    ("stage", "fraction", "kept", "vectors_kept"),
     [
-        ("parse", 0.0, False),
-        ("embed", 0.2, False),
-        ("embed", 0.5, False),
-        ("store", 0.9, False),
-        ("store", 1.0, True),
+        ("parse", 0.0, False, False),
+        ("embed", 0.2, False, False),  # before the first batch
+        ("embed", 0.5, False, True),  # after it (one batch: all 6 chunks)
+        ("store", 0.9, False, True),
+        ("store", 1.0, True, False),
     ],
 )
 def test_a_stop_leaves_the_file_whole_or_absent_and_after_stop_says_which(
-    store, stage: str, fraction: float, kept: bool
+    store, stage: str, fraction: float, kept: bool, vectors_kept: bool
 ) -> None:
     with pytest.raises(Ended):
         ingest_bytes(store, LocalEmbedder(), TEXT, "log.txt", "stop-kb", SETTINGS, on_stage=stop_at(stage, fraction))
@@ -47,9 +47,17 @@ def test_a_stop_leaves_the_file_whole_or_absent_and_after_stop_says_which(
     stored = store.find_document("stop-kb", "log.txt")
     if kept:  # the stop landed after the commit
         assert (result.status, result.chunks) == ("stored", stored.chunk_count) and result.ok
+    elif vectors_kept:  # nothing in the knowledge base, the vectors of the chunks embedded kept for a resume
+        assert stored is None and not result.ok
+        assert result.line() == (
+            f"log.txt: stopped: stopped during {stage}: 6 of 6 chunks embedded are kept; "
+            "press Ingest to resume from there"
+        )
     else:
         assert stored is None and not result.ok
         assert result.line() == f"log.txt: stopped: stopped during {stage}: nothing of it was stored"
+    # One row a distinct text (TEXT repeats itself: its 6 chunks are 2 texts); a stored document's are dropped.
+    assert store.vector_cache.count() == (2 if vectors_kept else 0)
 
 
 def test_a_stopped_replacement_keeps_the_version_before_and_files_not_started_say_so(store) -> None:
@@ -58,7 +66,11 @@ def test_a_stopped_replacement_keeps_the_version_before_and_files_not_started_sa
     with pytest.raises(Ended):
         ingest_bytes(store, LocalEmbedder(), newer, "log.txt", "stop-kb", SETTINGS, on_stage=stop_at("store", 0.9))
     result = after_stop(store, "stop-kb", "log.txt", newer, SETTINGS, "store")
-    assert result.reason == "stopped during store: nothing of it was stored; the version stored before is kept"
+    chunks = result.reason.values["reason"].values["total"]  # the newer version's (its vectors are kept)
+    assert result.reason == (
+        f"stopped during store: {chunks} of {chunks} chunks embedded are kept; press Ingest to resume from there; "
+        "the version stored before is kept"
+    )
     assert store.find_document("stop-kb", "log.txt").chunk_count == first.chunks
     later = after_stop(store, "stop-kb", "later.txt", b"Not read yet.", SETTINGS, None)
     assert (later.status, later.reason) == ("stopped", "not started")

@@ -158,7 +158,7 @@ def test_a_replacement_character_in_the_file_itself_is_blamed_on_the_file() -> N
     text = "Revenue grew \ufffd per cent. " * 30
     [warning] = ingest.warnings(ingest.prepare(text.encode(), "broken.txt", SPRING_DEFAULT), None)
     assert warning.startswith("1 chunk (# 0) holds the replacement character")
-    assert "the text read from the file already holds it" in warning
+    assert "the file itself holds it" in warning
 
 
 def test_a_file_without_chunks_fails_and_all_failing_files_block_the_ingest() -> None:
@@ -321,3 +321,42 @@ def test_an_over_long_custom_setting_is_warned_about_in_e5_tokens() -> None:
         "their ends would be ignored when embedding. Lower the chunk size."
     )
     assert max(over) != max(c.tokens for c in prepared.chunk_set.chunks)  # e5's tokens, not cl100k's
+
+
+def test_a_text_files_blank_parts_are_no_pages_without_text() -> None:
+    """RFC 2616 as text ends with a form feed: its blank 177th "page" was warned about as a page with no
+    extractable text, as a scan would be. A text file has no text it could not read."""
+    raw = ("Hypertext Transfer Protocol. " * 30 + "\f") * 3 + "\f" + "The end of it all. " * 20 + "\f\n"
+    prepared = ingest.prepare(raw.encode(), "rfc2616.txt", SPRING_DEFAULT)
+    assert prepared.document.page_count == 5  # the blank end after the last form feed is no page
+    assert prepared.document.dropped_pages == ()
+    assert ingest.warnings(prepared, None) == []
+
+
+def test_glyphs_without_unicode_in_a_pdf_are_blamed_on_its_fonts_not_on_an_encoding() -> None:
+    """A PDF whose maths symbols extract as private-use codes or U+FFFD was told to "convert it to UTF-8
+    text first": the PDF's fonts are why, on the pages named."""
+    from tests.docgen import make_unmapped_glyph_pdf
+
+    pdf = make_unmapped_glyph_pdf(["Plain prose. " * 5, "Let @f/@x = 0 where # is the flux. " * 3, "Prose.", "@ again"])
+    prepared = ingest.prepare(pdf, "geotopo.pdf", ChunkSettings(chunk_size=30, min_chunk_size_chars=0))
+    found = ingest.warnings(prepared, None)
+    assert found[0] == (
+        "Some characters on pages 2, 4 could not be extracted: the PDF's fonts give them no Unicode mapping, "
+        "so they are kept as � or private-use codes and a search for them finds nothing. A copy saved with "
+        "Unicode fonts, or OCR of the pages, may read them."
+    )
+    (broken,) = [w for w in found if "U+FFFD" in w]
+    assert broken.endswith(
+        "the PDF's fonts give some characters no Unicode mapping, so they could not be extracted "
+        "(see the warning about its pages)."
+    )
+    assert not any("UTF-8" in w for w in found)
+    single = ingest.warnings(ingest.prepare(make_unmapped_glyph_pdf(["Text.", "d is @"]), "one.pdf", DEFAULT), None)
+    assert single[0].startswith("Some characters on page 2 could not be extracted: ")
+    # A text file holding U+FFFD was damaged before it came: no encoding to convert it from (it is UTF-8).
+    damaged = ingest.prepare(("Caf\ufffd au lait. " * 20).encode(), "menu.txt", DEFAULT)
+    assert ingest.warnings(damaged, None)[0].endswith(
+        "the file itself holds it (its text was damaged when it was converted or saved before): "
+        "check it against the original."
+    )

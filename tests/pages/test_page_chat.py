@@ -156,8 +156,12 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
         for n, card in enumerate(cards, 1)
     ), cards
     assert "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter." in markdown(at)
-    # The answer, with its markers as badges; [7] points at no source and is flagged.
-    assert "Revenue rose eleven percent :blue-badge[1]. It paid 42 cents :red-badge[⚠ 7]." in markdown(at)
+    # The answer, with its markers as badges that link to their source's card; [7] points at no source
+    # (no card, no link) and is flagged.
+    assert (
+        f"Revenue rose eleven percent [:blue-badge[1]](#source-{turn.id}-1). It paid 42 cents :red-badge[⚠ 7]."
+        in markdown(at)
+    )
     assert turn.answer == "Revenue rose eleven percent [1]. It paid 42 cents [7]."
     assert (turn.citations.cited, turn.citations.unknown) == ((1,), (7,))
     assert any("1 marker pointing at no source" in m.value for m in at.markdown)
@@ -198,9 +202,9 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
     (turn,) = turns(at)
     assert len(turn.sources) >= 2 and "eleven percent" in turn.sources[0].hit.content
     assert (
-        "Revenue rose eleven percent on subscriptions :blue-badge[1]. The company was founded in 1887 by "
-        "Mr. Smith :orange-badge[2 ?]. Its share price tripled in the spring. :orange-badge[⚠ no source]"
-        in markdown(at)
+        f"Revenue rose eleven percent on subscriptions [:blue-badge[1]](#source-{turn.id}-1). The company was "
+        f"founded in 1887 by Mr. Smith [:orange-badge[2 ?]](#source-{turn.id}-2). Its share price tripled in the "
+        "spring. :orange-badge[⚠ no source]" in markdown(at)
     )
     assert [s.status for s in turn.grounding.sentences] == ["cited", "not supported", "unsupported"]
     assert any("2 of 3 sentences not supported by the sources" in m.value for m in at.markdown)
@@ -234,7 +238,7 @@ def test_thinking_goes_into_the_thinking_block(kb: Store, ollama: HTTPServer) ->
     (thinking,) = [e for e in at.expander if e.label == "💭 Thinking"]
     assert [m.value for m in thinking.markdown] == ["The user asks about revenue. Source 1 says eleven."]
     answers = [m.value for m in at.markdown if "Eleven percent" in m.value]
-    assert answers == ["Eleven percent :blue-badge[1]."]
+    assert answers == [f"Eleven percent [:blue-badge[1]](#source-{turn.id}-1)."]
     # Copied from source [1] and cited by the model itself: the green badge, its count in words.
     assert turn.grounding.grounded
     n = len(turn.sources)
@@ -638,7 +642,8 @@ def test_answers_are_saved_and_a_past_conversation_reopens_with_its_badges(kb: S
     (reopened,) = turns(at)
     assert reopened.answer == turn.answer and [s.hit.id for s in reopened.sources] == [s.hit.id for s in turn.sources]
     assert reopened.gone == tuple(s.n for s in turn.sources)
-    assert "Revenue rose eleven percent :blue-badge[1]." in markdown(at)  # checked against the kept text
+    # Checked against the kept text.
+    assert f"Revenue rose eleven percent [:blue-badge[1]](#source-{turn.id}-1)." in markdown(at)
     assert at.button(key=f"chat_cite_{turn.id}_1").label.endswith(" · deleted since")
     at.button(key=f"chat_cite_{turn.id}_1").click()
     run(at)

@@ -369,8 +369,12 @@ def test_a_file_type_not_read_says_what_to_do_and_blocks_a_doomed_ingest(app: Ap
     assert app.button(key="upload_ingest").disabled
     assert "To ingest: the file would fail (the reasons are in the preview below): fix or replace it." in captions(app)
 
-    # One good file among them: the others go on, so Ingest is offered.
+    # One good file among them: the others go on, so Ingest is offered (once the new file's knowledge
+    # base is named: a new upload has none chosen for it, issue 29).
     upload(app, ("thesis.doc", b"PK\x03\x04 not really a Word file"), ("report.pdf", REPORT))
+    assert app.button(key="upload_ingest").disabled
+    app.text_input(key="upload_kb_new").set_value("finance")
+    run(app)
     assert not app.button(key="upload_ingest").disabled
     assert table(app, "upload_overview")["on ingest"].tolist() == ["fails", "new"]
 

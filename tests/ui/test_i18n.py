@@ -37,6 +37,7 @@ TRANSLATED = (
     "pages/gpu.py",
     "ui/widgets.py",
     "ui/gate.py",
+    "ui/i18n.py",
 )
 """The files whose words are all in the catalogue (the other pages are English for now)."""
 DYNAMIC = (
@@ -71,6 +72,7 @@ DYNAMIC = (
     "Section",
     "Table",
     "Text",
+    "text",  # what read a TXT/MD file (rag.documents.READERS)
     "On the page",
     "Chunk sizes",  # the Chunk Lab's views
     "New knowledge base…",  # the Upload page's last knowledge-base option
@@ -213,8 +215,8 @@ def test_the_chat_page_in_chinese_shows_no_english_of_its_own(kb: Store, ollama:
     from ui.format import md
 
     allowed = [turn.model, turn.model.removeprefix("ollama:"), "report.pdf", turn.answer]
-    for source in turn.sources:
-        for text in (source.hit.ranking, source.label, source.hit.content, source.passage):
+    for source in turn.sources:  # (their ranking and location are the page's words: "hybrid #1", "p. 1")
+        for text in (source.hit.content, source.passage):
             allowed += [md(text), text]
     # The library's own words are English for now (the issue's note says so): its notes, and why a
     # model cannot run agent mode (the toggle's help).
@@ -224,6 +226,13 @@ def test_the_chat_page_in_chinese_shows_no_english_of_its_own(kb: Store, ollama:
     assert found == [], "\n".join(found)
     assert any(e.label.startswith("📚 ") and "个来源" in e.label for e in at.expander)
     assert any(c.value.startswith("系统 ") for c in at.caption)  # the budget, in Chinese
+    # A source card names its page and search ranks in Chinese: "[1] report.pdf 第 2 页 · 混合 #1 · 向量 #1 (0.02)
+    # · 关键词：未找到", not "p. 2 · hybrid #1 · vector #1 (0.02) · keyword: not found".
+    cards = [e.label for e in at.expander if "report.pdf" in e.label]
+    assert cards and all(re.search(r"report\.pdf 第 \d+(–\d+)? 页 · 混合 \\#\d · 向量 \\#\d", c) for c in cards), cards
+    assert not any(word in c for c in cards for word in ("p. ", "hybrid", "vector", "keyword", "not found")), cards
+    (button,) = [b.label for b in at.button if b.label.startswith("[1] ")]
+    assert re.fullmatch(r"\[1\] report\.pdf 第 \d+ 页", button), button
 
 
 @pytest.mark.parametrize("lang, expected", [("en", "Status"), ("zh", "状态")])
@@ -280,6 +289,32 @@ def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) ->
     found = english_phrases(texts, allowed)
     assert found == [], "\n".join(found)
     assert any(m.value == "#### 预览" for m in at.markdown)
+
+
+def test_the_upload_pages_tables_and_statuses_are_in_chinese(store: Store) -> None:
+    """The overview's and the summary's cells were English in Chinese ("text", "1 warning", "new", "stored"),
+    and a page's chunks read as a count ("Chunks on this page: 0")."""
+    from tests.docgen import make_pdf
+    from tests.pages.test_page_upload import table, upload
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.query_params["lang"] = "zh"
+    run(at)
+    notes = ("The depot opens at six. " * 20 + "\f").encode()  # a form feed at the end: no blank page
+    upload(at, ("notes.txt", notes), ("report.pdf", make_pdf(["Quarterly report. Revenue rose eleven percent.", ""])))
+    at.text_input(key="upload_kb_new").set_value("finance")
+    run(at)
+    overview = table(at, "upload_overview")
+    assert overview[["file", "read by", "check", "on ingest"]].values.tolist() == [
+        ["notes.txt", "纯文本", "✅ 完成", "新增"],
+        ["report.pdf", "MuPDF", "⚠️ 1 个警告", "新增"],
+    ]
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("本页上的分块：#0。 ") for c in captions), captions
+    assert not any("Chunks on this page" in c for c in captions)
+    at.button(key="upload_ingest").click()
+    run(at)
+    assert table(at, "upload_summary")["status"].tolist() == ["已保存", "已保存"]
 
 
 def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp_path, monkeypatch) -> None:
@@ -355,3 +390,42 @@ def test_table_columns_are_labelled_in_chinese_and_keep_their_data_keys() -> Non
     at.query_params["lang"] = "en"
     at.run()
     assert json.loads(at.json[0].value) == {"chunks": None}  # English: the page's own config, untouched
+
+
+def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept() -> None:
+    """rag.documents writes a chunk's place in English ('p. 4', 'lines 7–9', 'slide 3'): the Chinese UI says
+    '第 4 页', '第 7–9 行', '第 3 张幻灯片'; a heading, a sheet's name, and a heading that only looks like a unit
+    stay as they are."""
+    script = (
+        "import json, uuid\nimport streamlit as st\nfrom rag.store import Hit\nfrom ui import i18n\n"
+        "def hit(name, **meta):\n"
+        "    return Hit(uuid.uuid4(), 'x', {'original_filename': name, **meta}, 0.5, fused_rank=2, keyword_rank=1,"
+        " keyword_score=7.44)\n"
+        "hits = [hit('a.pdf', pages=[4]), hit('a.pdf', pages=[4, 5]), hit('r.txt', location='第二回 · lines 120–164'),"
+        " hit('g.md', location='line 7'), hit('d.pptx', location='slide 3'), hit('b.xlsx', location='sheet Sales'),"
+        " hit('w.docx', location='sheet metal · lines 2–3'), hit('w.docx', location='Report › Results')]\n"
+        "st.json([i18n.location(h) for h in hits])\n"
+        "st.json([i18n.ranking(hits[0]), i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.25))])\n"
+    )
+    at = AppTest.from_string(script)
+    at.query_params["lang"] = "zh"
+    at.run()
+    import json
+
+    assert json.loads(at.json[0].value) == [
+        "第 4 页",
+        "第 4–5 页",
+        "第二回 · 第 120–164 行",
+        "第 7 行",
+        "第 3 张幻灯片",
+        "工作表 Sales",
+        "sheet metal · lines 2–3",
+        "Report › Results",
+    ]
+    assert json.loads(at.json[1].value) == ["混合 #2 · 向量：未找到 · 关键词 #1 (BM25 7.4)", "得分 0.250"]
+    at.query_params["lang"] = "en"
+    at.run()
+    locations = json.loads(at.json[0].value)
+    assert locations[:5] == ["p. 4", "pp. 4-5", "第二回 · lines 120–164", "line 7", "slide 3"]
+    # English: word for word what the library says (the CLI and the MCP tools show Hit.ranking).
+    assert json.loads(at.json[1].value) == ["hybrid #2 · vector: not found · keyword #1 (BM25 7.4)", "score 0.250"]
