@@ -9,11 +9,19 @@ import io
 import pytest
 
 from rag.chunking import ChunkSettings
+from rag.embeddings import batches
 from rag.embeddings.local import LocalEmbedder
 from rag.ingest import after_stop, ingest_bytes
 
 SETTINGS = ChunkSettings(chunk_size=100)
 TEXT = ("Lighthouse keepers wrote the weather into a ledger every night. " * 40).encode()
+
+
+@pytest.fixture(autouse=True)
+def keep_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """WordLlama embeds a batch in milliseconds, under the time from which a batch is worth keeping for a
+    resume (`batches.KEEP_AFTER_SECONDS`): here every batch is kept, as e5's would be."""
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)
 
 
 class Ended(BaseException):
