@@ -13,28 +13,10 @@ from rag.llms import Message
 from rag.llms.counting import CL100K
 from tests.generate.samples import SOURCES, hit
 
-EN_WORDS = [
-    "trace",
-    "tree",
-    "loop",
-    "header",
-    "compiler",
-    "speedup",
-    "benchmark",
-    "record",
-    "type",
-    "guard",
-    "side",
-    "exit",
-    "nested",
-    "inner",
-    "outer",
-    "native",
-    "code",
-    "interpreter",
-    "hot",
-    "path",
-]
+EN_WORDS = (
+    "trace tree loop header compiler speedup benchmark record type guard side exit nested inner "
+    "outer native code interpreter hot path"
+).split()
 ZH_TEXT = (
     "甄士隐有一个女儿乳名英莲年方三岁贾雨村寄居在葫芦庙里卖字作文为生一日中秋佳节士隐邀请雨村到书房饮酒"
     "宝玉黛玉宝钗住在大观园里"
