@@ -289,10 +289,23 @@ def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool
     帝王的皇后？"; the answers then answered the earlier question."""
     said = _asked_terms(rewrite)
     own = _asked_terms(question)
+    asks = _asking_words(rewrite)
     for before in earlier:
         asked = _asked_terms(before)
         # It holds the earlier question's words (made whole: "…come there?" as "…come to Hawaii?") and
-        # none of the words this question adds.
-        if asked and len(said & asked) >= REPEATED * len(asked) and not said & (own - asked):
+        # none of the words this question adds, and asks the same way: "Who built the Harbour Lighthouse?"
+        # for "Who built it?" after "When was the Harbour Lighthouse built?" is the follow-up made whole
+        # (a walk in Chromium saw it refused before the asking words were compared).
+        if (
+            asked
+            and len(said & asked) >= REPEATED * len(asked)
+            and not said & (own - asked)
+            and asks == _asking_words(before)
+        ):
             return True
     return False
+
+
+def _asking_words(text: str) -> set[str]:
+    """The words a question asks with ("who", "when", 谁, 哪…), without its question mark."""
+    return {m.lower() for m in _ASKING.findall(MARKER.sub(" ", text))} - {"?", "？"}

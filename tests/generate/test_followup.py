@@ -186,10 +186,21 @@ def test_a_follow_up_given_back_unchanged_is_searched_with_the_question_before()
         ("How did the first people get to Hawaii?", "How did they get there?", False),
         ("林黛玉的父亲是谁？", "她的父亲是谁？", False),
         ("What stopped Liu Xiang from finishing?", "Back to the hurdler: what stopped him from finishing?", False),
+        # The earlier question's words, asked another way: the follow-up made whole (seen in a Chromium walk).
+        ("Who built the Harbour Lighthouse?", "Who built it?", False),
+        ("When was the Harbour Lighthouse built?", "Who built it?", True),
+        ("港口灯塔是谁建造的？", "它是谁建造的？", False),
     ],
 )
 def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, question: str, repeats: bool) -> None:
-    earlier = ["When did the first people come there?", "Who is Liu Xiang?", "元皇后是哪位帝王的皇后？", "林黛玉是谁？"]
+    earlier = [
+        "When did the first people come there?",
+        "Who is Liu Xiang?",
+        "元皇后是哪位帝王的皇后？",
+        "林黛玉是谁？",
+        "When was the Harbour Lighthouse built?",
+        "港口灯塔是哪一年建造的？",
+    ]
     assert repeats_earlier(rewrite, question, earlier) is repeats
     history = [Message("user", earlier[0]), Message("assistant", "About 1,500 years ago [1].")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
