@@ -377,7 +377,7 @@ def ask_all(
     """Its questions through `engine.start`: in one conversation (each with the turns before it as its
     history and memory), or each alone (a follow-up in its standalone form)."""
     from rag.generate import engine
-    from rag.generate.conversation import history_messages, memory_of
+    from rag.generate.conversation import history_messages, memory_of, searched_queries
 
     turns: list[Turn] = []
     outcomes = []
@@ -391,6 +391,7 @@ def ask_all(
             store=store,
             settings=settings,
             history=history_messages(turns) if together else (),
+            searched=searched_queries(turns) if together else (),
             memory=memory_of(turns) if together else None,
         )
         if isinstance(live, Turn):

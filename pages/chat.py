@@ -1205,6 +1205,7 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
             store=store,
             settings=settings,
             history=generate.history_messages(_turns()),
+            searched=generate.searched_queries(_turns()),
             memory=generate.memory_of(_turns()),
             model_problem=c.model.problem,
             busy=lambda text: st.spinner(tr(text)),

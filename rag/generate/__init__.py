@@ -31,6 +31,7 @@ from rag.generate.conversation import (
     history_messages,
     load_history,
     memory_of,
+    searched_queries,
 )
 from rag.generate.memory import Memory, summarize
 from rag.generate.packing import Packed, PackLimits, best_part, pack_limits, pack_prompt
@@ -95,6 +96,7 @@ __all__ = [
     "rewrite_messages",
     "rewrite_query",
     "save_turn",
+    "searched_queries",
     "summarize",
     "tools_needing_consent",
     "turn_from_record",

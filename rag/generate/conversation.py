@@ -149,6 +149,12 @@ def history_messages(turns: Sequence[Turn]) -> list[Message]:
     return out
 
 
+def searched_queries(turns: Sequence[Turn]) -> list[str]:
+    """What the earlier questions of `history_messages` were searched with (the rewrite, or the question as
+    asked), oldest first: a follow-up whose rewrite is refused is searched after the one before it."""
+    return [t.query for t in turns if t.answer.strip()]
+
+
 def history_from_json(data: Any, where: str = "the history") -> list[Message]:
     """Messages from a JSON list of {"role": "user"|"assistant", "content": str} (the chat format
     of Ollama and OpenAI), refused with the position of the first bad entry."""

@@ -165,6 +165,7 @@ def start(
     store: Store | None,
     settings: Settings,
     history: Sequence[Message] = (),
+    searched: Sequence[str] = (),
     memory: Memory | None = None,
     model_problem: str = "",
     busy: Busy = _quietly,
@@ -172,6 +173,7 @@ def start(
 ) -> Turn | Live:
     """A new turn for `question`: finished already (a problem, nothing to generate) or live.
 
+    `searched` is what the questions of `history` were searched with (`searched_queries(turns)`), oldest first;
     `memory` is the running summary of the conversation's first exchanges (`memory_of(turns)`);
     `model_problem` says why there is no model (with what to do); `warn` is told what goes wrong
     on the side (an MCP server that cannot start) without stopping the turn."""
@@ -190,7 +192,7 @@ def start(
     if request.rewrite and history and model is not None and depends_on_conversation(question):
         thinks = request.thinks if request.thinks is not None else _thinks(model)
         with busy(Text("Rewriting the follow-up into a standalone query…")):
-            rewritten = rewrite_query(model, history, question, thinks=thinks)
+            rewritten = rewrite_query(model, history, question, thinks=thinks, searched=searched)
         turn = dataclasses.replace(turn, query=rewritten.query)
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
@@ -361,8 +363,18 @@ def ask(
     store: Store,
     settings: Settings,
     history: Sequence[Message] = (),
+    searched: Sequence[str] = (),
     memory: Memory | None = None,
 ) -> Turn:
     """`start` and `wait`: the finished turn, for callers that print or return it whole."""
-    started = start(question, request, model=model, store=store, settings=settings, history=history, memory=memory)
+    started = start(
+        question,
+        request,
+        model=model,
+        store=store,
+        settings=settings,
+        history=history,
+        searched=searched,
+        memory=memory,
+    )
     return started if isinstance(started, Turn) else wait(started)

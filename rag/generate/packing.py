@@ -15,6 +15,7 @@ packed prompt is counted whole once more before it is used.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -121,17 +122,48 @@ class Packed:
         return notes
 
 
-def best_part(text: str, query: str, max_tokens: int, count: Callable[[str], int]) -> str:
-    """The sentences of `text` around the one that best matches `query`, within `max_tokens`
-    (the whole text when it fits; an ellipsis marks each cut)."""
+QUESTION_WEIGHT = 10.0
+"""How much more a term of the question as asked counts than one only the search query adds: after a
+refused rewrite the query is the question before it and this one, and its words picked the sentence
+that answered the question before ("如今它被誉为什么？" searched with "它最深处有多深？ 如今它被誉为什么？"
+was given the depth sentence). Measured on the public sets' questions whose passage is longer than the
+embedded models' 200-token part, each searched after the set's question before it on the same passage:
+the part held the answer for 468/744 of zh_cmrc_trial by the query's shared terms (58/66 of en_race), for
+582/744 (62/66) with the question's terms ten times the query's and rarity weighted (twice: 540; a
+hundred times: 588, the query then only breaking ties)."""
+
+
+def sentence_scores(sentences: Sequence[str], query: str, question: str | None = None) -> list[float]:
+    """How well each sentence matches: the terms it shares with `query` and `question`, each weighted by its
+    rarity among the sentences (a name that every sentence holds says nothing of which one answers: asked
+    alone, zh_cmrc_trial's part held the answer for 804/1000 by counting shared terms, 830 weighted) and
+    by QUESTION_WEIGHT when the question as asked holds it."""
+    wanted = content_terms(query)
+    asked = content_terms(question) if question is not None else wanted
+    wanted |= asked
+    terms = [content_terms(s) & wanted for s in sentences]
+    frequency: dict[str, int] = {}
+    for found in terms:
+        for term in found:
+            frequency[term] = frequency.get(term, 0) + 1
+    n = len(sentences)
+    weight = {t: math.log(1 + n / f) * (QUESTION_WEIGHT if t in asked else 1.0) for t, f in frequency.items()}
+    return [sum(weight[t] for t in found) for found in terms]
+
+
+def best_part(
+    text: str, query: str, max_tokens: int, count: Callable[[str], int], *, question: str | None = None
+) -> str:
+    """The sentences of `text` around the one that best matches `query` (and `question`, the question as asked,
+    when the query is more than it: see `sentence_scores`), within `max_tokens` (the whole text when it fits;
+    an ellipsis marks each cut)."""
     text = text.strip()
     if count(text) <= max_tokens:
         return text
     spans = sentence_spans(text)
     if not spans:
         return ""
-    wanted = content_terms(query)
-    scores = [len(content_terms(text[a:b]) & wanted) for a, b in spans]
+    scores = sentence_scores([text[a:b] for a, b in spans], query, question)
     best = max(range(len(spans)), key=lambda i: (scores[i], -i))
     costs = [count(text[a:b]) for a, b in spans]
     lo = hi = best
@@ -236,12 +268,16 @@ def pack_prompt(
     for source in sources:
         label = counter.text(source.label) + MESSAGE_FRAMING  # and the blank lines around it
         whole = source.hit.content.strip()
-        text = best_part(whole, query, limits.passage_tokens, counter.text) if limits.passage_tokens else whole
+        text = (
+            best_part(whole, query, limits.passage_tokens, counter.text, question=question)
+            if limits.passage_tokens
+            else whole
+        )
         price = label + counter.text(text)
         if price > source_room:
             if source_room - label < MIN_PART:
                 break
-            text = best_part(whole, query, source_room - label, counter.text)
+            text = best_part(whole, query, source_room - label, counter.text, question=question)
             if not text:
                 break
             price = label + counter.text(text)

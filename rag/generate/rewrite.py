@@ -10,6 +10,7 @@ the question is searched with the one before it. A failure is never fatal, and a
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from rag.errors import ModelError
 from rag.generate.followup import added_words, keeps_question, repeats_earlier
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
+from rag.scripts import CJK
 from rag.text import Text, text_of
 
 REWRITE_PROMPT = (
@@ -62,11 +64,17 @@ def rewrite_messages(history: Sequence[Message], question: str, max_turns: int =
     return [Message("user", REWRITE_PROMPT.format(history=lines, question=question))]
 
 
-def with_previous(history: Sequence[Message], question: str) -> str:
-    """The question after the user's previous one: what is searched when no rewrite can be used ("林黛玉是谁？
-    她的父亲是谁？" still names whose father), or the question alone when there is none."""
-    previous = next((m.content.strip() for m in reversed(history) if m.role == "user" and m.content.strip()), "")
-    return f"{previous[:MESSAGE_CHARS]} {question}" if previous else question
+def with_previous(history: Sequence[Message], question: str, searched: Sequence[str] = ()) -> str:
+    """The question after the previous one: what is searched when no rewrite can be used ("林黛玉是谁？
+    她的父亲是谁？" still names whose father), or the question alone when there is none.
+
+    The previous one is what it was searched with when `searched` (the queries of the earlier questions, oldest
+    first) says so: a follow-up of a follow-up was searched after "最早是谁建造的？", which names nothing, where
+    the question before had been searched as "美庐别墅最早是谁建造的？"."""
+    previous = next((q.strip() for q in reversed(searched) if q.strip()), "")
+    if not previous:
+        previous = next((m.content.strip() for m in reversed(history) if m.role == "user" and m.content.strip()), "")
+    return f"{previous[-MESSAGE_CHARS:]} {question}" if previous else question
 
 
 ANSWER_CHARS = 200
@@ -89,13 +97,39 @@ def answered_instead(rewrite: str, question: str) -> bool:
     return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
-def _refused(history: Sequence[Message], question: str, note: str) -> Rewrite:
-    """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
-    return Rewrite(with_previous(history, question), note)
+_CJK = re.compile(f"[{CJK}]")
+_LATIN = re.compile(r"[A-Za-z]+")
 
 
-def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *, thinks: bool = False) -> Rewrite:
-    """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this."""
+def other_script(rewrite: str, question: str) -> bool:
+    """Whether `rewrite` is written in another script than `question`: Qwen 1.5B rewrote a Chinese follow-up in
+    English, which the Chinese passages' keywords do not match (a name in Latin letters in a Chinese question, or
+    a Chinese name in an English one, is still the question's language)."""
+    # Counted in words: an English one against two Chinese characters (a Chinese word is one to four).
+    han_question, han_rewrite = len(_CJK.findall(question)) / 2, len(_CJK.findall(rewrite)) / 2
+    latin_question, latin_rewrite = len(_LATIN.findall(question)), len(_LATIN.findall(rewrite))
+    if han_question > latin_question:
+        return han_rewrite <= latin_rewrite
+    if latin_question > han_question:
+        return latin_rewrite < han_rewrite
+    return False
+
+
+def rewrite_query(
+    model: ChatModel,
+    history: Sequence[Message],
+    question: str,
+    *,
+    thinks: bool = False,
+    searched: Sequence[str] = (),
+) -> Rewrite:
+    """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this; `searched`:
+    the queries the earlier questions were searched with, oldest first (see `with_previous`)."""
+
+    def refused(note: str) -> Rewrite:
+        """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
+        return Rewrite(with_previous(history, question, searched), note)
+
     parts: list[str] = []
     stop = threading.Event()
     try:
@@ -107,9 +141,7 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
     except ModelError as exc:
-        return _refused(
-            history,
-            question,
+        return refused(
             Text(
                 "Rewriting the follow-up failed ({error}); searched for it with the question before it.",
                 error=text_of(exc),
@@ -117,23 +149,25 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
         )
     query = clean_rewrite("".join(parts), question)
     if answered_instead(query, question):
-        return _refused(
-            history,
-            question,
+        return refused(
             Text(
                 "The model answered the follow-up instead of rewriting it; searched for it with the question before it."
             ),
         )
     if query.strip() == question.strip():
-        return _refused(
-            history,
-            question,
+        return refused(
             Text("The model gave the follow-up back unchanged; searched for it with the question before it."),
         )
+    if other_script(query, question):
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) is not in the question's language; searched for it with the "
+                "question before it.",
+                rewrite=query,
+            ),
+        )
     if repeats_earlier(query, question, [m.content for m in history if m.role == "user"]):
-        return _refused(
-            history,
-            question,
+        return refused(
             Text(
                 "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
                 "the question before it.",
@@ -141,20 +175,17 @@ def rewrite_query(model: ChatModel, history: Sequence[Message], question: str, *
             ),
         )
     if not keeps_question(query, question):
-        return _refused(
-            history,
-            question,
+        return refused(
             Text(
                 "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched "
                 "for it with the question before it.",
                 rewrite=query,
             ),
         )
-    guessed = added_words(query, question, [m.content for m in _recent(history)])
+    # The queries searched before are said too: "美庐别墅" named by an earlier rewrite is no guess of this one.
+    guessed = added_words(query, question, [*(m.content for m in _recent(history)), *searched[-MAX_TURNS:]])
     if guessed:
-        return _refused(
-            history,
-            question,
+        return refused(
             Text(
                 "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; "
                 "searched for it with the question before it.",

@@ -126,6 +126,55 @@ def test_a_guessing_rewrite_is_refused_and_the_question_searched_with_the_one_be
     assert with_previous([], "Why?") == "Why?"
 
 
+def test_a_refused_rewrite_is_searched_after_what_the_question_before_was_searched_with() -> None:
+    """A follow-up of a follow-up: "最早是谁建造的？" names nothing; it was searched as "美庐别墅最早是谁建造的？",
+    and that is what the next refused rewrite is searched after (the conversation bench searched "最早是谁建造的？
+    那它是怎么得名的？" and answered who lived there)."""
+    history = [
+        Message("user", "美庐别墅在哪里？"),
+        Message("assistant", "在牯岭东谷 [1]。"),
+        Message("user", "最早是谁建造的？"),
+        Message("assistant", "英国人赖有仁 [1]。"),
+    ]
+    searched = ["美庐别墅在哪里？", "美庐别墅最早是谁建造的？"]
+    unchanged = ScriptedModel([StreamEvent("content", "那它是怎么得名的？")])
+    result = rewrite_query(unchanged, history, "那它是怎么得名的？", searched=searched)
+    assert result.query == "美庐别墅最早是谁建造的？ 那它是怎么得名的？" and "unchanged" in result.note
+    # Without what was searched (`rag ask --history` gives messages only): the user's previous words.
+    assert with_previous(history, "那它是怎么得名的？") == "最早是谁建造的？ 那它是怎么得名的？"
+
+
+def test_a_subject_an_earlier_search_named_is_no_guess() -> None:
+    """The user never wrote 美庐别墅 after the first question, but an accepted rewrite searched it: naming it
+    again is the conversation's word, not the model's."""
+    history = [
+        Message("user", "它是哪一年建成的？"),
+        Message("assistant", "1903年 [1]。"),
+    ]
+    model = ScriptedModel([StreamEvent("content", "美庐别墅最早是谁建造的？")])
+    kept = rewrite_query(model, history, "最早是谁建造的？", searched=["美庐别墅是哪一年建成的？"])
+    assert kept.query == "美庐别墅最早是谁建造的？" and kept.note == ""
+    model = ScriptedModel([StreamEvent("content", "美庐别墅最早是谁建造的？")])
+    assert "美庐" in rewrite_query(model, history, "最早是谁建造的？").note  # nobody said it: refused
+
+
+@pytest.mark.parametrize(
+    ("question", "rewrite", "refused"),
+    [
+        ("这个名字是哪种语言的音译？", "What language is the name Sayram Lake transliterated from?", True),
+        ("它最深处有多深？", "赛里木湖最深处有多深？", False),
+        ("它在HTTP/1.1里是什么意思？", "HEAD在HTTP/1.1里是什么意思？", False),  # names in Latin letters
+        ("When was it built?", "When was 美庐别墅 built?", False),  # a Chinese name in an English question
+        ("When was it built?", "美庐别墅是哪一年建成的？", True),
+    ],
+)
+def test_a_rewrite_in_another_language_than_the_question_is_refused(question: str, rewrite: str, refused: bool) -> None:
+    history = [Message("user", "赛里木湖 美庐别墅 HEAD Sayram Lake"), Message("assistant", "[1]")]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
+    assert ("not in the question's language" in result.note) is refused
+    assert (result.query == rewrite) is not refused
+
+
 def _hit(name: str, score: float) -> Hit:
     return Hit(id=uuid.uuid5(uuid.NAMESPACE_URL, name), content=name, metadata={}, score=score)
 

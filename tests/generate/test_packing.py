@@ -175,3 +175,39 @@ def test_a_source_too_small_to_matter_is_left_out_rather_than_cut_to_nothing() -
     base = CL100K.prompt(generate.build_messages("Which fact?", [])) + generate.ANSWER_RESERVE
     packed = generate.pack_prompt("Which fact?", sources, counter=CL100K, limit=base + MIN_PART // 2)
     assert packed.sources == () and [s.n for s in packed.left_out] == [1] and packed.budget.fits
+
+
+LAKE = (
+    "赛里木湖，古称“净海”，位于中国新疆博尔塔拉州博乐市境内的北天山山脉中，是一个风光秀美的高山湖泊。"
+    "湖面海拔2071.9米，东西长30公里，南北宽25公里，平均水深46.4米，最深处达106米，蓄水量210亿立方米。"
+    "“赛里木”为哈萨克语音译，意为“祝愿”，也有蒙古语“山脊梁上的湖”音译之说。"
+    "赛里木湖属于封闭型的断陷湖，是地壳下沉形成洼地，由四周的高山雪水历百万年慢慢汇聚而成。"
+    "赛里木湖很早就以其优美的风光而闻名于世，宋代丘处机即有“天池海在山头上，百里镜空含万象”之诗。"
+    "湖区还有岩画、乌孙国古墓群、寺庙遗址、鄂博、碑刻、古代驿站遗址等历史遗存。"
+    "如今的赛里木湖被誉为“天山的明珠”，已成为一个著名的旅游景点，2004年被列入国家重点风景名胜区。"
+)
+
+
+def test_the_part_answers_the_question_asked_not_the_one_searched_before_it() -> None:
+    """After a refused rewrite the search query is the question before and this one: the part must still be
+    the one that answers this one (the conversation bench saw the depth sentence given for "如今它被誉为什么？")."""
+    query = "赛里木湖湖面海拔多少米，东西长多少公里，最深处有多深？ 如今它被誉为什么？"
+    part = generate.best_part(LAKE, query, 60, CL100K.text, question="如今它被誉为什么？")
+    assert "天山的明珠" in part and "106米" not in part
+    # Without the question, the query's words alone pick the sentence the question before asked about.
+    assert "106米" in generate.best_part(LAKE, query, 60, CL100K.text)
+
+
+def test_words_many_sentences_hold_count_less_than_a_rare_one() -> None:
+    """Terms are weighted by their rarity among the passage's sentences: "Lysander" is in all of them and
+    "flute" in three, so the one sentence that shares "taught" with the question is the part (counting shared
+    terms, the second sentence ties with it on three and came first)."""
+    text = (
+        "Lysander kept his flute in a leather case that his father had made. "
+        "Lysander would play the flute at every wedding in the valley. "
+        "Lysander was taught to play by a blind shepherd named Orrin, who lived above the village. "
+        "Lysander sold the flute when the harvest failed. "
+        "Lysander never played in public again after that winter."
+    )
+    part = generate.best_part(text, "Who taught Lysander to play the flute?", 22, CL100K.text)
+    assert "Orrin" in part and "wedding" not in part
