@@ -12,7 +12,8 @@ throughput), `quality` (the embedded model's answers), `badges` (the green badge
 right and wrong answers: words alone against the claim check; no model),
 `conversation` (questions asked one after another in one conversation against the same asked each alone,
 on the embedded model: right answers, gold cited, green but wrong, and the stage that lost each wrong
-answer), `gpu` (the sampler's cost),
+answer), `tune` (the Chunk Lab's tuner: settings ranked by generated questions against the sets' real
+ones, issue #30), `gpu` (the sampler's cost),
 `readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
 against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
 and PDF), `sessions` (peak RSS of the running app with one and three browser sessions).
@@ -42,6 +43,7 @@ BENCHES = (
     "answers",
     "badges",
     "conversation",
+    "tune",
     "sessions",
 )
 
@@ -50,6 +52,8 @@ SLOW_IN_QUICK = {
     "answers": "it loads the embedded chat model and has it write 8 answers on the CPU (minutes)",
     "conversation": "it loads the embedded chat model and has it answer 2 conversations of 4 questions twice (in one "
     "conversation, then each alone) and rewrite the follow-ups on the CPU (10-20 minutes)",
+    "tune": "it loads the embedded chat model and has it write 6 questions per language on the CPU (5-15 minutes "
+    "on a busy machine; cached for later runs)",
     "external": "it starts a second PostgreSQL, ingests with one and two writers on both and builds four "
     "HNSW indexes (minutes)",
 }
@@ -120,6 +124,10 @@ def run(
         from benchmarks.badges import bench_badges
 
         bench_badges(report, quick)
+    if "tune" in chosen:
+        from benchmarks.tune import bench_tune
+
+        bench_tune(report, settings, quick)
     if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(
         chosen
     ):

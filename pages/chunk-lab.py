@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -14,14 +15,27 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from rag import chunking, evaluation, retrieve, snippets
+from rag import chunking, evaluation, llms, retrieve, snippets, tuning
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
 from rag.documents import Document, load_bytes, page_label, render, sha256_hex, tables_in
 from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
+from rag.evaluation.plan import CheckPlan, plan_check
+from rag.evaluation.ranking import verdict
+from rag.llms.types import ChatModel
+from rag.scripts import language_of
+from rag.store import Store
+from rag.text import Text
+from rag.tuning import runner as tuning_runner
+from rag.tuning.pareto import pareto_front
+from rag.tuning.questions import DEFAULT_COUNT as DEFAULT_QUESTIONS
+from rag.tuning.questions import MAX_COUNT as MAX_QUESTIONS
+from rag.tuning.recommend import Recommendation, recommend
+from rag.tuning.runner import QuestionsJob, SweepJob
+from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, columns, count, tr
+from ui.i18n import _, columns, count, relabel, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -35,6 +49,7 @@ REPORT_KEY = "lab_check_result"
 # Set while a check embeds: still set at the start of a run, the check before was stopped.
 RUNNING_KEY = "_lab_check_running"
 STOPPED_KEY = "_lab_check_stopped"
+PLAN_KEY = "_lab_check_plan"
 VIEWS = ("Text", "On the page", "Chunk sizes")
 COLOURS = ("#2f6fdf", "#ec8c1c", "#38a14a")
 
@@ -378,21 +393,52 @@ def _signature(source: Source, settings: dict[str, ChunkSettings], questions: li
     return source.sha, tuple(settings.items()), tuple(questions)
 
 
+def _store() -> Store | None:
+    """The store whose chunks and kept vectors the check reuses; None when the database is not there."""
+    try:
+        return resources.store()
+    except RagError:
+        return None
+
+
+def _plan(chunk_sets: dict[str, ChunkSet], questions: list[Question], signature: tuple, mode: str) -> CheckPlan:
+    """What the check has left to embed (the stored vectors put in the cache first), worked out once per
+    signature: it reads the database and counts tokens, not for every rerun."""
+    embedder = resources.default_embedder()
+    key = (signature, embedder.name)
+    kept = st.session_state.get(PLAN_KEY)
+    if kept is not None and kept[0] == key:
+        plan: CheckPlan = kept[1]
+        return plan
+    store = _store() if mode != "keyword" else None
+    plan = plan_check(chunk_sets, questions, embedder, _embedding_cache(), mode, store=store)
+    st.session_state[PLAN_KEY] = (key, plan)
+    return plan
+
+
 def _run_check(
-    source: Source, chunk_sets: dict[str, ChunkSet], questions: list[Question], signature: tuple, mode: str
+    source: Source,
+    chunk_sets: dict[str, ChunkSet],
+    questions: list[Question],
+    signature: tuple,
+    mode: str,
+    plan: CheckPlan,
 ) -> None:
     embedder = resources.default_embedder()
-    bar_slot, stop_slot = st.columns([5, 1], vertical_alignment="center")
+    st.session_state.pop(PLAN_KEY, None)  # the cache changes: the next plan counts again
+    bar_slot, stop_column = st.columns([5, 1], vertical_alignment="center")
     bar = bar_slot.progress(0.0, text=_("Embedding with {embedder}…", embedder=embedder.name))
-    # A click ends this script run at the bar's next update, after a slice of texts is embedded and
-    # kept in the cache; the next run sees the mark below and says it was stopped.
-    stop_slot.button(
-        _("Stop"),
-        key="lab_stop_check",
-        icon="⏹️",
-        width="stretch",
-        help=_("Stop embedding. What is embedded so far is kept: running the check again goes on from there."),
-    )
+    stop_slot = stop_column.empty()  # emptied when the check is done: a column's own empty() would add to it
+    if plan.to_embed:
+        # A click ends this script run at the bar's next update, after a slice of texts is embedded and
+        # kept in the cache; the next run sees the mark below and says it was stopped.
+        stop_slot.button(
+            _("Stop"),
+            key="lab_stop_check",
+            icon="⏹️",
+            width="stretch",
+            help=_("Stop embedding. What is embedded so far is kept: running the check again goes on from there."),
+        )
     st.session_state[RUNNING_KEY] = signature
 
     def progress(done: int, total: int) -> None:
@@ -407,8 +453,8 @@ def _run_check(
         )
     finally:
         bar.empty()
+        stop_slot.empty()
     st.session_state.pop(RUNNING_KEY, None)
-    stop_slot.empty()
     st.session_state[REPORT_KEY] = (signature, report)
 
 
@@ -430,13 +476,15 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
             "passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first)."
         )
     )
+    relabel("lab_mode")  # its labels are translated: after a language switch, send its choice again
+    mode_names = _mode_names()
     mode = st.radio(
         _("Rank with"),
         retrieve.MODES,
         index=retrieve.MODES.index(retrieve.DEFAULT_MODE),
         key="lab_mode",
         horizontal=True,
-        format_func=str.capitalize,
+        format_func=mode_names.__getitem__,
         help=_(
             "Vector: cosine similarity of the embeddings. Keyword: BM25 over the setting's chunks. "
             "Hybrid (the chat's default): both, fused as the chat fuses them."
@@ -451,9 +499,9 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         hide_index=True,
         width="stretch",
         column_config={
-            "question": st.column_config.TextColumn("Question", width="medium"),
+            "question": st.column_config.TextColumn(_("Question"), width="medium"),
             "expected": st.column_config.TextColumn(
-                "Expected passage",
+                _("Expected passage"),
                 width="large",
                 help=_("Copy it from the document; case and line breaks do not matter."),
             ),
@@ -478,6 +526,14 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
         key="lab_auto_check",
         help=_("Chunks already embedded are reused, so only changed chunks cost time."),
     )
+    plan_note = st.empty()  # what the check will embed; cleared once it ran (its report says what it did)
+    try:
+        plan = _plan(chunk_sets, questions, signature, mode) if questions and chunk_sets else None
+    except RagError as exc:
+        widgets.show_error(exc, _("Retrieval check"))
+        return
+    if plan is not None:
+        plan_note.caption("⏱️ " + tr(plan.message))
     previous = st.session_state.get(REPORT_KEY)
     stale = previous is not None and previous[0] != signature
     interrupted = st.session_state.pop(RUNNING_KEY, None)
@@ -492,13 +548,14 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
             ),
             icon="⏹️",
         )
-    elif questions and chunk_sets and (run or (auto and (previous is None or stale))):
+    elif plan is not None and (run or (auto and (previous is None or stale))):
         st.session_state.pop(STOPPED_KEY, None)
         try:
-            _run_check(source, chunk_sets, questions, signature, mode)
+            _run_check(source, chunk_sets, questions, signature, mode, plan)
         except RagError as exc:
             widgets.show_error(exc, _("Retrieval check"))
             return
+        plan_note.empty()
         previous, stale = st.session_state[REPORT_KEY], False
     if previous is None:
         return
@@ -514,39 +571,59 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
 
 
 def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
-    best = evaluation.best_label(report)
+    found = verdict(report)
     first_k = report.ks[0]
-    winner = report.result(best) if best is not None else None
-    if winner is None or winner.mrr == 0:
+    if found.best is not None:
+        winner = report.result(found.best)
+        c1, c2 = st.columns([3, 1], vertical_alignment="center")
+        figures = {
+            "best": found.best,
+            "mrr": f"{winner.mrr:.2f}",
+            "k": first_k,
+            "hit": f"{winner.hit_at(first_k):.0%}",
+            "chunks": count(winner.n_chunks, "chunk"),
+            "n": len(report.questions),
+        }
+        if len(report.results) == 1:  # nothing to be ahead of
+            c1.success(
+                _(
+                    "**{best}**: MRR {mrr} and hit@{k} {hit} ({chunks}) over {n} questions. Add a second setting "
+                    "to compare it with.",
+                    **figures,
+                )
+            )
+        else:
+            c1.success(
+                _(
+                    "Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}), ahead of the others by more "
+                    "than the noise of {n} questions.",
+                    **figures,
+                )
+            )
+        if c2.button(
+            _("Use {letter} on the Upload page", letter=_letter(found.best)), key="lab_apply_best", type="primary"
+        ):
+            _apply_to_upload(winner.settings)
+    elif found.reason is not None:
+        st.info("⚖️ " + tr(found.reason))
+    else:
         st.warning(
             _(
                 "No setting ranked any expected passage: check that each passage is copied from this "
                 "document (the notes below say which were not found)."
             )
         )
-    else:
-        c1, c2 = st.columns([3, 1], vertical_alignment="center")
-        c1.success(
+    if report.embedded or report.reused:
+        st.caption(
             _(
-                "Best: **{best}** with MRR {mrr} and hit@{k} {hit} ({chunks}). Ties go to the higher hit@{k}, "
-                "then to fewer chunks.",
-                best=best,
-                mrr=f"{winner.mrr:.2f}",
-                k=first_k,
-                hit=f"{winner.hit_at(first_k):.0%}",
-                chunks=count(winner.n_chunks, "chunk"),
+                "Embedder {embedder}: {embedded} texts embedded, {reused} reused from the cache.",
+                embedder=report.embedder,
+                embedded=report.embedded,
+                reused=report.reused,
             )
         )
-        if c2.button(_("Use {letter} on the Upload page", letter=_letter(best)), key="lab_apply_best", type="primary"):
-            _apply_to_upload(winner.settings)
-    st.caption(
-        _(
-            "Embedder {embedder}: {embedded} texts embedded, {reused} reused from the cache.",
-            embedder=report.embedder,
-            embedded=report.embedded,
-            reused=report.reused,
-        )
-    )
+    else:
+        st.caption(_("Ranked by keyword (BM25): nothing was embedded."))
 
     metrics = [f"hit@{k}" for k in report.ks] + ["MRR"]
     fig = go.Figure()
@@ -600,33 +677,13 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
             )
         )
 
-    rows = []
-    for qi, question in enumerate(report.questions):
-        row: dict[str, object] = {"Question": question.text}
-        for r in report.results:
-            q = r.questions[qi]
-            row[f"{_letter(r.label)} rank"] = q.rank
-            row[f"{_letter(r.label)} score"] = q.score
-        row["Notes"] = "; ".join(tr(n) for n in reading.question_notes(report, qi, name=_letter))
-        rows.append(row)
-    per_question = pd.DataFrame(rows)
-    for r in report.results:
-        per_question[f"{_letter(r.label)} rank"] = per_question[f"{_letter(r.label)} rank"].astype("Int64")
     st.markdown(
         _(
             "**Per question**: rank and score (cosine, BM25 or fused, by the mode ranked with) "
             "of the best chunk holding the expected passage."
         )
     )
-    st.dataframe(
-        per_question,
-        hide_index=True,
-        key="lab_check_questions",
-        column_config=columns(
-            per_question,
-            {c: st.column_config.NumberColumn(format="%.3f") for c in per_question.columns if c.endswith(" score")},
-        ),
-    )
+    _per_question(report, "lab_check_questions")
     if report.not_found:
         st.warning(
             _(
@@ -637,6 +694,35 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         )
     if chunk_sets:
         _misses(report, chunk_sets)
+
+
+def _per_question(report: EvaluationReport, key: str, *, single: bool = False) -> None:
+    """Each question's rank and score under each setting, named by its column's letter (`single`: one
+    setting, under plain headers)."""
+    notes_name: Callable[[str], str] = (lambda label: label) if single else _letter
+    name: Callable[[str], str] = (lambda label: "") if single else _letter
+    rows = []
+    for qi, question in enumerate(report.questions):
+        row: dict[str, object] = {"Question": question.text}
+        for r in report.results:
+            q = r.questions[qi]
+            row[f"{name(r.label)} rank".strip()] = q.rank
+            row[f"{name(r.label)} score".strip()] = q.score
+        row["Notes"] = "; ".join(tr(n) for n in reading.question_notes(report, qi, name=notes_name))
+        rows.append(row)
+    per_question = pd.DataFrame(rows)
+    for r in report.results:
+        column = f"{name(r.label)} rank".strip()
+        per_question[column] = per_question[column].astype("Int64")
+    config: dict[str, object] = {
+        c: st.column_config.NumberColumn(format="%.3f") for c in per_question.columns if c.endswith("score")
+    }
+    if "rank" in per_question.columns:  # one setting: plain headers, translated here
+        config = {
+            "rank": st.column_config.NumberColumn(_("Rank")),
+            "score": st.column_config.NumberColumn(_("Score"), format="%.3f"),
+        }
+    st.dataframe(per_question, hide_index=True, key=key, column_config=columns(per_question, config))
 
 
 def _letter(label: str) -> str:
@@ -677,6 +763,659 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
                 right.text(evaluation.excerpt(target.text, q.question.expected))
             else:
                 right.caption(_("No chunk holds the expected passage."))
+
+
+# --- tuning on generated questions (issue #30) -------------------------------------------------------------
+# The long work (writing questions, the sweep) runs on rag.tuning.runner's jobs, kept in the session: the page
+# starts them, draws what they did so far and polls them in a fragment, so a click elsewhere loses nothing.
+
+QUESTIONS_JOB = "_lab_questions_job"
+# The question table's rows before the editor's edits: {sha, rows, known, version, files, last}.
+QUESTION_SET = "_lab_question_set"
+# The rows as last edited (the editor's output), folded into the set when questions are added to it.
+QUESTION_ROWS = "_lab_question_rows"
+CHAT_MODEL = "_lab_chat_model"
+SWEEP_JOB = "_lab_sweep_job"
+SWEEP_RESULT = "_lab_sweep_result"
+SWEEP_PLAN = "_lab_sweep_plan"
+POLL_SECONDS = 1.0
+SIZES = (64, 96, 128, 192, 256, 320, 384, 512, 768, 1024)
+OVERLAPS = (0, 16, 32, 64, 96, 128)
+WEIGHTS = (0.5, 1.0, 1.5, 2.5, 4.0)
+
+
+def _editor_key(version: int) -> str:
+    """The question editor's key: a new one whenever rows are added from outside the editor, so that the
+    browser's edits (kept against the old rows) are not applied to the new ones."""
+    return f"lab_tune_questions_{version}"
+
+
+def _question_set(source: Source) -> dict:
+    kept = st.session_state.get(QUESTION_SET)
+    if kept is None or kept["sha"] != source.sha:
+        kept = {"sha": source.sha, "rows": [], "known": [], "version": 0, "files": set(), "last": None}
+        st.session_state[QUESTION_SET] = kept
+        st.session_state.pop(QUESTION_ROWS, None)
+    return kept
+
+
+def _add_rows(kept: dict, rows: list[tuple[str, str]], known: Sequence[tuning.GeneratedQuestion]) -> None:
+    """`rows` appended to the set as it was last edited; the editor starts again from the result."""
+    current = st.session_state.get(QUESTION_ROWS)
+    edited = current[1] if current is not None and current[0] == kept["version"] else kept["rows"]
+    kept["rows"] = [*edited, *rows]
+    kept["known"] = [*kept["known"], *known]
+    kept["version"] += 1
+
+
+def _chat_model() -> ChatModel:
+    """The chat model that writes the questions (the chat's default: RAG_CHAT_MODEL, else Ollama's first,
+    else the embedded one), looked up once a session."""
+    model = st.session_state.get(CHAT_MODEL)
+    if model is None:
+        model = llms.resolve_chat_model(resources.settings())
+        st.session_state[CHAT_MODEL] = model
+    return model
+
+
+def _start_questions(document: str, sha: str, count: int) -> None:
+    _stop_job(QUESTIONS_JOB)  # one at a time: a finished job of another document is replaced
+    try:
+        job = QuestionsJob(document, _chat_model(), count)
+    except (RagError, ValueError) as exc:
+        st.session_state["_lab_questions_error"] = tr(exc)
+        return
+    st.session_state.pop("_lab_questions_error", None)
+    st.session_state[QUESTIONS_JOB] = (sha, job)
+
+
+def _stop_job(key: str) -> None:
+    found = st.session_state.get(key)
+    if found is not None:
+        found[1].stop()
+
+
+def _seconds(seconds: float) -> str:
+    if seconds < 90:
+        return _("{n} s", n=max(round(seconds), 1))
+    return _("{n} min", n=round(seconds / 60))
+
+
+def _drop_reasons() -> dict[str, str]:
+    """rag.tuning.checks' reason codes in words."""
+    return {
+        "no_reply": _("no question in the reply"),
+        "answer_not_found": _("answer not in the document"),
+        "answer_too_long": _("answer too long"),
+        "answer_ambiguous": _("answer found in several places"),
+        "gives_away": _("question gives the answer away"),
+        "too_generic": _("too generic"),
+        "duplicate": _("duplicate"),
+        "model_failed": _("model error"),
+    }
+
+
+def _dropped_line(dropped: dict[str, int]) -> str:
+    names = _drop_reasons()
+    parts = [f"{names.get(reason, reason)} {n}" for reason, n in dropped.items() if n]
+    return _("Dropped: {reasons}", reasons=_("; ").join(parts)) if parts else _("None dropped.")
+
+
+def _collect_questions(source: Source, kept: dict) -> None:
+    """A finished question job's questions, added to its document's set once (left waiting while another
+    document is shown)."""
+    found = st.session_state.get(QUESTIONS_JOB)
+    if found is None or found[1].running or found[0] != source.sha:
+        return
+    _sha, job = st.session_state.pop(QUESTIONS_JOB)
+    view = job.view()
+    kept["last"] = view
+    if view.questions:
+        _add_rows(kept, [(q.text, q.answer) for q in view.questions], view.questions)
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _questions_progress(base_rows: list[tuple[str, str]]) -> None:
+    """The running question job: progress, Stop, and the table as the questions come (redrawn every second)."""
+    found = st.session_state.get(QUESTIONS_JOB)
+    if found is None:
+        return
+    job: QuestionsJob = found[1]
+    view = job.view()
+    if not view.running:
+        st.rerun(scope="app")  # the whole page takes the questions into the editable table
+    bar, stop = st.columns([5, 1], vertical_alignment="center")
+    bar.progress(
+        view.asked / view.planned if view.planned else 0.0,
+        text=_(
+            "Writing questions with {model}: {asked}/{planned} passages · {kept} kept",
+            model=job.model,
+            asked=view.asked,
+            planned=view.planned,
+            kept=len(view.questions),
+        ),
+    )
+    stop.button(
+        _("Stop"),
+        key="lab_stop_questions",
+        icon="⏹️",
+        width="stretch",
+        on_click=_stop_job,
+        args=(QUESTIONS_JOB,),
+        disabled=view.stop_requested,
+        help=_("Stop after the passage being read; the questions written so far are kept."),
+    )
+    st.caption(_dropped_line(view.dropped))
+    rows = [*base_rows, *((q.text, q.answer) for q in view.questions)]
+    live = pd.DataFrame(rows, columns=["question", "answer"])
+    st.dataframe(live, hide_index=True, key="lab_tune_live", column_config=_question_columns())
+
+
+def _question_columns() -> dict[str, object]:
+    return {
+        "question": st.column_config.TextColumn(_("Question"), width="medium"),
+        "answer": st.column_config.TextColumn(
+            _("Answer (quoted from the document)"),
+            width="large",
+            help=_(
+                "The passage that answers the question, copied from the document; case and line breaks do not matter."
+            ),
+        ),
+    }
+
+
+def _tune_questions(source: Source) -> list[Question]:
+    """Write, show and edit the question set; the questions as the sweep takes them."""
+    kept = _question_set(source)
+    _collect_questions(source, kept)
+    job = st.session_state.get(QUESTIONS_JOB)
+    running = job is not None and job[1].running
+    st.markdown(_("**1. Questions**"))
+    count_col, button_col = st.columns([1, 2], vertical_alignment="bottom")
+    n = count_col.number_input(
+        _("Questions to write"),
+        min_value=1,
+        max_value=MAX_QUESTIONS,
+        value=DEFAULT_QUESTIONS,
+        key="lab_tune_count",
+        disabled=running,
+        help=_("One question per passage, spread over the document; some are dropped (see below)."),
+    )
+    model: ChatModel | None = None
+    try:
+        model = _chat_model()
+    except RagError as exc:
+        widgets.show_error(exc, _("Chat model"))
+    button_col.button(
+        _("Write questions"),
+        key="lab_write_questions",
+        type="primary",
+        disabled=running or model is None,
+        on_click=_start_questions,
+        args=(source.doc.text, source.sha, int(n)),
+        help=_(
+            "The chat model reads passages of this document and writes one question each, with its answer "
+            "quoted from the passage. A question is kept only if its answer is found in the document."
+        ),
+    )
+    if st.session_state.get("_lab_questions_error"):
+        st.error(st.session_state["_lab_questions_error"], icon="⚠️")
+    if model is not None and not running:
+        seconds = tuning.estimate_seconds(int(n), model, language_of(source.doc.text[:4000]))
+        st.caption(
+            "⏱️ "
+            + _(
+                "{model} will write {n} questions: about {duration} on a quiet CPU (longer on a busy one, or "
+                "while the model loads).",
+                model=model.name,
+                n=int(n),
+                duration=_seconds(seconds),
+            )
+        )
+    last = kept.get("last")
+    if last is not None and not running:
+        note = _(
+            "{kept} of {asked} questions kept ({seconds}).",
+            kept=len(last.questions),
+            asked=last.asked,
+            seconds=_seconds(last.result.seconds) if last.result is not None else "–",
+        )
+        if last.stopped:
+            note = _("Stopped: {note}", note=note)
+        st.caption(_("{first} {second}", first=note, second=_dropped_line(last.dropped)))
+        if last.error:
+            st.error(tr(last.error), icon="⚠️")
+    if running:
+        _questions_progress(list(kept["rows"]) if job[0] == source.sha else [])
+        return []
+
+    upload = st.file_uploader(
+        _("Add your own questions (CSV with the header question,expected, or JSONL)"),
+        type=["csv", "jsonl"],
+        key="lab_tune_file",
+        help=_("Their rows are added to the table, to edit further. A JSONL is checked against this document."),
+    )
+    if upload is not None and upload.file_id not in kept["files"]:
+        try:
+            rows, known = tuning_runner.read_question_file(upload.name, upload.getvalue(), source.doc.text)
+        except RagError as exc:
+            widgets.show_error(exc, _("Questions"))
+        else:
+            kept["files"].add(upload.file_id)
+            _add_rows(kept, rows, known)
+    frame = pd.DataFrame(
+        {
+            "question": pd.Series([q for q, _a in kept["rows"]], dtype="string"),
+            "answer": pd.Series([a for _q, a in kept["rows"]], dtype="string"),
+        }
+    )
+    edited = st.data_editor(
+        frame,
+        key=_editor_key(kept["version"]),
+        num_rows="dynamic",
+        hide_index=True,
+        width="stretch",
+        column_config=_question_columns(),
+    )
+    rows = [
+        ("" if pd.isna(q) else str(q), "" if pd.isna(a) else str(a))
+        for q, a in zip(edited["question"].tolist(), edited["answer"].tolist())
+    ]
+    st.session_state[QUESTION_ROWS] = (kept["version"], rows)
+    questions: list[Question] = []
+    try:
+        questions = evaluation.questions_from_rows(rows)
+    except RagError as exc:
+        widgets.show_error(exc, _("Questions"))
+    if questions:
+        located = tuning_runner.locate_rows(rows, source.doc.text, kept["known"])
+        st.download_button(
+            _("Download the questions (JSONL)"),
+            tuning.dump_questions(located.questions),
+            file_name=f"{source.filename.rsplit('.', 1)[0]}-questions.jsonl",
+            mime="application/jsonl",
+            key="lab_tune_download",
+            help=_("One question a line with its answer and where it stands in the document: load it here again."),
+        )
+        if located.not_found:
+            st.caption(
+                "⚠️ "
+                + _(
+                    "Rows {rows}: the answer is not in the document word for word, so these questions count as "
+                    "misses and are left out of the download.",
+                    rows=", ".join(map(str, located.not_found)),
+                )
+            )
+    return questions
+
+
+def _mode_names() -> dict[str, str]:
+    """The search modes in words (worked out in the run: a widget's format_func may be called outside it)."""
+    return {m: _(m.capitalize()) for m in retrieve.MODES}
+
+
+def _search_name(search: Search) -> str:
+    if search.keyword_weight is not None:
+        return _("Hybrid ×{weight}", weight=f"{search.keyword_weight:g}")
+    return _(search.mode.capitalize())
+
+
+def _point_name(point: PointResult) -> str:
+    return f"{chunking.label(point.settings)} · {_search_name(point.search)}"
+
+
+def _grid_editor(embedder_grid: Grid) -> Grid | None:
+    strategies = {s: _(label) for s, label in chunking.STRATEGY_LABELS.items()}
+    st.markdown(_("**2. The grid**"))
+    c1, c2, c3 = st.columns(3)
+    chosen_strategies = c1.multiselect(
+        _("Strategies"),
+        chunking.STRATEGIES,
+        default=list(embedder_grid.strategies),
+        format_func=lambda s: strategies.get(s, s),
+        key="lab_grid_strategies",
+    )
+    sizes = c2.multiselect(
+        _("Chunk sizes (tokens)"),
+        sorted(set(SIZES) | set(embedder_grid.sizes)),
+        default=list(embedder_grid.sizes),
+        key="lab_grid_sizes",
+        help=_("The default holds the sizes the embedder reads whole."),
+    )
+    overlaps = c3.multiselect(
+        _("Overlaps (tokens)"),
+        sorted(set(OVERLAPS) | set(embedder_grid.overlaps)),
+        default=list(embedder_grid.overlaps),
+        key="lab_grid_overlaps",
+        help=_("Spring AI's splitters have no overlap: they are tried once a size."),
+    )
+    m1, m2 = st.columns(2)
+    modes = m1.multiselect(
+        _("Search modes"),
+        retrieve.MODES,
+        default=list(embedder_grid.modes),
+        format_func=_mode_names().__getitem__,
+        key="lab_grid_modes",
+        help=_("Each setting is ranked every way chosen here."),
+    )
+    weights = list(embedder_grid.keyword_weights)
+    if "hybrid" in modes:
+        weights = m2.multiselect(
+            _("Hybrid: keyword weight"),
+            sorted(set(WEIGHTS) | set(embedder_grid.keyword_weights)),
+            default=list(embedder_grid.keyword_weights),
+            key="lab_grid_weights",
+            help=_("How much the keyword list counts against the vector list's 1 when fused (the chat's: 2.5)."),
+        )
+    try:
+        return Grid(
+            strategies=tuple(chosen_strategies),
+            sizes=tuple(sizes),
+            overlaps=tuple(overlaps),
+            modes=tuple(modes),
+            keyword_weights=tuple(float(w) for w in weights),
+        )
+    except RagError as exc:
+        widgets.show_error(exc, _("Grid"))
+        return None
+
+
+def _sweep_plan(source: Source, questions: list[Question], grid: Grid, signature: tuple) -> CheckPlan:
+    kept = st.session_state.get(SWEEP_PLAN)
+    if kept is not None and kept[0] == signature:
+        plan: CheckPlan = kept[1]
+        return plan
+    plan = tuning_runner.plan_sweep(
+        source.doc.text, questions, grid, resources.default_embedder(), _embedding_cache(), store=_store()
+    )
+    st.session_state[SWEEP_PLAN] = (signature, plan)
+    return plan
+
+
+def _start_sweep(text: str, questions: list[Question], grid: Grid, signature: tuple) -> None:
+    st.session_state.pop(SWEEP_PLAN, None)  # the cache fills: the next plan counts again
+    job = SweepJob(text, questions, resources.default_embedder(), _embedding_cache(), grid, key=signature)
+    st.session_state[SWEEP_JOB] = (signature, job)
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _sweep_progress() -> None:
+    found = st.session_state.get(SWEEP_JOB)
+    if found is None:
+        return
+    job: SweepJob = found[1]
+    view = job.view()
+    if not view.running:
+        st.rerun(scope="app")
+    p = view.progress
+    bar, stop = st.columns([5, 1], vertical_alignment="center")
+    if p is None or (p.to_embed and p.embedded < p.to_embed):
+        done, total = (p.embedded, p.to_embed) if p is not None else (0, 0)
+        bar.progress(
+            done / total if total else 0.0,
+            text=_("Embedding chunks and questions: {done}/{total}", done=done, total=total),
+        )
+    else:
+        bar.progress(
+            p.scored / p.points if p.points else 1.0,
+            text=_("Scoring settings: {done}/{total}", done=p.scored, total=p.points),
+        )
+    stop.button(
+        _("Stop"),
+        key="lab_stop_sweep",
+        icon="⏹️",
+        width="stretch",
+        on_click=_stop_job,
+        args=(SWEEP_JOB,),
+        disabled=view.stop_requested,
+        help=_("Stop the sweep. What is embedded so far is kept: running it again goes on from there."),
+    )
+
+
+def _collect_sweep() -> None:
+    found = st.session_state.get(SWEEP_JOB)
+    if found is None or found[1].running:
+        return
+    signature, job = st.session_state.pop(SWEEP_JOB)
+    view = job.view()
+    if view.error:
+        st.session_state["_lab_sweep_error"] = view.error
+    elif view.result is not None:
+        st.session_state.pop("_lab_sweep_error", None)
+        st.session_state[SWEEP_RESULT] = (signature, view.result)
+
+
+def _sweep(source: Source, questions: list[Question]) -> None:
+    _collect_sweep()
+    embedder = resources.default_embedder()
+    grid = _grid_editor(default_grid(embedder))
+    if grid is None:
+        return
+    signature = (source.sha, grid, tuple(questions), embedder.name)
+    running = st.session_state.get(SWEEP_JOB) is not None
+    st.button(
+        _("Run the sweep"),
+        key="lab_run_sweep",
+        type="primary",
+        disabled=running or not questions,
+        on_click=_start_sweep,
+        args=(source.doc.text, questions, grid, signature),
+        help=None if questions else _("Write or add at least one question first."),
+    )
+    if questions and not running:
+        try:
+            plan = _sweep_plan(source, questions, grid, signature)
+        except RagError as exc:
+            widgets.show_error(exc, _("Sweep"))
+            return
+        size = _(
+            "{points} settings ({chunkings} chunkings × {searches} ways to search) on {n} questions.",
+            points=grid.size,
+            chunkings=len(grid.chunkings()),
+            searches=len(grid.searches()),
+            n=len(questions),
+        )
+        st.caption("⏱️ " + _("{first} {second}", first=size, second=tr(plan.message)))
+    if running:
+        _sweep_progress()
+        return
+    if st.session_state.get("_lab_sweep_error"):
+        st.error(tr(st.session_state["_lab_sweep_error"]), icon="⚠️")
+    previous = st.session_state.get(SWEEP_RESULT)
+    if previous is None or previous[0][0] != source.sha:
+        return
+    result: SweepResult = previous[1]
+    if previous[0] != signature:
+        st.info(
+            _(
+                "The grid or the questions changed since this sweep: run it again to update (vectors already made "
+                "are reused)."
+            )
+        )
+    if result.stopped:
+        st.info(
+            _(
+                "The sweep was stopped after {done} of {total} settings. What was embedded is kept: **Run the "
+                "sweep** goes on from there.",
+                done=len(result.points),
+                total=result.grid.size,
+            ),
+            icon="⏹️",
+        )
+    if result.points:
+        _sweep_results(source, result)
+
+
+def _sweep_results(source: Source, result: SweepResult) -> None:
+    points = result.points
+    try:
+        found = recommend(result)
+    except RagError as exc:
+        widgets.show_error(exc, _("Recommendation"))
+        return
+    c1, c2 = st.columns([3, 1], vertical_alignment="center")
+    (c1.success if found.sure else c1.info)(("🏆 " if found.sure else "⚖️ ") + _reason(found, points))
+    if c2.button(
+        _("Use {setting} on the Upload page", setting=chunking.label(found.recommended.settings)),
+        key="lab_apply_recommended",
+        type="primary",
+    ):
+        _apply_to_upload(found.recommended.settings)
+
+    rows = [
+        {
+            "Setting": chunking.label(p.settings),
+            "Search": _search_name(p.search),
+            "hit@1": p.hit_at(1),
+            "hit@3": p.hit_at(3),
+            "hit@5": p.hit_at(5),
+            "MRR": p.mrr,
+            "nDCG@10": p.ndcg,
+            "Chunks": p.chunks,
+            "Prompt tokens": round(p.prompt_tokens),
+        }
+        for p in points
+    ]
+    table = pd.DataFrame(rows)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="lab_sweep_table",
+        column_config=columns(
+            table,
+            {f"hit@{k}": st.column_config.NumberColumn(format="percent") for k in (1, 3, 5)}
+            | {m: st.column_config.NumberColumn(format="%.3f") for m in ("MRR", "nDCG@10")}
+            | {
+                "Prompt tokens": st.column_config.NumberColumn(
+                    help=_("Mean tokens of the top {k} chunks a question puts in the prompt.", k=result.top_k)
+                )
+            },
+        ),
+    )
+    front = pareto_front(points)
+    fig = go.Figure()
+    fig.add_scatter(
+        x=[p.prompt_tokens for p in points],
+        y=[p.mrr for p in points],
+        mode="markers",
+        name=_("Settings"),
+        text=[_point_name(p) for p in points],
+        hovertemplate="%{text}<br>MRR %{y:.3f} · %{x:.0f} tokens<extra></extra>",
+        marker=dict(color=COLOURS[0], size=9, opacity=0.7),
+    )
+    fig.add_scatter(
+        x=[p.prompt_tokens for p in front],
+        y=[p.mrr for p in front],
+        mode="lines+markers",
+        name=_("Pareto front"),
+        text=[_point_name(p) for p in front],
+        hovertemplate="%{text}<br>MRR %{y:.3f} · %{x:.0f} tokens<extra></extra>",
+        line=dict(color=COLOURS[1], width=2),
+        marker=dict(color=COLOURS[1], size=11),
+    )
+    fig.add_scatter(
+        x=[found.recommended.prompt_tokens],
+        y=[found.recommended.mrr],
+        mode="markers",
+        name=_("Recommended"),
+        text=[_point_name(found.recommended)],
+        hovertemplate="%{text}<extra></extra>",
+        marker=dict(color=COLOURS[2], size=18, symbol="star"),
+    )
+    fig.update_layout(
+        height=380,
+        margin=dict(l=10, r=10, t=30, b=10),
+        xaxis_title=_("prompt tokens (top {k} chunks)", k=result.top_k),
+        yaxis_title="MRR",
+        legend=dict(orientation="h", y=-0.2),
+    )
+    st.plotly_chart(fig, key="lab_sweep_scatter")
+
+    searches = list(dict.fromkeys(p.search for p in points))
+    search = searches[0]
+    if len(searches) > 1:
+        search_names = {s: _search_name(s) for s in searches}
+        search = st.selectbox(
+            _("Heatmap of"), searches, format_func=search_names.__getitem__, key="lab_sweep_heat_search"
+        )
+    maps = tuning_runner.heatmaps(points, search.label)
+    for heat, column in zip(maps, st.columns(len(maps))):
+        with column:
+            fig = go.Figure(
+                go.Heatmap(
+                    z=[list(row) for row in heat.values],
+                    x=[str(o) for o in heat.overlaps],
+                    y=[str(s) for s in heat.sizes],
+                    colorscale="Blues",
+                    zmin=0,
+                    zmax=1,
+                    text=[[("–" if v is None else f"{v:.2f}") for v in row] for row in heat.values],
+                    texttemplate="%{text}",
+                    colorbar=dict(title="MRR"),
+                )
+            )
+            fig.update_layout(
+                title=dict(text=_(chunking.STRATEGY_LABELS.get(heat.strategy, heat.strategy)), font=dict(size=14)),
+                height=300,
+                margin=dict(l=10, r=10, t=40, b=10),
+                xaxis_title=_("overlap (tokens)"),
+                yaxis_title=_("chunk size (tokens)"),
+            )
+            st.plotly_chart(fig, key=f"lab_sweep_heat_{heat.strategy}")
+    _point_detail(source, result, found.recommended)
+
+
+def _reason(found: Recommendation, points: Sequence[PointResult]) -> str:
+    """The recommendation's reason, its settings named as the page names them (the search mode in words)."""
+    reason = found.reason
+    if not isinstance(reason, Text):
+        return tr(reason)
+    names = {p.label: _point_name(p) for p in points}
+    return tr(
+        Text(reason.template, **{k: names.get(v, v) if isinstance(v, str) else v for k, v in reason.values.items()})
+    )
+
+
+def _point_detail(source: Source, result: SweepResult, recommended: PointResult) -> None:
+    """The per-question view of one point, ranked again from the vectors the sweep left in the cache."""
+    points = list(result.points)
+    names = [_point_name(p) for p in points]
+    index = st.selectbox(
+        _("Per question, for"),
+        range(len(points)),
+        index=points.index(recommended),
+        format_func=names.__getitem__,
+        key="lab_sweep_point",
+    )
+    point = points[index]
+    tokenized = _tokenized(source.sha, source.doc.text)
+    chunk_set = _chunked(source.sha, point.settings, tokenized, source.doc).chunk_set
+    label = _point_name(point)
+    with st.spinner(_("Ranking…")):
+        report = evaluation.evaluate(
+            {label: chunk_set},
+            source.doc.text,
+            list(result.questions),
+            resources.default_embedder(),
+            _embedding_cache(),
+            mode=point.search.mode,
+            fusion=point.search.fusion,
+        )
+    _per_question(report, "lab_sweep_questions", single=True)
+    _misses(report, {label: chunk_set})
+
+
+def _tuning(source: Source) -> None:
+    st.subheader(_("Tune on questions from the document"))
+    st.caption(
+        _(
+            "No questions of your own? The chat model writes them from this document, each with its answer quoted "
+            "from it. Check and edit them, then try a whole grid of chunk settings on them: the chart shows "
+            "quality against the tokens each setting puts in the prompt, and the recommendation says how sure it is."
+        )
+    )
+    questions = _tune_questions(source)
+    _sweep(source, questions)
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -758,6 +1497,12 @@ def main() -> None:
         _retrieval_check(source, chunk_sets, settings)
     except Exception as exc:  # noqa: BLE001
         widgets.show_error(exc, _("Retrieval check"))
+
+    st.divider()
+    try:
+        _tuning(source)
+    except Exception as exc:  # noqa: BLE001
+        widgets.show_error(exc, _("Tuning"))
 
     st.divider()
     try:

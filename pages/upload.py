@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
@@ -30,9 +31,10 @@ from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
 from rag.ingest.preview import SAMPLE_CHARS, InputWindow, input_window
+from rag.ingest.resume import left_to_embed
 from rag.store import KnowledgeBase, Store, StoredDocument
 from ui import format as fmt
-from ui import resources, widgets
+from ui import i18n, resources, widgets
 from ui.i18n import _, count, place, tr
 
 log = logging.getLogger("pages.upload")
@@ -45,6 +47,10 @@ STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "fai
 # What an ingest has done so far, set while it runs: still set at the start of a script run, the
 # ingest before was stopped (by the Stop button or any other click, which end the run).
 RUNNING_KEY = "_upload_running"
+# How long the run after a Stop waits for the stopped one to end: Streamlit starts it at once (fast reruns)
+# while the stopped run finishes the batch it was embedding (seconds to tens of seconds with e5) and keeps it,
+# or the write it was waiting for; counted before, the stop said '39 kept' and the resume reused 44.
+STOP_WAIT_SECONDS = 120.0
 LEGEND = (
     "Alternating colours are chunks, **red** is text shared by two chunks (overlap), "
     "grey is text in no chunk; the dark badge marks where a chunk starts; hover for its number."
@@ -54,7 +60,7 @@ LEGEND = (
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
 
 
-@st.cache_resource(max_entries=16, show_spinner="Reading…")
+@st.cache_resource(max_entries=16, show_spinner=False)  # the caller says it, in the user's language
 def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | None, str]:
     """The parsed and tokenised file, once per (sha256, filename) whatever the settings; or a
     reason. The filename matters because it decides the type. Shared read-only."""
@@ -77,7 +83,7 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
         bar.empty()
 
 
-@st.cache_resource(max_entries=16, show_spinner="Chunking…")
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) -> tuple[Prepared | None, str]:
     """Chunked file (without its bytes, which the session already holds) or a reason; immutable,
     so one copy serves every rerun (st.cache_data stored it pickled and unpickled it on each: for a
@@ -92,7 +98,7 @@ def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) 
     return prepared, ""
 
 
-@st.cache_data(max_entries=64, show_spinner="Rendering the page…")
+@st.cache_data(max_entries=64, show_spinner=False)
 def _page_png(
     _data: bytes,
     _doc: documents.Document,
@@ -168,7 +174,7 @@ def _apply_chunk_lab_settings() -> None:
         st.error(_("The settings sent from the Chunk Lab were not applied: {error}", error=tr(exc)), icon="⚠️")
         return
     widgets.set_chunk_settings(WIDGET, settings)
-    st.toast("Chunk settings from the Chunk Lab applied", icon="🧩")
+    st.toast(_("Chunk settings from the Chunk Lab applied"), icon="🧩")
     st.info(
         _(
             "Chunk settings from the Chunk Lab applied: {settings}. The preview below uses them; press **Ingest** "
@@ -230,6 +236,7 @@ def _knowledge_base_picker(store: Store | None) -> Target:
         state["_upload_kb_restored"] = last in by_name
     elif state["upload_kb_choice"] not in (*options, None):
         state["upload_kb_choice"] = None  # deleted meanwhile: nothing chosen (told to the browser too)
+    i18n.relabel("upload_kb_choice")  # the new base's option is labelled in the user's language
     choice = st.selectbox(
         _("Knowledge base"),
         options,
@@ -381,7 +388,8 @@ def _previews(uploads: dict[str, bytes], settings: ChunkSettings) -> list[FilePr
     for name, data in uploads.items():
         sha = _sha(name, data)
         try:
-            prepared, error = _prepare(data, sha, name, settings)
+            with st.spinner(_("Reading and chunking {file}…", file=name)):  # shown only if it takes a while
+                prepared, error = _prepare(data, sha, name, settings)
         except Exception as exc:
             log.exception("preparing %r failed", name)
             prepared, error = (
@@ -515,7 +523,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
             "of the thought it starts."
         ),
     )
-    m[4].metric(_("Dropped pieces"), stats.dropped, help=chunking.HELP["min_chunk_length_to_embed"])
+    m[4].metric(_("Dropped pieces"), stats.dropped, help=_(chunking.HELP["min_chunk_length_to_embed"]))
     for issue in _issues(p, window):
         st.warning(tr(issue), icon="⚠️")
 
@@ -576,6 +584,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
         blank = _(" · blank") if doc.by_lines else _(" · no text")
         return f"{unit} {n}" + (f": {title}" if title else "") + ("" if n in with_text else blank)
 
+    i18n.relabel(f"upload_page_{p.name}")  # 'Page 3' / '第 3 页'
     page = st.columns([1, 2])[0].selectbox(
         unit,
         numbers,
@@ -644,7 +653,8 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
             )
             originals = tuple(chunks[c.index] for c in on_page)
             try:
-                png = _page_png(p.data, doc, originals, p.sha256, settings, page, boxes)
+                with st.spinner(_("Rendering the page…")):
+                    png = _page_png(p.data, doc, originals, p.sha256, settings, page, boxes)
             except Exception as exc:
                 log.exception("rendering %r page %d failed", p.name, page)
                 st.warning(
@@ -673,8 +683,7 @@ def _run_ingest(
     sources = [ingest.Source.upload(p.name, p.data, p.prepared) for p in previews]
     results: list[IngestResult] = []
     reached: dict[str, str] = {}  # file -> the last stage it reached: what a stop left of it (_after_stop)
-    total = len(sources)
-    stages = len(ingest.STAGES)
+    over = threading.Event()  # set once this run has left the ingest, however: what `_after_stop` waits for
     st.session_state[RUNNING_KEY] = {
         "kb": knowledge,
         "settings": settings,
@@ -682,7 +691,25 @@ def _run_ingest(
         "done": results,
         "reached": reached,
         "new_kb": new_kb,
+        "over": over,
     }
+    try:
+        return _ingesting(store, knowledge, embedder, settings, sources, results, reached)
+    finally:
+        over.set()
+
+
+def _ingesting(
+    store: Store,
+    knowledge: str,
+    embedder: Embedder,
+    settings: ChunkSettings,
+    sources: list[ingest.Source],
+    results: list[IngestResult],
+    reached: dict[str, str],
+) -> list[IngestResult]:
+    total = len(sources)
+    stages = len(ingest.STAGES)
     stop_slot = st.empty()
     stop_slot.button(
         _("Stop ingesting"),
@@ -769,6 +796,11 @@ def _record(knowledge: str, results: list[IngestResult], new_kb: bool, stopped: 
     }
     if new_kb and any(r.ok for r in results):
         st.session_state["_upload_kb_pending"] = knowledge
+    if st.session_state.get("lib_kb") != knowledge:
+        # The Library shows the base just ingested into, not the one viewed before (a base a stop left
+        # uncreated is not listed there: the Library then takes its first).
+        st.session_state["lib_kb"] = knowledge
+        _reset_confirmations()
 
 
 def _after_stop(store: Store | None) -> None:
@@ -776,6 +808,10 @@ def _after_stop(store: Store | None) -> None:
     running = st.session_state.pop(RUNNING_KEY, None)
     if running is None or store is None:
         return
+    over: threading.Event | None = running.get("over")
+    if over is not None and not over.is_set():
+        with st.spinner(_("Waiting for the stopped ingest to finish the batch it was embedding…")):
+            over.wait(STOP_WAIT_SECONDS)
     results = ingest.results_after_stop(
         store, running["kb"], running["settings"], running["sources"], running["done"], running["reached"]
     )
@@ -889,12 +925,14 @@ def _ingest_bar(
     )
     texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
+    left, embedded = left_to_embed(store, target.embedder, texts)  # a stopped ingest's chunks cost nothing
     notes = ingest.plan_notes(
         target.embedder.name,
-        embeddings.estimate(target.embedder, texts),
-        len(texts),
+        embeddings.estimate(target.embedder, left),
+        len(left),
         sample,
         embeddings.machine_load(),
+        embedded,
     )
     if notes.duration:
         plan.caption(f"⏱️ {tr(notes.duration)} " + _("**Stop ingesting** ends it early; the files done by then stay."))
@@ -1155,7 +1193,7 @@ def _library_tab(store: Store | None) -> None:
     m[0].metric(_("Documents"), kb.documents)
     m[1].metric(_("Chunks"), kb.chunks)
     m[2].metric(_("Dimension"), kb.dimension)
-    m[3].metric(_("Embedder"), kb.embedder.split(":", 1)[0], help=kb.embedder)
+    m[3].metric(_("Embedder"), kb.embedder)  # whole: 'local:e5' and 'local:wordllama-…' are both 'local'
     st.caption(
         _(
             "Embedder `{embedder}` · chunk settings of the latest ingest: {settings}",

@@ -1,4 +1,4 @@
-"""`python -m rag`: ingest, search, eval, ask, chunk, kb, mcp and bench from the command line."""
+"""`python -m rag`: ingest, search, eval, questions, tune, ask, chunk, kb, mcp and bench from the command line."""
 
 from __future__ import annotations
 
@@ -158,15 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print hits as JSON")
 
-    p = sub.add_parser("eval", help="measure retrieval: hit@1/3/5 and MRR per search mode over a question file")
+    p = sub.add_parser(
+        "eval",
+        help="measure retrieval: hit@1/3/5 and MRR per search mode over a question file, or over the knowledge "
+        "base's saved question set with the difference from its last run",
+    )
     p.add_argument("--kb", required=True, help="the knowledge base to search")
     p.add_argument(
         "--questions",
-        required=True,
+        default=None,
         metavar="FILE",
         help='JSONL, one {"question", "file"} and/or {"question", "expected"} object a line ("file": '
         'the original_filename that answers it; "expected": text the right chunk contains), or '
-        "a CSV with the same headers (the Chunk Lab's question CSV)",
+        "a CSV with the same headers (the Chunk Lab's question CSV); without it, the knowledge base's saved "
+        "question set (python -m rag questions FILE --kb NAME), each run's figures saved and compared",
     )
     p.add_argument("--mode", choices=(*retrieve.MODES, "all"), default="all", help="search mode(s); default all")
     p.add_argument(
@@ -181,6 +186,60 @@ def build_parser() -> argparse.ArgumentParser:
         help='print {"MODE": {"hit@1", "hit@3", "hit@5", "mrr", "n"}} (with --details, "ranks" too)',
     )
     p.add_argument("--details", action="store_true", help="also the rank of the right chunk for each question")
+
+    model_help = (
+        "the chat model that writes the questions: an Ollama model or 'local' for the embedded one; "
+        "default RAG_CHAT_MODEL, else Ollama's first model, else local"
+    )
+    p = sub.add_parser(
+        "questions", help="write evaluation questions about a document, each with its answer quoted from it"
+    )
+    p.add_argument("file", metavar="FILE", help="the document (any type ingest reads)")
+    p.add_argument("--n", type=int, default=10, help="passages to ask about, one question each (default 10)")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        default=None,
+        help='JSONL, one {"question", "answer", "start", "end", "language", "passage_start"} object a line',
+    )
+    p.add_argument(
+        "--kb",
+        default=None,
+        help="also save them as this knowledge base's question set (FILE must be ingested there): "
+        "python -m rag eval --kb NAME re-runs them",
+    )
+    p.add_argument("--model", default=None, help=model_help)
+
+    p = sub.add_parser(
+        "tune",
+        help="score a grid of chunk settings on questions about a document or knowledge base, and recommend one",
+    )
+    p.add_argument("target", metavar="FILE_OR_KB", help="a document, or a knowledge base (its stored files)")
+    p.add_argument(
+        "--questions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="generate N questions with the chat model (default 10; a knowledge base's saved set when it has one)",
+    )
+    p.add_argument(
+        "--questions-file", metavar="FILE", default=None, help="questions written by python -m rag questions"
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="the settings tried, e.g. strategies=spring,recursive,sizes=128,256,overlaps=0,32 (also modes=... "
+        "and weights=... for hybrid); default: the app's grid for the embedder",
+    )
+    p.add_argument("--model", default=None, help=model_help)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"points": [{"label", "hit@1", "hit@3", "hit@5", "mrr", "ndcg@10", "chunks", '
+        '"prompt_tokens", ...}], "recommendation": {"label", "reason", ...}}',
+    )
 
     p = sub.add_parser("ask", help="answer a question from a knowledge base, with citations")
     p.add_argument("question")
@@ -312,6 +371,18 @@ def _say_duration(
         print(f"{printable(filename)}: {note} Ctrl+C stops it; the files done by then stay.", file=err, flush=True)
 
 
+def _interrupted(knowledge: str, unfinished: Sequence[str]) -> str:
+    """The line Ctrl+C during `rag ingest` ends with: the chunks of the file it stopped whose vectors are
+    kept (rag.ingest.resume), which the same command run again does not embed again."""
+    from rag.ingest.resume import kept_after_stop
+
+    kept = [(name, found) for name in unfinished if (found := kept_after_stop(knowledge, name)) and found.kept]
+    if not kept:
+        return "interrupted: nothing of the file in progress was stored"
+    parts = [f"{printable(name)}: {k.kept:,} of {k.total:,} chunks embedded are kept" for name, k in kept]
+    return "interrupted: " + "; ".join(parts) + "; run the same command again to resume from there"
+
+
 def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag import ingest
     from rag.store import Store
@@ -326,29 +397,39 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, len(paths))
         index = {path.name: i for i, path in enumerate(paths)}
+        started: list[str] = []  # the files whose ingest began, in order
+        done: set[str] = set()
 
         def on_stage(name: str) -> ingest.StageCallback:
             def update(stage: str, fraction: float, message: str) -> None:
                 progress.index = index[name]
+                if not started or started[-1] != name:
+                    started.append(name)
                 progress.update(name, stage, fraction, message)
 
             return update
 
         # One file is written while the next is read and embedded (ingest_paths): results come in order.
-        for result in ingest.ingest_paths(
-            store,
-            embedder,
-            paths,
-            knowledge,
-            chunk_settings,
-            on_stage=on_stage,
-            on_plan=lambda name: (
-                lambda chunks, expected: _say_duration(err, progress, name, embedder.name, chunks, expected)
-            ),
-        ):
+        try:
+            for result in ingest.ingest_paths(
+                store,
+                embedder,
+                paths,
+                knowledge,
+                chunk_settings,
+                on_stage=on_stage,
+                on_plan=lambda name: (
+                    lambda chunks, expected: _say_duration(err, progress, name, embedder.name, chunks, expected)
+                ),
+            ):
+                progress.clear()
+                done.add(result.filename)
+                failed += not result.ok
+                print(printable(result.line()), file=out, flush=True)
+        except KeyboardInterrupt:
             progress.clear()
-            failed += not result.ok
-            print(printable(result.line()), file=out, flush=True)
+            print(_interrupted(knowledge, [name for name in started if name not in done]), file=err, flush=True)
+            return 130
     stored = len(paths) - failed
     print(f"{stored} of {len(paths)} files in '{knowledge}' ({embedder.name})", file=err)
     return 1 if failed else 0
@@ -411,6 +492,10 @@ def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
 
     if args.k < 1:
         raise RagError(f"--k must be at least 1, got {args.k}")
+    if args.questions is None:
+        from rag.tuning.cli import eval_saved_set
+
+        return eval_saved_set(args, settings, retrieve.MODES if args.mode == "all" else (args.mode,), out)
     try:
         data = Path(args.questions).read_bytes()
     except OSError as exc:
@@ -472,14 +557,22 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     with Store.open(settings) as store:
         conversation = None if args.conversation in (None, "new") else args.conversation
         if conversation is not None:
-            from rag.generate import history_messages, load_conversation, memory_of
+            from rag.generate import history_messages, load_conversation, memory_of, searched_queries
 
             _, earlier = load_conversation(store.conversations, conversation)
             history, memory = history_messages(earlier), memory_of(earlier)
+            searched = searched_queries(earlier)
         else:
-            memory = None
+            memory, searched = None, []
         turn = engine.ask(
-            args.question, request, model=model, store=store, settings=settings, history=history, memory=memory
+            args.question,
+            request,
+            model=model,
+            store=store,
+            settings=settings,
+            history=history,
+            searched=searched,
+            memory=memory,
         )
         if turn.problem or turn.error:
             raise RagError(turn.problem or turn.error)
@@ -719,12 +812,22 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     )
 
 
+def _tuning(name: str, args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    # rag.tuning.cli imports the tuning code (~2 s): only `questions` and `tune` pay for it.
+    from rag.tuning import cli as tuning_cli
+
+    command: Callable[[argparse.Namespace, Settings, TextIO, TextIO], int] = getattr(tuning_cli, name)
+    return command(args, settings, out, err)
+
+
 COMMANDS = {
     "ingest": cmd_ingest,
     "sync": cmd_sync,
     "conversations": cmd_conversations,
     "search": cmd_search,
     "eval": cmd_eval,
+    "questions": lambda *a: _tuning("cmd_questions", *a),
+    "tune": lambda *a: _tuning("cmd_tune", *a),
     "ask": cmd_ask,
     "chunk": cmd_chunk,
     "kb": cmd_kb,

@@ -140,3 +140,15 @@ def _no_learned_token_counts() -> Iterator[None]:
     forget_calibration()
     yield
     forget_calibration()
+
+
+@pytest.fixture(autouse=True)
+def _no_measured_embedding_rates() -> Iterator[None]:
+    """Each test starts without the embedding rates earlier tests measured (rag.embeddings.timing.RATES: the
+    Chunk Lab's cache times its batches too, and a rate measured by one test made another's estimate 25x
+    shorter)."""
+    from rag.embeddings.timing import RATES
+
+    RATES.clear()
+    yield
+    RATES.clear()

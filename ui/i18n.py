@@ -110,6 +110,7 @@ COLUMNS = (
     "chunk settings",
     "created",
     "ingested at",
+    "filename",
     "where",
 )
 """The tables' column names the pages use; their Chinese is in ui/zh.py (tests/ui/test_i18n.py checks)."""
@@ -129,6 +130,19 @@ def columns(frame: pd.DataFrame, config: dict[str, object] | None = None) -> dic
         elif isinstance(entry, dict):
             out[name] = {**entry, "label": label}
     return out
+
+
+def relabel(key: str) -> None:
+    """Call before drawing the keyed selectbox or radio `key` whose option labels are translated: after a
+    language switch its value is handed to the browser again. The browser holds a choice by its label
+    (Streamlit 1.67 sends the label, not the option) and kept showing the English one in Chinese ("Spring
+    AI 320 (fits e5)"), since the option it stands for was unchanged and so never sent again."""
+    state = st.session_state
+    marker = f"_relabel_lang::{key}"
+    current = language()
+    if state.get(marker, current) != current and key in state:
+        state[key] = state[key]  # read by the last run's labels; sent with this run's
+    state[marker] = current
 
 
 def _remember() -> None:

@@ -97,6 +97,8 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
         _("{preset}, changed", preset=_(base)) if base in chunking.PRESETS else _(chunking.CUSTOM)
     )
     preset_help = _(chunking.PRESET_HELP[current]) if current in chunking.PRESET_HELP else ""
+    i18n.relabel(f"{key}_preset")
+    i18n.relabel(f"{key}_{FIELDS[0].short}")  # the strategy's radio: labels too
     st.selectbox(
         _("Preset"),
         [*chunking.PRESETS, chunking.CUSTOM],

@@ -10,6 +10,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pymupdf
 
 from rag.documents import ocr
@@ -55,17 +56,110 @@ COLUMN_GAP = 12.0
 """Points between two words on one line that make them two columns (justified prose: 3-6)."""
 CELL_SHARE = 0.3
 """A table cell's text is narrower than this share of the page on average."""
+GRID_LINES = 3
+"""Distinct horizontal and distinct vertical lines a ruled table has at least: 2 rows of 2 columns
+(the smallest table kept); a frame around the page, a header rule and a column rule are fewer."""
+GRID_WORDS = 2
+"""Words inside a grid that make it a table candidate: a hatching, a brick pattern or a plot's grid
+holds none (its labels are outside)."""
+_SNAP = 3.0
+"""Points by which a line may miss another and still meet it (the table finder's own tolerance)."""
+_RULE = 2.0
+"""A drawn line may slant, or a filled box be as thin as, this much and count as a rule."""
+MIN_RULE = 3.0
+"""Points a line is long at least to bound a cell (the table finder's `edge_min_length`)."""
+MAX_CROSSINGS = 4_000_000
+"""Horizontal times vertical lines beyond which the grids are not worked out (a map's hatching): the
+whole page is then searched, with pymupdf's layout model, as before the grid test."""
+
+Segment = tuple[float, float, float]
+"""A horizontal line (y, x0, x1) or a vertical one (x, y0, y1)."""
 
 
-def _table_hints(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> tuple[bool, bool]:
-    """Whether the page may hold a ruled table (at least 4 drawn lines or boxes) and an unruled one
+def _rules(page: pymupdf.Page) -> tuple[list[Segment], list[Segment]]:
+    """The page's horizontal and vertical lines: drawn lines and the edges of drawn boxes (a box
+    thinner than `_RULE` is one line, as LaTeX draws its rules)."""
+    horizontal: list[Segment] = []
+    vertical: list[Segment] = []
+    for path in page.get_cdrawings():
+        for item in path.get("items", ()):
+            if item[0] == "l":
+                (ax, ay), (bx, by) = item[1], item[2]
+                if abs(by - ay) <= _RULE and abs(bx - ax) >= MIN_RULE:
+                    horizontal.append(((ay + by) / 2, min(ax, bx), max(ax, bx)))
+                elif abs(bx - ax) <= _RULE and abs(by - ay) >= MIN_RULE:
+                    vertical.append(((ax + bx) / 2, min(ay, by), max(ay, by)))
+            elif item[0] == "re":
+                x0, y0, x1, y1 = pymupdf.Rect(item[1]).normalize()
+                if y1 - y0 <= _RULE:
+                    horizontal.append(((y0 + y1) / 2, x0, x1))
+                elif x1 - x0 <= _RULE:
+                    vertical.append(((x0 + x1) / 2, y0, y1))
+                else:
+                    horizontal += [(y0, x0, x1), (y1, x0, x1)]
+                    vertical += [(x0, y0, y1), (x1, y0, y1)]
+    return horizontal, vertical
+
+
+def _grids(page: pymupdf.Page, words: list[tuple[float, float]]) -> list[pymupdf.Rect] | None:
+    """Where the page may hold a ruled table: the boxes around the groups of crossing horizontal and
+    vertical lines with at least `GRID_LINES` of each, distinct, and `GRID_WORDS` words (their
+    centres, `words`) inside. A figure's axes, hatching or plot grid hold no words, a frame or a
+    header rule too few lines: only real grids pay for the table finder. None: too many lines to
+    tell (`MAX_CROSSINGS`)."""
+    horizontal, vertical = _rules(page)
+    if len(horizontal) < GRID_LINES or len(vertical) < GRID_LINES:
+        return []
+    if len(horizontal) * len(vertical) > MAX_CROSSINGS:
+        return None
+    h = np.array(horizontal)
+    v = np.array(vertical)
+    crossing = (
+        (v[None, :, 0] >= h[:, None, 1] - _SNAP)
+        & (v[None, :, 0] <= h[:, None, 2] + _SNAP)
+        & (h[:, None, 0] >= v[None, :, 1] - _SNAP)
+        & (h[:, None, 0] <= v[None, :, 2] + _SNAP)
+    )
+    centres = np.array(words).reshape(-1, 2)
+    found: list[pymupdf.Rect] = []
+    unseen = crossing.any(axis=1)
+    while unseen.any():
+        rows = np.zeros(len(h), dtype=bool)
+        rows[int(np.argmax(unseen))] = True
+        columns = np.zeros(len(v), dtype=bool)
+        frontier = rows.copy()
+        while frontier.any():  # the lines reachable from this one by crossings
+            new_columns = crossing[frontier].any(axis=0) & ~columns
+            columns |= new_columns
+            frontier = crossing[:, new_columns].any(axis=1) & ~rows
+            rows |= frontier
+        unseen &= ~rows
+        hs, vs = h[rows], v[columns]
+        if len(np.unique(hs[:, 0].round())) < GRID_LINES or len(np.unique(vs[:, 0].round())) < GRID_LINES:
+            continue
+        box = pymupdf.Rect(vs[:, 0].min(), hs[:, 0].min(), vs[:, 0].max(), hs[:, 0].max())
+        inside = (
+            (centres[:, 0] > box.x0) & (centres[:, 0] < box.x1) & (centres[:, 1] > box.y0) & (centres[:, 1] < box.y1)
+        )
+        if int(inside.sum()) >= GRID_WORDS:
+            found.append(box + (-_SNAP, -_SNAP, _SNAP, _SNAP))
+    return found
+
+
+def _table_hints(
+    page: pymupdf.Page, textpage: pymupdf.TextPage | None = None
+) -> tuple[list[pymupdf.Rect] | None, bool]:
+    """Where the page may hold a ruled table (`_grids`) and whether it may hold an unruled one
     (3 lines whose words fall into cells: pieces a column gap apart, on average narrower than
     `CELL_SHARE` of the page; two-column prose has gaps too, but its pieces are half the page wide).
-    The table finder costs 250-400 ms a page even where there is nothing (1-2 ms for these looks):
-    a 50-page book took 24 s instead of 0.05 s, a two-column paper 390 ms a page before the width test."""
-    ruled = sum(1 for path in page.get_cdrawings() for item in path.get("items", ()) if item[0] in ("l", "re")) >= 4
+    The table finder costs 250-1000 ms a page even where there is nothing (pymupdf 2 runs its ONNX
+    layout model first; 1-10 ms for these looks): a 50-page book took 24 s instead of 0.05 s, a
+    two-column paper 390 ms a page before the width test, a 117-page geology text with a figure on
+    every third page 25-40 s before the grid test (a header rule, a plot's axes or a hatching made
+    it "ruled")."""
+    words = page.get_text("words", textpage=textpage)
     rows: dict[int, list[tuple[float, float]]] = {}
-    for x0, _y0, x1, y1, *_ in page.get_text("words", textpage=textpage):
+    for x0, _y0, x1, y1, *_ in words:
         rows.setdefault(round(y1), []).append((x0, x1))
     widest = CELL_SHARE * page.rect.width
     cell_rows = 0
@@ -79,19 +173,44 @@ def _table_hints(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -
                 pieces[-1][1] = x1
         if len(pieces) >= 2 and sum(b - a for a, b in pieces) / len(pieces) < widest:
             cell_rows += 1
-    return ruled, cell_rows >= 3
+    grids = _grids(page, [((w[0] + w[2]) / 2, (w[1] + w[3]) / 2) for w in words])
+    return grids, cell_rows >= 3
 
 
-def _table_markdown(page: pymupdf.Page, table) -> str:  # noqa: ANN001 - pymupdf.table.Table
-    """A table's rows as Markdown, each cell's text read from the page inside the cell: Table.extract()
-    and the header of to_markdown() scrambled characters written one by one ("$4200000 , ." for
-    "$42,000.00"), the page's own text within the cell's box does not."""
+def _ruled_tables(page: pymupdf.Page, grids: list[pymupdf.Rect] | None) -> list:
+    """The tables pymupdf's finder sees by their lines within `grids` (None: on the whole page). Not
+    with pymupdf 2's ONNX layout model, which took 1 s of the finder's 1.1 s on a page with a ruled
+    table and found the same tables (the grid test is done: the lines cross and hold words); only
+    within the grids, as the finder reads every character of what it searches (0.4 s for a dense
+    page)."""
+    if grids is None:  # too many lines to tell where: as before the grid test
+        return page.find_tables(strategy="lines").tables
+    clip = pymupdf.Rect(grids[0])
+    for box in grids[1:]:
+        clip |= box
+    return page.find_tables(strategy="lines", clip=clip, use_layout=False).tables
+
+
+def _table_rows(page: pymupdf.Page, table) -> list[list[str]]:  # noqa: ANN001 - pymupdf.table.Table
+    """A table's rows of cell texts, each read from the page inside the cell: Table.extract() and the
+    header of to_markdown() scrambled characters written one by one ("$4200000 , ." for "$42,000.00"),
+    the page's own text within the cell's box does not."""
     rows = []
     for row in table.rows:
         rows.append(
             [" ".join(page.get_text("text", clip=pymupdf.Rect(cell)).split()) if cell else "" for cell in row.cells]
         )
-    return markdown_table(rows)
+    return rows
+
+
+FILLED_SHARE = 0.5
+"""Of a table found by its lines without the layout model, the share of cells holding text at least:
+a plot's grid with a few labels inside is no table (3 of 100 cells; a real table fills most)."""
+
+
+def _filled(rows: list[list[str]]) -> float:
+    cells = [cell for row in rows for cell in row]
+    return sum(1 for cell in cells if cell) / max(len(cells), 1)
 
 
 def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | None = None) -> tuple[str, int]:
@@ -99,16 +218,17 @@ def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | Non
     how many tables there were; the text is unchanged on a page without tables. Ruled tables are
     found by their lines; a page without any is searched for unruled ones by text alignment
     (no false table on 20 prose pages of the English eval set; an unruled 7-row price list found)."""
-    ruled, aligned = _table_hints(page, textpage)
-    if not (ruled or aligned):
+    grids, aligned = _table_hints(page, textpage)
+    if grids == [] and not aligned:
         return text, 0
     try:
-        found = (page.find_tables(strategy="lines").tables if ruled else []) or (
-            page.find_tables(strategy="text").tables if aligned else []
-        )
-        tables = [
-            (pymupdf.Rect(t.bbox), _table_markdown(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2
-        ]
+        # Unruled tables with the layout model, which keeps the text strategy from taking prose for one.
+        ruled = _ruled_tables(page, grids) if grids != [] else []
+        found = ruled or (page.find_tables(strategy="text").tables if aligned else [])
+        rows = [(t, _table_rows(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2]
+        if ruled and grids is not None:  # found without the layout model
+            rows = [(t, cells) for t, cells in rows if _filled(cells) >= FILLED_SHARE]
+        tables = [(pymupdf.Rect(t.bbox), markdown_table(cells)) for t, cells in rows]
     except Exception:  # the table finder is heuristic: a page it chokes on keeps its plain text
         logger.debug("table finder failed on page %d", page.number + 1, exc_info=True)
         return text, 0

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from rag.text import Text
+
 if TYPE_CHECKING:
     from rag.embeddings import Embedder
 
@@ -188,3 +190,12 @@ def throughput(embedder: Embedder, texts: Sequence[str]) -> Throughput:
     embedder.embed(items)
     seconds = time.perf_counter() - started
     return Throughput(embedder.name, len(items), seconds, psutil.Process().memory_info().rss / 2**20)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as the estimates say it: seconds under 90, minutes under 90, hours beyond."""
+    if seconds < 90:
+        return Text("{n} s", n=max(round(seconds), 1))
+    if seconds < 5400:
+        return Text("{n} min", n=round(seconds / 60))
+    return Text("{n} h", n=f"{seconds / 3600:.1f}")

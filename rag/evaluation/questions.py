@@ -25,6 +25,27 @@ class Question:
     """A passage of the document that answers the question (copied from it); "" when only `file` is given."""
     file: str | None = None
     """The file (`original_filename`) that answers it; None when only `expected` is given."""
+    span: tuple[int, int] | None = None
+    """[start, end) of the answer in the document's text (`Document.text`, which chunk offsets index), for a
+    generated question: any chunk overlapping it answers the question, under every chunking alike
+    (rag.evaluation.targets). None for a typed passage, found by its text."""
+
+    def __post_init__(self) -> None:
+        if self.span is not None and not 0 <= self.span[0] < self.span[1]:
+            raise RagError(
+                Text(
+                    "the answer's span must have 0 <= start < end, got {start} and {end}",
+                    start=self.span[0],
+                    end=self.span[1],
+                )
+            )
+
+    def overlaps(self, filename: str, start: int, end: int) -> bool:
+        """Does the chunk of `filename` at [start, end) of its document's text overlap this question's answer
+        span? False without a span."""
+        if self.span is None or (self.file is not None and filename != self.file):
+            return False
+        return start < self.span[1] and end > self.span[0]
 
     def matches(self, filename: str, normalised_content: str) -> bool:
         """Does a chunk of `filename` whose `normalise`d text is `normalised_content` answer this

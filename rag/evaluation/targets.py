@@ -1,4 +1,5 @@
-"""Where is the expected passage? The chunks that hold it, whole, split or approximately."""
+"""Where is the expected passage? The chunks that overlap its answer span, or, for a passage typed without
+one, the chunks that hold it, whole, split or approximately."""
 
 from __future__ import annotations
 
@@ -21,8 +22,14 @@ unbroken run of at least this share of the passage's words."""
 class Targets:
     """The chunks that hold a question's expected passage.
 
-    How they are found (text is compared after `normalise`: NFKC, case-folded, every run of
-    whitespace one space, soft hyphens removed):
+    With the answer's span (a generated question's character offsets in the document), every chunk whose
+    span overlaps it is a target (AutoRAG's rule): one question set then scores every chunking of the
+    document alike, and a chunk holding part of the answer counts as retrieving it. The span is trusted
+    when the document is not given or holds the passage at an occurrence overlapping it; otherwise (the
+    span came from another text) the passage is looked up as below.
+
+    Without a span (text is compared after `normalise`: NFKC, case-folded, every run of whitespace one
+    space, soft hyphens removed):
 
     1. The passage is looked up in the document text, and each occurrence mapped back to a
        character span. Every chunk whose span covers a whole occurrence is a target.
@@ -57,17 +64,25 @@ def find_targets(
     document: str | NormalisedText | None = None,
     *,
     normalised_chunks: Sequence[str] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Targets:
-    """Which chunks hold `expected_text`, and whether it was split (see `Targets`).
+    """Which chunks hold `expected_text` (overlap `span`, when given), and whether it was split (see
+    `Targets`).
 
     `normalised_chunks` (`normalise` of each chunk's text) saves recomputing them when many
     passages are looked up in the same chunks.
     """
     needle = normalise(expected_text)
-    if not needle or not chunks:
+    if not chunks or (not needle and span is None):
         return _NO_TARGETS
+    doc = None
     if document is not None:
         doc = document if isinstance(document, NormalisedText) else NormalisedText.of(document)
+    if span is not None and (doc is None or not needle or _holds_at(doc, needle, span)):
+        return _targets_overlapping(chunks, span)
+    if not needle:
+        return _NO_TARGETS
+    if doc is not None:
         spans = doc.find_all(needle)
         if spans:
             return _targets_from_spans(chunks, spans)
@@ -76,6 +91,27 @@ def find_targets(
     if holding:
         return Targets(holding, False, 1.0, True)
     return _approximate(chunks, normalised, needle)
+
+
+def _holds_at(doc: NormalisedText, needle: str, span: tuple[int, int]) -> bool:
+    """Does the document hold the passage at an occurrence overlapping `span`? (A span saved with a question
+    from one text, checked against another, points at the wrong words.)"""
+    start, end = span
+    return any(lo < end and hi > start for lo, hi in doc.find_all(needle))
+
+
+def _targets_overlapping(chunks: Sequence[Chunk], span: tuple[int, int]) -> Targets:
+    """Every chunk overlapping `span`; split when none holds it whole, coverage the best chunk's share."""
+    start, end = span
+    length = max(end - start, 1)
+    shares = {
+        c.index: (min(c.end, end) - max(c.start, start)) / length for c in chunks if c.start < end and c.end > start
+    }
+    if not shares:
+        # The answer lies only in text no chunk kept (dropped as too short, or past the end).
+        return Targets(frozenset(), False, 0.0, True)
+    best = min(max(shares.values()), 1.0)
+    return Targets(frozenset(shares), best < 1.0, best, True)
 
 
 def _targets_from_spans(chunks: Sequence[Chunk], spans: Sequence[tuple[int, int]]) -> Targets:

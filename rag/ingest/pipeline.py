@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rag import chunking, documents
 from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, one_line
-from rag.ingest.resume import Kept, Resume, kept_after_stop
+from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
 from rag.text import Text, text_of
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
@@ -48,7 +48,8 @@ def status_word(status: str) -> str:
 
 # (stage, fraction of the file done in [0, 1], a short message)
 StageCallback = Callable[[str, float, str], None]
-# (chunks about to be embedded, the seconds that should take: None when not worth estimating)
+# (chunks about to be embedded, those kept from a stopped ingest left out, the seconds that should take:
+# None when not worth estimating)
 PlanCallback = Callable[[int, "float | None"], None]
 
 
@@ -179,7 +180,8 @@ def ingest_bytes(
     cancel: CancelSignal | None = None,
 ) -> IngestResult:
     """Parse, chunk, embed and store one file; any failure is a `failed` result, never a raise.
-    `on_plan` hears how many chunks are about to be embedded and how long that should take.
+    `on_plan` hears how many chunks are about to be embedded and how long that should take (the chunks
+    whose vectors a stopped ingest kept left out).
     Setting `cancel` stops the embedding before its next batch: `stopped`, nothing in the knowledge base,
     the chunks embedded by then kept for the next ingest (rag.ingest.resume), which embeds only the rest."""
     notify = on_stage or (lambda stage, fraction, message: None)
@@ -255,9 +257,9 @@ def _embedded(
         from rag.embeddings import EmbeddingCancelled, batches, expected_seconds
 
         if on_plan is not None:
-            on_plan(len(texts), expected_seconds(embedder, texts))
-        notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
-        resume = Resume(store, embedder, knowledge, filename, len(texts))
+            # Only what is left to embed: the chunks a stopped ingest kept cost nothing.
+            left, _ = left_to_embed(store, embedder, texts)
+            on_plan(len(left), expected_seconds(embedder, left))
 
         def embedded(done: int, total: int) -> None:
             if resume.reused:
@@ -271,8 +273,24 @@ def _embedded(
                 message = Text("{done}/{total} chunks embedded", done=done, total=total)
             notify("embed", 0.2 + 0.7 * done / max(total, 1), message)
 
+        # The embed stage's first word: at once when no vector of this embedder is kept (nothing to
+        # resume: the common case, one query), else once the lookup is done, so that a resumed ingest's bar
+        # starts at the kept share (it sat at 20%, "N chunks", for the seconds the embedder took to plan
+        # its input and look them up, then jumped there).
+        announced = not _may_resume(store, embedder)
+        if announced:
+            notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
+
+        def found(reused: int) -> None:
+            if reused:
+                embedded(reused, len(texts))
+            elif not announced:
+                notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
+
+        resume = Resume(store, embedder, knowledge, filename, len(texts), on_found=found)
+
         try:
-            with batches.reusing(resume):
+            with batches.reusing(resume), resume.running():
                 vectors = embedder.embed(texts, progress=embedded, cancel=cancel)
         except EmbeddingCancelled:
             return IngestResult(filename, "stopped", reason=stop_reason("embed", resume.stopped()))
@@ -290,6 +308,15 @@ def _embedded(
         return _Embedded(knowledge, filename, path, data, sha, page_count, chunk_set, extras, vectors, resume)
     except RagError as exc:
         return IngestResult(filename, "failed", reason=failure_reason(exc))
+
+
+def _may_resume(store: Store, embedder: Embedder) -> bool:
+    """Whether the vector cache may hold vectors of this embedder (a stopped ingest's); True when it cannot
+    be read either (the embedding's own lookup then finds nothing)."""
+    try:
+        return store.vector_cache.holds(embedder.name)
+    except RagError:
+        return True
 
 
 def _written(
@@ -333,6 +360,14 @@ def stop_reason(stage: str, kept: Kept | None) -> Text:
     where = STAGE_WORDS.get(stage, stage)
     if kept is None or not kept.kept:
         return Text("stopped during {stage}: nothing of it was stored", stage=where)
+    if not kept.settled:  # counted while the batch in flight was still being embedded
+        return Text(
+            "stopped during {stage}: at least {kept} of {total} chunks embedded are kept; press Ingest to resume "
+            "from there",
+            stage=where,
+            kept=f"{kept.kept:,}",
+            total=f"{kept.total:,}",
+        )
     return Text(
         "stopped during {stage}: {kept} of {total} chunks embedded are kept; press Ingest to resume from there",
         stage=where,

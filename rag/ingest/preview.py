@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from rag import chunking
 from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
 from rag.documents.model import KIND_LABELS
-from rag.embeddings.timing import Estimate, Load
+from rag.embeddings.timing import Estimate, Load, duration_text
 from rag.model_ref import ModelRef
 from rag.text import Text
 
@@ -349,14 +349,6 @@ SAMPLE_CHARS = 20_000
 """How much of the files' text the language hint reads."""
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return Text("{n} s", n=max(round(seconds), 1))
-    if seconds < 5400:
-        return Text("{n} min", n=round(seconds / 60))
-    return Text("{n} h", n=f"{seconds / 3600:.1f}")
-
-
 @dataclass(frozen=True)
 class PlanNotes:
     """What to say before an ingest starts; None where there is nothing to say."""
@@ -373,28 +365,42 @@ def plan_notes(
     chunks: int,
     sample_text: str,
     load: Load | None = None,
+    embedded: int = 0,
 ) -> PlanNotes:
     """The notes for embedding `chunks` chunks with `embedder_name`: `expected` is what
-    `rag.embeddings.estimate` gives (or bare seconds; None: no estimate), `sample_text` some of the
-    files' text, `load` the machine's (`rag.embeddings.machine_load`)."""
+    `rag.embeddings.estimate` gives for them (or bare seconds; None: no estimate), `sample_text` some of
+    the files' text, `load` the machine's (`rag.embeddings.machine_load`), `embedded` the chunks beside
+    them whose vectors a stopped ingest kept (`rag.ingest.left_to_embed`), which cost nothing."""
     from rag.embeddings.hints import chinese_hint
 
     return PlanNotes(
-        duration_note(embedder_name, expected, chunks, load), chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS])
+        duration_note(embedder_name, expected, chunks, load, embedded),
+        chinese_hint(embedder_name, sample_text[:SAMPLE_CHARS]),
     )
 
 
 def duration_note(
-    embedder_name: str, expected: Estimate | float | None, chunks: int, load: Load | None = None
+    embedder_name: str, expected: Estimate | float | None, chunks: int, load: Load | None = None, embedded: int = 0
 ) -> str | None:
     """ "Embedding 104 chunks with local:e5 should take about 3 min on this machine." when that is
     long enough to say (`expected`: an estimate or bare seconds, None: no estimate), then what the
     estimate rests on (a rate measured in this process, or a first guess) and, when `load` is above
-    the cores, that the machine is busy; the caller says how to stop it."""
+    the cores, that the machine is busy; the caller says how to stop it. `embedded`: chunks besides
+    `chunks` whose vectors a stopped ingest kept, said ("536 of 640 chunks are already embedded") even
+    when the rest is too quick to mention."""
     seconds = expected.seconds if isinstance(expected, Estimate) else expected
+    already = (
+        Text(
+            "{embedded} of {total} chunks are already embedded (kept from a stopped ingest).",
+            embedded=f"{embedded:,}",
+            total=f"{embedded + chunks:,}",
+        )
+        if embedded
+        else None
+    )
     if seconds is None or seconds < WORTH_SAYING_SECONDS:
-        return None
-    values = {"chunks": chunks, "embedder": embedder_name, "duration": _duration(seconds)}
+        return already
+    values = {"chunks": chunks, "embedder": embedder_name, "duration": duration_text(seconds)}
     note = (
         Text("Embedding {chunks} chunk with {embedder} should take about {duration} on this machine.", **values)
         if chunks == 1
@@ -404,6 +410,8 @@ def duration_note(
         note = Text("{first} {second}", first=note, second=_basis(expected))
     if load is not None and load.busy:
         note = Text("{first} {second}", first=note, second=busy_note(load))
+    if already is not None:
+        note = Text("{first} {second}", first=already, second=note)
     return note
 
 

@@ -13,6 +13,7 @@ from psycopg import sql
 from rag.errors import StoreError
 from rag.store.bm25_stats import BM25_SCHEMA
 from rag.store.conversations import CONVERSATIONS_SCHEMA
+from rag.store.question_sets import QUESTION_SETS_SCHEMA
 from rag.store.vector_cache import VECTOR_CACHE_SCHEMA
 from rag.text import Text
 
@@ -86,6 +87,7 @@ END $$;
     + BM25_SCHEMA
     + CONVERSATIONS_SCHEMA
     + VECTOR_CACHE_SCHEMA
+    + QUESTION_SETS_SCHEMA
 )
 
 

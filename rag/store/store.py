@@ -47,6 +47,7 @@ from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.chunking import Chunk
+    from rag.store.question_sets import QuestionSets
 
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,20 @@ class Store:
     def vector_cache(self) -> VectorCache:
         """The vectors of ingests that did not finish (rag.store.vector_cache), in this store's database."""
         return VectorCache(self._conn)
+
+    @property
+    def question_sets(self) -> QuestionSets:
+        """The knowledge bases' saved question sets and their check runs (rag.store.question_sets)."""
+        from rag.store.question_sets import QuestionSets
+
+        return QuestionSets(self._conn)
+
+    def stored_vectors(self, embedder: str, dimension: int, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors the knowledge bases built with `embedder` at `dimension` hold for `texts`, by exact
+        chunk text (rag.store.stored_vectors): what the Chunk Lab need not embed again."""
+        from rag.store.stored_vectors import stored_vectors
+
+        return stored_vectors(self._conn, embedder, dimension, texts)
 
     def server_info(self) -> ServerInfo:
         with self._conn() as conn:

@@ -83,6 +83,15 @@ class VectorCache:
                     found[bytes(key)] = np.asarray(vector, dtype=np.float32)
         return found
 
+    def holds(self, embedder_name: str) -> bool:
+        """Whether any row is kept for an embedder of this name (of any dimension): one cheap look before
+        an estimate works out the keys of a file's chunks (rag.ingest.resume.already_embedded)."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM embedding_cache WHERE starts_with(embedder, %s))", (embedder_name + ":",)
+            ).fetchone()
+        return bool(row and row[0])
+
     def keep(self, embedder: str, keys: Sequence[bytes], rows: np.ndarray) -> None:
         """Keep `rows` under `keys`, committed when this returns; a key kept already (the same text
         embedded by another ingest meanwhile) keeps its row."""

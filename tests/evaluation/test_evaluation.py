@@ -32,6 +32,7 @@ from rag.evaluation import (
     sample,
     target_chunks,
 )
+from rag.evaluation.ranking import verdict
 from rag.snippets import python_snippet, spring_snippet
 
 SAMPLE_TEXT = sample().text
@@ -64,6 +65,11 @@ class BagOfWords:
         if progress is not None:
             progress(len(texts), len(texts))
         return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The same vectors (no prefix), counted as a call of its own: the check embeds its questions as the
+        chat does, as queries, apart from the chunks."""
+        return self.embed(texts)
 
     @property
     def embedded(self) -> list[str]:
@@ -143,13 +149,18 @@ def test_top_n_cuts_ranks_and_mrr() -> None:
     assert report.result("small").mrr == pytest.approx(1 / 3)
 
 
-def test_best_label_breaks_ties_by_hit_at_1_then_fewer_chunks() -> None:
+def test_equal_results_name_no_best_and_point_at_fewer_chunks() -> None:
     one = chunk_set(PIECES, ChunkSettings(strategy="token", chunk_size=3, chunk_overlap=0))
     two = chunk_set(PIECES + ("red apple pie green",), ChunkSettings(strategy="token", chunk_size=4, chunk_overlap=0))
     questions = [Question("sky tonight", "red sky tonight")]
-    report = evaluate({"four": one, "five": two}, DOC, questions, BagOfWords(), EmbeddingCache())
+    report = evaluate({"five": two, "four": one}, DOC, questions, BagOfWords(), EmbeddingCache())
     assert report.result("four").mrr == report.result("five").mrr == 1.0
-    assert best_label(report) == "four"
+    # A tie (rag.evaluation.ranking.verdict): the same ranks are no reason to prefer either.
+    assert best_label(report) is None
+    assert verdict(report).reason == (
+        "four, five rank every question's passage alike: they tie. Of them, four has the fewest chunks (4): "
+        "the cheapest to store and search."
+    )
 
 
 def test_evaluate_rejects_empty_inputs() -> None:
@@ -181,7 +192,8 @@ def test_cache_embeds_each_text_once_and_counts_hits() -> None:
     assert cache.stats().entries == 9
     # The same check again costs nothing.
     again = evaluate({"small": SMALL, "large": LARGE}, DOC, QUESTIONS, embedder, cache)
-    assert len(embedder.calls) == 1
+    # Two calls of the first check: the questions as queries (as the chat embeds them), then the chunks.
+    assert embedder.calls == [[q.text for q in QUESTIONS], [*PIECES, *(c.text for c in LARGE.chunks)]]
     assert (again.embedded, again.reused) == (0, 9)
     assert again.results == first.results
 
@@ -262,6 +274,23 @@ def test_cache_keys_include_the_embedder_name() -> None:
     cache.embed(one, ["red"])
     cache.embed(other, ["red"])
     assert len(other.calls) == 1 and cache.stats().entries == 2
+
+
+def test_questions_are_embedded_as_queries_and_cached_apart_from_passages() -> None:
+    """As the chat searches: e5 reads "query: " before a question and "passage: " before a chunk."""
+
+    class Prefixed(BagOfWords):
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+            return self.embed([f"query: {t}" for t in texts])
+
+    embedder, cache = Prefixed(), EmbeddingCache()
+    questions = [Question("red sky", "red sky tonight")]
+    evaluate({"small": SMALL}, DOC, questions, embedder, cache)
+    assert embedder.calls[0] == ["query: red sky"] and "red sky" not in embedder.embedded
+    cache.embed(embedder, ["red sky"])  # the same text as a passage: a vector of its own
+    assert embedder.calls[-1] == ["red sky"] and cache.stats().entries == 1 + len(PIECES) + 1
+    assert cache.missing(embedder.name, ["red sky"], queries=True) == []
+    assert cache.missing(embedder.name, ["blue"], queries=True) == ["blue"]
 
 
 def test_cache_is_thread_safe() -> None:

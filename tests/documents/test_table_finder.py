@@ -1,0 +1,122 @@
+"""The table finder (pymupdf's find_tables, 0.3-1 s a page with pymupdf 2's layout model) runs only
+on pages whose lines form a grid with words in it: a header rule, a frame, a column rule, a plot's
+axes and grid or a hatching do not make a page pay for it (a 117-page geology text with a figure on
+every third page took 25-40 s to preview, 2-3 s after). Counted, not timed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymupdf
+import pytest
+
+from rag.documents import load_bytes
+
+PROSE = " ".join(
+    f"Im Profil {i} reicht die Schichtenfolge des Beckens vom Zechstein über Buntsandstein und Muschelkalk "
+    f"bis ins Quartär; die Mächtigkeit der Kalksteinbänke nimmt nach Süden um {i * 3} Meter ab."
+    for i in range(1, 9)
+)
+ROWS = [["Schicht", "Gestein", "Mächtigkeit"]] + [[f"S{i}", "Kalkstein", f"{i * 12.5:.1f} m"] for i in range(1, 6)]
+
+
+def _header(page: pymupdf.Page) -> None:
+    page.insert_text((72, 40), "Einführung in die Geologie", fontname="helv", fontsize=8)
+    page.draw_line((72, 46), (523, 46), color=(0, 0, 0), width=0.4)  # a running header's rule
+
+
+def _figure_page(page: pymupdf.Page) -> None:
+    """A plot with axes, ticks and a dashed grid, and a brick hatching: hundreds of crossing lines,
+    the labels outside them."""
+    shape = page.new_shape()
+    for k in range(11):
+        x, y = 100 + k * 30, 380 - k * 25
+        shape.draw_line((x, 130), (x, 380))
+        shape.draw_line((100, y), (400, y))
+    shape.finish(color=(0.7, 0.7, 0.7), width=0.3, dashes="[2] 0")
+    for r, y in enumerate(range(420, 540, 6)):
+        shape.draw_line((100, y), (400, y))
+        for x in range(100 + (6 if r % 2 else 0), 400, 12):
+            shape.draw_line((x, y), (x, y + 6))
+    shape.finish(color=(0.2, 0.2, 0.2), width=0.2)
+    shape.commit()
+    for k in range(0, 11, 2):
+        page.insert_text((96 + k * 30, 394), str(k * 10), fontname="helv", fontsize=6)
+    page.insert_text((410, 480), "Muschelkalk", fontname="helv", fontsize=7)
+    page.insert_textbox(pymupdf.Rect(72, 560, 523, 800), PROSE, fontname="helv", fontsize=9)
+
+
+def _columns_page(page: pymupdf.Page) -> None:
+    """Two justified columns of prose in a frame, with a rule between them."""
+    page.draw_rect(pymupdf.Rect(60, 55, 535, 810), color=(0, 0, 0), width=0.5)
+    page.draw_line((297, 60), (297, 800), color=(0, 0, 0), width=0.3)
+    for box in (pymupdf.Rect(72, 60, 290, 800), pymupdf.Rect(305, 60, 525, 800)):
+        page.insert_textbox(box, PROSE, fontname="helv", fontsize=9, align=pymupdf.TEXT_ALIGN_JUSTIFY)
+
+
+def _table_page(page: pymupdf.Page) -> None:
+    page.insert_textbox(pymupdf.Rect(72, 60, 523, 300), PROSE, fontname="helv", fontsize=9)
+    for r, row in enumerate(ROWS):
+        for c, cell in enumerate(row):
+            box = pymupdf.Rect(72 + c * 130, 320 + r * 20, 202 + c * 130, 340 + r * 20)
+            page.draw_rect(box, color=(0, 0, 0), width=0.5)
+            page.insert_text((box.x0 + 4, box.y1 - 6), cell, fontname="helv", fontsize=9)
+
+
+def _book() -> bytes:
+    with pymupdf.open() as doc:
+        for fill in (None, _figure_page, _columns_page, _table_page):
+            page = doc.new_page()
+            _header(page)
+            if fill is None:
+                page.insert_textbox(pymupdf.Rect(72, 60, 523, 800), PROSE * 2, fontname="helv", fontsize=9)
+            else:
+                fill(page)
+        return doc.tobytes()
+
+
+def test_the_table_finder_runs_only_on_the_page_whose_lines_form_a_grid_with_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, dict[str, Any]]] = []
+    find_tables = pymupdf.Page.find_tables
+
+    def counted(page: pymupdf.Page, *args: Any, **kwargs: Any) -> Any:
+        calls.append((page.number + 1, kwargs))
+        return find_tables(page, *args, **kwargs)
+
+    monkeypatch.setattr(pymupdf.Page, "find_tables", counted)
+    doc = load_bytes(_book(), "geologie.pdf")
+
+    assert [number for number, _ in calls] == [4], calls
+    kwargs = calls[0][1]
+    # Only the grid is searched (the finder reads every character of what it searches), without the
+    # layout model: the grid test has done its work.
+    clip = pymupdf.Rect(kwargs["clip"])
+    assert kwargs["strategy"] == "lines" and kwargs["use_layout"] is False
+    assert clip.y0 > 300 and clip.y1 < 470 and clip.x0 > 60 and clip.x1 < 470, clip
+    assert doc.reader == "MuPDF (1 table as rows)"
+    table_page = doc.pages[3].text.splitlines()
+    assert "| Schicht | Gestein | Mächtigkeit |" in table_page
+    assert "| S3 | Kalkstein | 37.5 m |" in table_page
+    # The other pages keep their plain text.
+    assert all("|" not in page.text for page in doc.pages[:3])
+
+
+def test_a_plot_grid_with_labels_inside_is_no_table() -> None:
+    """Its lines cross and hold words, so the finder looks; but 3 of its 100 cells hold text."""
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 60, 523, 300), PROSE, fontname="helv", fontsize=9)
+        shape = page.new_shape()
+        for k in range(11):
+            shape.draw_line((100 + k * 30, 360), (100 + k * 30, 560))
+            shape.draw_line((100, 360 + k * 20), (400, 360 + k * 20))
+        shape.finish(color=(0.7, 0.7, 0.7), width=0.3)
+        shape.commit()
+        for (x, y), label in zip(((135, 395), (285, 475), (195, 535)), ("Probe A", "Probe B", "Maximum")):
+            page.insert_text((x, y), label, fontname="helv", fontsize=7)
+        data = doc.tobytes()
+    plot = load_bytes(data, "plot.pdf")
+    assert plot.reader == "MuPDF" and "|" not in plot.text
+    assert "Probe A" in plot.text and "Maximum" in plot.text
