@@ -423,6 +423,22 @@ def gold_rank(store: Store, settings: Settings, request: Request, turn: Turn, *,
     return next((i for i, h in enumerate(hits, 1) if h.original_filename == pid), None)
 
 
+def embedded_model(settings: Settings, report: Report) -> ChatModel | None:
+    """The embedded chat model with its weights loaded (outside the figures), or None with a "skipped" line."""
+    from rag import llms
+
+    try:
+        model = llms.resolve_chat_model(settings, "local")
+    except llms.ModelError as exc:
+        report.line(f"skipped: {exc}")
+        return None
+    preload = getattr(model, "preload", None)
+    loading = preload() if callable(preload) else None
+    if loading is not None:
+        loading.join()
+    return model
+
+
 def _embedder(settings: Settings, quick: bool) -> tuple[Embedder, str]:
     """e5 (the embedded default); WordLlama, the fast one, in --quick or where e5 cannot run."""
     from rag.embeddings import E5_NAME, WORDLLAMA_NAME, embedder_for_name, local_fallback_reason
@@ -445,7 +461,7 @@ def bench_conversation(
     conversations: Sequence[Conversation] | None = None,
 ) -> list[Outcome]:
     """The conversations on the embedded chat model (or `model`), in the scratch database at `uri`."""
-    from rag import llms, retrieve
+    from rag import retrieve
     from rag.evaluation.vectors import CachedEmbedder, DiskVectors
     from rag.generate.engine import Request
     from rag.store import Store
@@ -457,15 +473,9 @@ def bench_conversation(
         f"each alone, through the chat engine (hybrid, top_k 8, rewrite on) on {KB_PASSAGES} passages each"
     )
     if model is None:
-        try:
-            model = llms.resolve_chat_model(settings, "local")
-        except llms.ModelError as exc:
-            report.line(f"skipped: {exc}")
+        model = embedded_model(settings, report)
+        if model is None:
             return []
-        preload = getattr(model, "preload", None)
-        loading = preload() if callable(preload) else None
-        if loading is not None:
-            loading.join()  # the weights load outside the figures
     local = dataclasses.replace(settings, database_url=uri)
     embedder, why = _embedder(local, quick)
     cache = DiskVectors(local.data_dir / "eval-vectors", embedder)

@@ -457,8 +457,7 @@ def bench_tune(
     passages: int = PASSAGES,
 ) -> list[Outcome]:
     """The measurement, in both languages, on the embedded chat model (or `model`)."""
-    from benchmarks.conversation import _embedder
-    from rag import llms
+    from benchmarks.conversation import _embedder, embedded_model
     from rag.evaluation.cache import EmbeddingCache
     from rag.evaluation.vectors import CachedEmbedder, DiskVectors
     from rag.tuning.questions import to_questions
@@ -475,15 +474,9 @@ def bench_tune(
     )
     loaded = 0.0
     if model is None:
-        try:
-            model = llms.resolve_chat_model(settings, "local")
-        except llms.ModelError as exc:
-            report.line(f"skipped: {exc}")
+        model = embedded_model(settings, report)
+        if model is None:
             return []
-        preload = getattr(model, "preload", None)
-        loading = preload() if callable(preload) else None
-        if loading is not None:
-            loading.join()  # the weights load outside the figures
         loaded = time.perf_counter() - started
     vectors = DiskVectors(settings.data_dir / "eval-vectors", embedder)
     cached_embedder = cast("Embedder", CachedEmbedder(vectors))  # the Embedder protocol, but for `cancel`

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rag import chunking
 from rag.embeddings import Embedder
@@ -32,6 +32,25 @@ from rag.tuning.sweep import Grid, PointResult, SweepProgress, SweepResult, chun
 
 if TYPE_CHECKING:
     from rag.store import Store
+
+T = TypeVar("T")
+
+
+class _Job(Generic[T]):
+    """What both jobs share: their runner, stopped (what was done stays), waited for, polled."""
+
+    _runner: Runner[T]
+
+    def stop(self) -> None:
+        """Stop after the step in progress (a passage asked about, a slice embedded); what was done stays."""
+        self._runner.stop()
+
+    def wait(self, timeout: float) -> bool:
+        return self._runner.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self._runner.done
 
 
 # --- writing questions --------------------------------------------------------------------------------------
@@ -58,7 +77,7 @@ class QuestionsView:
         return self.result.stopped if self.result is not None else self.stop_requested
 
 
-class QuestionsJob:
+class QuestionsJob(_Job[GeneratedQuestions]):
     """`generate_questions` on a background runner, started on construction; `view()` is safe from any thread."""
 
     def __init__(self, document: str, model: ChatModel, count: int) -> None:
@@ -82,17 +101,6 @@ class QuestionsJob:
             return [generate_questions(document, model, count, progress=progress, stop=stop, found=found)]
 
         self._runner: Runner[GeneratedQuestions] = Runner(produce, name="tuning-questions")
-
-    def stop(self) -> None:
-        """Stop after the passage being asked about; the questions kept so far stay."""
-        self._runner.stop()
-
-    def wait(self, timeout: float) -> bool:
-        return self._runner.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return not self._runner.done
 
     def view(self) -> QuestionsView:
         running = self.running  # read first: once done, what follows is all there is
@@ -129,7 +137,7 @@ class SweepView:
     result: SweepResult | None
 
 
-class SweepJob:
+class SweepJob(_Job[SweepResult]):
     """`run_sweep` on a background runner, started on construction. A stop keeps the vectors embedded in
     `cache`: a new job on the same inputs embeds only the rest."""
 
@@ -156,16 +164,6 @@ class SweepJob:
             return [run_sweep(text, questions, embedder, cache, grid, progress=progress, stop=stop)]
 
         self._runner: Runner[SweepResult] = Runner(produce, name="tuning-sweep")
-
-    def stop(self) -> None:
-        self._runner.stop()
-
-    def wait(self, timeout: float) -> bool:
-        return self._runner.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        return not self._runner.done
 
     def view(self) -> SweepView:
         running = self.running
