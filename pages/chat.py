@@ -233,6 +233,7 @@ def _pick_model(settings: Settings) -> ModelChoice:
     def label(choice: str) -> str:
         return labels.get(choice) or choice_label(choice, pulled, local_ok)
 
+    i18n.relabel("chat_model")  # its labels are translated: after a language switch, send its choice again
     raw = st.selectbox(
         _("Model"),
         options,
@@ -490,6 +491,9 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         allowed = _consent_picker(use_agent)
 
         with st.expander(_("Retrieval"), expanded=True, icon="🔎"):
+            # Its labels are translated: without this, a switch to Chinese left the browser holding "Hybrid",
+            # which no Chinese label matched, and a walk's Chinese session searched by vector.
+            i18n.relabel("chat_mode")
             mode = st.radio(
                 _("Search mode"),
                 retrieve.MODES,
@@ -651,6 +655,7 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
         for r in routes
     }
     described[route_names.AUTO] = _("auto (greetings get no tools, the rest the default route)")
+    i18n.relabel("chat_route")
     chosen = st.selectbox(
         _("Route"),
         names,

@@ -662,3 +662,18 @@ def test_answers_are_saved_and_a_past_conversation_reopens_with_its_badges(kb: S
     run(at)
     assert kb.conversations.list() == [] and turns(at) == []
     assert not at.exception
+
+
+def test_a_language_switch_keeps_the_search_mode_and_says_it_in_chinese(kb: Store) -> None:
+    """The browser holds a radio's choice by its label: after a switch to Chinese it held "Hybrid", which no
+    Chinese label matches, and a Chromium walk's Chinese session searched by vector. The choice is sent again
+    with its Chinese label."""
+    from ui import i18n
+
+    at = new_app()
+    assert at.radio(key="chat_mode").value == "hybrid"
+    at.session_state[i18n.CHOICE_KEY] = "zh"  # what the sidebar's 中文 button's callback leaves
+    run(at)
+    mode = at.radio(key="chat_mode")
+    assert mode.value == "hybrid"
+    assert mode.proto.set_value and mode.proto.raw_value == mode.format_func("hybrid") != "Hybrid"
