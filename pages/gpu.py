@@ -64,9 +64,10 @@ def unload(host: str, name: str) -> None:
 
 
 def model_label(choice: str) -> str:
+    """The model box's label of `choice`, in the user's language (call it in the script run)."""
     if choice == resources.LOCAL:
-        return f"{ModelRef.parse(default_local_name()).name} · embedded, on the CPU"
-    return f"{ModelRef.parse(choice, bare='ollama').name} · Ollama"
+        return _("{model} · embedded, on the CPU", model=ModelRef.parse(default_local_name()).name)
+    return _("{model} · Ollama", model=ModelRef.parse(choice, bare="ollama").name)
 
 
 def start_generation() -> None:
@@ -438,7 +439,8 @@ def main() -> None:
     if offered.note:
         st.caption(tr(offered.note))
     if choices:
-        st.selectbox(_("Model"), choices, key="gpu_model", format_func=model_label)
+        labels = {c: model_label(c) for c in choices}  # made in the run: AppTest calls format_func outside it
+        st.selectbox(_("Model"), choices, key="gpu_model", format_func=labels.__getitem__)
         st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)
     if "gpu_generate_error" in st.session_state:
         st.error(st.session_state["gpu_generate_error"], icon="⚠️")

@@ -421,6 +421,8 @@ ZH: dict[str, str] = {
     "Keep-alive: unload a model now (keep_alive 0) and watch VRAM drop on the chart.": "保持加载：立即卸载一个模型（keep_alive 0），在图上观察显存下降。",
     "Unload {model}": "卸载 {model}",
     "Generate while watching": "边观察边生成",
+    "{model} · embedded, on the CPU": "{model} · 内置，在 CPU 上运行",
+    "{model} · Ollama": "{model} · Ollama",
     "Prompt": "提示",
     "Generate": "生成",
     "Generating with {model}… {s} s": "正在用 {model} 生成… {s} 秒",

@@ -168,6 +168,19 @@ def table(at: AppTest, column: str) -> Any:
 # --- without a GPU ------------------------------------------------------------------------------
 
 
+def test_the_model_box_speaks_chinese(use_nvml: Callable[[ScriptedNvml], None]) -> None:
+    """A walk found "· embedded, on the CPU" in English in the Chinese UI."""
+    from ui import i18n
+
+    nvml = ScriptedNvml([FakeGpu()], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    use_nvml(nvml)
+    at = open_page(nvml)
+    at.session_state[i18n.CHOICE_KEY] = "zh"  # what the sidebar's 中文 button's callback leaves
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="gpu_model").options == ["qwen2.5-coder-1.5b · 内置，在 CPU 上运行"]
+
+
 def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable[[ScriptedNvml], None]) -> None:
     nvml = ScriptedNvml([FakeGpu()], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
     use_nvml(nvml)
