@@ -10,7 +10,6 @@ the question is searched with the one before it. A failure is never fatal, and a
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from rag.errors import ModelError
 from rag.generate.followup import added_words, keeps_question, repeats_earlier
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
-from rag.scripts import CJK
+from rag.scripts import language_of
 from rag.text import Text, text_of
 
 REWRITE_PROMPT = (
@@ -97,22 +96,11 @@ def answered_instead(rewrite: str, question: str) -> bool:
     return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
-_CJK = re.compile(f"[{CJK}]")
-_LATIN = re.compile(r"[A-Za-z]+")
-
-
 def other_script(rewrite: str, question: str) -> bool:
-    """Whether `rewrite` is written in another script than `question`: Qwen 1.5B rewrote a Chinese follow-up in
-    English, which the Chinese passages' keywords do not match (a name in Latin letters in a Chinese question, or
-    a Chinese name in an English one, is still the question's language)."""
-    # Counted in words: an English one against two Chinese characters (a Chinese word is one to four).
-    han_question, han_rewrite = len(_CJK.findall(question)) / 2, len(_CJK.findall(rewrite)) / 2
-    latin_question, latin_rewrite = len(_LATIN.findall(question)), len(_LATIN.findall(rewrite))
-    if han_question > latin_question:
-        return han_rewrite <= latin_rewrite
-    if latin_question > han_question:
-        return latin_rewrite < han_rewrite
-    return False
+    """Whether `rewrite` is written in another language than `question` (`rag.scripts.language_of`, which a name
+    in Latin letters in a Chinese question does not turn): Qwen 1.5B rewrote a Chinese follow-up in English,
+    which the Chinese passages' keywords do not match."""
+    return language_of(rewrite) != language_of(question)
 
 
 def rewrite_query(
