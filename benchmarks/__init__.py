@@ -8,15 +8,18 @@ family: `splitting` (chunking and the cold CLI), `database` (writes), `search` (
 turn before the model; `scale`: a million rows at 768-d and 384-d in databases kept between runs,
 made by `datasets`), `external` (a second PostgreSQL over TCP standing for a managed one),
 `retrieval` (the public sets: hit@5 and MRR per mode beside the BM25 peers of `bm25_peers`, embedding
-throughput), `quality` (the embedded model's answers), `badges` (the green badge on a labelled set of
-right and wrong answers: words alone against the claim check; no model),
+throughput), `embed` (e5's chunks/s, tokens/s and GFLOP/s against a float32 BLAS bound measured in the
+same run, beside WordLlama, issue #32), `quality` (the embedded model's answers), `badges` (the green badge
+on a labelled set of right and wrong answers: words alone against the claim check; no model),
 `conversation` (questions asked one after another in one conversation against the same asked each alone,
 on the embedded model: right answers, gold cited, green but wrong, and the stage that lost each wrong
 answer), `tune` (the Chunk Lab's tuner: settings ranked by generated questions against the sets' real
 ones, issue #30), `gpu` (the sampler's cost),
-`readers` (document readers' throughput, OCR pages/s and accuracy), `peers` (whole ingest pipelines
-against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak RSS of ingesting a big TXT
-and PDF), `sessions` (peak RSS of the running app with one and three browser sessions).
+`readers` (document readers' throughput, OCR pages/s and accuracy), `ocr` (OCR character error
+rate of Chinese and English scans per dpi beside upscaling, chi_sim_vert and RapidOCR, issue #33),
+`peers` (whole ingest pipelines against LangChain's and LlamaIndex's on the same PDFs), `memory` (peak
+RSS of ingesting a big TXT and PDF), `sessions` (peak RSS of the running app with one and three browser sessions),
+`portability` (a knowledge base exported and imported whole against pg_dump and pg_restore, issue #31).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ BENCHES = (
     "spring",
     "cli",
     "documents",
+    "embed",
     "gpu",
     "insert",
     "search",
@@ -45,8 +49,14 @@ BENCHES = (
     "conversation",
     "tune",
     "sessions",
+    "portability",
 )
 
+
+DATABASE_BENCHES = frozenset(
+    ("insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions", "portability")
+)
+"""The benchmarks that need the database (started once for all of them)."""
 
 SLOW_IN_QUICK = {
     "answers": "it loads the embedded chat model and has it write 8 answers on the CPU (minutes)",
@@ -114,6 +124,10 @@ def run(
         from benchmarks.readers import bench_documents
 
         bench_documents(report, quick)
+    if "embed" in chosen:
+        from benchmarks.embed import bench_embed
+
+        bench_embed(report, quick)
     if "gpu" in chosen:
         bench_gpu(report, quick)
     if "answers" in chosen:
@@ -128,9 +142,7 @@ def run(
         from benchmarks.tune import bench_tune
 
         bench_tune(report, settings, quick)
-    if {"insert", "search", "scale", "external", "peers", "memory", "retrieval", "conversation", "sessions"} & set(
-        chosen
-    ):
+    if DATABASE_BENCHES & set(chosen):
         from benchmarks import database, external, memory, peers, retrieval, search, sessions
         from rag.store import Store, embedded_server_uri
 
@@ -158,6 +170,10 @@ def run(
                 bench_conversation(report, uri, settings, quick)
             if "sessions" in chosen:
                 sessions.bench_sessions(report, uri, quick)
+            if "portability" in chosen:
+                from benchmarks.portability import bench_portability
+
+                bench_portability(report, base, quick, database.scratch_database)
         finally:
             drop()
     return 0

@@ -22,7 +22,7 @@ from psycopg import sql
 from benchmarks.corpus import clustered, sentences
 from rag.cores import usable_cores
 from rag.store import Hit, Store, copy_rows
-from rag.store.schema import HNSW_OPTIONS, hnsw_index_name, hnsw_index_sql
+from rag.store.schema import HNSW_OPTIONS, graph_megabytes, hnsw_index_name, hnsw_index_sql
 
 VERSION = 3
 """Bump when what `fill` writes changes: kept databases of another version are rebuilt."""
@@ -91,12 +91,6 @@ def _progress(label: str, done: int, total: int, started: float) -> None:
             file=sys.stderr,
             flush=True,
         )
-
-
-def graph_megabytes(rows: int, dim: int) -> int:
-    """maintenance_work_mem that holds the whole HNSW graph (vectors + neighbour lists, ~1.3x the raw
-    vectors measured), at least PostgreSQL's default 64 MB."""
-    return max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
 
 
 def _hnsw_settings(conn: psycopg.Connection, rows: int, dim: int) -> str:

@@ -45,8 +45,10 @@ def external_server(folder: Path) -> Iterator[str]:
     with psycopg.connect(local, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER USER postgres PASSWORD {}").format(sql.Literal(password)))
     stop_embedded_server(folder)
-    with (folder / "pg_hba.conf").open("a", encoding="utf-8") as hba:
-        hba.write("\nhost all all 127.0.0.1/32 scram-sha-256\n")
+    # First, as the first matching line wins: initdb's own lines trust every TCP connection from 127.0.0.1, and
+    # appended after them this line let a wrong password in (a test that gave one found it).
+    hba = folder / "pg_hba.conf"
+    hba.write_text("host all all 127.0.0.1/32 scram-sha-256\n" + hba.read_text(encoding="utf-8"), encoding="utf-8")
     port = free_port()
     run_as = {"user": "pgserver"} if os.geteuid() == 0 else {}  # the user pgserver runs the server as
     bin_path = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]

@@ -235,3 +235,6 @@ def bench_documents(report: Report, quick: bool) -> None:
             f"{f.language}: {f.pages} pages in {f.seconds:.1f} s = {f.pages / f.seconds:.2f} pages/s, "
             f"similarity to the rendered text {f.similarity:.3f}, mean confidence {f.confidence:.0f}"
         )
+    from benchmarks.ocr import bench_ocr_cer
+
+    bench_ocr_cer(report, quick)

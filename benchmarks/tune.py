@@ -1,6 +1,6 @@
 """The Chunk Lab's tuner measured against real questions (issue #30, "Measured, not assumed").
 
-For each public set with extractive answers (en_race, zh_cmrc_trial), `PASSAGES` of its passages (those
+For each public set with extractive answers (en_race, zh_cmrc_trial), some of its passages (`SETS`: those
 with a question whose answer can be placed in them, evenly spaced through the set) are joined into one long
 document. The embedded chat model writes questions about it (rag.tuning.questions, as the Chunk Lab asks
 for them); the set's own questions about the same passages are placed in it too, each by its first gold
@@ -21,7 +21,7 @@ Goals: rho >= 0.7 and the recommended setting within 0.02 hit@5 of the best, in 
 Generated questions are kept in `RAG_DATA_DIR/eval-questions/` (rag.tuning.files' JSONL, with a small
 `.meta.json` beside it saying how they were made), so a rerun skips the model; vectors in
 `RAG_DATA_DIR/eval-vectors/` (benchmarks' `DiskVectors`). The full run sweeps with e5 (the app's default
-embedder) on `QUESTIONS` questions a language; --quick with WordLlama on `QUICK_QUESTIONS`. The number of
+embedder) on each set's `TuneSet.questions`; --quick with WordLlama on `QUICK_QUESTIONS`. The number of
 questions can be set with `RAG_BENCH_TUNE_QUESTIONS`.
 """
 
@@ -34,7 +34,7 @@ import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -49,14 +49,27 @@ if TYPE_CHECKING:
     from rag.settings import Settings
     from rag.tuning.questions import GeneratedQuestion
     from rag.tuning.recommend import Recommendation
-    from rag.tuning.sweep import SweepResult
+    from rag.tuning.sweep import PointResult, SweepResult
 
-SETS = (("en", "en_race"), ("zh", "zh_cmrc_trial"))
-"""(language, set): the public sets whose questions have gold answers to place in the text."""
+
+@dataclass(frozen=True)
+class TuneSet:
+    language: str
+    name: str
+    """The public set whose questions have gold answers to place in the text."""
+    passages: int
+    """Its passages joined into the long document."""
+    questions: int
+    """Passages the model is asked about in the full run (10-60 s each on a 2-core machine)."""
+
+
+SETS = (TuneSet("en", "en_race", 50, 40), TuneSet("zh", "zh_cmrc_trial", 100, 80))
+"""en_race: 50 passages, ~67,000 characters. zh_cmrc_trial's passages are shorter: 50 of them (~26,000 characters)
+gave the model 39 windows to ask about and kept 17 questions, and 17 of the set's own questions drawn at random
+rank the settings at rho 0.71 against all 201 (median; 0.30 at the 10th percentile): too few to tell settings
+apart whoever writes them. 100 passages (~53,000 characters, 398 real questions) and 80 questions."""
 PASSAGES = 50
-"""Passages of each set joined into its long document (en_race: ~72,000 characters, zh_cmrc_trial: ~26,000)."""
-QUESTIONS = 40
-"""Passages the model is asked about per language in the full run (30-60 s each on a busy 2-core machine)."""
+"""Passages a set's long document is built from where no set says (the tests' small documents)."""
 QUICK_QUESTIONS = 6
 QUESTIONS_ENV = "RAG_BENCH_TUNE_QUESTIONS"
 SEPARATOR = "\n\n"
@@ -228,10 +241,42 @@ class Comparison:
     sure: bool
     """The recommendation's best point is ahead of every other beyond the noise."""
     within_noise: int
+    why: str
+    """How the recommendation was picked, in a few words."""
+    floor: tuple[float, float, float] | None = None
+    """The rho that as many real questions as were generated reach, drawn at random (10th percentile, median,
+    90th; `sampled_rho`): what the number of questions alone allows. None: too few real questions."""
 
     @property
     def gap(self) -> float:
         return self.best_hit5 - self.recommended_hit5
+
+
+DRAWS = 1000
+"""Random draws of real questions for `sampled_rho`: at 200 its median moved by 0.04 between two seeds, at 1,000
+by ~0.01."""
+
+
+def sampled_rho(real: Sequence[PointResult], k: int, draws: int = DRAWS) -> tuple[float, float, float] | None:
+    """Spearman's rho of the settings ranked by MRR over `k` of the real questions drawn at random (with
+    replacement) against their ranking by all of them: (10th percentile, median, 90th) over `draws` draws. A
+    ranking by generated questions cannot be expected to agree better than as many real ones do."""
+    import random
+
+    from rag.evaluation.metrics import mean_reciprocal_rank
+
+    n = len(real[0].ranks) if real else 0
+    if k < 2 or n < 2:
+        return None
+    full = [p.mrr for p in real]
+    pick = random.Random(30)
+    rhos = []
+    for _ in range(draws):
+        drawn = [pick.randrange(n) for _ in range(k)]
+        rho = spearman([mean_reciprocal_rank([p.ranks[i] for i in drawn]) for p in real], full)
+        rhos.append(0.0 if rho is None else rho)  # all settings alike on the draw: no ranking at all
+    rhos.sort()
+    return rhos[draws // 10], rhos[draws // 2], rhos[draws - 1 - draws // 10]
 
 
 def compare(generated: SweepResult, real: SweepResult, recommendation: Recommendation) -> Comparison:
@@ -255,7 +300,17 @@ def compare(generated: SweepResult, real: SweepResult, recommendation: Recommend
         best_hit5=best.hit_at(5),
         sure=recommendation.sure,
         within_noise=len(recommendation.within_noise),
+        why=_why(recommendation),
+        floor=sampled_rho([r for _, r in pairs], len(generated.questions)),
     )
+
+
+def _why(r: Recommendation) -> str:
+    if r.sure:
+        return "ahead beyond noise"
+    if r.recommended is not r.best:
+        return f"cheapest of {len(r.close) + 1} within {r.margin:g} of the best; {len(r.within_noise)} within noise"
+    return f"the best; {len(r.within_noise)} within noise, none cheaper shown within {r.margin:g}"
 
 
 # --- generated questions, cached ------------------------------------------------------------------------
@@ -280,7 +335,9 @@ class Generation:
 def cache_path(folder: Path, name: str, text: str, model: str, count: int) -> Path:
     """Where the questions `model` writes about `text` (set `name`, `count` passages) are kept: the name
     says which set, how many, and a digest of the document and model."""
-    digest = hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()[:12]
+    from rag.tuning.questions import GENERATOR
+
+    digest = hashlib.sha256(f"{model}\0{text}\0generator {GENERATOR}".encode()).hexdigest()[:12]
     return folder / f"{name}-{count}q-{digest}.jsonl"
 
 
@@ -346,6 +403,9 @@ def generate(document: LongDocument, model: ChatModel, count: int, folder: Path)
     generation = Generation(result.questions, result.passages, result.dropped, result.seconds)
     if not result.stopped:
         save_generation(path, generation, model.name, count)
+        # What was dropped, for reading why (not read back).
+        rejected = (json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in result.rejected)
+        path.with_suffix(".rejected.jsonl").write_text("".join(rejected), encoding="utf-8")
     return generation
 
 
@@ -401,9 +461,15 @@ def outcome_lines(o: Outcome) -> list[str]:
     else:
         lines += [
             f"{o.language} (a) rank agreement over {c.settings} settings, Spearman rho: by MRR {_rho(c.rho_mrr)} "
-            f"(goal >= {RANK_GOAL:g}: {_met(rank_met(c))}), by hit@5 {_rho(c.rho_hit5)}",
+            f"(goal >= {RANK_GOAL:g}: {_met(rank_met(c))}), by hit@5 {_rho(c.rho_hit5)}"
+            + (
+                f"; {len(g.questions)} real questions drawn at random reach {c.floor[1]:.2f} by MRR (median of "
+                f"{DRAWS:,} draws; {c.floor[0]:.2f}-{c.floor[2]:.2f} from the 10th to the 90th percentile)"
+                if c.floor
+                else ""
+            ),
             f"{o.language} (b) recommended {c.recommended} "
-            f"({'ahead beyond noise' if c.sure else f'cheapest of {c.within_noise + 1} within noise'}): real hit@5 "
+            f"({c.why}): real hit@5 "
             f"{c.recommended_hit5:.3f}; best in hindsight {c.best} {c.best_hit5:.3f}; gap {c.gap:.3f} "
             f"(goal <= {HIT_GAP_GOAL:g}: {_met(gap_met(c))})",
         ]
@@ -432,13 +498,14 @@ def summary_line(outcomes: Sequence[Outcome]) -> str:
     )
 
 
-def questions_for_run(quick: bool, env: Mapping[str, str] | None = None) -> int:
-    """`RAG_BENCH_TUNE_QUESTIONS` when set, else `QUICK_QUESTIONS` in --quick and `QUESTIONS` otherwise."""
+def questions_for_run(quick: bool, env: Mapping[str, str] | None = None) -> int | None:
+    """`RAG_BENCH_TUNE_QUESTIONS` when set, else `QUICK_QUESTIONS` in --quick and None (each set's own number,
+    `TuneSet.questions`) otherwise."""
     from rag.tuning.questions import MAX_COUNT
 
     raw = (os.environ if env is None else env).get(QUESTIONS_ENV, "").strip()
     if not raw:
-        return QUICK_QUESTIONS if quick else QUESTIONS
+        return QUICK_QUESTIONS if quick else None
     if not re.fullmatch(r"\d+", raw) or not 1 <= int(raw) <= MAX_COUNT:
         raise ValueError(f"{QUESTIONS_ENV} must be a whole number from 1 to {MAX_COUNT}, got {raw!r}")
     return int(raw)
@@ -454,9 +521,10 @@ def bench_tune(
     *,
     model: ChatModel | None = None,
     questions: int | None = None,
-    passages: int = PASSAGES,
+    passages: int | None = None,
 ) -> list[Outcome]:
-    """The measurement, in both languages, on the embedded chat model (or `model`)."""
+    """The measurement, in both languages, on the embedded chat model (or `model`); `questions` and `passages`
+    for every set instead of each one's (`SETS`)."""
     from benchmarks.conversation import _embedder, embedded_model
     from rag.evaluation.cache import EmbeddingCache
     from rag.evaluation.vectors import CachedEmbedder, DiskVectors
@@ -465,12 +533,14 @@ def bench_tune(
     from rag.tuning.sweep import default_grid, run_sweep
 
     count = questions if questions is not None else questions_for_run(quick)
+    asked = " and ".join(f"{count or s.questions} {s.language}" for s in SETS)
+    sizes = " and ".join(f"{passages or s.passages} {s.language}" for s in SETS)
     started = time.perf_counter()
     embedder, why = _embedder(settings, quick)
     grid = default_grid(embedder)
     report.section(
-        f"Tuning measured: {count} generated questions a language against the sets' real ones, "
-        f"{passages} passages a set as one document, {grid.size} settings swept"
+        f"Tuning measured: {asked} generated questions against the sets' real ones, "
+        f"{sizes} passages a set as one document, {grid.size} settings swept"
     )
     loaded = 0.0
     if model is None:
@@ -485,9 +555,10 @@ def bench_tune(
         f"model {model.name}, embedder {embedder.name} ({why}); questions cached in {folder}, vectors in {vectors.path}"
     )
     outcomes: list[Outcome] = []
-    for language, name in SETS:
-        document, real = build(name, passages)
-        generation = generate(document, model, count, folder)
+    for tune_set in SETS:
+        language, name = tune_set.language, tune_set.name
+        document, real = build(name, passages or tune_set.passages)
+        generation = generate(document, model, count or tune_set.questions, folder)
         comparison = None
         sweep_started = time.perf_counter()
         if generation.questions and real.questions:
@@ -512,9 +583,10 @@ def bench_tune(
     per_question = [o.generation.seconds / o.generation.asked for o in outcomes if o.generation.asked]
     if per_question:
         mean = sum(per_question) / len(per_question)
+        full = sum(s.questions for s in SETS)
         report.line(
-            f"a full run asks {QUESTIONS} questions a language: at {mean:.0f} s a question, about "
-            f"{2 * QUESTIONS * mean / 60:.0f} min of writing, cached for later runs"
+            f"a full run asks {full} questions: at {mean:.0f} s a question, about "
+            f"{full * mean / 60:.0f} min of writing, cached for later runs"
         )
     report.line(
         f"({time.perf_counter() - started:.0f} s in all, {loaded:.0f} s of it loading the model; "

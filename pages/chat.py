@@ -11,7 +11,11 @@ How a question flows through the page:
    follows it with `st.write_stream`. A rerun (the Stop button, any other widget) neither kills nor
    restarts the generation: the next run picks it up where it is. Stop sets the runner's
    `stop_event`, which the model's stream checks every 50 ms; the partial answer is kept and marked
-   stopped.
+   stopped. Following it touches the runner (a heartbeat) and the runner is started with this session's
+   `ui.session.keepalive()`: once the session is gone (a closed tab), the process's watchdog stops it
+   within `rag.llms.stream.ABANDON_AFTER` seconds, which frees the embedded model for the others. A
+   question waiting for the embedded model (one answer at a time) shows its place in line as it moves;
+   Stop takes it out of the line.
 4. The finished turn joins the history: `[n]` markers become badges that link to their source card
    (`ui.citelinks` opens the card on a click), buttons under the answer open it too, and a card can
    show its page with the passage highlighted.
@@ -47,7 +51,7 @@ from rag.chunking import Chunk
 from rag.documents import render
 from rag.errors import ModelError, RagError
 from rag.generate import Budget, Live, Source, Turn, engine
-from rag.llms import ChatModel
+from rag.llms import ChatModel, StreamEvent
 from rag.llms.choice import choice_label, model_options, normalise_choice, ollama_unavailable
 from rag.llms.resolve import no_chat_model_advice
 from rag.llms.stream import Runner, fold
@@ -55,7 +59,8 @@ from rag.model_ref import ModelRef
 from rag.query import filters
 from rag.settings import Settings
 from rag.store import Store
-from ui import citelinks, i18n, resources, widgets
+from rag.text import shown_name
+from ui import citelinks, i18n, resources, session, widgets
 from ui.format import md as _md
 from ui.format import no_images, no_math
 from ui.i18n import _, count, tr
@@ -673,10 +678,15 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
 
 
 def _expander(label: str, key: str, default: bool, **kwargs: Any) -> DeltaGenerator:
-    """A stateful expander (`st.session_state[key]` opens it) whose default applies only at first."""
-    if key in st.session_state:
-        return st.expander(label, key=key, on_change="rerun", **kwargs)
-    return st.expander(label, expanded=default, key=key, on_change="rerun", **kwargs)
+    """A stateful expander (`st.session_state[key]` opens it) whose default applies only at first.
+
+    The default goes into the session state, never into `expanded=`: an expander made with `expanded=` in one
+    run and without it in the next is another element to Streamlit (its id is made from its arguments), whose
+    state starts closed: the sources panel of a new answer, open, closed at the first click on one of its cards
+    (the Chromium walk of issue 31)."""
+    if key not in st.session_state:
+        st.session_state[key] = default
+    return st.expander(label, key=key, on_change="rerun", **kwargs)
 
 
 def _open_source(turn_id: str, n: int) -> None:
@@ -757,13 +767,15 @@ def _source_card(turn: Turn, source: Source) -> None:
                 tuple(hit.pages),
             )
         except (RagError, ValueError, RuntimeError) as exc:
-            widgets.show_error(exc, _("Page {number} of {file}", number=page, file=hit.original_filename))
+            widgets.show_error(
+                exc, _("Page {number} of {file}", number=page, file=_md(shown_name(hit.original_filename)))
+            )
             return
         if rendered is None:
             st.info(
                 _(
                     "{file} has no page images (or is no longer stored): the passage is shown above.",
-                    file=hit.original_filename,
+                    file=_md(shown_name(hit.original_filename)),
                 ),
                 icon="📄",
             )
@@ -771,7 +783,7 @@ def _source_card(turn: Turn, source: Source) -> None:
         png, boxes = rendered
         st.image(
             png,
-            caption=_("{file}, page {number}", file=hit.original_filename, number=page)
+            caption=_("{file}, page {number}", file=shown_name(hit.original_filename), number=page)
             + ("" if boxes else _(" (the passage could not be located on the page)")),
             width="stretch",
         )
@@ -856,7 +868,7 @@ def _stats_line(turn: Turn) -> str:
         if s.eval_count:
             parts.append(_("{n} tokens", n=s.eval_count))
         if s.tokens_per_second:
-            parts.append(f"{s.tokens_per_second:.1f} tok/s")
+            parts.append(_("{rate} tok/s", rate=f"{s.tokens_per_second:.1f}"))
         if s.prompt_eval_count:
             parts.append(_("prompt {n} tokens", n=f"{s.prompt_eval_count:,}"))
         if s.total_duration:
@@ -1040,31 +1052,47 @@ def _stop_live() -> None:
         live.runner.stop()
 
 
-def _progress(runner: Runner[Any], model: str, writing: bool, thinking: bool) -> str:
+def _progress(
+    runner: Runner[Any], model: str, writing: bool, thinking: bool, place: int = 0, reading: bool = False
+) -> str:
+    """The status line; `place`: the answer's place in line for a model that answers one at a time (0: none);
+    `reading`: that model has its turn and reads the prompt (on a CPU, tens of seconds for a long one, which
+    the words "loading a model" described wrongly)."""
     elapsed = time.monotonic() - runner.started
     if runner.stop_requested:
         return "⏹️ " + _("Stopping…")
+    if place > 0:
+        return "🚶 " + _(
+            "Waiting for the local model: {place} in line · {s} s", place=i18n.ordinal(place), s=f"{elapsed:.0f}"
+        )
     if writing:
         return "✍️ " + _("{model} is writing… {s} s", model=model, s=f"{elapsed:.0f}")
     if thinking:
         return "💭 " + _("{model} is thinking… {s} s", model=model, s=f"{elapsed:.0f}")
+    if reading:
+        return "📖 " + _("{model} is reading the question and its sources… {s} s", model=model, s=f"{elapsed:.0f}")
     return "⏳ " + _("Waiting for {model}… {s} s (loading a model can take a while)", model=model, s=f"{elapsed:.0f}")
 
 
 def _follow(runner: Runner[Any], model: str, status: Any, on_thinking: Callable[[str], None]) -> Iterator[str]:
     """The answer's text as it arrives (for st.write_stream); thinking goes to `on_thinking`."""
-    seen = 0
-    writing = thinking = False
+    seen = place = 0
+    writing = thinking = reading = False
     shown = last = ""
     while True:
+        runner.touch()  # the heartbeat: this session still follows it (rag.llms.stream.Watchdog)
         items, finished = runner.wait(seen, POLL_SECONDS)
         seen += len(items)
         arrived = fold(items, strip=False)
+        for item in items:
+            if isinstance(item, StreamEvent) and item.kind == "queue" and item.place is not None:
+                place = item.place
+                reading = place == 0
         if arrived.thinking:
             thinking = True
             on_thinking(arrived.thinking)
         writing = writing or bool(arrived.text)
-        line = _progress(runner, model, writing, thinking)
+        line = _progress(runner, model, writing, thinking, place, reading)
         if line != shown and not finished:
             status.caption(line)
             shown = line
@@ -1117,6 +1145,7 @@ def _stream_agent(live: Live) -> None:
     with st.status(_("Working…"), expanded=True) as box:
         seen = 0
         while True:
+            runner.touch()  # the heartbeat, as in _follow
             items, finished = runner.wait(seen, POLL_SECONDS)
             seen += len(items)
             _steps([i for i in items if isinstance(i, agent.Step)])
@@ -1151,6 +1180,7 @@ def _save(turn: Turn) -> None:
 
 
 def _follow_live(live: Live, slot: Any) -> None:
+    live.runner.touch()
     with slot.container():
         (_stream_agent if live.turn.agent else _stream_answer)(live)
     final = _finalize(live)
@@ -1202,6 +1232,19 @@ def _request(c: Controls) -> engine.Request:
 
 
 def _ask(question: str, c: Controls, store: Store | None, settings: Settings) -> None:
+    # Made only once a place is told (rarely: another session's answer ahead): an element added to every
+    # ask moved the turn drawn after it, and the next run drew its source cards twice for a moment.
+    line: list[Any] = []
+
+    def on_place(place: int) -> None:
+        """The rewrite's or summary's place in line for the embedded model, under its spinner."""
+        if place > 0:
+            if not line:
+                line.append(st.empty())
+            line[0].caption("🚶 " + _("Waiting for the local model: {place} in line", place=i18n.ordinal(place)))
+        elif line:
+            line[0].empty()
+
     def start() -> Turn | Live:
         started = engine.start(
             question,
@@ -1215,6 +1258,8 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
             model_problem=c.model.problem,
             busy=lambda text: st.spinner(tr(text)),
             warn=lambda text: st.warning(tr(text), icon="🧰"),
+            keepalive=session.keepalive(),  # stopped once this session is gone, not after its last token
+            on_place=on_place,
         )
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)

@@ -18,21 +18,24 @@ from streamlit.errors import StreamlitAPIException
 from rag import chunking, evaluation, llms, retrieve, snippets, tuning
 from rag.chunking import Chunk, ChunkSet, ChunkSettings, TokenizedText
 from rag.documents import Document, load_bytes, page_label, render, sha256_hex, tables_in
+from rag.embeddings.timing import machine_load
 from rag.errors import RagError
 from rag.evaluation import EmbeddingCache, EvaluationReport, Question, reading
 from rag.evaluation.plan import CheckPlan, plan_check
 from rag.evaluation.ranking import verdict
+from rag.ingest.preview import busy_note
 from rag.llms.types import ChatModel
 from rag.scripts import language_of
 from rag.store import Store
 from rag.text import Text
+from rag.tuning import kb_check
 from rag.tuning import runner as tuning_runner
 from rag.tuning.pareto import pareto_front
 from rag.tuning.questions import DEFAULT_COUNT as DEFAULT_QUESTIONS
 from rag.tuning.questions import MAX_COUNT as MAX_QUESTIONS
 from rag.tuning.recommend import Recommendation, recommend
 from rag.tuning.runner import QuestionsJob, SweepJob
-from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid
+from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid, typed_numbers
 from ui import format as fmt
 from ui import resources, widgets
 from ui.i18n import _, columns, count, relabel, tr
@@ -63,6 +66,8 @@ class Source:
     sha: str
     data: bytes | None
     doc: Document
+    knowledge: str | None = None
+    """The knowledge base of a stored document (None: an upload or the sample)."""
 
 
 # --- cached resources (keyed by content hash, so nothing is parsed or tokenised twice) ------
@@ -141,7 +146,7 @@ def _uploads() -> dict[str, bytes]:
 
 def _pick_document() -> Source:
     uploads = _uploads()
-    options: dict[str, str] = {f"upload:{name}": f"📄 {name} · just uploaded" for name in uploads}
+    options: dict[str, str] = {f"upload:{name}": "📄 " + _("{name} · just uploaded", name=name) for name in uploads}
     stored: dict[str, tuple[str, str, str, str]] = {}
     try:
         for row in _stored_documents():
@@ -170,8 +175,9 @@ def _pick_document() -> Source:
         data = uploads[filename]
         sha = sha256_hex(data)
     elif chosen.startswith("stored:"):
-        document_id, _kb, filename, sha = stored[chosen]
+        document_id, knowledge, filename, sha = stored[chosen]
         data = _stored_bytes(document_id, sha)
+        return Source(chosen, filename, sha, data, _parse(sha, filename, data), knowledge)
     else:
         filename = evaluation.sample().filename
         data = evaluation.sample().text.encode("utf-8")
@@ -271,8 +277,8 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
     tables = tables_in(page.text)
     if tables:
         with st.expander(_("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))):
-            for table in tables:
-                st.markdown(table)
+            for number, table in enumerate(tables):
+                widgets.document_table(f"lab_table_{page.number}_{number}", table)  # data: no picture is fetched
 
 
 def _chunk_numbers(chunks: list[Chunk]) -> str:
@@ -458,8 +464,12 @@ def _run_check(
     st.session_state[REPORT_KEY] = (signature, report)
 
 
-def _apply_to_upload(settings: ChunkSettings) -> None:
+def _apply_to_upload(settings: ChunkSettings, questions: Sequence[Question] = (), source: Source | None = None) -> None:
     st.session_state["apply_upload_settings"] = settings.as_dict()
+    if source is not None and source.id.startswith("upload:") and any(q.span for q in questions):
+        # Saved as the knowledge base's question set once the Upload page has ingested the file (its spans
+        # index this parse of it, which the Upload page stores): `rag eval --kb NAME` re-runs them.
+        st.session_state["apply_upload_questions"] = {"document": source.filename, "questions": list(questions)}
     try:
         st.switch_page(UPLOAD_PAGE)
     except StreamlitAPIException:
@@ -938,6 +948,7 @@ def _tune_questions(source: Source) -> list[Question]:
         max_value=MAX_QUESTIONS,
         value=DEFAULT_QUESTIONS,
         key="lab_tune_count",
+        persist_state="session",
         disabled=running,
         help=_("One question per passage, spread over the document; some are dropped (see below)."),
     )
@@ -962,6 +973,8 @@ def _tune_questions(source: Source) -> list[Question]:
         st.error(st.session_state["_lab_questions_error"], icon="⚠️")
     if model is not None and not running:
         seconds = tuning.estimate_seconds(int(n), model, language_of(source.doc.text[:4000]))
+        load = machine_load()
+        busy = " " + tr(busy_note(load)) if load is not None and load.busy else ""
         st.caption(
             "⏱️ "
             + _(
@@ -971,6 +984,7 @@ def _tune_questions(source: Source) -> list[Question]:
                 n=int(n),
                 duration=_seconds(seconds),
             )
+            + busy
         )
     last = kept.get("last")
     if last is not None and not running:
@@ -1003,6 +1017,17 @@ def _tune_questions(source: Source) -> list[Question]:
         else:
             kept["files"].add(upload.file_id)
             _add_rows(kept, rows, known)
+    edited_before = st.session_state.get(QUESTION_ROWS)
+    if (
+        _editor_key(kept["version"]) not in st.session_state
+        and edited_before is not None
+        and edited_before[0] == kept["version"]
+        and edited_before[1] != kept["rows"]
+    ):
+        # Back on the page: Streamlit dropped the editor's edits with the widget when the page was left (a walk
+        # lost an edited question on the way to Upload and back). Start a new editor from them.
+        kept["rows"] = list(edited_before[1])
+        kept["version"] += 1
     frame = pd.DataFrame(
         {
             "question": pd.Series([q for q, _a in kept["rows"]], dtype="string"),
@@ -1037,6 +1062,36 @@ def _tune_questions(source: Source) -> list[Question]:
             key="lab_tune_download",
             help=_("One question a line with its answer and where it stands in the document: load it here again."),
         )
+        if (
+            source.knowledge is not None
+            and located.questions
+            and st.button(
+                _("Save as the question set of {kb}", kb=source.knowledge),
+                key="lab_tune_save",
+                help=_(
+                    "The knowledge base keeps these questions about this document: `python -m rag eval --kb {kb}` "
+                    "re-runs them after a change of chunk settings, embedder or search mode.",
+                    kb=source.knowledge,
+                ),
+            )
+        ):
+            try:
+                total = kb_check.save_questions(
+                    resources.store(), source.knowledge, source.filename, tuning.to_questions(located.questions)
+                )
+            except RagError as exc:
+                widgets.show_error(exc, _("Questions"))
+            else:
+                st.success(
+                    _(
+                        "Saved {n} questions about {file} as the question set of {kb} ({total} in all).",
+                        n=len(located.questions),
+                        file=source.filename,
+                        kb=source.knowledge,
+                        total=total,
+                    )
+                )
+        questions = located.with_spans(questions)
         if located.not_found:
             st.caption(
                 "⚠️ "
@@ -1074,20 +1129,25 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         default=list(embedder_grid.strategies),
         format_func=lambda s: strategies.get(s, s),
         key="lab_grid_strategies",
+        persist_state="session",
     )
     sizes = c2.multiselect(
         _("Chunk sizes (tokens)"),
         sorted(set(SIZES) | set(embedder_grid.sizes)),
         default=list(embedder_grid.sizes),
         key="lab_grid_sizes",
-        help=_("The default holds the sizes the embedder reads whole."),
+        persist_state="session",
+        accept_new_options=True,
+        help=_("The default holds the sizes the embedder reads whole. Type a number to try another."),
     )
     overlaps = c3.multiselect(
         _("Overlaps (tokens)"),
         sorted(set(OVERLAPS) | set(embedder_grid.overlaps)),
         default=list(embedder_grid.overlaps),
         key="lab_grid_overlaps",
-        help=_("Spring AI's splitters have no overlap: they are tried once a size."),
+        persist_state="session",
+        accept_new_options=True,
+        help=_("Spring AI's splitters have no overlap: they are tried once a size. Type a number to try another."),
     )
     m1, m2 = st.columns(2)
     modes = m1.multiselect(
@@ -1096,6 +1156,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         default=list(embedder_grid.modes),
         format_func=_mode_names().__getitem__,
         key="lab_grid_modes",
+        persist_state="session",
         help=_("Each setting is ranked every way chosen here."),
     )
     weights = list(embedder_grid.keyword_weights)
@@ -1105,15 +1166,17 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
             sorted(set(WEIGHTS) | set(embedder_grid.keyword_weights)),
             default=list(embedder_grid.keyword_weights),
             key="lab_grid_weights",
+            persist_state="session",
+            accept_new_options=True,
             help=_("How much the keyword list counts against the vector list's 1 when fused (the chat's: 2.5)."),
         )
     try:
         return Grid(
             strategies=tuple(chosen_strategies),
-            sizes=tuple(sizes),
-            overlaps=tuple(overlaps),
+            sizes=tuple(int(n) for n in typed_numbers(sizes, _("Chunk sizes (tokens)"))),
+            overlaps=tuple(int(n) for n in typed_numbers(overlaps, _("Overlaps (tokens)"))),
             modes=tuple(modes),
-            keyword_weights=tuple(float(w) for w in weights),
+            keyword_weights=typed_numbers(weights, _("Hybrid: keyword weight"), whole=False),
         )
     except RagError as exc:
         widgets.show_error(exc, _("Grid"))
@@ -1136,6 +1199,12 @@ def _start_sweep(text: str, questions: list[Question], grid: Grid, signature: tu
     st.session_state.pop(SWEEP_PLAN, None)  # the cache fills: the next plan counts again
     job = SweepJob(text, questions, resources.default_embedder(), _embedding_cache(), grid, key=signature)
     st.session_state[SWEEP_JOB] = (signature, job)
+
+
+# Settings shown while a sweep runs: a sweep of the default grid on a CPU takes minutes to tens of minutes,
+# and the user sees which settings lead long before the chart is drawn. (A comment: a bare string in a
+# page is drawn on it.)
+SO_FAR_SHOWN = 5
 
 
 @st.fragment(run_every=POLL_SECONDS)
@@ -1170,6 +1239,31 @@ def _sweep_progress() -> None:
         disabled=view.stop_requested,
         help=_("Stop the sweep. What is embedded so far is kept: running it again goes on from there."),
     )
+    if p is not None and p.done:
+        best = sorted(p.done, key=lambda point: point.mrr, reverse=True)[:SO_FAR_SHOWN]
+        st.caption(_("Scored so far: {done} of {total} settings; the best of them:", done=len(p.done), total=p.points))
+        table = pd.DataFrame(
+            [
+                {
+                    "Setting": chunking.label(point.settings),
+                    "Search": _search_name(point.search),
+                    "hit@5": point.hit_at(5),
+                    "MRR": point.mrr,
+                }
+                for point in best
+            ]
+        )
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config=columns(
+                table,
+                {
+                    "hit@5": st.column_config.NumberColumn(format="percent"),
+                    "MRR": st.column_config.NumberColumn(format="%.3f"),
+                },
+            ),
+        )
 
 
 def _collect_sweep() -> None:
@@ -1208,12 +1302,17 @@ def _sweep(source: Source, questions: list[Question]) -> None:
         except RagError as exc:
             widgets.show_error(exc, _("Sweep"))
             return
-        size = _(
-            "{points} settings ({chunkings} chunkings × {searches} ways to search) on {n} questions.",
-            points=grid.size,
-            chunkings=len(grid.chunkings()),
-            searches=len(grid.searches()),
-            n=len(questions),
+        searches = len(grid.searches())
+        size = (
+            _(
+                "{points} settings ({chunkings} chunkings × {searches} ways to search) on {n} questions.",
+                points=grid.size,
+                chunkings=len(grid.chunkings()),
+                searches=searches,
+                n=len(questions),
+            )
+            if searches > 1
+            else _("{points} settings (one way to search) on {n} questions.", points=grid.size, n=len(questions))
         )
         st.caption("⏱️ " + _("{first} {second}", first=size, second=tr(plan.message)))
     if running:
@@ -1253,14 +1352,17 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
     except RagError as exc:
         widgets.show_error(exc, _("Recommendation"))
         return
-    c1, c2 = st.columns([3, 1], vertical_alignment="center")
-    (c1.success if found.sure else c1.info)(("🏆 " if found.sure else "⚖️ ") + _reason(found, points))
-    if c2.button(
+    (st.success if found.sure else st.info)(("🏆 " if found.sure else "⚖️ ") + _reason(found, points))
+    if st.button(
         _("Use {setting} on the Upload page", setting=chunking.label(found.recommended.settings)),
         key="lab_apply_recommended",
         type="primary",
+        help=_(
+            "The Upload page takes this setting; an uploaded file's questions go with it and are saved as the "
+            "knowledge base's question set when the file is ingested (`python -m rag eval --kb NAME` re-runs them)."
+        ),
     ):
-        _apply_to_upload(found.recommended.settings)
+        _apply_to_upload(found.recommended.settings, result.questions, source)
 
     rows = [
         {
@@ -1358,8 +1460,9 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
                 title=dict(text=_(chunking.STRATEGY_LABELS.get(heat.strategy, heat.strategy)), font=dict(size=14)),
                 height=300,
                 margin=dict(l=10, r=10, t=40, b=10),
-                xaxis_title=_("overlap (tokens)"),
-                yaxis_title=_("chunk size (tokens)"),
+                # Categories: plotly read "0"/"32"/"64" as numbers and drew ticks at 0/20/40/60 (a Chromium walk).
+                xaxis=dict(title=_("overlap (tokens)"), type="category"),
+                yaxis=dict(title=_("chunk size (tokens)"), type="category"),
             )
             st.plotly_chart(fig, key=f"lab_sweep_heat_{heat.strategy}")
     _point_detail(source, result, found.recommended)

@@ -8,6 +8,8 @@ Session state shared with other pages:
 - `uploads`: {filename: bytes} of the files uploaded here (the Chunk Lab reads it).
 - `apply_upload_settings`: a `ChunkSettings.as_dict()` the Chunk Lab leaves for this page; it is
   applied to the chunk settings widget at the top of the next run and removed.
+- `apply_upload_questions`: the Chunk Lab's question set about an uploaded file, handed over with the
+  settings; saved as the knowledge base's question set when that file is ingested.
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from rag import chunking, documents, embeddings, export, ingest
+from rag import chunking, documents, embeddings, export, ingest, portable
 from rag.chunking import Chunk, ChunkSettings
 from rag.documents import ocr, page_label, render
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.ingest import IngestResult, Prepared
-from rag.ingest.preview import SAMPLE_CHARS, InputWindow, input_window
+from rag.ingest.preview import SAMPLE_CHARS, InputWindow, chunks_to_embed, input_window
 from rag.ingest.resume import left_to_embed
+from rag.portable.jobs import ExportJob, ImportJob, PortableView
 from rag.store import KnowledgeBase, Store, StoredDocument
+from rag.tuning import kb_check
 from ui import format as fmt
 from ui import i18n, resources, widgets
 from ui.i18n import _, count, place, tr
@@ -157,6 +161,11 @@ def _choose_again() -> None:
     state["upload_kb_new"] = ""
 
 
+# {"document": file name, "questions": [rag.evaluation.Question with spans]}: the Chunk Lab's questions, saved
+# with the knowledge base the file is next ingested into. (A comment: a bare string in a page is drawn.)
+LAB_QUESTIONS = "_upload_lab_questions"
+
+
 def _forget(names: list[str]) -> None:
     uploads = _uploads()
     for name in names:
@@ -165,6 +174,9 @@ def _forget(names: list[str]) -> None:
 
 def _apply_chunk_lab_settings() -> None:
     """The Chunk Lab's hand-over: settings to apply before the widget is drawn."""
+    questions = st.session_state.pop("apply_upload_questions", None)
+    if questions is not None:
+        st.session_state[LAB_QUESTIONS] = questions  # kept until the file is ingested
     pending = st.session_state.pop("apply_upload_settings", None)
     if pending is None:
         return
@@ -641,8 +653,8 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                 with st.expander(
                     _("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))
                 ):
-                    for table in tables:
-                        st.markdown(table)
+                    for number, table in enumerate(tables):
+                        widgets.document_table(f"upload_table_{p.name}_{page}_{number}", table)
     if right is not None:
         with right:
             boxes = st.toggle(
@@ -773,7 +785,7 @@ def _ingesting(
                     )
         failed = sum(not r.ok for r in results)
         counts = ", ".join(
-            f"{sum(r.status == s for r in results)} {_(s)}"
+            _status_count(s, sum(r.status == s for r in results))
             for s in ("stored", "replaced", "unchanged", "failed")
             if any(r.status == s for r in results)
         )
@@ -785,6 +797,17 @@ def _ingesting(
     st.session_state.pop(RUNNING_KEY, None)
     stop_slot.empty()
     return results
+
+
+def _status_count(status: str, n: int) -> str:
+    """ "2 stored" ("已保存 2 个": a count and its word in the order and with the measure word of the language)."""
+    if status == "stored":
+        return _("{n} stored", n=n)
+    if status == "replaced":
+        return _("{n} replaced", n=n)
+    if status == "unchanged":
+        return _("{n} unchanged", n=n)
+    return _("{n} failed", n=n)
 
 
 def _record(knowledge: str, results: list[IngestResult], new_kb: bool, stopped: bool = False) -> None:
@@ -923,12 +946,24 @@ def _ingest_bar(
         f"{count(len(uploads), 'file')} → **{fmt.md(target.name)}** · "
         f"`{target.embedder.name}` · {tr(chunking.summary(settings))}"
     )
-    texts = [c.text for p in previews if p.prepared is not None for c in p.prepared.chunk_set.chunks]
+    texts = chunks_to_embed(
+        store,
+        target.name if target.kb is not None else None,
+        [(p.name, p.sha256, p.prepared) for p in previews],
+        settings,
+    )
     sample = "".join(p.prepared.document.text[:SAMPLE_CHARS] for p in previews if p.prepared is not None)
     left, embedded = left_to_embed(store, target.embedder, texts)  # a stopped ingest's chunks cost nothing
+    # The first guess shown for these chunks stays as it was until a measured rate replaces it (pressing Ingest
+    # redraws the plan, under a load the upload itself raised).
+    plan_key = (target.embedder.name, hash(tuple(left)))
+    shown = st.session_state.get(FIRST_GUESS)
+    before = shown[1] if shown and shown[0] == plan_key else None
+    expected = embeddings.steady(before, embeddings.estimate(target.embedder, left))
+    st.session_state[FIRST_GUESS] = (plan_key, expected)
     notes = ingest.plan_notes(
         target.embedder.name,
-        embeddings.estimate(target.embedder, left),
+        expected,
         len(left),
         sample,
         embeddings.machine_load(),
@@ -938,10 +973,45 @@ def _ingest_bar(
         plan.caption(f"⏱️ {tr(notes.duration)} " + _("**Stop ingesting** ends it early; the files done by then stay."))
     if notes.language:
         plan.caption(f"🈶 {tr(notes.language)}")
+    lab = st.session_state.get(LAB_QUESTIONS)
+    if lab is not None and any(p.name == lab["document"] for p in previews):
+        plan.caption(
+            "🧪 "
+            + _(
+                "{n} questions from the Chunk Lab about {file} are saved as the knowledge base's question set when "
+                "it is ingested.",
+                n=len(lab["questions"]),
+                file=lab["document"],
+            )
+        )
     if clicked:
         results = _run_ingest(store, target.name, target.embedder, settings, previews, target.kb is None)
         _record(target.name, results, target.kb is None)
+        _save_lab_questions(store, target.name, results)
     _show_results()
+
+
+def _save_lab_questions(store: Store, knowledge: str, results: list[IngestResult]) -> None:
+    """The Chunk Lab's questions about a file this ingest stored, saved as the knowledge base's question set."""
+    lab = st.session_state.get(LAB_QUESTIONS)
+    if lab is None or not any(r.ok and r.filename == lab["document"] for r in results):
+        return
+    try:
+        total = kb_check.save_questions(store, knowledge, lab["document"], lab["questions"])
+    except RagError as exc:
+        widgets.show_error(exc, _("Questions from the Chunk Lab"))
+        return
+    st.session_state.pop(LAB_QUESTIONS, None)
+    st.success(
+        _(
+            "Saved {n} questions from the Chunk Lab as the question set of {kb} ({total} in all): "
+            "`python -m rag eval --kb {kb}` re-runs them.",
+            n=len(lab["questions"]),
+            kb=knowledge,
+            total=total,
+        ),
+        icon="🧪",
+    )
 
 
 # -- the upload tab ------------------------------------------------------------------------------
@@ -1139,6 +1209,7 @@ def _sync_panel(store: Store, kb: KnowledgeBase) -> None:
 
 
 def _library_tab(store: Store | None) -> None:
+    _collect_portable_jobs()
     flash = st.session_state.pop("_lib_flash", None)
     if flash:
         kind, message = flash
@@ -1146,14 +1217,20 @@ def _library_tab(store: Store | None) -> None:
     if store is None:
         st.info(_("The library needs the database: see the error at the top of the page."))
         return
+    shown = _library(store)
+    _import_panel(store, expanded=not shown)
+
+
+def _library(store: Store) -> bool:
+    """The knowledge bases, one of them in full; whether there is any."""
     try:
         kbs = store.list_knowledge_bases()
     except RagError as exc:
         widgets.show_error(exc, _("Knowledge bases"))
-        return
+        return False
     if not kbs:
         st.info(_("No knowledge bases yet: upload files on the first tab and press **Ingest**."), icon="📚")
-        return
+        return False
     widgets.table(
         "lib_overview",
         pd.DataFrame(
@@ -1207,7 +1284,7 @@ def _library_tab(store: Store | None) -> None:
         docs = store.list_documents(name)
     except RagError as exc:
         widgets.show_error(exc, _("Documents"))
-        return
+        return True
     widgets.table(
         "lib_docs",
         pd.DataFrame(
@@ -1258,6 +1335,7 @@ def _library_tab(store: Store | None) -> None:
         width="stretch",
         help=_("One JSON object per line: id, content and the full metadata."),
     )
+    _export_panel(store, kb)
     with st.expander(_("🗑️ Delete a document or the whole knowledge base")):
         if docs:
             filenames = [d.original_filename for d in docs]
@@ -1306,6 +1384,208 @@ def _library_tab(store: Store | None) -> None:
             on_click=_delete_knowledge_base,
             args=(name,),
         )
+    return True
+
+
+# -- export and import (issue #31) ---------------------------------------------------------------------------
+# The work runs on rag.portable.jobs' background jobs, kept in the session: a fragment polls them, and the
+# whole page takes the outcome once one ends (a flash line, or the export's download button).
+
+EXPORT_JOB = "_lib_export_job"
+EXPORTED = "_lib_exported"
+IMPORT_JOB = "_lib_import_job"
+IMPORT_OPEN = "lib_import_open"  # the import expander's state: opened when an import ends, to read its outcome
+FIRST_GUESS = "_upload_first_guess"  # (embedder and chunks, the estimate shown for them): see embeddings.steady
+IMPORT_OUTCOME = "_lib_import_outcome"  # (kind, line) of the import that ended, drawn in the import panel
+IMPORT_UPLOADS = "_lib_import_uploads"  # imports done: the uploader's key counts them, so a done file leaves it
+POLL_SECONDS = 0.5
+
+
+def _stage_label(stage: str) -> str:
+    return {
+        "documents": _("documents"),
+        "chunks": _("chunks"),
+        "vectors": _("vectors"),
+        "questions": _("saved questions"),
+        "receive": _("receiving the file"),
+        "verify": _("checking the file"),
+        "embed": _("embedding again"),
+        "write": _("writing"),
+        "index": _("building the search index"),
+    }.get(stage, _("starting"))
+
+
+def _busy() -> bool:
+    return any(st.session_state.get(key) is not None for key in (EXPORT_JOB, IMPORT_JOB))
+
+
+def _start_export(store: Store, name: str) -> None:
+    previous: ExportJob | None = st.session_state.pop(EXPORTED, None)
+    if previous is not None:  # one export kept per session: the new one replaces it
+        previous.discard()
+    sources = bool(st.session_state.get("lib_export_sources", True))
+    st.session_state[EXPORT_JOB] = ExportJob(store, name, resources.settings().data_dir, sources=sources)
+
+
+def _import_file_key() -> str:
+    """The import uploader's key: a new one after each import that succeeded, which empties it (a file uploader's
+    value cannot be set; the walk found the imported file still there, and Import enabled for it again)."""
+    done = st.session_state.get(IMPORT_UPLOADS, 0)
+    return "lib_import_file" if not done else f"lib_import_file_{done}"
+
+
+def _start_import(store: Store) -> None:
+    upload = st.session_state.get(_import_file_key())
+    if upload is None:
+        return
+    st.session_state[IMPORT_JOB] = ImportJob(
+        store,
+        resources.settings(),
+        upload,
+        upload.name,
+        name=(st.session_state.get("lib_import_name") or "").strip() or None,
+        replace=bool(st.session_state.get("lib_import_replace")),
+        reembed=bool(st.session_state.get("lib_import_reembed")),
+    )
+
+
+def _collect_portable_jobs() -> None:
+    """A finished export kept for its download button; a finished import said in one line."""
+    export_job: ExportJob | None = st.session_state.get(EXPORT_JOB)
+    if export_job is not None and not export_job.running:
+        del st.session_state[EXPORT_JOB]
+        view = export_job.view()
+        if view.error:
+            export_job.discard()
+            _flash("error", _("Export of '{kb}' failed: {error}", kb=export_job.name, error=tr(view.error)))
+        else:
+            st.session_state[EXPORTED] = export_job
+    import_job: ImportJob | None = st.session_state.get(IMPORT_JOB)
+    if import_job is not None and not import_job.running:
+        del st.session_state[IMPORT_JOB]
+        st.session_state[IMPORT_OPEN] = True  # the expander stays open on its outcome (before it is drawn)
+        view = import_job.view()
+        # Said in the import panel, beside the controls a refusal names (at the top of the tab it was ~450 px
+        # above them).
+        if view.error or view.result is None:
+            st.session_state[IMPORT_OUTCOME] = ("error", _("Not imported: {error}", error=tr(view.error)))
+        else:
+            st.session_state[IMPORT_OUTCOME] = ("success", tr(view.result.line()))
+            st.session_state[IMPORT_UPLOADS] = st.session_state.get(IMPORT_UPLOADS, 0) + 1
+            st.session_state["lib_kb"] = view.result.name  # the Library shows the base just imported
+
+
+def _progress_text(what: str, view: PortableView) -> str:
+    text = _(
+        "{what}: {stage} {done}/{total}", what=what, stage=_stage_label(view.stage), done=view.done, total=view.total
+    )
+    if view.seconds_left is not None:
+        text += " · " + _("about {seconds} s left", seconds=round(view.seconds_left))
+    return text
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _portable_progress(key: str, what: str) -> None:
+    """A running export's or import's progress bar, redrawn until it ends; then the whole page takes its outcome."""
+    job: ExportJob | ImportJob | None = st.session_state.get(key)
+    if job is None:
+        return
+    view = job.view()
+    if not view.running:
+        st.rerun(scope="app")
+    st.progress(view.fraction, text=_progress_text(what, view))
+
+
+def _export_panel(store: Store, kb: KnowledgeBase) -> None:
+    """Export the whole knowledge base to one file (rag.portable's format), then offer it for download."""
+    left, right = st.columns([1, 2], vertical_alignment="center")
+    left.button(
+        _("Export the knowledge base"),
+        key="lib_export",
+        icon="📦",
+        width="stretch",
+        disabled=_busy(),
+        on_click=_start_export,
+        args=(store, kb.name),
+        help=_(
+            "One zip with its documents, chunks, vectors, settings and saved questions, to import here or "
+            "elsewhere (python -m rag kb import) without embedding anything again."
+        ),
+    )
+    right.checkbox(
+        _("With the documents' own files"),
+        value=True,
+        key="lib_export_sources",
+        help=_("Without them the file is smaller, but the imported documents' pages cannot be shown."),
+    )
+    running: ExportJob | None = st.session_state.get(EXPORT_JOB)
+    if running is not None:
+        _portable_progress(EXPORT_JOB, _("Exporting '{kb}'", kb=running.name))
+    done: ExportJob | None = st.session_state.get(EXPORTED)
+    view = done.view() if done is not None else None
+    if done is None or view is None or not isinstance(view.result, portable.ExportResult) or done.name != kb.name:
+        return
+    result = view.result
+    file_name = f"{export.file_stem(kb.name)}.zip"
+    st.download_button(
+        _("Download {file} ({size})", file=file_name, size=fmt.size(result.size_bytes)),
+        data=result.path.read_bytes,  # read when clicked, from the file in the data folder
+        file_name=file_name,
+        mime="application/zip",
+        key="lib_export_download",
+        icon="⬇️",
+        on_click="ignore",
+    )
+    st.caption(tr(portable.contents(result.documents, result.chunks, result.questions)) + _("."))
+
+
+def _import_panel(store: Store, *, expanded: bool) -> None:
+    """Import a file written by an export: checked whole before anything is written, then one transaction.
+    `expanded`: open at first (no knowledge base to show yet); later the user's choice, opened again when an
+    import ends (IMPORT_OPEN), so that a refusal is read beside the controls it names."""
+    if IMPORT_OPEN not in st.session_state:
+        st.session_state[IMPORT_OPEN] = expanded
+    with st.expander(_("📦 Import a knowledge base"), key=IMPORT_OPEN, on_change="rerun"):
+        st.file_uploader(
+            _("A file exported from a Library or by python -m rag kb export"),
+            type=["zip"],
+            key=_import_file_key(),
+        )
+        st.text_input(
+            _("Import as"),
+            key="lib_import_name",
+            placeholder=_("the name it was exported under"),
+            help=_("Leave empty to keep the name the knowledge base was exported under."),
+        )
+        st.checkbox(
+            _("Replace an existing knowledge base of that name"),
+            key="lib_import_replace",
+            help=_("The one there stays, searchable, until the imported one is whole."),
+        )
+        st.checkbox(
+            _("Re-embed with the current embedder"),
+            key="lib_import_reembed",
+            help=_(
+                "For a file built with another embedder: its chunks are embedded again with the app's one "
+                "(RAG_EMBEDDER={embedder}; minutes per thousand chunks on a CPU). Otherwise such a file is refused.",
+                embedder=resources.settings().embedder,
+            ),
+        )
+        st.button(
+            _("Import"),
+            key="lib_import",
+            icon="📥",
+            type="primary",
+            disabled=_busy() or st.session_state.get(_import_file_key()) is None,
+            on_click=_start_import,
+            args=(store,),
+        )
+        if st.session_state.get(IMPORT_JOB) is not None:
+            _portable_progress(IMPORT_JOB, _("Importing"))
+        outcome = st.session_state.pop(IMPORT_OUTCOME, None)
+        if outcome is not None:
+            kind, line = outcome
+            (st.success if kind == "success" else st.error)(line)
 
 
 # -- the page ----------------------------------------------------------------------------------------

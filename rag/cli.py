@@ -306,12 +306,59 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help='print a JSON list of {"text", "tokens", "start", "end", "pages"} per file'
     )
 
-    p = sub.add_parser("kb", help="list or delete knowledge bases")
+    p = sub.add_parser("kb", help="list, delete, export, import or copy knowledge bases")
     kb_sub = p.add_subparsers(dest="kb_command", required=True)
     kl = kb_sub.add_parser("list", help="knowledge bases with their embedder and counts")
     kl.add_argument("--json", action="store_true")
     kd = kb_sub.add_parser("delete", help="delete a knowledge base with its documents and chunks")
     kd.add_argument("name")
+    ke = kb_sub.add_parser(
+        "export",
+        help="write a knowledge base to one file: documents, chunks, vectors, settings, saved questions "
+        "(a zip; the format is described in rag/portable/__init__.py)",
+    )
+    ke.add_argument("name")
+    ke.add_argument("--out", required=True, metavar="FILE", help="the file to write (replaced if it exists)")
+    ke.add_argument(
+        "--no-sources", action="store_true", help="leave the documents' own bytes out (their pages cannot be shown)"
+    )
+    ki = kb_sub.add_parser(
+        "import",
+        help="read a file written by 'kb export' into this database, all of it or nothing (checked first)",
+    )
+    ki.add_argument("file", metavar="FILE")
+    ki.add_argument("--as", dest="as_name", metavar="NAME", default=None, help="import under this name")
+    ki.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a knowledge base of that name (it stays until the new one is whole)",
+    )
+    ki.add_argument(
+        "--reembed",
+        action="store_true",
+        help="embed the chunks again with the current embedder (RAG_EMBEDDER) instead of refusing a file built "
+        "with another",
+    )
+    kc = kb_sub.add_parser(
+        "copy",
+        help="copy a knowledge base between this app's database and another PostgreSQL server, vectors and all "
+        "(nothing is embedded again; the target's pgvector is checked first). A copy that did not finish is "
+        "resumed by the next one of the same source",
+    )
+    kc.add_argument("name")
+    kc_where = kc.add_mutually_exclusive_group(required=True)
+    kc_where.add_argument("--to", metavar="URL", help="copy from this app's database to the server at URL")
+    kc_where.add_argument("--from", dest="from_url", metavar="URL", help="copy from the server at URL to this app's")
+    kc.add_argument("--as", dest="as_name", metavar="NAME", default=None, help="its name in the target")
+    kc.add_argument(
+        "--replace", action="store_true", help="replace a knowledge base of that name in the target (atomically)"
+    )
+    kc.add_argument(
+        "--restart",
+        action="store_true",
+        help="start over: drop what a copy of that name that did not finish left (its export in the data folder, "
+        "the rows it staged in the target) instead of resuming it",
+    )
 
     sub.add_parser("mcp", help="serve the knowledge base as MCP tools (stdio, or --http)", add_options=_mcp_options)
 
@@ -321,8 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--only",
         action="append",
         default=None,
-        help="run only these benchmarks (rechunk, spring, cli, documents, gpu, insert, search, scale, "
-        "external, peers, memory, retrieval, answers, sessions); repeatable",
+        help="run only these benchmarks (rechunk, spring, cli, documents, embed, gpu, insert, search, scale, "
+        "external, peers, memory, retrieval, answers, sessions, portability); repeatable",
     )
     p.add_argument(
         "--scale",
@@ -388,7 +435,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
     from rag.store import Store
 
     knowledge = ingest.validate_kb_name(args.kb)
-    paths = list(ingest.expand_paths(args.paths))
+    # Files found in a folder are named by their path inside it, as `rag sync` names them (t/a/r.txt, t/b/r.txt).
+    paths = list(ingest.named_paths(args.paths))
     if not paths:
         raise RagError(f"no supported files found ({documents_read_types()}) in: " + ", ".join(args.paths))
     failed = 0
@@ -396,7 +444,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings, out: TextIO, err: T
         chunk_settings = _chunk_settings(args, _kept_settings(store, knowledge))
         embedder = ingest.embedder_for_kb(store, settings, knowledge)
         progress = _Progress(err, len(paths))
-        index = {path.name: i for i, path in enumerate(paths)}
+        index = {name: i for i, (name, _) in enumerate(paths)}
         started: list[str] = []  # the files whose ingest began, in order
         done: set[str] = set()
 
@@ -744,10 +792,123 @@ def cmd_sync(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
     return 1 if report.failed else 0
 
 
+class _RowsProgress:
+    """Progress of an export or import on stderr (rag.portable.Progress), with the time left once a stage
+    has run for a few seconds."""
+
+    def __init__(self, err: TextIO) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._err = err
+        self._bar = _Progress(err, 1)
+        self._stage = ""
+        self._started = self._clock()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self._stage:
+            self._stage, self._started = stage, self._clock()
+            if stage == "embed":  # hours for a million chunks on a CPU: say how to stop it, and what that costs
+                print(
+                    f"embedding {total:,} chunks again; the time left shows once it has run a few seconds. "
+                    "Ctrl+C stops it, and nothing is written",
+                    file=self._err,
+                    flush=True,
+                )
+            elif stage == "resuming":  # a line that stays, bar or not: the copy goes on from a killed one
+                print(
+                    f"resuming a copy that did not finish: {done:,} of {total:,} chunks are on the target already",
+                    file=self._err,
+                    flush=True,
+                )
+            elif not self._bar.enabled:  # no bar to draw (a pipe, a log): one line as each stage starts
+                print(f"{stage}: {done:,} of {total:,} rows done", file=self._err, flush=True)
+        elapsed = self._clock() - self._started
+        left = ""
+        if done and elapsed > 3 and total > done:
+            from rag.embeddings.timing import duration_text
+
+            left = f", {duration_text(elapsed / done * (total - done))} left"
+        self._bar.update(stage, "", done / total if total else 1.0, f"{done:,}/{total:,}{left}")
+
+    def clear(self) -> None:
+        self._bar.clear()
+
+
+def _kb_export(args: argparse.Namespace, store: Any, out: TextIO, err: TextIO) -> int:
+    from rag.portable import export_knowledge_base
+
+    progress = _RowsProgress(err)
+    try:
+        result = export_knowledge_base(store, args.name, Path(args.out), sources=not args.no_sources, progress=progress)
+    except OSError as exc:
+        raise RagError(f"{args.out}: cannot write the file ({exc.strerror or exc})") from exc
+    finally:
+        progress.clear()
+    print(printable(result.line()), file=out)
+    return 0
+
+
+def _kb_import(args: argparse.Namespace, settings: Settings, store: Any, out: TextIO, err: TextIO) -> int:
+    from rag.portable import import_knowledge_base
+
+    progress = _RowsProgress(err)
+    try:
+        result = import_knowledge_base(
+            store,
+            Path(args.file),
+            settings=settings,
+            name=args.as_name,
+            replace=args.replace,
+            reembed=args.reembed,
+            progress=progress,
+        )
+    finally:
+        progress.clear()
+    print(printable(result.line()), file=out)
+    return 0
+
+
+def _kb_copy(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
+    from rag.portable.copy import check_pgvector, copy_knowledge_base
+    from rag.portable.jobs import folder
+    from rag.store import Store
+
+    other_url = args.to or args.from_url
+    # The other server first, before the app's database is opened: one line naming it (never its password)
+    # when it cannot be reached or lacks pgvector, rather than the store's words about DATABASE_URL.
+    check_pgvector(other_url)
+    progress = _RowsProgress(err)
+    try:
+        with Store.open(settings) as ours, Store(other_url) as theirs:
+            source, target = (ours, theirs) if args.to else (theirs, ours)
+            result = copy_knowledge_base(
+                source,
+                target,
+                args.name,
+                work_dir=folder(settings.data_dir),
+                as_name=args.as_name,
+                replace=args.replace,
+                restart=args.restart,
+                settings=settings,
+                progress=progress,
+            )
+    finally:
+        progress.clear()
+    print(printable(result.line()), file=out)
+    return 0
+
+
 def cmd_kb(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag.store import Store
 
+    if args.kb_command == "copy":
+        return _kb_copy(args, settings, out, err)
     with Store.open(settings) as store:
+        if args.kb_command == "export":
+            return _kb_export(args, store, out, err)
+        if args.kb_command == "import":
+            return _kb_import(args, settings, store, out, err)
         if args.kb_command == "delete":
             if not store.delete_knowledge_base(args.name):
                 raise RagError(f"no knowledge base named {args.name!r}")
@@ -809,6 +970,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         allow_ingest=args.allow_ingest or (),
         answer_model=args.answer,
         allow_origins=args.allow_origin or (),
+        idle_timeout=args.idle_timeout,
     )
 
 

@@ -7,6 +7,7 @@ so that the app can look the template up in its catalogue (ui.i18n.tr) and fill 
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 
@@ -34,3 +35,17 @@ def printable(text: str) -> str:
     """`text` for a terminal: control characters (escape sequences, carriage returns, newlines in a file
     name) written as Python escapes, so that a crafted file name cannot rewrite what the CLI printed."""
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+_BIDI_CONTROLS = dict.fromkeys(map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+"""The bidirectional formatting characters: embeddings, overrides, isolates and marks."""
+
+
+def shown_name(name: str) -> str:
+    """A file name as shown beside other text (a source's label, '[1] report.pdf p. 4'): without bidi controls,
+    so that a U+202E in the name cannot reverse the rest of the label, and isolated (U+2068 ... U+2069) when it
+    holds right-to-left letters, so that an Arabic or Hebrew name does not reorder the text after it."""
+    cleaned = name.translate(_BIDI_CONTROLS)
+    if any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in cleaned):
+        return f"\u2068{cleaned}\u2069"
+    return cleaned

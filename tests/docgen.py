@@ -409,3 +409,64 @@ def make_unmapped_glyph_pdf(pages: list[str]) -> bytes:
     out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
     out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     return bytes(out)
+
+
+def make_zip_bomb(
+    base: bytes,
+    part: str,
+    head: str,
+    unit: str,
+    tail: str,
+    unpacked: int,
+    *,
+    declared: int | None = None,
+) -> bytes:
+    """The Office file `base` (a ZIP) with its `part` replaced by `head`, `unit` repeated up to ~`unpacked`
+    bytes, then `tail`: a real ZIP bomb of ~1 KB zipped per MB unpacked, made in a second or two without
+    unpacking or compressing it whole (one MB of units is DEFLATEd once, ending in a full flush, after
+    which nothing refers back, so its bytes repeat). `declared`: the size the archive claims for the part
+    (a lie when it is not the real one)."""
+    import struct
+    import zlib
+
+    chunk = (unit * max(1, (1 << 20) // len(unit))).encode()
+    repeats = max(1, (unpacked - len(head) - len(tail)) // len(chunk))
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = packer.compress(head.encode()) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(chunk) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.compress(tail.encode()) + packer.flush(zlib.Z_FINISH)
+    crc = zlib.crc32(head.encode())
+    for _ in range(repeats):
+        crc = zlib.crc32(chunk, crc)
+    crc = zlib.crc32(tail.encode(), crc)
+    size = len(head.encode()) + repeats * len(chunk) + len(tail.encode())
+    packed = first + block * repeats + last
+    if size >= 1 << 32:
+        raise ValueError("a bomb of 4 GiB or more needs ZIP64, which this writer does not do")
+
+    members: list[tuple[str, bytes, int, int, int]] = []  # name, packed bytes, crc, size, method
+    with zipfile.ZipFile(io.BytesIO(base)) as source:
+        for info in source.infolist():
+            if info.filename == part:
+                members.append((part, packed, crc, size if declared is None else declared, 8))
+            else:
+                raw = source.read(info.filename)
+                squeezer = zlib.compressobj(6, zlib.DEFLATED, -15)
+                members.append((info.filename, squeezer.compress(raw) + squeezer.flush(), zlib.crc32(raw), len(raw), 8))
+    out = io.BytesIO()
+    directory = io.BytesIO()
+    for name, data, member_crc, member_size, method in members:
+        encoded = name.encode()
+        offset = out.tell()
+        fields = (20, 0, method, 0, 0x21, member_crc, len(data), member_size, len(encoded), 0)
+        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + encoded + data)
+        directory.write(
+            struct.pack("<IH", 0x02014B50, 20)
+            + struct.pack("<HHHHHIIIHHHHHII", *fields[:-1], 0, 0, 0, 0, 0, offset)
+            + encoded
+        )
+    start = out.tell()
+    listing = directory.getvalue()
+    out.write(listing)
+    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(listing), start, 0))
+    return out.getvalue()

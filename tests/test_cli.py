@@ -109,6 +109,28 @@ def test_reingest_unchanged_then_replaced(tmp_path: Path, clean_db: None) -> Non
     assert listing[0]["embedder"].startswith("local:") and listing[0]["dimension"] == 256
 
 
+def test_files_of_one_name_in_two_subfolders_stay_two_documents(tmp_path: Path, clean_db: None) -> None:
+    """Issue 33: `rag ingest t` named t/a/r.txt and t/b/r.txt both 'r.txt': "stored", then "replaced", one
+    document kept. A file found in a folder is named by its path inside it, as `rag sync` names it."""
+    top = tmp_path / "t"
+    for sub, text in (("a", "Alpha branch revenue rose by a third."), ("b", "Beta branch costs fell by a fifth.")):
+        (top / sub).mkdir(parents=True)
+        (top / sub / "r.txt").write_text(text, encoding="utf-8")
+    (top / "top.txt").write_text("The head office moved to Lisbon.", encoding="utf-8")
+    proc = rag(["ingest", str(top), "--kb", "twins"])
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split(": ", 1) for line in proc.stdout.strip().splitlines()]
+    assert [name for name, _ in names] == ["a/r.txt", "b/r.txt", "top.txt"]
+    assert all(said.startswith("stored (") for _, said in names), proc.stdout
+    assert json.loads(rag(["kb", "list", "--json"]).stdout)[0]["documents"] == 3
+    # The names are those `rag sync` gives: the same folder synced is unchanged.
+    synced = rag(["sync", str(top), "--kb", "twins", "--dry-run"])
+    assert "0 new, 0 replaced, 3 unchanged" in synced.stderr, synced.stdout + synced.stderr
+    # A file given by itself keeps its file name.
+    alone = rag(["ingest", str(top / "b" / "r.txt"), "--kb", "twins"])
+    assert alone.stdout.startswith("r.txt: stored (")
+
+
 def test_without_chunk_options_a_knowledge_base_keeps_its_settings(tmp_path: Path, clean_db: None) -> None:
     """A base built with Spring AI's 800 tokens is not cut again (and re-embedded whole) because the default
     changed: with no chunk option, ingest and sync keep the base's settings; a new base gets the default."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 _MARKDOWN_SPECIALS = "\\`*_[]<>#|~$"
 
 
@@ -58,3 +60,39 @@ def no_math(text: str) -> str:
     """Markdown in which `$` is a dollar: Streamlit reads the text between two of them as LaTeX, so an
     answer quoting "$5 and $6" would show "5 and" as a formula. (A model writes prices, not LaTeX.)"""
     return text.replace("$", "\\$")
+
+
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+"""A '|' between cells: one not escaped as '\\|' (rag.documents.sections.cell_text escapes a cell's own)."""
+
+
+def table_cells(table: str) -> tuple[list[str], list[list[str]]]:
+    """A Markdown table (as `rag.documents.tables_in` finds them) as (column names, rows of cells), to show
+    as data rather than as Markdown: a document's cell `![](http://host/x)` shown as Markdown makes the browser
+    fetch that URL as soon as the table is drawn (issue 33), and its links and `$...$` would be live too.
+    Column names are made unique ('Total (2)'; a blank one is its number); every row is cut or padded to the
+    header's width."""
+    lines = table.splitlines()
+    if not lines:
+        return [], []
+    header, *rows = (_cells(line) for n, line in enumerate(lines) if n != 1 or not _is_rule(line))
+    names: list[str] = []
+    for n, name in enumerate(header, start=1):
+        unique, again = name or f"({n})", 1
+        while unique in names:
+            again += 1
+            unique = f"{name or n} ({again})"
+        names.append(unique)
+    width = len(names)
+    return names, [(row + [""] * width)[:width] for row in rows]
+
+
+def _cells(line: str) -> list[str]:
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_BORDER.split(line)]
+
+
+def _is_rule(line: str) -> bool:
+    return set(line.replace(" ", "")) <= set("|-:") and "-" in line

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from rag.text import shown_name
 from ui.format import no_images, plural
 from ui.zh import ZH
 
@@ -64,6 +65,8 @@ def tr(text: str | BaseException) -> str:
 
 COLUMNS = (
     "Setting",
+    "Search",
+    "Prompt tokens",
     "Chunks",
     "Mean tokens",
     "Min tokens",
@@ -229,6 +232,14 @@ def count(n: int, unit: str) -> str:
     return f"{n} {chinese}" if language() == "zh" else plural(n, english)
 
 
+def ordinal(n: int) -> str:
+    """'1st', '2nd', '11th', '23rd'; in Chinese the bare number (its template says 第 {place} 位)."""
+    if language() == "zh":
+        return str(n)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def message_ids(path: str) -> list[str]:
     """The message ids a source file passes to `_` (its literal first arguments), in order."""
     import ast
@@ -306,4 +317,4 @@ def source_label(source: Source) -> str:
     """A numbered source as its citation names it (`Source.label`: '[1] report.pdf p. 4'), its location
     in the user's language."""
     where = location(source.hit)
-    return f"[{source.n}] {source.hit.original_filename}{' ' + where if where else ''}"
+    return f"[{source.n}] {shown_name(source.hit.original_filename)}{' ' + where if where else ''}"

@@ -49,6 +49,15 @@ def table(key: str, frame: pd.DataFrame, **kwargs: object) -> None:
         st.dataframe(frame, **kwargs)
 
 
+def document_table(key: str, table: str) -> None:
+    """A Markdown table found in a document (`rag.documents.tables_in`) drawn as data, its cells shown as
+    text: drawn as Markdown, an image in a cell would be fetched as soon as the file is previewed (issue 33).
+    Its column names are the document's, not translated."""
+    names, rows = fmt.table_cells(table)
+    with st.container(key=key):
+        st.dataframe(pd.DataFrame(rows, columns=names, dtype=str), hide_index=True)
+
+
 def set_chunk_settings(key: str, values: ChunkSettings) -> None:
     """Put settings into the widgets of `chunk_settings_widget(key)` (before they are drawn)."""
     for field in FIELDS:

@@ -12,7 +12,10 @@ import hashlib
 import io
 import logging
 import os
+import re
+import struct
 import zipfile
+import zlib
 
 from rag.documents.model import KIND_LABELS, Document, Page, Progress
 from rag.documents.text import decode_text
@@ -217,6 +220,9 @@ def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]
         raise DocumentError(filename, Text("the {kind} file is too large to read in memory", kind=label)) from None
     except Exception as exc:  # the readers raise KeyError, BadZipFile, XLRDError, lxml errors, ...
         logger.debug("%s reader failed on %r", label, filename, exc_info=True)
+        refused = _refusal(exc, label)
+        if refused is not None:
+            raise DocumentError(filename, refused) from None
         cause = " ".join(str(exc).split())[:160] or exc.__class__.__name__
         if "encrypted" in cause.lower() or "password" in cause.lower():
             raise DocumentError(
@@ -225,6 +231,30 @@ def _read_other(data: bytes, filename: str, kind: str) -> tuple[list[Page], int]
         raise DocumentError(
             filename, Text("corrupt or unreadable {kind} file: {cause}", kind=label, cause=cause)
         ) from None
+
+
+_ENTITY_BOMB = ("amplification factor", "entity reference loop", "huge text node", "huge input lookup")
+"""What libxml2 says when it stops an entity expansion (a "billion laughs")."""
+_BAD_CRC = re.compile(r"Bad CRC-32 for file '(.+)'")
+
+
+def _refusal(exc: BaseException, label: str) -> Text | None:
+    """What a reader's failure refused, in words, when it is a known attack or damage rather than a file
+    the reader cannot make sense of: its message and those it was raised from (openpyxl wraps them)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        message = str(current)
+        if any(marker in message.lower() for marker in _ENTITY_BOMB):
+            return Text('refused: its XML entities expand to far more text than the file holds (a "billion laughs")')
+        if type(current).__name__ in ("EntitiesForbidden", "DTDForbidden", "ExternalReferenceForbidden"):
+            return Text("refused: its XML declares entities, which Office never writes (an XML entity attack)")
+        crc = _BAD_CRC.search(message)
+        if crc:
+            return Text("damaged {kind} file: its part {part} is corrupt", kind=label, part=crc.group(1))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
@@ -264,8 +294,7 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
         raise DocumentError(filename, _not_zip(label))
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = archive.namelist()
-            broken = archive.testzip()
+            members = archive.infolist()
     except (zipfile.BadZipFile, EOFError, ValueError):
         raise DocumentError(
             filename,
@@ -273,8 +302,12 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
                 "truncated or damaged {kind} file (its ZIP archive cannot be read); the file is incomplete", kind=label
             ),
         ) from None
-    if broken is not None:
-        raise DocumentError(filename, Text("damaged {kind} file: its part {part} is corrupt", kind=label, part=broken))
+    names = [m.filename for m in members]
+    # The sizes the archive declares, checked before a byte is unpacked (`testzip` unpacked every part to
+    # check it: gigabytes for a bomb), then what the parts really unpack to, read a MB at a time.
+    refused = _unpack_limits(members, kind) or _beyond_declared(data, members)
+    if refused is not None:
+        raise DocumentError(filename, refused)
     if "[Content_Types].xml" not in names or not any(n.startswith(_OOXML[kind]) for n in names):
         values = {"kind": label, "part": _OOXML[kind], "ext": kind}
         raise DocumentError(
@@ -283,6 +316,111 @@ def _check_ooxml(data: bytes, filename: str, kind: str) -> None:
             if _an(label)
             else Text("not a {kind} file: a ZIP archive without the {part} part every .{ext} has", **values),
         )
+
+
+MAX_UNPACKED_BYTES = 1_000_000_000
+"""The most an Office file may unpack to. Real ones unpack to 10-31 times their size (measured: a python-docx
+report, openpyxl sheets of 200,000 rows), so a 200 MB upload (server.maxUploadSize) of ordinary content stays
+within it or near; the bombs of issue 33 declared 2.2 GB and more from 6.4 MB."""
+MAX_TREE_XML_BYTES = 200_000_000
+"""The most XML a .docx or .pptx may unpack to: python-docx and python-pptx parse each part whole, at ~11 bytes
+of memory per byte of XML (a 17.9 MB document.xml of 200,000 paragraphs peaked 194 MB above the start), so this
+is ~2.2 GB of memory. (openpyxl streams a large .xlsx: its sheets are bounded by MAX_UNPACKED_BYTES.)"""
+MAX_RATIO = 100
+"""The most a large part may unpack to per byte packed. DEFLATE gives 1,032 at most; real parts give 10-31 (a
+sheet of 200,000 rows of the same five numbers 15), a bomb's hundreds (the 2.2 GB .docx of issue 33: 344)."""
+RATIO_FROM_BYTES = 10_000_000
+"""Parts that unpack to less are not held to MAX_RATIO: 50,000 empty paragraphs compress 295 to 1 in a
+300 KB document.xml, and a small part costs nothing however well it compresses."""
+
+
+def _unpack_limits(members: list[zipfile.ZipInfo], kind: str) -> Text | None:
+    """Why an Office file's ZIP archive is refused by the sizes it declares (a ZIP bomb), or None."""
+    total = sum(m.file_size for m in members)
+    if total > MAX_UNPACKED_BYTES:
+        return Text(
+            "unpacks to {size}: over the limit of {limit}",
+            size=size_words(total),
+            limit=size_words(MAX_UNPACKED_BYTES),
+        )
+    for member in members:
+        if member.file_size >= RATIO_FROM_BYTES and member.file_size > MAX_RATIO * max(member.compress_size, 1):
+            return Text(
+                "its part {part} unpacks to {size} from {packed} ({ratio} times): over the limit of {limit} times",
+                part=member.filename,
+                size=size_words(member.file_size),
+                packed=size_words(member.compress_size),
+                ratio=f"{member.file_size // max(member.compress_size, 1):,}",
+                limit=MAX_RATIO,
+            )
+    if kind in ("docx", "pptx"):
+        xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
+        if xml > MAX_TREE_XML_BYTES:
+            return Text(
+                "its XML unpacks to {size}: over the limit of {limit} that can be read in memory",
+                size=size_words(xml),
+                limit=size_words(MAX_TREE_XML_BYTES),
+            )
+    return None
+
+
+_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
+
+
+def _beyond_declared(data: bytes, members: list[zipfile.ZipInfo]) -> Text | None:
+    """Why a part is refused for unpacking to more than the archive declares, or None.
+
+    The readers read a part whole (`ZipFile.read`), and zipfile then inflates up to 2 GB in one call before
+    it cuts the output at the declared size: a part declaring 1 MB and holding 2.2 GB took 2.2 GB of memory
+    (issue 33). Inflating each part here a MB at a time, and stopping a MB past its declared size, bounds
+    that; an honest file costs one more inflate of what it holds, far below what parsing it costs (0.8 ms a
+    MB: 15 ms for the 17.9 MB document.xml of 200,000 paragraphs that python-docx reads in 17 s)."""
+    view = memoryview(data)
+    for member in members:
+        if member.compress_type == zipfile.ZIP_STORED or member.flag_bits & 0x1:
+            continue  # stored: read as declared; encrypted: the reader says so
+        if member.compress_type != zipfile.ZIP_DEFLATED:
+            return Text(
+                "its part {part} is compressed by method {method}, which Office never uses",
+                part=member.filename,
+                method=member.compress_type,
+            )
+        start = member.header_offset
+        try:
+            header = _LOCAL_HEADER.unpack_from(view, start)
+        except struct.error:
+            return None  # the reader fails it as damaged
+        start += _LOCAL_HEADER.size + header[9] + header[10]
+        inflater = zlib.decompressobj(-15)
+        packed = view[start : start + member.compress_size]
+        unpacked = 0
+        try:
+            # 64 KB of input at a time: what is left of it (`unconsumed_tail`, a copy) stays small.
+            for offset in range(0, len(packed), 1 << 16):
+                piece: bytes | memoryview = packed[offset : offset + (1 << 16)]
+                while piece and not inflater.eof:
+                    unpacked += len(inflater.decompress(piece, 1 << 20))
+                    if unpacked > member.file_size:
+                        return Text(
+                            "its part {part} unpacks to more than the {size} it declares",
+                            part=member.filename,
+                            size=size_words(member.file_size),
+                        )
+                    piece = inflater.unconsumed_tail
+                if inflater.eof:
+                    break
+        except zlib.error:
+            return None  # damaged: the reader says so
+    return None
+
+
+def size_words(count: int) -> str:
+    """A byte count for people, in decimal units: '2.2 GB', '6.4 MB', '40 KB', '512 bytes'."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if count >= scale:
+            shown = count / scale
+            return f"{shown:.1f} {unit}".replace(".0 ", " ") if shown < 100 else f"{shown:.0f} {unit}"
+    return f"{count} bytes"
 
 
 def _an(label: str) -> bool:

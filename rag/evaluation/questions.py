@@ -65,7 +65,8 @@ _COLUMNS = ("question", "file", "expected")
 
 def parse_questions(data: bytes, source: str = Text("questions file"), *, limit: int | None = None) -> list[Question]:
     """Questions from JSONL (one `{"question", "file"}` and/or `{"question", "expected"}` object a
-    line) or from a CSV whose header names `question` and `file` and/or `expected`, in any order.
+    line; `answer` stands for `expected` where that is missing, as the Chunk Lab writes it) or from a CSV
+    whose header names `question` and `file` and/or `expected`, in any order.
 
     The format is told by the first character: `{` is JSONL. `rag eval` reads this; the Chunk
     Lab reads the same CSV (`parse_questions_csv`). Errors name `source` and the line.
@@ -143,6 +144,10 @@ def _parse_jsonl(text: str, source: str) -> list[Question]:
                 )
             )
         cells = {key: row.get(key) for key in _COLUMNS}
+        if cells["expected"] is None and isinstance(row.get("answer"), str):
+            # The Chunk Lab's download (rag.tuning.files): its quoted answer is the expected passage. `rag eval`
+            # refused it ("no expected passage"), though the page offers it to re-run the set.
+            cells["expected"] = row["answer"]
         bad = [key for key, value in cells.items() if value is not None and not isinstance(value, str)]
         if bad:
             raise RagError(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rag.errors import RagError
 from rag.generate.conversation import Live, Turn
 from rag.generate.prompt import Source, number_sources
-from rag.llms.stream import Runner
+from rag.llms.stream import Keepalive, Runner
 from rag.llms.types import ChatModel, Message
 from rag.text import Text, text_of
 
@@ -40,8 +40,10 @@ def start_agent(
     store: Store,
     history: Sequence[Message],
     warn: Callable[[str], None],
+    keepalive: Keepalive | None = None,
 ) -> Turn | Live:
-    """The live agent turn, or the turn with the problem that kept the agent from starting."""
+    """The live agent turn, or the turn with the problem that kept the agent from starting; `keepalive`:
+    how its runner is stopped when nobody follows it (rag.llms.stream.Watchdog)."""
     from rag import agent
     from rag.agent import mcp_client
     from rag.agent.routes import pick_route
@@ -82,7 +84,14 @@ def start_agent(
         route_budget=choice.route.budget,
     )
     question = turn.question
-    return Live(turn, Runner(lambda stop: runner.events(question, history=history, stop_event=stop), name="chat-agent"))
+    return Live(
+        turn,
+        Runner(
+            lambda stop: runner.events(question, history=history, stop_event=stop),
+            name="chat-agent",
+            keepalive=keepalive,
+        ),
+    )
 
 
 def tools_needing_consent() -> tuple[str, ...]:

@@ -551,6 +551,28 @@ def _named(source: Analysis, term: str) -> bool:
     return inside or camel or len(places) > 1
 
 
+_DETERMINER = re.compile(r"\s*(?:The|This|That|Its|Their|Our)\s+$")
+
+
+def _titled_subject(source: Analysis, missing: set[str]) -> bool:
+    """Whether the `missing` terms are the opening of a sentence's subject headed by a name: "The Arden
+    lighthouse stands …" (a determiner, a name, then the words of its noun) before "It was built in 1868",
+    where the answer wrote "The Arden lighthouse was built in 1868 [1]" and "lighthouse" is no name of its own.
+    The determiner is what tells a noun phrase from "Edison founded GE", whose "founded" no pronoun stands for."""
+    for start, end in source.sentences:
+        run = next(iter(_runs(source.text, [t for t in source.terms if start <= t[1] and t[2] <= end])), [])
+        head = run[: len(missing)]
+        if (
+            len(run) > len(missing)  # the subject's verb follows: the pronoun stands for what comes before it
+            and {t[0] for t in head} == missing
+            and _DETERMINER.fullmatch(source.text[start : head[0][1]])
+            and source.text[head[0][1]].isupper()
+            and _named(source, head[0][0])
+        ):
+            return True
+    return False
+
+
 def _named_in_part(
     claim: Analysis, claim_terms: Sequence[Term], missing: set[str], present: set[str], source: Analysis
 ) -> set[str]:
@@ -588,7 +610,7 @@ def _carry(
     first, last = claim_order.index(block[0]), claim_order.index(block[-1])
     if last - first + 1 != len(block):
         return None  # two separate things are missing
-    if any(t.isascii() and not _named(source, t) for t in missing):
+    if any(t.isascii() and not _named(source, t) for t in missing) and not _titled_subject(source, missing):
         return None  # a pronoun stands for a name, not for "founded" or "Doctors"
     if not (
         _opens_sentence(source, missing)

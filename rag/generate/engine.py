@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from rag.generate.prompt import number_sources
 from rag.generate.rewrite import rewrite_query
 from rag.llms.counting import calibrate, token_counter
 from rag.llms.loops import guard_loops
-from rag.llms.stream import Runner, fold
+from rag.llms.stream import Keepalive, Runner, fold
 from rag.llms.types import ChatModel, Message
 from rag.model_ref import shown_name
 from rag.retrieve import DEFAULT_MODE
@@ -170,13 +171,18 @@ def start(
     model_problem: str = "",
     busy: Busy = _quietly,
     warn: Callable[[str], None] = log.warning,
+    keepalive: Keepalive | None = None,
+    on_place: Callable[[int], None] | None = None,
 ) -> Turn | Live:
     """A new turn for `question`: finished already (a problem, nothing to generate) or live.
 
     `searched` is what the questions of `history` were searched with (`searched_queries(turns)`), oldest first;
     `memory` is the running summary of the conversation's first exchanges (`memory_of(turns)`);
     `model_problem` says why there is no model (with what to do); `warn` is told what goes wrong
-    on the side (an MCP server that cannot start) without stopping the turn."""
+    on the side (an MCP server that cannot start) without stopping the turn; `keepalive`: how the
+    answer's runner is stopped once nobody follows it (a page's closed tab; `rag.llms.stream.Watchdog`);
+    `on_place` is told the place in line of the rewrite and the summary made before the answer starts, for a
+    model that answers one question at a time (the answer's own place comes in its stream)."""
     turn = Turn(
         id=uuid.uuid4().hex[:8],
         question=question,
@@ -187,12 +193,12 @@ def start(
         agent=request.agent and model is not None,
     )
     if turn.agent and store is not None and model is not None:
-        return start_agent(turn, request, model, settings, store, history, warn)
+        return start_agent(turn, request, model, settings, store, history, warn, keepalive)
     notes: list[str] = []
     if request.rewrite and history and model is not None and depends_on_conversation(question):
         thinks = request.thinks if request.thinks is not None else _thinks(model)
         with busy(Text("Rewriting the follow-up into a standalone query…")):
-            rewritten = rewrite_query(model, history, question, thinks=thinks, searched=searched)
+            rewritten = rewrite_query(model, history, question, thinks=thinks, searched=searched, on_place=on_place)
         turn = dataclasses.replace(turn, query=rewritten.query)
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
@@ -204,7 +210,9 @@ def start(
         return dataclasses.replace(turn, notes=tuple(notes))
     limit = request.context or window(model, request.num_ctx)
     try:
-        packed, memory, folded = _pack_with_memory(question, turn, request, model, limit, history, memory, busy)
+        packed, memory, folded = _pack_with_memory(
+            question, turn, request, model, limit, history, memory, busy, on_place
+        )
     except RagError as exc:
         return dataclasses.replace(turn, problem=text_of(exc), notes=tuple(notes))
     notes += packed.notes()
@@ -233,6 +241,7 @@ def start(
             model.stream(messages, temperature=temperature, num_ctx=num_ctx, think=think, stop_event=stop)
         ),
         name="chat-answer",
+        keepalive=keepalive,
     )
     return Live(
         dataclasses.replace(
@@ -251,6 +260,7 @@ def _pack_with_memory(
     history: Sequence[Message],
     memory: Memory | None,
     busy: Busy,
+    on_place: Callable[[int], None] | None = None,
 ) -> tuple[Packed, Memory | None, int]:
     """The packed prompt, the memory it carries, and how many exchanges were folded into it now.
 
@@ -286,7 +296,11 @@ def _pack_with_memory(
     try:
         with busy(Text("Summarising the earlier conversation to fit the model's window…")):
             summary = summarize(
-                model, [m for ex in left_out for m in ex], memory.summary if memory else "", language=language
+                model,
+                [m for ex in left_out for m in ex],
+                memory.summary if memory else "",
+                language=language,
+                on_place=on_place,
             )
     except ModelError as exc:
         log.warning("summarising the conversation failed: %s", exc)
@@ -343,11 +357,13 @@ def finish(live: Live, lookup: Callable[[str], Hit | None] | None = None) -> Tur
     return finish_chat(live.turn, live.runner)
 
 
-def wait(live: Live, poll: float = 0.1) -> Turn:
-    """Wait for the live turn to end and finish it; an interrupt (Ctrl-C) stops the generation first."""
+def wait(live: Live, poll: float = 0.1, stop: threading.Event | None = None) -> Turn:
+    """Wait for the live turn to end and finish it; an interrupt (Ctrl-C) or `stop` (set when nobody waits for
+    the answer any more: an MCP client that went away) stops the generation first."""
     try:
         while not live.runner.join(poll):
-            pass
+            if stop is not None and stop.is_set() and not live.runner.stop_requested:
+                live.runner.stop()
     except KeyboardInterrupt:
         live.runner.stop()
         live.runner.join(2.0)
@@ -365,8 +381,9 @@ def ask(
     history: Sequence[Message] = (),
     searched: Sequence[str] = (),
     memory: Memory | None = None,
+    stop: threading.Event | None = None,
 ) -> Turn:
-    """`start` and `wait`: the finished turn, for callers that print or return it whole."""
+    """`start` and `wait`: the finished turn, for callers that print or return it whole (`stop`: see `wait`)."""
     started = start(
         question,
         request,
@@ -377,4 +394,4 @@ def ask(
         searched=searched,
         memory=memory,
     )
-    return started if isinstance(started, Turn) else wait(started)
+    return started if isinstance(started, Turn) else wait(started, stop=stop)

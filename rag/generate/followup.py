@@ -72,10 +72,13 @@ _ZH_ELLIPSIS = re.compile(r"^\s*(?:还有|另外|此外|然后|而且|并且|也
 """Openings that go on from the last answer ("还有呢？", "另外一个是什么？"); "为什么…" and "怎么…" open
 whole questions too ("为什么天空是蓝色的？"), so only the length rule takes a bare "为什么？"."""
 _ZH_NO_SUBJECT = re.compile(
-    r"^\s*(?:最|是(?!否)|在哪|在什么|有多少|有几|位于|建于|成立于|出生于|属于|来自|又|还|曾|被)"
+    r"^\s*(?:最(?![先初早后晚近终末]?[一二两三四五六七八九十几首]+[位个座名任次本条只家部届种间批群][^是在有叫被于为的，。？?])|"
+    r"是(?!否)|在哪|在什么|有多少|有几|位于|建于|成立于|出生于|属于|来自|又|还|曾|被)"
 )
 """A Chinese question that opens with its verb or an adverb has left its subject to the conversation
-("最早是谁建造的？", "是谁写的？", "位于哪个城市？"); one that opens with 谁/什么/为什么 names it after them."""
+("最早是谁建造的？", "是谁写的？", "位于哪个城市？"); one that opens with 谁/什么/为什么 names it after them.
+最 followed by a number, its measure word and a noun names its subject ("最后一位守塔人是谁？", taken for a
+follow-up in the Chromium walk); "最后一次是什么时候？" does not."""
 _ZH_TAIL = re.compile(r"呢\s*[?？。.!！]*\s*$")
 _ZH_SHORT = 6
 """A question of this many Chinese characters or fewer that ends in 呢 is an ellipsis ("贾政呢？",

@@ -447,6 +447,20 @@ class KnowledgeBaseTools:
         """Answer a question from a knowledge base: its passages are searched, the answer cites them as [n].
 
         The same answer the chat page gives: follow-ups rewritten, the prompt fitted to the model's window."""
+        return self.answer(question, knowledge_base, history, top_k, filter)
+
+    def answer(
+        self,
+        question: str,
+        knowledge_base: str,
+        history: Sequence[HistoryMessage] | None = None,
+        top_k: int = 8,
+        filter: str | None = None,  # noqa: A002 - as the tool's
+        *,
+        stop: threading.Event | None = None,
+    ) -> GroundedAnswer:
+        """`ask_knowledge_base`, its generation stopped once `stop` is set (rag.mcp.server sets it when the HTTP
+        client that asked has gone: the answer would hold the local model for nobody)."""
         from rag import llms
         from rag.generate import engine
         from rag.llms.types import Message
@@ -460,6 +474,7 @@ class KnowledgeBaseTools:
             store=self.store,
             settings=self.settings,
             history=[Message(m.role, m.content) for m in history or ()],
+            stop=stop,
         )
         if turn.problem or turn.error:
             raise RagError(turn.problem or turn.error)

@@ -11,7 +11,7 @@ it covers are folded in later.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag import scripts
@@ -57,9 +57,15 @@ def summary_exchange(memory: Memory | None, language: str) -> list[Message]:
 
 
 def summarize(
-    model: ChatModel, exchanges: Sequence[Message], previous: str = "", *, language: str | None = None
+    model: ChatModel,
+    exchanges: Sequence[Message],
+    previous: str = "",
+    *,
+    language: str | None = None,
+    on_place: Callable[[int], None] | None = None,
 ) -> str:
-    """The model's summary of `exchanges` (and of the `previous` summary); ModelError when it fails."""
+    """The model's summary of `exchanges` (and of the `previous` summary); ModelError when it fails.
+    `on_place` is told the summary's place in line for a model that answers one question at a time."""
     language = language or language_of(exchanges)
     lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}" for m in exchanges)
     before = PREVIOUS[language].format(summary=previous.strip()) if previous.strip() else ""
@@ -71,6 +77,8 @@ def summarize(
             parts.append(event.text)
             if sum(len(p) for p in parts) > SUMMARY_CHARS:
                 stop.set()
+        elif event.kind == "queue" and event.place is not None and on_place is not None:
+            on_place(event.place)
     text = " ".join("".join(parts).split())
     if not text:
         raise ModelError(Text("the model wrote an empty summary"))

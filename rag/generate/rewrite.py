@@ -11,7 +11,7 @@ the question is searched with the one before it. A failure is never fatal, and a
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
@@ -110,9 +110,11 @@ def rewrite_query(
     *,
     thinks: bool = False,
     searched: Sequence[str] = (),
+    on_place: Callable[[int], None] | None = None,
 ) -> Rewrite:
     """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this; `searched`:
-    the queries the earlier questions were searched with, oldest first (see `with_previous`)."""
+    the queries the earlier questions were searched with, oldest first (see `with_previous`); `on_place`: told
+    the rewrite's place in line for a model that answers one question at a time (0: its turn)."""
 
     def refused(note: str) -> Rewrite:
         """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
@@ -128,6 +130,8 @@ def rewrite_query(
                 parts.append(event.text)
                 if "\n" in "".join(parts).strip():
                     stop.set()  # one line is all clean_rewrite keeps: a base model would go on
+            elif event.kind == "queue" and event.place is not None and on_place is not None:
+                on_place(event.place)
     except ModelError as exc:
         return refused(
             Text(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,6 +224,9 @@ def _embedded(
 ) -> _Embedded | IngestResult:
     """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed).
     `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again."""
+    # One spelling of a name: macOS writes "é" as e + U+0301 (NFD), Windows and browsers as U+00E9 (NFC), and
+    # the two looked like one document stored twice.
+    filename = unicodedata.normalize("NFC", filename)
     try:
         knowledge = validate_kb_name(knowledge)
         store.check_embedder(knowledge, embedder.name)
@@ -434,6 +438,27 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
                     yield child
         else:
             yield path
+
+
+def document_name(folder: Path, path: Path) -> str:
+    """The name of a document read from `path` inside `folder`: its path relative to the folder
+    ('reports/q3.docx'), so that two files of one name in two subfolders stay two documents."""
+    # NFC, as the ingest stores names (ingest_bytes): a macOS folder's NFD name would otherwise be "new" at
+    # every sync and its stored document "missing".
+    return unicodedata.normalize("NFC", path.relative_to(folder).as_posix())
+
+
+def named_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[str, Path]]:
+    """`expand_paths` with each file's document name: a file given by itself is named by its file name, a
+    file found in a given folder by its path inside that folder (`document_name`, as `rag sync` names it).
+    By file name alone, `rag ingest t` stored t/a/r.txt and then replaced it with t/b/r.txt (issue 33)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for child in expand_paths([path]):
+                yield document_name(path, child), child
+        else:
+            yield path.name, path
 
 
 OVERLAP_BYTES = 64 << 20
@@ -670,14 +695,14 @@ def ingest_path(
 def ingest_paths(
     store: Store,
     embedder: Embedder,
-    paths: Iterable[Path],
+    paths: Iterable[Path | tuple[str, Path]],
     knowledge: str,
     settings: ChunkSettings,
     *,
     on_stage: Callable[[str], StageCallback] | None = None,
     on_plan: Callable[[str], PlanCallback] | None = None,
 ) -> Iterator[IngestResult]:
-    """`ingest_files` of files on disk, each named by its file name: what `rag ingest` runs."""
-    return ingest_files(
-        store, embedder, (Source.file(path) for path in paths), knowledge, settings, on_stage=on_stage, on_plan=on_plan
-    )
+    """`ingest_files` of files on disk, each named by its file name or by the name paired with it
+    (`named_paths`): what `rag ingest` runs."""
+    sources = (Source.file(p) if isinstance(p, Path) else Source.file(p[1], p[0]) for p in paths)
+    return ingest_files(store, embedder, sources, knowledge, settings, on_stage=on_stage, on_plan=on_plan)

@@ -44,6 +44,23 @@ def destiny(
     return "unchanged" if unchanged(existing, sha256, settings) else "replaces"
 
 
+def chunks_to_embed(
+    store: Store | None,
+    knowledge: str | None,
+    files: Sequence[tuple[str, str, Prepared | None]],
+    settings: chunking.ChunkSettings,
+) -> list[str]:
+    """The chunk texts an ingest of `files` ((name, sha256, prepared) each) into `knowledge` would embed: none
+    of a file that fails, nor of one the knowledge base holds unchanged (`destiny`). An estimate of all the
+    chunks said "Embedding 86 chunks ... about 45 s" beside a file the ingest then found unchanged (a walk)."""
+    texts: list[str] = []
+    for name, sha256, prepared in files:
+        existing = store.find_document(knowledge, name) if store is not None and knowledge is not None else None
+        if prepared is not None and destiny(prepared, sha256, existing, settings) != "unchanged":
+            texts.extend(c.text for c in prepared.chunk_set.chunks)
+    return texts
+
+
 @dataclass(frozen=True)
 class StoredCopy:
     """An uploaded file whose very content (same SHA-256) a knowledge base already holds."""

@@ -22,6 +22,7 @@ from rag.ingest.pipeline import (
     IngestResult,
     Source,
     StageCallback,
+    document_name,
     expand_paths,
     ingest_files,
     unchanged,
@@ -93,10 +94,6 @@ class SyncReport:
         return Text(
             "synced {folder} into '{knowledge}': {counts}", folder=self.folder, knowledge=self.knowledge, counts=parts
         )
-
-
-def document_name(folder: Path, path: Path) -> str:
-    return path.relative_to(folder).as_posix()
 
 
 def _files(folder: Path) -> Iterator[tuple[str, Path]]:

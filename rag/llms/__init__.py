@@ -1,11 +1,13 @@
 """Chat models: Ollama over HTTP, or a small GGUF model running in-process through llama-cpp-python.
 
 Every model streams `StreamEvent`s: `thinking` and `content` pieces as they are generated, then one
-`done` event with the generation's statistics. Setting the caller's `stop_event` ends a generation at
-once (the HTTP stream is closed, llama.cpp stops being iterated) and still yields a final `done`
-whose `done_reason` is "stopped". Every failure is a ModelError whose message is one line a user can
-act on; a failure of `stream()` is a `GenerationError` (a ModelError) that keeps the text produced
-so far in `partial` (empty when it failed before the first word), so a UI can keep what was shown.
+`done` event with the generation's statistics (the embedded model, which answers one question at a
+time, first yields `queue` events with the question's place in line, rag.llms.fifo). Setting the
+caller's `stop_event` ends a generation at once (the HTTP stream is closed, llama.cpp stops being
+iterated) and still yields a final `done` whose `done_reason` is "stopped". Every failure is a
+ModelError whose message is one line a user can act on; a failure of `stream()` is a
+`GenerationError` (a ModelError) that keeps the text produced so far in `partial` (empty when it
+failed before the first word), so a UI can keep what was shown.
 
 Modules: types (the vocabulary), stream (the background runner, the fold, the loop guard), counting
 (tokens as the model counts them), prompting (the base model's prompt), telemetry (the phases of a

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,6 +21,7 @@ from rag.cores import usable_cores
 from rag.errors import GenerationError, ModelError, one_line
 from rag.llms import qwen_weights
 from rag.llms.choice import LOCAL_MODEL_NAME, QWEN_MODEL_NAME
+from rag.llms.fifo import FifoLock
 from rag.llms.gguf import GGUF_PACKAGE, check_gguf_chunks, gguf_package, local_gguf_path
 from rag.llms.prompting import PROMPT_STOP, citation_example, completion_prompt, with_cite_reminder
 from rag.llms.stream import Runner
@@ -43,6 +45,13 @@ class _End(enum.Enum):
 
 
 _END: Final = _End.END
+
+
+@dataclass(frozen=True)
+class _Place:
+    """A question's place in line for the model, as the generation thread sees it change."""
+
+    place: int
 
 
 _llama_log_callback: Any = None
@@ -105,7 +114,14 @@ class LocalChatModel:
     STOP: tuple[str, ...] = PROMPT_STOP
     REPEAT_PENALTY = 1.1
     """A base model this small loops on its own phrases without one."""
-    _LOCK_WAIT_SECONDS = 300.0
+    QUEUE_STALL_SECONDS = 1800.0
+    """A question in line for the model gives up only when the line has not moved for this long: the
+    model is stuck, not busy. One answer here is ~1,000 prompt tokens at 35-45 tokens/s and at most 384
+    new ones; the longest hold seen (issue 33's probe) kept the CPU busy 17 minutes, an answer whose tab
+    was closed, which the watchdog now stops. A waiter that is stopped, or whose session is gone
+    (rag.llms.stream.Watchdog), leaves the line within QUEUE_POLL_SECONDS."""
+    QUEUE_POLL_SECONDS = 0.1
+    """How often a waiter looks at its stop event and its place."""
 
     _llm: Llama | None = None
     _vocab: Llama | None = None
@@ -113,8 +129,9 @@ class LocalChatModel:
     _load_lock = threading.Lock()
     _vocab_lock = threading.Lock()
     """Its own: counting a prompt must not wait for a load in progress (the app's preload)."""
-    _generation_lock = threading.Lock()
-    """Class-wide: every instance shares the one loaded model, and llama.cpp runs one request at a time."""
+    _generation_lock = FifoLock()
+    """Class-wide: every instance shares the one loaded model, and llama.cpp runs one request at a time;
+    the questions waiting for it are served in turn, and each is told its place (a 'queue' event)."""
 
     def __repr__(self) -> str:
         return f"LocalChatModel(name={self.NAME!r})"
@@ -301,11 +318,32 @@ class LocalChatModel:
         marks: dict[str, float] = {}
 
         def run(stop: threading.Event) -> Iterator[Any]:
-            if not lock.acquire(timeout=self._LOCK_WAIT_SECONDS):
-                raise ModelError(
-                    Text("The local chat model is busy with another answer: try again when it has finished")
-                )
+            ticket = lock.enter()
             try:
+                place = ticket.place
+                waited = place > 0  # then the line's moves end with a 0: its turn
+                if waited:
+                    yield _Place(place)
+                moved = time.monotonic()
+                while place > 0:
+                    if stop.is_set():
+                        return  # a Stop, or the watchdog: it leaves the line without taking the model
+                    now = ticket.wait(self.QUEUE_POLL_SECONDS)
+                    if now != place:
+                        place, moved = now, time.monotonic()
+                        yield _Place(place)
+                    elif time.monotonic() - moved > self.QUEUE_STALL_SECONDS:
+                        raise ModelError(
+                            Text(
+                                "The local chat model has been busy with another answer for {minutes} minutes "
+                                "without the line moving: try again later, or use an Ollama model",
+                                minutes=round(self.QUEUE_STALL_SECONDS / 60),
+                            )
+                        )
+                if stop.is_set() or place < 0:  # (< 0: out of the line, never its turn)
+                    return
+                if not waited:
+                    yield _Place(0)  # its turn: the page says the prompt is being read, not that a model loads
                 marks["start"] = time.perf_counter()
                 completion = llm.create_completion(
                     prompt,
@@ -327,7 +365,7 @@ class LocalChatModel:
                 # The KV cache holds the prompt and every generated token but the last one.
                 marks["generated"] = llm.n_tokens - prompt_tokens + 1
             finally:
-                lock.release()
+                ticket.leave()  # out of the line, or the model to the next in line
 
         runner: Runner[Any] = Runner(run, name="local-chat", log_unexpected=False)
         parts = runner.follow(stop_event)
@@ -377,6 +415,9 @@ class LocalChatModel:
                     finished = True
                     yield StreamEvent("done", stats=stats(finish or "stop"))
                     return
+                if isinstance(part, _Place):
+                    yield StreamEvent("queue", place=part.place)
+                    continue
                 choice = part["choices"][0]
                 pieces += 1
                 last = time.perf_counter()

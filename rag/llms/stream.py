@@ -4,7 +4,9 @@ A generation (a model's stream, an agent's turn) blocks while it waits for the n
 a `Runner`'s daemon thread, it keeps going while a page redraws, a stop button is read or another
 request is served, and everything it yields is kept with its arrival time. `fold` turns the
 `StreamEvent`s of a generation into the answer, its thinking and its statistics, the same way for
-the chat page, the GPU page and the CLI.
+the chat page, the GPU page and the CLI. A runner started with a `Keepalive` is stopped by the process's
+`Watchdog` once nobody follows it (a page's closed tab), so an answer no one reads stops holding the
+model.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rag.errors import RagError
 from rag.llms.types import GenerationStats, StreamEvent
@@ -26,6 +28,25 @@ T = TypeVar("T")
 
 POLL_SECONDS = 0.05
 """How often `follow` looks at its stop events: the longest a stop can go unnoticed."""
+
+ABANDON_AFTER = 30.0
+"""Seconds a generation runs on with nobody following it before the watchdog stops it. A page touches
+its generation every 0.1 s while it follows it, and a connected browser session counts as following
+(`Keepalive.attended`): only a session gone stops it. Streamlit stops a disconnected session's script
+and keeps the session 120 s for a reconnect (`server.disconnectedSessionTTL`), which reruns the page;
+30 s lets a network drop or a slow rerun come back to its answer, and frees the one embedded model
+soon after a tab is closed (before: its answer ran to the end, the CPU busy 12 and 17 minutes later)."""
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    """How a `Runner` with nobody following it is noticed and stopped (see `Watchdog`)."""
+
+    after: float = ABANDON_AFTER
+    """Seconds without a sign of its follower before it is stopped."""
+    attended: Callable[[], bool] | None = None
+    """Asked from the watchdog's thread about once a second: whether its follower is there (a browser
+    session still connected), a sign as good as a `touch`; None: only touches count."""
 
 
 class Runner(Generic[T]):
@@ -44,11 +65,19 @@ class Runner(Generic[T]):
         *,
         name: str = "generation",
         log_unexpected: bool = True,
+        keepalive: Keepalive | None = None,
     ) -> None:
         """`log_unexpected=False` for a consumer that `follow`s and words the producer's exceptions
-        itself (a model's stream): they are then not logged here as well."""
+        itself (a model's stream): they are then not logged here as well. With `keepalive` the process's
+        `Watchdog` stops the runner once its follower has neither touched it nor been attended for
+        `keepalive.after` seconds (`abandoned` is then set)."""
         self.stop_event = threading.Event()
         self.started = time.monotonic()
+        self.last_seen = self.started
+        """When its follower last showed itself (`touch`, or the keepalive's `attended`)."""
+        self.keepalive = keepalive
+        self.abandoned = False
+        """Stopped by the watchdog: nobody followed it any more."""
         self.finished: float | None = None
         self.first_item: float | None = None
         self.error = ""
@@ -60,6 +89,8 @@ class Runner(Generic[T]):
         self._log_unexpected = log_unexpected
         self._thread = threading.Thread(target=self._run, args=(produce,), name=name, daemon=True)
         self._thread.start()
+        if keepalive is not None:
+            WATCHDOG.watch(self)
 
     def _run(self, produce: Callable[[threading.Event], Iterable[T]]) -> None:
         error = ""
@@ -101,6 +132,15 @@ class Runner(Generic[T]):
     def stop(self) -> None:
         """Ask the producer to end now; what it has yielded stays."""
         self.stop_event.set()
+
+    def touch(self) -> None:
+        """Its follower is there (a page following it calls this every time it looks)."""
+        self.last_seen = time.monotonic()
+
+    def abandon(self) -> None:
+        """Stop it because nobody follows it any more (the watchdog's stop)."""
+        self.abandoned = True
+        self.stop()
 
     @property
     def stop_requested(self) -> bool:
@@ -155,6 +195,87 @@ class Runner(Generic[T]):
                 if self.exception is not None:
                     raise self.exception
                 return
+
+
+class Watchdog:
+    """One daemon thread per process that stops the `Runner`s nobody follows any more.
+
+    A generation blocks in its model (waiting for a token, or in line for the embedded model), so it
+    cannot notice by itself that the page following it is gone; the watchdog looks at every watched
+    runner about once a second (more often for a shorter `Keepalive.after`) and abandons one whose
+    follower has not shown itself for `after` seconds. Its thread starts with the first runner watched.
+    """
+
+    LONGEST_POLL = 1.0
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._watched: list[Runner[Any]] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(self, runner: Runner[Any]) -> None:
+        with self._cond:
+            self._watched.append(runner)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="generation-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def watching(self) -> int:
+        """How many runners it watches now."""
+        with self._cond:
+            return len(self._watched)
+
+    def check(self, now: float | None = None) -> None:
+        """One look at every watched runner: the ended ones are let go, the abandoned ones stopped."""
+        with self._cond:
+            runners = list(self._watched)
+        now = time.monotonic() if now is None else now
+        for runner in runners:
+            keepalive = runner.keepalive
+            if runner.done or runner.stop_requested or keepalive is None:
+                self._forget(runner)
+                continue
+            if keepalive.attended is not None and _attended(keepalive.attended):
+                runner.touch()
+                continue
+            idle = now - runner.last_seen
+            if idle > keepalive.after:
+                log.info("Stopping a generation nobody followed for %.0f s (%s)", idle, runner._thread.name)
+                runner.abandon()
+                self._forget(runner)
+
+    def _forget(self, runner: Runner[Any]) -> None:
+        with self._cond:
+            if runner in self._watched:
+                self._watched.remove(runner)
+
+    def _poll(self) -> float:
+        with self._cond:
+            afters = [r.keepalive.after for r in self._watched if r.keepalive is not None]
+        return min([self.LONGEST_POLL, *(a / 4 for a in afters)])
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._watched))
+            time.sleep(self._poll())
+            try:
+                self.check()
+            except Exception:  # the watchdog must outlive any one runner's trouble
+                log.exception("the generation watchdog's check failed")
+
+
+def _attended(probe: Callable[[], bool]) -> bool:
+    try:
+        return bool(probe())
+    except Exception as exc:  # noqa: BLE001 - a probe that fails says nothing: the touches decide
+        log.debug("a keepalive probe failed: %s", exc)
+        return False
+
+
+WATCHDOG = Watchdog()
+"""The process's one watchdog (every `Runner` made with a `Keepalive` registers with it)."""
 
 
 @dataclass(frozen=True)

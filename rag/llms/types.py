@@ -74,12 +74,15 @@ class GenerationStats:
 @dataclass(frozen=True)
 class StreamEvent:
     kind: str
-    """'thinking', 'content', 'loop' (rag.llms.loops cut a repetition) or 'done'."""
+    """'thinking', 'content', 'loop' (rag.llms.loops cut a repetition), 'queue' (waiting for a model that
+    answers one question at a time) or 'done'."""
     text: str = ""
     stats: GenerationStats | None = None
     """Only on 'done'."""
     keep: int | None = None
     """Only on 'loop': how many characters of the content so far to keep."""
+    place: int | None = None
+    """Only on 'queue': the place in line (1: next), each time it changes; 0 when the model is its."""
 
 
 @dataclass(frozen=True)

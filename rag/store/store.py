@@ -12,7 +12,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -184,6 +184,11 @@ class Store:
         except psycopg.Error as exc:
             # Whatever the statement, the transaction was rolled back: nothing half-written.
             raise StoreError(Text("the database refused the operation: {error}", error=one_line(exc, None))) from exc
+
+    def connection(self) -> AbstractContextManager[psycopg.Connection]:
+        """A pooled connection with the store's errors (one line each, StoreError), for code outside this
+        package that runs its own statements in its own transaction (rag.portable: export and import)."""
+        return self._conn()
 
     @property
     def conversations(self) -> Conversations:

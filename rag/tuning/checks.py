@@ -271,6 +271,51 @@ def gives_away(question: str, answer: str) -> bool:
     return len(answer_terms & content_terms(question)) / len(answer_terms) >= GIVE_AWAY_SHARE
 
 
+_CJK_CHAR = re.compile(f"[{CJK}]")
+MIN_TRIMMED_CHARS = 2
+
+
+def trim_echo(text: str, span: tuple[int, int], question: str) -> tuple[int, int] | None:
+    """`span` without the Chinese characters and the whole words at its ends that the question holds too (and
+    the punctuation and spaces around them), when what is left holds `MIN_TRIMMED_CHARS` CJK characters or
+    more, or a content word the question lacks; None otherwise. In English, 4 of the bench's 24 questions were
+    dropped as giving themselves away ("Who was Liu Xiang?"), before English words were trimmed too.
+    Qwen2.5-Coder-1.5B answered "Sao Saimong是缅甸总理，他在哪里出生及长大的？" with "在景栋出生及长大。"
+    (dropped as giving itself away: four of its seven bigrams are the question's); what it tells is "景栋".
+    Only for an answer that gives itself away (the caller's rule): trimmed always, "桥横跨哪条江？" -> "青衣江"
+    would lose its "江"."""
+    asked = set(_CJK_CHAR.findall(question))
+    words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", question)}
+
+    def run(at: int, step: int) -> int:
+        """The length of the run of ASCII letters and digits from `at` in direction `step`."""
+        n = 0
+        while 0 <= at + n * step < len(text) and text[at + n * step].isascii() and text[at + n * step].isalnum():
+            n += 1
+        return n
+
+    def echo(at: int, step: int) -> int:
+        """How many characters from `at` (direction `step`) the question echoes: a CJK character it holds,
+        punctuation or a space, a whole ASCII word or number it holds; 0 for anything else."""
+        ch = text[at]
+        if ch.isascii() and ch.isalnum():
+            n = run(at, step)
+            word = text[at : at + n] if step > 0 else text[at - n + 1 : at + 1]
+            return n if word.lower() in words else 0
+        return 1 if ch in asked or not (ch.isalnum() or _CJK_CHAR.match(ch)) else 0
+
+    start, end = span
+    while start < end and (n := echo(start, +1)):
+        start += n
+    while end > start and (n := echo(end - 1, -1)):
+        end -= n
+    left = text[start:end]
+    own = len(_CJK_CHAR.findall(left)) >= MIN_TRIMMED_CHARS or bool(content_terms(left) - content_terms(question))
+    if not own or (start, end) == span:
+        return None
+    return start, end
+
+
 def too_generic(question: str, answer: str, bm25: ChunkBM25, window: int) -> bool:
     """Whether the question has too few content terms of its own, or its words do not make `window` (an
     index into the windows `bm25` scores, in document order) the clear top BM25 match (`BM25_MARGIN`)."""

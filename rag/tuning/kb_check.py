@@ -75,6 +75,21 @@ def as_questions(saved: Sequence[SavedQuestion]) -> list[Question]:
     return [Question(q.text, q.answer, q.document, (q.start, q.end)) for q in saved]
 
 
+def save_questions(store: Store, knowledge: str, document: str, questions: Sequence[Question]) -> int:
+    """`questions` about `document` (their answer spans index its text) made the knowledge base's question
+    set for that document, as `rag questions FILE --kb NAME` saves them: what the Chunk Lab hands to the
+    Upload page with its setting, saved once the document is ingested. Questions without a span (a passage
+    typed, not found word for word) are left out. Returns how many the set holds now."""
+    from rag.scripts import language_of
+
+    saved = [
+        SavedQuestion(q.text, q.expected, q.span[0], q.span[1], language_of(q.text), document)
+        for q in questions
+        if q.span is not None
+    ]
+    return store.question_sets.replace(knowledge, document, saved)
+
+
 def rank_of(question: Question, hits: Sequence[Hit]) -> int | None:
     """1-based rank of the first hit of the question's document overlapping its answer span; a row without
     offsets (written by another tool) answers it when it holds the answer's text."""

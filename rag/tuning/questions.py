@@ -24,11 +24,21 @@ from rag.errors import ModelError
 from rag.evaluation.keyword import ChunkBM25
 from rag.evaluation.normalise import NormalisedText
 from rag.evaluation.questions import Question
-from rag.llms.types import ChatModel
+from rag.llms.types import ChatModel, Message
 from rag.scripts import language_of
 from rag.tuning import checks
 from rag.tuning.passages import Window, spread, windows
-from rag.tuning.replies import answer_candidates, parse_reply, question_messages, reply_complete
+from rag.tuning.replies import (
+    answer_candidates,
+    answer_messages,
+    bare_question,
+    needs_retry,
+    parse_answer,
+    parse_reply,
+    question_messages,
+    reply_complete,
+    retry_messages,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +46,11 @@ DEFAULT_COUNT = 10
 """Passages asked about by default: 8-13 s each with the embedded model on 2 quiet cores, about a minute on
 busy ones (rag.tuning.timing)."""
 MAX_COUNT = 100
+GENERATOR = 4
+"""Changes when the same model given the same document writes other questions (a prompt, a second ask, a
+check): caches of generated questions (the tune bench's) name it. 2: a reply with no question is asked again;
+3: a question without its label before a labelled answer is read; 4: a `Q:` line that asks nothing (a
+statement) is no question, and the reply is asked again."""
 TEMPERATURE = 0.0
 """Greedy: the same document gives the same questions, so a re-run compares settings on the same set."""
 
@@ -123,7 +138,7 @@ def generate_questions(
             break
         language = language_of(window.text)
         try:
-            reply = _ask(model, window.text, language, stop)
+            reply = _reply(model, window, language, stop)
         except ModelError:
             if asked == 0:
                 raise
@@ -155,18 +170,43 @@ def generate_questions(
     )
 
 
-def _ask(model: ChatModel, passage: str, language: str, stop: threading.Event | None) -> str:
-    """The model's reply, ended as soon as it holds a question and a finished answer line."""
+def _ask(model: ChatModel, messages: list[Message], stop: threading.Event | None, done: Callable[[str], bool]) -> str:
+    """The model's reply, ended as soon as `done` says it holds what was asked for (a small model goes on
+    with a second question)."""
     parts: list[str] = []
     halt = threading.Event()
-    for event in model.stream(question_messages(passage, language), temperature=TEMPERATURE, stop_event=halt):
+    for event in model.stream(messages, temperature=TEMPERATURE, stop_event=halt):
         if event.kind == "content":
             parts.append(event.text)
-            if reply_complete("".join(parts)):
-                halt.set()  # a small model goes on with a second question
+            if done("".join(parts)):
+                halt.set()
         if stop is not None and stop.is_set():
             halt.set()
     return "".join(parts)
+
+
+def _reply(model: ChatModel, window: Window, language: str, stop: threading.Event | None) -> str:
+    """The model's question and answer about `window`: asked once more after a reply with no question
+    (`needs_retry`), and a question written alone asked for its answer (`bare_question`)."""
+    reply = _ask(model, question_messages(window.text, language), stop, reply_complete)
+    if needs_retry(reply) and not (stop is not None and stop.is_set()):
+        reply = _ask(model, retry_messages(window.text, language, reply), stop, reply_complete)
+    question = bare_question(reply)
+    if question is not None and (answered := _answer(model, window, question, language, stop)):
+        reply = f"Q: {question}\nA: {answered}"
+    return reply
+
+
+def _answer(model: ChatModel, window: Window, question: str, language: str, stop: threading.Event | None) -> str | None:
+    """The answer to `question` asked for alone (`answer_messages`), None when stopped or empty."""
+    if stop is not None and stop.is_set():
+        return None
+    return parse_answer(_ask(model, answer_messages(window.text, question, language), stop, _line_ended))
+
+
+def _line_ended(text: str) -> bool:
+    """Whether a reply holds a line of text that has ended (the answer asked for alone)."""
+    return "\n" in text.lstrip()
 
 
 def _judge(
@@ -190,12 +230,15 @@ def _judge(
     span, reason = checks.find_answer(doc, document, answer_candidates(reply.answer), (window.start, window.end))
     if span is None:
         return drop(reason or checks.NOT_FOUND)
+    if checks.gives_away(reply.question, document[span[0] : span[1]]):
+        trimmed = checks.trim_echo(document, span, reply.question)
+        if trimmed is None or checks.gives_away(reply.question, document[trimmed[0] : trimmed[1]]):
+            return drop(checks.GIVES_AWAY)
+        span = trimmed
     unique = checks.unique_quote(doc, document, span)
     if unique is None:
         return drop(checks.AMBIGUOUS)
     answer = document[unique[0] : unique[1]]
-    if checks.gives_away(reply.question, document[span[0] : span[1]]):
-        return drop(checks.GIVES_AWAY)
     home = window.index if window.start <= span[0] < window.end else bisect.bisect_right(starts, span[0]) - 1
     if checks.too_generic(reply.question, answer, bm25, max(home, 0)):
         return drop(checks.GENERIC)

@@ -98,10 +98,106 @@ def parse_reply(text: str) -> Reply | None:
             if answer:
                 break
             pending = "a"
+    if not question:
+        question, answer = _unlabelled(lines)
     question = question.strip(_QUOTES + " ")
-    if not question or not answer:
+    if not question or not answer or not asks(question):
         return None
     return Reply(question, answer)
+
+
+_ASKING = re.compile(
+    r"[?？]|什么|谁|哪|几|多少|多久|多大|多长|多高|多远|怎|如何|为何|为什么|何[时地处人种年]|是否|吗|呢|"
+    r"^\s*(?:what|who|whom|whose|which|when|where|why|how|is|are|was|were|do|does|did|can|could|has|have|had|"
+    r"will|would|should|in what|on what|at what|to what|for what|from what|by what|name)\b",
+    re.IGNORECASE,
+)
+
+
+def asks(question: str) -> bool:
+    """Whether the `Q:` line asks something (a question mark, or a question word): Qwen2.5-Coder-1.5B wrote a
+    statement there ("问：耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。", in the tune bench's 80 Chinese
+    passages), which was kept as a question; such a reply holds no question and is asked again."""
+    return bool(_ASKING.search(question))
+
+
+def _unlabelled(lines: list[str]) -> tuple[str, str]:
+    """A question written without its label, ending in a question mark, on the line before a labelled answer:
+    "马来穿山甲的尾巴上有多少个鳞片？" then "答：30" (one of 39 Chinese replies in the tune bench)."""
+    filled = [line for line in lines if line]
+    for line, following in zip(filled, filled[1:], strict=False):
+        if _QUESTION_END.search(line) and (m := _ANSWER.match(following)) and m.group(1).strip():
+            return line, m.group(1).strip()
+    return "", ""
+
+
+ANSWER_PROMPT_EN = (
+    "Passage:\n{passage}\n\nQuestion: {question}\n"
+    "Copy the answer to the question word for word from the passage: a short phrase of a few words. "
+    "Reply with the answer only."
+)
+ANSWER_PROMPT_ZH = "段落：\n{passage}\n\n问题：{question}\n从段落中原样摘抄这个问题的答案：几个字的短语。只写答案。"
+"""Asked when a reply holds a question and no answer (`bare_question`): in the bench's first 16 Chinese passages,
+Qwen2.5-Coder-1.5B wrote three questions alone ("莎莉公司总部设于哪里？") and stopped, each dropped as no reply."""
+
+RETRY_PROMPT_EN = (
+    "That is not a question. Write one question that the passage answers and copy its answer from the "
+    "passage, as two lines and nothing else:\nQ: <the question>\nA: <the answer, copied from the passage>"
+)
+RETRY_PROMPT_ZH = (
+    "这不是问题。请提出一个该段落能够回答的问题，并从段落原文摘抄答案，严格写成两行，不要写别的：\n"
+    "问：<问题>\n答：<答案>"
+)
+"""Said after a reply that holds neither a question nor an answer (`needs_retry`): in the bench's 24 Chinese
+passages, Qwen2.5-Coder-1.5B copied a sentence of the passage as its whole reply 7 times (29 %), each dropped
+as no reply."""
+
+
+def needs_retry(text: str) -> bool:
+    """Whether a reply holds no question at all (neither `parse_reply`'s two lines nor a `bare_question`) but
+    some text: a statement copied from the passage, to be answered with `retry_messages`."""
+    return bool(text.strip()) and parse_reply(text) is None and bare_question(text) is None
+
+
+def retry_messages(passage: str, language: str, reply: str) -> list[Message]:
+    """The prompt for one question again, after `reply` held none: the first ask, the reply, and a reminder."""
+    again = RETRY_PROMPT_ZH if language == "zh" else RETRY_PROMPT_EN
+    return [*question_messages(passage, language), Message("assistant", reply.strip()), Message("user", again)]
+
+
+_QUESTION_END = re.compile(r"[?？]\s*$")
+
+
+def bare_question(text: str) -> str | None:
+    """The question of a reply that holds one and no answer: its first line, when it ends in a question mark
+    (labelled `Q:` or not) and no answer line follows; None otherwise (a reply with an answer is read by
+    `parse_reply`; a statement is no question)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or parse_reply(text) is not None or any(_ANSWER.match(line) for line in lines):
+        return None
+    first = lines[0]
+    if m := _QUESTION.match(first):
+        first = m.group(1).strip()
+    first = first.strip(_QUOTES + " ")
+    return first if _QUESTION_END.search(first) and len(first) > 3 else None
+
+
+def answer_messages(passage: str, question: str, language: str) -> list[Message]:
+    """The prompt asking for the answer to `question` alone (see `bare_question`)."""
+    template = ANSWER_PROMPT_ZH if language == "zh" else ANSWER_PROMPT_EN
+    return [Message("user", template.format(passage=passage, question=question))]
+
+
+def parse_answer(text: str) -> str | None:
+    """The answer of a reply to `answer_messages`: its first line, without an `A:` / `答：` label; None when empty."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if m := _ANSWER.match(line):
+            line = m.group(1).strip()
+        return line or None
+    return None
 
 
 def answer_candidates(answer: str) -> list[str]:

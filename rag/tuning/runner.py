@@ -230,6 +230,22 @@ class Located:
     questions: tuple[GeneratedQuestion, ...]
     not_found: tuple[int, ...] = field(default=())
 
+    def with_spans(self, questions: Sequence[Question]) -> list[Question]:
+        """The table's `questions`, each whose answer was found in the document with its span (any chunk
+        overlapping it answers the question under every chunking, and the span is what a saved set keeps); a
+        row not found stays as it is (a miss)."""
+        by_text: dict[str, list[GeneratedQuestion]] = {}
+        for g in self.questions:
+            by_text.setdefault(g.text.strip(), []).append(g)
+        out: list[Question] = []
+        for question in questions:
+            match = by_text.get(question.text.strip())
+            found = match.pop(0) if match else None
+            out.append(
+                question if found is None else Question(question.text, found.answer, None, (found.start, found.end))
+            )
+        return out
+
 
 def locate_rows(rows: Iterable[tuple[str, str]], document: str, known: Sequence[GeneratedQuestion] = ()) -> Located:
     """Each (question, answer) row with its answer's span in `document`: a row as it was generated keeps its

@@ -68,6 +68,21 @@ class Search:
         return f"hybrid ×{self.keyword_weight:g}" if self.keyword_weight is not None else self.mode
 
 
+def typed_numbers(values: Sequence[object], name: str, *, whole: bool = True) -> tuple[float, ...]:
+    """Grid values as a user typed or picked them ("200", 256, " 0.5 "): numbers, each once, in order; a
+    RagError naming `name` and the value that is not one (a size of "2OO", a weight of "high")."""
+    out: dict[float, None] = {}
+    for value in values:
+        text = str(value).strip()
+        try:
+            number = int(text) if whole else float(text)
+        except ValueError:
+            kind = Text("a whole number") if whole else Text("a number")
+            raise RagError(Text("{name}: {value} is not {kind}", name=name, value=repr(text), kind=kind)) from None
+        out[number] = None
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Grid:
     """The settings a sweep tries: every valid strategy x size x overlap, each searched every way of
@@ -222,6 +237,9 @@ class SweepProgress:
     to_embed: int
     scored: int
     points: int
+    done: tuple[PointResult, ...] = ()
+    """The points scored so far, in grid order: a page shows them while the rest is embedded (each
+    chunking's points are scored as soon as its vectors are there). Their `embed_seconds` is None."""
 
 
 @dataclass(frozen=True)
@@ -287,10 +305,11 @@ def run_sweep(
     )
     total_points = len(settings) * len(searches)
     state = {"embedded": 0, "scored": 0}
+    points: list[PointResult] = []
 
     def tell() -> None:
         if progress is not None:
-            progress(SweepProgress(state["embedded"], to_embed, state["scored"], total_points))
+            progress(SweepProgress(state["embedded"], to_embed, state["scored"], total_points, tuple(points)))
 
     def stopped() -> bool:
         return stop is not None and stop.is_set()
@@ -306,7 +325,6 @@ def run_sweep(
 
         cache.embed(embedder, batch, counted, queries=queries)
 
-    points: list[PointResult] = []
     not_found: tuple[int, ...] = ()
     was_stopped = False
     before = cache.stats()

@@ -229,7 +229,14 @@ def test_an_excel_97_workbook_is_read_sheet_by_sheet() -> None:
     book.save(out)
     doc = load_bytes(out.getvalue(), "old.xls")
     assert doc.reader == "xlrd" and [p.title for p in doc.pages] == ["Inventory"] and doc.page_count == 2
-    assert doc.pages[0].text.splitlines() == ["| SKU | Stock |", "|---|---|", "| SKU-6678 | 12 |", "| SKU-1020 | 3.5 |"]
+    assert doc.pages[0].text.splitlines() == [
+        "Inventory",
+        "",
+        "| SKU | Stock |",
+        "|---|---|",
+        "| SKU-6678 | 12 |",
+        "| SKU-1020 | 3.5 |",
+    ]
 
 
 def test_word_text_boxes_are_read_once_and_pictures_never_reach_the_text() -> None:

@@ -175,6 +175,26 @@ def open_card_by_its_marker(page, answer, n: int) -> None:
     wait_idle(page)
 
 
+def open_card_by_its_header(page, answer, n: int) -> None:
+    """Click source card [n]'s own header in the sources panel of the answer just streamed: the card opens and the
+    panel stays open (it closed at that first click in the Chromium walk of issue 31); click it again to close it."""
+    link = answer.locator('a[href^="#source-"]').first
+    expect(link).to_have_count(1, timeout=120_000)
+    turn_id = link.get_attribute("href").removeprefix("#source-").rsplit("-", 1)[0]
+    panel = page.locator(f".st-key-chat_sources_{turn_id}")
+    card = page.locator(f".st-key-chat_src_{turn_id}_{n}")
+    expect(panel.locator("details").first).to_have_attribute("open", "")
+    card.locator("summary").first.click()
+    expect(card.locator("details").first).to_have_attribute("open", "", timeout=60_000)
+    wait_idle(page)
+    expect(panel.locator("details").first).to_have_attribute("open", "")
+    expect(card.locator("details").first).to_have_attribute("open", "")
+    card.locator("summary").first.click()  # closed again, the panel still open
+    expect(card.locator("details").first).not_to_have_attribute("open", "", timeout=60_000)
+    wait_idle(page)
+    expect(panel.locator("details").first).to_have_attribute("open", "")
+
+
 def test_an_inline_marker_opens_its_source_card_in_chinese(
     chromium,  # noqa: F811 - the fixture imported above
     chat_url: str,
@@ -189,6 +209,7 @@ def test_an_inline_marker_opens_its_source_card_in_chinese(
         expect(answer).to_contain_text("董事会批准了每股 42 美分的股息", timeout=120_000, use_inner_text=True)
         expect(answer).to_contain_text("收入增长了百分之十二", use_inner_text=True)
         wait_idle(page)
+        open_card_by_its_header(page, answer, 1)
         open_card_by_its_marker(page, answer, 1)
         shot(page, "chat-marker-opens-card-zh")
         assert errors == []

@@ -136,3 +136,34 @@ def test_e5_passages_feed_the_record_and_questions_do_not() -> None:
     assert model.tokens_per_second == after.tokens_per_second  # what the estimate uses
     found = estimate(model, ["a passage of a few words"])
     assert found is not None and found.measured
+
+
+def test_e5s_first_guess_shares_its_idle_rate_by_the_machines_load() -> None:
+    # The rate on idle cores (929 tok/s measured on 2) shared out by the load: half of it beside 2 other tasks.
+    assert e5.prior_tokens_per_second(Load(0.0, 2)) == pytest.approx(e5.QUIET_TOKENS_PER_SECOND)
+    assert e5.prior_tokens_per_second(Load(2.0, 2)) == pytest.approx(e5.QUIET_TOKENS_PER_SECOND / 2)
+    assert e5.prior_tokens_per_second(Load(5.5, 2)) < e5.prior_tokens_per_second(Load(2.0, 2))
+    assert e5.prior_tokens_per_second(Load(2.0, 8)) > e5.prior_tokens_per_second(Load(2.0, 2))
+    assert e5.prior_tokens_per_second(None) == e5.PRIOR_TOKENS_PER_SECOND  # no load average (Windows)
+
+
+def test_before_any_batch_e5_guesses_from_the_load_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    timing.RATES.clear()
+    monkeypatch.setattr(timing, "machine_load", lambda: Load(6.0, 2))
+    busy = e5.E5Embedder().tokens_per_second
+    monkeypatch.setattr(timing, "machine_load", lambda: Load(0.0, 2))
+    idle = e5.E5Embedder().tokens_per_second
+    assert idle == pytest.approx(4 * busy)  # 2 / (2 + 0) against 2 / (2 + 6)
+
+
+def test_a_first_guess_stays_as_shown_until_a_measured_rate_replaces_it() -> None:
+    """Pressing Ingest redrew the plan's first guess under the load the upload's own parsing raised ("about 56 s"
+    became "about 66 s" for an ingest of 45 s, issue 29's Chromium check)."""
+    steady = timing.steady
+    shown = Estimate(56.0, False, 793.0, "tokens")
+    later = Estimate(66.0, False, 680.0, "tokens")
+    measured = Estimate(48.0, True, 920.0, "tokens")
+    assert steady(None, later) == later  # nothing shown yet for these chunks
+    assert steady(shown, later) == shown
+    assert steady(shown, measured) == measured  # a rate measured here replaces the guess
+    assert steady(measured, later) == later and steady(shown, None) is None

@@ -37,6 +37,16 @@ def test_jsonl_questions_by_file_by_text_or_both() -> None:
     ]
 
 
+def test_the_chunk_labs_download_is_read_with_its_answer_as_the_expected_passage() -> None:
+    from rag.tuning.files import dump_questions
+    from rag.tuning.questions import GeneratedQuestion
+
+    written = dump_questions([GeneratedQuestion("Who built it?", "Mara Quill", 40, 50, 12, "en")])
+    assert parse_questions(written.encode(), "lab.jsonl") == [Question("Who built it?", "Mara Quill")]
+    both = json.dumps({"question": "Who?", "expected": "The manager signs.", "answer": "manager"}).encode()
+    assert parse_questions(both, "q.jsonl") == [Question("Who?", "The manager signs.")]  # expected wins
+
+
 def test_csv_questions_take_the_same_headers_in_any_order() -> None:
     data = b'file,question\nguide.pdf,"When, exactly, do depots open?"\n'
     assert parse_questions(data, "q.csv") == [Question("When, exactly, do depots open?", "", "guide.pdf")]

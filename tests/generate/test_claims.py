@@ -34,6 +34,11 @@ HAWKING = (
     "studied cosmology. When he visited his family at Christmas time, his mother was so worried that she "
     "made him see a doctor. Doctors said they had no way to help him."
 )
+LIGHTHOUSE = (
+    "The Arden lighthouse stands on the northern headland of Kelso Bay. It was built in 1868 by the engineer Mara "
+    "Quill, who also designed the harbour walls below it. Its lamp can be seen from 24 miles away on a clear night."
+)
+"""The first document of the Chromium walk (session 15), where the first answer lost its badge."""
 
 
 def badge(answer: str, passage: str, **options: Any) -> tuple[str, bool]:
@@ -87,6 +92,18 @@ def test_wrong_chinese_answers_with_the_passages_words_are_not_supported(answer:
         ("When Hawking visited his family at Christmas, his mother made him see a doctor [1].", HAWKING, True),
         ("When Hawking visited his family at Christmas, his father made him see a doctor [1].", HAWKING, False),
         ("Doctors said they had a way to help him [1].", HAWKING, False),  # "had no way"
+        # "It" stands for the subject the sentence before opens with, "lighthouse" and all (the walk's answer,
+        # word for word but for the pronoun, was "not supported").
+        (
+            "The Arden lighthouse was built in 1868 by the engineer Mara Quill, who also designed the harbour walls "
+            "below it. [1]",
+            LIGHTHOUSE,
+            True,
+        ),
+        ("The Arden lighthouse was built in 1869 by the engineer Mara Quill [1].", LIGHTHOUSE, False),
+        ("The Kelso lighthouse was built in 1868 by Mara Quill [1].", LIGHTHOUSE, False),  # Kelso names the bay
+        # No determiner: a name and its verb ("Edison founded"), for which no pronoun stands.
+        ("Edison founded the lab in 1876 [1].", "Edison founded GE. He built the lab in 1876.", False),
     ],
 )
 def test_english_claims(answer: str, passage: str, held: bool) -> None:

@@ -33,6 +33,8 @@ STANDALONE = [
     "其他国家的首都有哪些？",
     "什么是HNSW？",
     "2024年的营收是多少？",
+    "最后一位守塔人是谁？",  # taken for a follow-up in the Chromium walk (session 15)
+    "最早一批移民来自哪里？",
 ]
 FOLLOW_UPS = [
     "And in 2024?",
@@ -51,6 +53,8 @@ FOLLOW_UPS = [
     "Is that true for HEAD as well?",
     "Where was that race held?",  # missed by the first rules (the conversation bench)
     "最早是谁建造的？",  # the subject left to the conversation
+    "最后一次是什么时候？",
+    "最后一位是谁？",
     "位于哪个城市？",
     "它是哪一年建成的？",
     "那他的父亲呢？",
@@ -254,3 +258,19 @@ def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, 
     history = [Message("user", earlier[0]), Message("assistant", "About 1,500 years ago [1].")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
     assert ("asks an earlier question again" in result.note) is (repeats and "Hawaii" in rewrite)
+
+
+def test_the_rewrite_and_the_summary_tell_their_place_in_line() -> None:
+    """Issue 33: a follow-up's rewrite (and the summary of a long conversation) waited for the embedded model
+    with only a spinner, while the answer after them said its place; they are told the places too."""
+    from rag.generate.memory import summarize
+
+    history = [Message("user", "林黛玉是谁？"), Message("assistant", "林黛玉是《红楼梦》的女主角之一。")]
+    line = [StreamEvent("queue", place=2), StreamEvent("queue", place=1), StreamEvent("queue", place=0)]
+    places: list[int] = []
+    model = ScriptedModel([*line, StreamEvent("content", "林黛玉的父亲是谁？")])
+    kept = rewrite_query(model, history, "她的父亲是谁？", on_place=places.append)
+    assert kept.query == "林黛玉的父亲是谁？" and places == [2, 1, 0]
+    places.clear()
+    summary = summarize(ScriptedModel([*line, StreamEvent("content", "问了林黛玉。")]), history, on_place=places.append)
+    assert summary == "问了林黛玉。" and places == [2, 1, 0]

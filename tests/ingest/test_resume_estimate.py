@@ -73,3 +73,24 @@ def test_the_note_says_how_many_chunks_are_already_embedded() -> None:
         "1,200 of 1,204 chunks are already embedded (kept from a stopped ingest)."
     )
     assert duration_note("local:e5", 2.0, 4) is None
+
+
+def test_a_file_the_knowledge_base_holds_unchanged_adds_nothing_to_embed(store: Store) -> None:
+    from rag.documents import sha256_hex
+    from rag.embeddings import LocalEmbedder
+    from rag.ingest import prepare
+    from rag.ingest.preview import chunks_to_embed
+
+    [stored] = ingest_files(store, LocalEmbedder(), [Source.upload("log.txt", LOG)], KB, SETTINGS)
+    assert stored.ok
+    prepared = prepare(LOG, "log.txt", SETTINGS)
+    chunks = [c.text for c in prepared.chunk_set.chunks]
+    sha = sha256_hex(LOG)
+    assert chunks_to_embed(store, KB, [("log.txt", sha, prepared)], SETTINGS) == []  # ingested as it is
+    assert chunks_to_embed(store, KB, [("other.txt", sha, prepared)], SETTINGS) == chunks  # another name: new
+    assert chunks_to_embed(store, None, [("log.txt", sha, prepared)], SETTINGS) == chunks  # a new knowledge base
+    changed = prepare(LOG + b"\nOne more line.", "log.txt", SETTINGS)
+    assert chunks_to_embed(store, KB, [("log.txt", "0" * 64, changed)], SETTINGS) == [
+        c.text for c in changed.chunk_set.chunks
+    ]
+    assert chunks_to_embed(store, KB, [("broken.pdf", sha, None)], SETTINGS) == []  # fails: nothing embedded

@@ -5,10 +5,12 @@ missing or broken, the model tests fail with the reason (they are not skipped)."
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
 
+from rag.errors import GenerationError
 from rag.llms import LocalChatModel, Message, StreamEvent, completion_prompt, local_gguf_path
 from tests.llms.test_models import QUESTION, collect
 
@@ -166,16 +168,58 @@ def test_local_stop_event_stops_the_generation() -> None:
 
     for event in model.stream([Message("user", "Tell a long story.")], temperature=0.7, stop_event=stop):
         items.append(event)
-        if len(items) == 3:
+        if sum(e.kind == "content" for e in items) == 3:
             stop.set()
 
     # No word after the stop, and the end says why. (That the end comes at once, without waiting for
     # llama.cpp's thread, is Runner.follow's: tests/llms/test_stream.py holds a producer and checks it.)
-    assert [e.kind for e in items] == ["content", "content", "content", "done"]
+    # First its turn (no one in line: place 0, the prompt being read), then the words.
+    assert [(e.kind, e.place) for e in items] == [("queue", 0)] + [("content", None)] * 3 + [("done", None)]
     stats = items[-1].stats
     assert stats is not None and stats.done_reason == "stopped"
     assert stats.eval_count is not None and stats.eval_count >= 3
     # llama.cpp is left at its next token, which frees the model for the next question.
+    ticket = LocalChatModel._generation_lock.acquire(timeout=5)
+    assert ticket is not None
+    ticket.leave()
+
+
+@needs_local
+def test_a_question_waiting_for_the_model_is_told_its_place_and_a_stop_takes_it_out_of_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two sessions ahead (one answering, one waiting): the third question says '2nd', then '1st' as the
+    line moves, and a Stop leaves the line without ever taking the model. Before, it waited silently for
+    a plain lock and failed after 300 s."""
     lock = LocalChatModel._generation_lock
-    assert lock.acquire(timeout=5)
-    lock.release()
+    answering, ahead = lock.enter(), lock.enter()
+    stop = threading.Event()
+    events: list[StreamEvent] = []
+    try:
+        for event in LocalChatModel().stream([Message("user", QUESTION)], temperature=0.0, stop_event=stop):
+            events.append(event)
+            if event.kind == "queue" and event.place == 2:
+                ahead.leave()  # the one ahead was stopped: this one moves up
+            elif event.kind == "queue" and event.place == 1:
+                stop.set()  # Stop while first in line
+        assert [(e.kind, e.place) for e in events] == [("queue", 2), ("queue", 1), ("done", None)]
+        stats = events[-1].stats
+        assert stats is not None and stats.done_reason == "stopped" and stats.eval_count == 0
+        # It left the line (within one look, 0.1 s) and never held the model.
+        deadline = time.monotonic() + 5
+        while lock.waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lock.waiting == 0 and answering.holds
+    finally:
+        answering.leave()
+        ahead.leave()
+
+    # A line that does not move for QUEUE_STALL_SECONDS: the model is stuck, said in one line.
+    monkeypatch.setattr(LocalChatModel, "QUEUE_STALL_SECONDS", 0.3)
+    stuck = lock.enter()
+    try:
+        with pytest.raises(GenerationError, match="busy with another answer for 0 minutes without the line moving"):
+            list(LocalChatModel().stream([Message("user", QUESTION)], temperature=0.0))
+        assert lock.waiting == 0
+    finally:
+        stuck.leave()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from rag.errors import ModelError
-from rag.llms.stream import Folded, Runner, fold
+from rag.llms.stream import WATCHDOG, Folded, Keepalive, Runner, fold
 from rag.llms.types import GenerationStats, StreamEvent
 
 
@@ -187,3 +187,70 @@ def test_fold_tells_a_stopped_generation(events: list[StreamEvent], stop_request
 
 def test_fold_of_nothing() -> None:
     assert fold([]) == Folded("", "", None, False, None, None)
+
+
+# -- the watchdog: a generation nobody follows is stopped ----------------------------------------------
+
+
+def blocked_generation(stop: threading.Event) -> Iterator[str]:
+    """Stands in for a model between tokens (or in line for the model): it yields only when stopped."""
+    yield "first"
+    stop.wait(30.0)
+    yield "after the stop"
+
+
+def test_a_generation_whose_follower_stops_touching_it_is_stopped_within_the_deadline() -> None:
+    after = 0.4
+    runner = Runner(blocked_generation, name="test-abandoned", keepalive=Keepalive(after))
+    # Followed (touched every 0.1 s, as the page does) for three deadlines: it keeps going.
+    followed_until = time.monotonic() + 3 * after
+    while time.monotonic() < followed_until:
+        runner.touch()
+        time.sleep(0.1)
+    assert not runner.stop_requested and not runner.abandoned
+    last_touch = runner.last_seen  # the tab is closed: nobody touches it any more
+
+    assert runner.join(5.0)
+    assert runner.abandoned and runner.stop_requested and runner.finished is not None
+    stopped_after = runner.finished - last_touch
+    assert after <= stopped_after < after + 1.0, stopped_after  # the deadline, plus one look (after / 4)
+    assert runner.items() == ["first", "after the stop"]  # what it yielded stays, as after a Stop
+    assert until(lambda: runner not in WATCHDOG._watched)  # let go of
+
+
+def test_an_attended_generation_runs_on_without_touches_and_stops_when_its_session_is_gone() -> None:
+    connected = threading.Event()
+    connected.set()
+    after = 0.3
+    runner = Runner(blocked_generation, name="test-attended", keepalive=Keepalive(after, connected.is_set))
+    time.sleep(4 * after)  # no touch at all: the session on another page, still connected
+    assert not runner.stop_requested
+    connected.clear()  # the websocket closed
+    gone = time.monotonic()
+    assert runner.join(5.0)
+    assert runner.abandoned and runner.finished is not None
+    # The watchdog's last look that found it connected was at most one look (after / 4) before.
+    assert 0.75 * after <= runner.finished - gone < after + 1.0
+
+
+def test_a_probe_that_fails_counts_as_no_sign_and_runners_without_keepalive_are_not_watched() -> None:
+    def broken() -> bool:
+        raise RuntimeError("no runtime")
+
+    runner = Runner(blocked_generation, name="test-broken-probe", keepalive=Keepalive(0.2, broken))
+    assert runner.join(5.0) and runner.abandoned
+    plain = Runner(blocked_generation, name="test-plain")
+    assert plain not in WATCHDOG._watched
+    time.sleep(0.5)
+    assert not plain.stop_requested  # the CLI's `rag ask` and the benchmarks: no deadline
+    plain.stop()
+    assert plain.join(2.0) and not plain.abandoned
+
+
+def until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,20 +194,26 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> Non
     raise AssertionError(f"nothing listens on {port} after {timeout} s")
 
 
-@pytest.fixture(scope="module")
-def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
-    """`python -m rag.mcp.server --http` on a free port, started once for the module (so that it
-    boots while the stdio test runs); it opens the database only when a tool needs it."""
+def start_http_server(*options: str, **env: str) -> tuple[int, subprocess.Popen]:
+    """`python -m rag.mcp.server --http` with `options` on a free port, `env` added to this process's
+    environment; its stderr is a text pipe (read it only once it has ended: the tests' servers write little)."""
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
-        [PYTHON, "-m", "rag.mcp.server", "--http", "--port", str(port)],
-        env=env,
+        [PYTHON, "-m", "rag.mcp.server", "--http", "--port", str(port), *options],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), **env),
         cwd=ROOT,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
     )
+    return port, proc
+
+
+@pytest.fixture(scope="module")
+def http_server(pg_uri: str) -> Iterator[tuple[int, subprocess.Popen]]:
+    """`python -m rag.mcp.server --http` on a free port, started once for the module (so that it
+    boots while the stdio test runs); it opens the database only when a tool needs it."""
+    port, proc = start_http_server()
     try:
         yield port, proc
     finally:
@@ -223,19 +230,13 @@ def test_http_accepts_browser_requests_only_from_its_own_origin(http_server):
 
     port, proc = http_server
     wait_for_port(port, proc)
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers = HTTP_HEADERS
     url = f"http://127.0.0.1:{port}/mcp"
-    other = httpx.post(url, json=hello, headers={**headers, "Origin": "http://localhost:5173"}, timeout=30)
+    other = httpx.post(url, json=HELLO, headers={**headers, "Origin": "http://localhost:5173"}, timeout=30)
     assert other.status_code == 403
-    own = httpx.post(url, json=hello, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}, timeout=30)
+    own = httpx.post(url, json=HELLO, headers={**headers, "Origin": f"http://127.0.0.1:{port}"}, timeout=30)
     assert own.status_code == 200
-    no_origin = httpx.post(url, json=hello, headers=headers, timeout=30)
+    no_origin = httpx.post(url, json=HELLO, headers=headers, timeout=30)
     assert no_origin.status_code == 200
     settings = mcp_server.transport_security(8765, ["http://localhost:5173/"])
     assert settings.allowed_origins == ["http://127.0.0.1:8765", "http://localhost:8765", "http://localhost:5173"]
@@ -262,6 +263,150 @@ def test_http_serves_read_only_tools(handbook, http_server):
     proc.terminate()
     proc.wait(15)
     assert f"MCP server (read-only) on http://127.0.0.1:{port}/mcp" in proc.stderr.read()
+
+
+HTTP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+"""What a streamable-HTTP client sends with each request."""
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+"""The request that opens a session (its id comes back in the mcp-session-id header)."""
+
+
+def test_an_idle_http_session_is_closed_and_a_busy_one_kept() -> None:
+    """Issue 33: a client that never ends its session (most scripts) left it behind for good, +33 MB per 1,000.
+    With --idle-timeout 2, a session used every second stays; one left alone for 4 s answers 404 (closed),
+    and a new one can be started."""
+    import httpx
+
+    port, proc = start_http_server("--idle-timeout", "2")
+    try:
+        wait_for_port(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = dict(HTTP_HEADERS)
+
+        def session() -> str:
+            reply = httpx.post(url, json=HELLO, headers=headers, timeout=30)
+            assert reply.status_code == 200
+            return reply.headers["mcp-session-id"]
+
+        def ping(sid: str) -> int:
+            body = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            return httpx.post(url, json=body, headers={**headers, "mcp-session-id": sid}, timeout=30).status_code
+
+        busy, idle = session(), session()
+        for _ in range(4):
+            time.sleep(1)
+            assert ping(busy) == 200
+        assert ping(idle) == 404
+        assert ping(session()) == 200
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()
+
+
+def slow_model(httpserver) -> tuple[list[float], threading.Event]:
+    """A stand-in Ollama whose /api/chat streams a word every 0.2 s for 60 s: when each word was pulled, and an
+    event set once its stream is closed (by its reader, or at its end)."""
+    import json
+
+    from werkzeug import Response
+
+    pulled: list[float] = []
+    closed = threading.Event()
+
+    def chat(request):
+        def words():
+            try:
+                for i in range(300):
+                    pulled.append(time.monotonic())
+                    message = {"role": "assistant", "content": f"word{i} "}
+                    yield json.dumps({"model": "m", "message": message, "done": False}) + "\n"
+                    time.sleep(0.2)
+                yield json.dumps({"model": "m", "message": {"role": "assistant", "content": ""}, "done": True}) + "\n"
+            finally:
+                closed.set()
+
+        return Response(words(), content_type="application/x-ndjson")
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(chat)
+    return pulled, closed
+
+
+def test_an_answer_whose_http_client_disconnects_is_stopped(handbook, httpserver) -> None:
+    """Issue 33: an ask_knowledge_base call over HTTP went on generating after its client had gone (the SDK runs
+    the tool to its end), holding the local model for nobody. The stand-in model streams a word every 0.2 s for
+    60 s; the client reads the start of the reply and closes its connection; the server must stop pulling the
+    stream within seconds."""
+    import httpx
+
+    pulled, closed = slow_model(httpserver)
+    port, proc = start_http_server("--answer", "qwen2.5:7b-instruct", OLLAMA_HOST=httpserver.url_for("/").rstrip("/"))
+    try:
+        wait_for_port(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = dict(HTTP_HEADERS)
+        with httpx.Client(timeout=60) as client:
+            sid = client.post(url, json=HELLO, headers=headers).headers["mcp-session-id"]
+            headers["mcp-session-id"] = sid
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert client.post(url, json=initialized, headers=headers).status_code == 202
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "ask_knowledge_base",
+                "arguments": {"question": "When does the library close?", "knowledge_base": KB},
+            },
+        }
+        with httpx.Client(timeout=60) as client, client.stream("POST", url, json=call, headers=headers) as reply:
+            assert reply.status_code == 200
+            deadline = time.monotonic() + 60
+            while len(pulled) < 5 and time.monotonic() < deadline:  # the answer is being generated
+                time.sleep(0.1)
+            assert len(pulled) >= 5, "the model was never asked"
+        gone = time.monotonic()  # the client's connection is closed here
+        assert closed.wait(15), f"the answer went on: {len(pulled)} words pulled"
+        assert pulled[-1] - gone < 5 and len(pulled) < 150
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        log = proc.stderr.read()
+        proc.stderr.close()
+    assert "disconnected: its answer is stopped" in log
+
+
+def test_a_cancelled_answer_is_stopped(handbook, settings, httpserver) -> None:
+    """A client that cancels its ask_knowledge_base call (notifications/cancelled, as a client's timeout sends)
+    stops the answer too: the stand-in model's stream, a word every 0.2 s for 60 s, is closed within seconds."""
+    import dataclasses
+
+    pulled, closed = slow_model(httpserver)
+    near = dataclasses.replace(settings, ollama_host=httpserver.url_for("/").rstrip("/"))
+    server, _tools = mcp_server.build_server(near, store=handbook, answer_model="qwen2.5:7b-instruct")
+
+    async def session() -> float:
+        async with Client(server) as client:
+            with anyio.move_on_after(3):
+                await client.call_tool(
+                    "ask_knowledge_base", {"question": "When does the library close?", "knowledge_base": KB}
+                )
+            return time.monotonic()
+
+    cancelled = anyio.run(session)
+    assert len(pulled) >= 3, "the model was never asked"
+    assert closed.wait(15), f"the answer went on: {len(pulled)} words pulled"
+    assert pulled[-1] - cancelled < 5 and len(pulled) < 150
+
+
+def test_the_idle_timeout_must_be_a_number_of_seconds(capsys):
+    assert mcp_server.main(["--http", "--port", str(free_port()), "--idle-timeout", "0"]) == 2
+    assert "error: --idle-timeout 0: give a number of seconds above 0" in capsys.readouterr().err
 
 
 def test_http_port_in_use_is_a_clear_error(capsys):

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import streamlit as st
 from pytest_httpserver import HTTPServer
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from werkzeug import Request, Response
@@ -25,7 +26,9 @@ from werkzeug import Request, Response
 from pages import chat as page
 from rag import generate, ingest, retrieve
 from rag.chunking import ChunkSettings
-from rag.llms import LocalChatModel, QwenChatModel
+from rag.generate import Live, Turn, engine
+from rag.llms import GenerationStats, LocalChatModel, QwenChatModel, StreamEvent
+from rag.llms.stream import ABANDON_AFTER, Keepalive, Runner
 from rag.settings import get_settings
 from rag.store import Store
 from tests.conftest import ROOT
@@ -173,7 +176,7 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert body["model"] == MODEL and body["stream"] is True and body["options"] == {"temperature": 0.2}
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     system = body["messages"][0]["content"]
-    assert system.startswith(generate.SYSTEM_PROMPT_EN.split("{sources}")[0])
+    assert system.startswith(generate.SYSTEM_PROMPT_EN.split("{cite}")[0])
     top = "[1] report.pdf pp. 1-2\nQuarterly report. Revenue rose eleven percent on subscriptions"
     assert top in system and system.index(top) < system.index("[2] report.pdf p. 2\n")
     assert body["messages"][1]["content"] == QUESTION
@@ -382,6 +385,101 @@ def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPSer
     assert any(m.value.startswith(turn.answer.split()[0]) for m in at.markdown)
     assert any("stopped" in m.value for m in at.markdown)
     assert "(stopped)" in generate.export_markdown(turns(at))
+
+
+def test_the_page_touches_the_answer_it_follows_and_starts_it_with_a_keepalive(
+    slow_ollama: tuple[HTTPServer, threading.Event],  # noqa: F811 - the fixture imported above
+) -> None:
+    """The heartbeat: while a run follows a live answer it touches it (every 0.1 s), so the watchdog
+    leaves it alone; it stops only one nobody follows (rag.llms.stream.Watchdog)."""
+    server, _ = slow_ollama
+    at = new_app()
+    live = live_answer(server.url_for("/").rstrip("/"))
+    at.session_state[page.LIVE] = live
+    idle: list[float] = []
+
+    def look_then_stop() -> None:
+        deadline = time.monotonic() + 10
+        while len(live.runner.items()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        idle.append(time.monotonic() - live.runner.last_seen)
+        live.runner.stop()
+
+    looker = threading.Thread(target=look_then_stop, daemon=True)
+    looker.start()
+    run(at)
+    looker.join(1)
+    assert idle and idle[0] < 0.35, idle  # touched within the last few polls, half a second in
+
+
+def test_a_new_answer_is_started_with_the_sessions_keepalive(
+    kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing the tab stops the answer: the page hands the engine this session's keepalive (in AppTest
+    there is no served session, so only the heartbeat counts)."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent [1]."), FINAL)
+    started: list[Any] = []
+    real_start = engine.start
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        started.append(kwargs.get("keepalive"))
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "start", start)
+    at = new_app()
+    ask(at, QUESTION)
+
+    assert started == [Keepalive(ABANDON_AFTER, None)]
+    assert turns(at)[0].answer.startswith("Revenue rose")
+
+
+def test_a_question_waiting_for_the_embedded_model_shows_its_place_as_the_line_moves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The embedded model answers one question at a time: a waiting one says its place ('2nd in line')
+    and follows the line as it moves, then its answer streams as usual."""
+    shown: list[str] = []
+    caption = DeltaGenerator.caption
+
+    def spy(self: DeltaGenerator, body: Any, *args: Any, **kwargs: Any) -> Any:
+        shown.append(str(body))
+        return caption(self, body, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "caption", spy)
+
+    def on_screen(text: str) -> None:
+        deadline = time.monotonic() + 20
+        while not any(text in line for line in shown) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def waiting_generation(stop: threading.Event) -> Iterator[StreamEvent]:
+        """What LocalChatModel.stream yields in line (tests/llms/test_local.py checks the real one)."""
+        yield StreamEvent("queue", place=2)
+        on_screen("2nd in line")
+        yield StreamEvent("queue", place=1)
+        on_screen("1st in line")
+        yield StreamEvent("queue", place=0)  # its turn: the prompt is read, then it writes
+        on_screen("📖 ")
+        yield StreamEvent("content", "Revenue rose eleven percent [1].")
+        yield StreamEvent("done", stats=GenerationStats(done_reason="stop"))
+
+    at = new_app()
+    turn = Turn(id="waiting1", question=QUESTION, query=QUESTION, kbs=("fin",), model=QwenChatModel.NAME)
+    at.session_state[page.LIVE] = Live(turn, Runner(waiting_generation))
+    run(at)
+
+    status = [line for line in shown if line.startswith(("🚶", "⏳", "📖", "✍️"))]
+    places = [line.split(" · ")[0] for line in status if line.startswith("🚶")]
+    assert list(dict.fromkeys(places)) == [
+        "🚶 Waiting for the local model: 2nd in line",
+        "🚶 Waiting for the local model: 1st in line",
+    ]  # said as soon as it is known, then moving up
+    # Its turn: no place any more, and not "loading a model" (it is loaded: it reads the prompt).
+    assert status[0].startswith("🚶") and status[-1].startswith(f"📖 {QwenChatModel.NAME} is reading the question")
+    (done,) = turns(at)
+    assert done.answer.startswith("Revenue rose eleven percent") and not done.stopped
 
 
 # -- pull --------------------------------------------------------------------------------------------

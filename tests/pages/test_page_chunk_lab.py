@@ -308,3 +308,19 @@ def test_settings_that_rank_alike_tie_and_no_best_is_named() -> None:
     assert not at.success and "lab_apply_best" not in [b.key for b in at.button]
     a, b = (label_of(i, settings_of(at, i)) for i in range(2))
     assert any(f"{a}, {b} rank every question's passage alike: they tie." in i.value for i in at.info)
+
+
+def test_a_tables_pictures_and_links_are_shown_as_text_not_fetched() -> None:
+    """Issue 33: the Chunk Lab drew a document's tables as Markdown too, so a CSV cell
+    `![](http://127.0.0.1:9999/x)` made the browser fetch it when the file was looked at."""
+    cells = [
+        ["name", "picture", "link"],
+        ["Falcon X", "![](http://127.0.0.1:9999/x)", "[open](http://127.0.0.1:9999/y)"],
+    ]
+    at = open_lab({"prices.csv": "\n".join(",".join(row) for row in cells).encode()})
+    drawn = [m.value for m in at.get("markdown")] + [a.value for a in at.get("alert")]
+    live = [text for text in drawn if "](http://127.0.0.1:9999" in text]
+    assert not live, live
+    (expander,) = [e for e in at.expander if e.label.startswith("1 table on this")]
+    shown = expander.dataframe[0].value
+    assert list(shown.columns) == cells[0] and shown.values.tolist() == cells[1:]

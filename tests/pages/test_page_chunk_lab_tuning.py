@@ -18,6 +18,7 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from rag import llms
+from rag.store import Store
 from rag.tuning.files import load_questions
 from rag.tuning.pareto import pareto_front
 from rag.tuning.recommend import recommend
@@ -183,15 +184,23 @@ def test_the_sweep_draws_its_charts_recommends_and_sends_the_setting_to_upload(m
     assert traces["Pareto front"]["y"] == pytest.approx([p.mrr for p in front])
     assert len(traces["Settings"]["x"]) == 16
     for strategy in ("recursive", "token"):
-        heat = figure(at, f"lab_sweep_heat_{strategy}")["data"][0]
+        spec = figure(at, f"lab_sweep_heat_{strategy}")
+        heat = spec["data"][0]
         assert heat["type"] == "heatmap" and heat["y"] == ["64", "128"] and heat["x"] == ["0", "32"]
+        # The sizes and overlaps are categories: as numbers plotly put ticks at 0/20/40 between them.
+        assert spec["layout"]["xaxis"]["type"] == spec["layout"]["yaxis"]["type"] == "category"
 
     found = recommend(result)
     # The reason as the library words it, the settings named with the search mode in words.
     shown = [m.value for m in [*at.success, *at.info] if "95% interval" in m.value]
     assert len(shown) == 1, [m.value for m in [*at.success, *at.info]]
     assert shown[0].endswith(str(found.reason).replace(" · vector", " · Vector").replace(" · keyword", " · Keyword"))
-    assert f"95% interval {found.interval.low:.3f}–{found.interval.high:.3f}" in shown[0]
+    spread = (
+        f"{len(result.questions)} questions, all scored alike: no spread to draw an interval from"
+        if found.interval.low == found.interval.high
+        else f"95% interval {found.interval.low:.3f}–{found.interval.high:.3f}"
+    )
+    assert spread in shown[0]
     per_question = next((d.value for d in at.dataframe if "rank" in d.value.columns), None)
     assert per_question is not None, ([list(d.value.columns) for d in at.dataframe], [e.value for e in at.error])
     assert per_question["Question"].tolist() == [q.text for q in result.questions]
@@ -204,6 +213,104 @@ def test_the_sweep_draws_its_charts_recommends_and_sends_the_setting_to_upload(m
     else:  # the switch reached the Upload page, which put the settings into its widgets
         assert at.session_state["upload_strategy"] == applied.strategy
         assert at.session_state["upload_chunk_size"] == applied.chunk_size
+
+
+def test_the_questions_go_with_the_setting_to_upload_and_are_saved_with_the_ingested_file(
+    model: ReplyingModel, store: Store
+) -> None:
+    """The walk of issue #30 found `rag eval --kb NAME` with no saved questions after the app's whole flow."""
+    at = open_lab()
+    write_questions(at, 3)
+    small_grid(at)
+    at.button(key="lab_run_sweep").click().run()
+    finish(at, SWEEP_JOB)
+    result: SweepResult = at.session_state[SWEEP_RESULT][1]
+    at.button(key="lab_apply_recommended").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/upload.py").run()  # AppTest reruns the page it was told of, whatever st.switch_page did
+    at.text_input(key="upload_kb_new").set_value("lights").run()
+    assert any("3 questions from the Chunk Lab about lighthouses.md" in c.value for c in at.caption), (
+        [c.value for c in at.caption],
+        [k for k in ("apply_upload_questions", "_upload_lab_questions") if k in at.session_state],
+        [e.value for e in at.error],
+    )
+    at.button(key="upload_ingest").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Saved 3 questions from the Chunk Lab as the question set of lights" in s.value for s in at.success)
+    saved = store.question_sets.questions("lights")
+    assert [(q.text, (q.start, q.end), q.document) for q in saved] == [
+        (q.text, q.span, FILENAME) for q in result.questions
+    ]
+    assert all(TEXT[q.start : q.end] == q.answer for q in saved)
+
+
+def test_an_edited_question_survives_a_visit_to_another_page(model: ReplyingModel) -> None:
+    at = open_lab()
+    write_questions(at, 3)
+    at.number_input(key="lab_tune_count").set_value(5).run()
+    at.session_state[editor(at).key] = {
+        "edited_rows": {0: {"question": "Which engineer built the first lighthouse of the guide?"}},
+        "deleted_rows": [],
+        "added_rows": [],
+    }
+    at.run()
+    assert editor(at).value["question"].tolist()[0] != "Which engineer built the first lighthouse of the guide?"
+    at.switch_page("pages/upload.py").run()
+    at.switch_page("pages/chunk-lab.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert editor(at).value["question"].tolist()[0] == "Which engineer built the first lighthouse of the guide?"
+    assert at.number_input(key="lab_tune_count").value == 5
+
+
+def test_a_size_typed_into_the_grid_is_swept_and_a_wrong_one_is_named(model: ReplyingModel) -> None:
+    at = open_lab()
+    write_questions(at, 3)
+    small_grid(at)
+    at.multiselect(key="lab_grid_sizes").set_value([64, "96"]).run()
+    plan = [c.value for c in at.caption if "ways to search" in c.value]
+    assert len(plan) == 1 and plan[0].startswith("⏱️ 16 settings (8 chunkings"), plan
+    at.button(key="lab_run_sweep").click().run()
+    finish(at, SWEEP_JOB)
+    result: SweepResult = at.session_state[SWEEP_RESULT][1]
+    assert sorted({p.settings.chunk_size for p in result.points}) == [64, 96]
+    at.multiselect(key="lab_grid_sizes").set_value([64, "ninety"]).run()
+    assert [e.value for e in at.error] == ["Grid: Chunk sizes (tokens): 'ninety' is not a whole number"]
+
+
+def test_a_running_sweep_shows_the_settings_scored_so_far(
+    model: ReplyingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.tuning import sweep
+
+    gate, calls = threading.Event(), []
+    original = sweep._score
+
+    def held(*args: object, **kwargs: object) -> object:  # the sweep's own scoring, held before the 4th point
+        calls.append(1)
+        if len(calls) == 4:
+            gate.wait(120)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "_score", held)
+    at = open_lab()
+    write_questions(at, 3)
+    small_grid(at)
+    try:
+        at.button(key="lab_run_sweep").click().run()
+        deadline = time.monotonic() + 120
+        while len(calls) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        at.run()
+        shown = [c.value for c in at.caption if c.value.startswith("Scored so far")]
+        assert shown == ["Scored so far: 3 of 16 settings; the best of them:"], [c.value for c in at.caption]
+        table = next(d.value for d in at.dataframe if "MRR" in d.value.columns)
+        assert len(table) == 3 and list(table.columns) == ["Setting", "Search", "hit@5", "MRR"]
+        assert table["MRR"].tolist() == sorted(table["MRR"].tolist(), reverse=True)
+    finally:
+        gate.set()
+    finish(at, SWEEP_JOB)
+    assert not [c.value for c in at.caption if c.value.startswith("Scored so far")]
+    assert len(at.session_state[SWEEP_RESULT][1].points) == 16
 
 
 def test_a_stopped_sweep_says_so_and_the_next_run_finishes_it(model: ReplyingModel) -> None:

@@ -518,7 +518,25 @@ def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None
     upload(app, ("prices.pdf", make_table_pdf("Prices of our products in 2024.", rows)))
     assert table(app, "upload_overview")["read by"].tolist() == ["MuPDF (1 table as rows)"]
     (expander,) = [e for e in app.expander if e.label == "1 table on this page, as tables"]
-    assert "| SKU-6678 | Falcon X | $42,000.00 |" in expander.markdown[0].value.splitlines()
+    shown = expander.dataframe[0].value
+    assert list(shown.columns) == rows[0] and shown.values.tolist() == rows[1:]
+
+
+def test_a_tables_pictures_and_links_are_shown_as_text_not_fetched(app: AppTest) -> None:
+    """Issue 33: drawn as Markdown, a CSV cell `![](http://127.0.0.1:9999/x)` made the browser fetch that URL
+    as soon as the file was previewed. The table is drawn as data; no Markdown element holds a live picture
+    or link to the host."""
+    cells = [
+        ["name", "picture", "link", "price"],
+        ["Falcon X", "![](http://127.0.0.1:9999/x)", "[open](http://127.0.0.1:9999/y)", "$42 | $45"],
+    ]
+    upload(app, ("prices.csv", "\n".join(",".join(row) for row in cells).encode()))
+    drawn = [m.value for m in app.get("markdown")] + [a.value for a in app.get("alert")]
+    live = [text for text in drawn if "](http://127.0.0.1:9999" in text]
+    assert not live, live
+    (expander,) = [e for e in app.expander if e.label.startswith("1 table on this")]
+    shown = expander.dataframe[0].value
+    assert list(shown.columns) == cells[0] and shown.values.tolist() == cells[1:]
 
 
 # --- issue 28: one ingest path ------------------------------------------------------------------

@@ -106,4 +106,4 @@ def test_the_notes_are_in_chinese_in_the_chinese_ui(store: Store) -> None:
     run(app)
     upload(app, ("hongloumeng.txt", b"hongloumeng.txt"))
     assert any("hongloumeng.txt 已在“hlm”中" in i.value for i in app.info), [i.value for i in app.info]
-    assert any(c.startswith("选择文件要导入的知识库") for c in captions(app))
+    assert any(c.startswith("选择文件要存入的知识库") for c in captions(app))

@@ -77,7 +77,7 @@ def test_the_librarys_tables_have_chinese_headers_and_the_embedders_whole_name(s
         "pages": "页",
         "chunks": "分块",
         "size": "大小",
-        "ingested at": "导入时间",
+        "ingested at": "入库时间",
         "chunk settings": "分块设置",
     }
     assert all(label != name for name, label in overview.items()), overview

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import psycopg
 import pytest
 
 from rag import retrieve
 from rag.chunking import Chunk
 from rag.evaluation import retrieval_set
+from rag.evaluation.datasets import Passage
 from rag.evaluation.quality import mode_quality
 from rag.settings import Settings
 from rag.store import Store
@@ -15,12 +18,12 @@ from rag.store import Store
 PASSAGES, DISTRACTORS, QUESTIONS = retrieval_set().passages, retrieval_set().distractors, retrieval_set().questions
 
 
-@pytest.fixture
-def eval_kb(store: Store, settings: Settings, pg_uri: str) -> str:
+def write_passages(store: Store, settings: Settings, knowledge: str, passages: Sequence[Passage]) -> None:
+    """Each passage a document of one chunk in `knowledge`, embedded with the configured embedder."""
     embedder = retrieve.embedder_named_or_default(settings)
-    for p in PASSAGES + DISTRACTORS:
+    for p in passages:
         store.write_document(
-            knowledge="eval",
+            knowledge=knowledge,
             embedder=embedder.name,
             dimension=embedder.dimension,
             chunk_settings={},
@@ -32,6 +35,11 @@ def eval_kb(store: Store, settings: Settings, pg_uri: str) -> str:
             chunks=[Chunk(0, p.text, 1, 0, len(p.text), (1,))],
             embeddings=embedder.embed([p.text]),
         )
+
+
+@pytest.fixture
+def eval_kb(store: Store, settings: Settings, pg_uri: str) -> str:
+    write_passages(store, settings, "eval", PASSAGES + DISTRACTORS)
     # As autovacuum would soon: keyword search reads which words are common from the statistics,
     # which must describe these passages, not what an earlier test stored.
     with psycopg.connect(pg_uri, autocommit=True) as conn:
@@ -323,3 +331,21 @@ def test_mode_quality_reads_ranks_down_to_its_depth(store: Store, settings: Sett
         "mrr": round(deep.mrr, 4),
         "n": len(QUESTIONS),
     }
+
+
+@pytest.mark.parametrize("mode", retrieve.MODES)
+def test_a_passage_held_by_two_knowledge_bases_is_found_once(
+    store: Store, settings: Settings, eval_kb: str, mode: str
+) -> None:
+    """A base imported beside the one it came from, both searched: each passage once, from the better ranked, and
+    top_k hits still (the Chromium walk of issue 31 had the same passage three times as [1]-[3])."""
+    write_passages(store, settings, "eval copy", PASSAGES[:10])
+    question = QUESTIONS[0].question
+    both = retrieve.search(store, settings, question, [eval_kb, "eval copy"], top_k=5, mode=mode)
+    texts = [" ".join(h.content.split()) for h in both]
+    assert len(both) == 5 and len(set(texts)) == 5, [(h.knowledge, h.original_filename) for h in both]
+    if mode == "vector":  # the same vectors, the same scores: the same passages as one base alone gives
+        alone = retrieve.search(store, settings, question, [eval_kb], top_k=5, mode=mode)
+        assert {h.original_filename for h in both} == {h.original_filename for h in alone}
+    if mode == "hybrid":
+        assert [h.fused_rank for h in both] == [1, 2, 3, 4, 5]

@@ -13,10 +13,12 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from rag.chunking import Chunk
+from rag.evaluation.sets import eval_set
 from rag.query.filters import to_sql
 from rag.query.keywords import search_text
 from rag.settings import Settings
 from rag.store import Bm25, Store
+from rag.store.bm25_stats import TERMS_FILLFACTOR
 from rag.store.keyword_sql import candidate_query
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
@@ -345,3 +347,50 @@ def test_the_tsvector_stays_in_the_row_and_english_text_is_not_stored_twice(stor
     assert storage == "m" and english_size > 2000 and moved in (0, None)
     assert [h.metadata["chunk_index"] for h in store.keyword_search("节假日加班", ["mixed"], top_k=2)] == [1]
     assert store.keyword_search("harbour ledger", ["mixed"], top_k=2)[0].metadata["chunk_index"] == 0
+
+
+def test_real_sized_chunks_keep_statistics_equal_to_a_recount_and_to_a_rebuild(store: Store, pg_uri: str) -> None:
+    """Eval passages (hundreds of stems or CJK bigrams a chunk, as an ingest writes) through the triggers'
+    set-based statement: the statistics equal a recount in Python, and the same searches rank the same
+    chunks with the same scores as over statistics rebuilt from scratch by the migration's own count."""
+    english = [p.text for p in eval_set("en_race").passages[:24]]
+    chinese = [p.text for p in eval_set("zh_c3").passages[:24]]
+    for i in range(3):
+        write(store, "real", f"en{i}.txt", english[i * 8 : (i + 1) * 8])
+        write(store, "real", f"zh{i}.txt", chinese[i * 8 : (i + 1) * 8])
+    write(store, "other", "both.txt", english[:4] + chinese[:4])
+    write(store, "real", "en1.txt", english[20:], version="v2")  # replaced: the delete branch too
+    assert store.delete_document("real", "zh2.txt")
+    stats = assert_exact(pg_uri)
+    assert stats["real"][0] == 8 + 8 + 4 + 8 + 8 and len(stats["real"][2]) > 2000
+    queries = [english[3][:60], english[21][100:160], chinese[5][:20], chinese[9][10:30], "school teacher 学生"]
+
+    def ranked() -> list[list[tuple[str, int, float]]]:
+        return [
+            [
+                (h.original_filename, h.metadata["chunk_index"], round(h.score, 9))
+                for h in store.keyword_search(q, ["real", "other"], top_k=8, exact=exact)
+            ]
+            for q in queries
+            for exact in (True, False)
+        ]
+
+    before = ranked()
+    assert all(before)
+    with psycopg.connect(pg_uri) as conn:  # drop what the triggers kept; the migration counts it again
+        for name in ("insert", "delete", "update", "truncate"):
+            conn.execute(f"DROP TRIGGER bm25_track_{name} ON vector_store")
+        conn.execute("DROP TABLE bm25_terms, bm25_knowledge")
+    Store(pg_uri).close()
+    assert assert_exact(pg_uri) == stats
+    assert ranked() == before
+
+
+def test_the_terms_table_leaves_room_for_updates_in_place(store: Store, pg_uri: str) -> None:
+    option = [f"fillfactor={TERMS_FILLFACTOR}"]
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        assert conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'bm25_terms'").fetchone()[0] == option
+        conn.execute("ALTER TABLE bm25_terms RESET (fillfactor)")  # a table made before the fill factor
+    Store(pg_uri).close()
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'bm25_terms'").fetchone()[0] == option

@@ -29,6 +29,7 @@ class ReplyingModel:
         self.fail_on = set(fail_on)
         self.piece = piece
         self.prompts: list[str] = []
+        self.conversations: list[list[Message]] = []
         self.streamed: list[str] = []
         """What each call streamed before it ended (the whole reply, or less when stopped)."""
         self.temperatures: list[float] = []
@@ -48,12 +49,14 @@ class ReplyingModel:
     ) -> Iterator[StreamEvent]:
         prompt = messages[-1].content
         self.prompts.append(prompt)
+        self.conversations.append(list(messages))
         self.temperatures.append(temperature)
         if self.on_call is not None:
             self.on_call(len(self.prompts))
         if len(self.prompts) in self.fail_on:
             raise GenerationError("the model fell over")
-        text = self.reply(passage_of(prompt))
+        # A second ask (rag.tuning.replies.retry_messages) holds the passage in its first message.
+        text = self.reply(passage_of(messages[0].content))
         sent = ""
         for i in range(0, len(text), self.piece):
             if stop_event is not None and stop_event.is_set():

@@ -125,3 +125,29 @@ def test_a_rescued_answer_is_kept_as_the_documents_own_text() -> None:
         assert len(result.questions) == 3, result.rejected
         for q in result.questions:
             assert document[q.start : q.end] == q.answer and q.answer.startswith(quoted)
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "left"),
+    [
+        ("在景栋出生及长大。", "Sao Saimong是缅甸总理，他在哪里出生及长大的？", "景栋"),
+        ("由工程师李明远于1801年主持建造", "白沙灯塔由哪位工程师于1801年主持建造？", "李明远"),
+        ("南宁市", "南宁二中位于哪个城市？", None),  # nothing of its own: it gives itself away
+        ("是", "楚昭辅是著名收藏家吗？", None),
+        (
+            "青衣江",
+            "桃溪大桥横跨哪条江？",
+            "青衣",
+        ),  # trimmed, though the caller only asks for an answer that gives itself away
+        ("Sydney is Australia's most exciting city.", "What is Sydney's most exciting city?", "Australia"),
+        ("Liu Xiang was a hurdler from Shanghai", "Who was Liu Xiang?", "a hurdler from Shanghai"),
+        ("the River Tweed", "Which river does the bridge over the Tweed cross?", None),  # all echoed
+    ],
+)
+def test_an_answer_echoing_its_question_is_trimmed_to_what_it_adds(
+    answer: str, question: str, left: str | None
+) -> None:
+    text = f"前文。{answer}后文。"
+    span = (3, 3 + len(answer))
+    trimmed = checks.trim_echo(text, span, question)
+    assert (text[trimmed[0] : trimmed[1]] if trimmed else None) == left

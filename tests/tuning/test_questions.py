@@ -3,6 +3,7 @@ progress, stopping, and a model that fails."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -14,7 +15,7 @@ from rag.tuning import checks, generate_questions
 from rag.tuning.passages import windows
 from rag.tuning.questions import TEMPERATURE
 from tests.tuning.samples import chinese_document, chinese_reply, english_document, english_reply
-from tests.tuning.standin import ReplyingModel
+from tests.tuning.standin import ReplyingModel, passage_of
 
 
 def test_each_passage_gives_one_question_whose_answer_span_is_in_the_document() -> None:
@@ -76,10 +77,32 @@ def _scripted(replies: list[str]) -> ReplyingModel:
     ],
 )
 def test_a_question_is_dropped_for_its_reason(reply: str, reason: str) -> None:
-    # One passage: the middle one of twelve, the Garrow lighthouse's (paragraph 7).
-    result = generate_questions(english_document(), _scripted([reply]), 1)
+    # One passage: the middle one of twelve, the Garrow lighthouse's (paragraph 7). A reply with no question
+    # is asked for once more, and given the same reply.
+    model = _scripted([reply, reply])
+    result = generate_questions(english_document(), model, 1)
     assert result.questions == () and result.passages == 1
     assert [r.reason for r in result.rejected] == [reason] and result.dropped[reason] == 1
+    assert len(model.prompts) == (2 if reason == checks.NO_REPLY else 1)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_statement_instead_of_a_question_is_asked_for_once_more(language: str) -> None:
+    # Qwen2.5-Coder-1.5B copied a sentence of the passage as its whole reply to 7 of 24 Chinese passages.
+    document, write, reminder = (
+        (chinese_document(), chinese_reply, "这不是问题。")
+        if language == "zh"
+        else (english_document(), english_reply, "That is not a question.")
+    )
+    statement = "It stands on a rocky headland." if language == "en" else "它位于北部海岸一处多岩石的岬角上。"
+    model = ReplyingModel(lambda passage: statement if len(model.prompts) == 1 else write(passage))
+    result = generate_questions(document, model, 1)
+    assert len(model.prompts) == 2 and model.prompts[1].startswith(reminder)
+    first, said, again = model.conversations[1]
+    assert (first.role, said.role, again.role) == ("user", "assistant", "user")
+    assert first.content == model.conversations[0][0].content and said.content == statement
+    [kept] = result.questions
+    assert kept.language == language and kept.text in write(passage_of(first.content))
 
 
 def test_a_quote_found_elsewhere_too_is_lengthened_until_it_is_unique() -> None:
@@ -105,13 +128,13 @@ def test_the_occurrence_inside_the_passage_is_preferred_then_the_nearest() -> No
     document = english_document(8) + " A bust of Tobias Venn stands near the archive."
     tiles = windows(document)
     reply = "Q: Which engineer built the Belmont lighthouse and its harbour walls?\nA: Tobias Venn"
-    nothing = "No question."
-    result = generate_questions(document, _scripted([nothing, reply] + [nothing] * 6), 8)  # one per paragraph
+    nothing = "No question."  # asked for once more, and said again
+    result = generate_questions(document, _scripted([nothing, nothing, reply] + [nothing] * 12), 8)  # a paragraph each
     [q] = result.questions
     assert q.passage_start == tiles[1].start and tiles[1].start <= q.start < tiles[1].end
     assert q.answer == "engineer Tobias Venn"  # lengthened: the name alone is in the document twice
     # From the first passage, which does not hold it, the nearest occurrence is taken: Belmont's again.
-    result = generate_questions(document, _scripted([reply, reply] + [nothing] * 6), 8)
+    result = generate_questions(document, _scripted([reply, reply] + [nothing] * 12), 8)
     assert result.questions[0].start == q.start and result.dropped[checks.DUPLICATE] == 1
 
 
@@ -172,3 +195,45 @@ def test_the_windows_beside_the_passage_do_not_make_its_question_generic() -> No
     assert not checks.too_generic(question, "Minnesota", ChunkBM25(texts), 2)
     texts[4] = "Where does Dairy Queen have its headquarters? Nobody here knows."  # far away: it competes
     assert checks.too_generic(question, "Minnesota", ChunkBM25(texts), 2)
+
+
+def test_a_question_written_without_its_answer_is_asked_for_the_answer() -> None:
+    # Qwen2.5-Coder-1.5B wrote three of 16 Chinese questions alone ("莎莉公司总部设于哪里？") and stopped.
+    document = chinese_document()
+
+    def reply(text: str) -> str:
+        whole = chinese_reply(text.split("\n\n问题：")[0])
+        question, answer = (line.split("：", 1)[1] for line in whole.splitlines())
+        if "\n\n问题：" in text:
+            assert text.split("\n\n问题：", 1)[1].startswith(question)  # asked about its own question
+            return f"{answer}\n（摘自段落）"
+        return question  # no label, no answer
+
+    model = ReplyingModel(reply)
+    result = generate_questions(document, model, 3)
+    assert len(result.questions) == 3 and result.dropped[checks.NO_REPLY] == 0
+    assert len(model.prompts) == 6  # each passage: its question, then its answer
+    for q in result.questions:
+        assert document[q.start : q.end] == q.answer and len(q.answer) == 3 and q.text.endswith("主持建造的？")
+
+
+def test_a_statement_is_asked_again_once_and_not_for_an_answer() -> None:
+    model = _scripted(["The Garrow lighthouse stands on the cliff."] * 3)
+    result = generate_questions(english_document(), model, 1)
+    assert result.dropped[checks.NO_REPLY] == 1 and len(model.prompts) == 2
+    assert model.prompts[1].startswith("That is not a question.")
+
+
+def test_an_answer_that_echoes_its_question_keeps_what_it_adds() -> None:
+    document = chinese_document()
+
+    def reply(passage: str) -> str:
+        name = re.search(r"(\w\w)灯塔位于", passage).group(1)  # type: ignore[union-attr]
+        engineer, year = re.search(r"由工程师(\w{3})于(\d{4})年", passage).groups()  # type: ignore[union-attr]
+        return f"问：{name}灯塔由哪位工程师于{year}年主持建造？\n答：由工程师{engineer}于{year}年主持建造\n"
+
+    result = generate_questions(document, ReplyingModel(reply), 3)
+    assert len(result.questions) == 3 and result.dropped[checks.GIVES_AWAY] == 0
+    for q in result.questions:
+        assert len(q.answer) == 3 and document[q.start : q.end] == q.answer and q.answer not in q.text
+        assert f"由工程师{q.answer}于" in document

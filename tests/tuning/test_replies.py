@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from rag.tuning.replies import Reply, answer_candidates, parse_reply, question_messages, reply_complete
+from rag.tuning.replies import (
+    Reply,
+    answer_candidates,
+    answer_messages,
+    asks,
+    bare_question,
+    needs_retry,
+    parse_answer,
+    parse_reply,
+    question_messages,
+    reply_complete,
+)
 
 
 @pytest.mark.parametrize(
@@ -24,6 +35,9 @@ from rag.tuning.replies import Reply, answer_candidates, parse_reply, question_m
         ("提问：谁建造了白沙灯塔？\n回答：李明远", Reply("谁建造了白沙灯塔？", "李明远")),
         ("Question: Who built it? Answer: Mara Quill", Reply("Who built it?", "Mara Quill")),
         ("Q: Who built it?\n\n**Answer:** Mara Quill", Reply("Who built it?", "Mara Quill")),
+        # No label on the question (Qwen2.5-Coder-1.5B, once in 39 Chinese passages).
+        ("马来穿山甲的尾巴上有多少个鳞片？\n答：30", Reply("马来穿山甲的尾巴上有多少个鳞片？", "30")),
+        ("Here is one.\nWho built it?\n\nA: Mara Quill", Reply("Who built it?", "Mara Quill")),
     ],
 )
 def test_a_reply_is_read_leniently(text: str, expected: Reply) -> None:
@@ -39,11 +53,28 @@ def test_a_reply_is_read_leniently(text: str, expected: Reply) -> None:
         "A: Mara Quill\nQ: Who built it?",
         "Q: \nA: x",
         "Q: Who built it? A:",
+        "Who built it?\nA:",
+        "It was built in 1868.\nA: Mara Quill",
         "高英是北魏宣武帝元恪的第二任皇后。",  # Qwen2.5-Coder-1.5B's reply to a zh_cmrc_trial passage
+        # A statement on the question's line (kept as a question in the tune bench's 80 Chinese passages).
+        "问：耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。\n答：圣经",
+        "Q: The bridge was built in 1868.\nA: 1868",
     ],
 )
 def test_a_reply_without_both_lines_is_none(text: str) -> None:
     assert parse_reply(text) is None
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["桃溪大桥横跨哪条江", "林黛玉的父亲是谁", "What year was it built", "Name the river it crosses", "它建于哪一年？"],
+)
+def test_a_question_without_its_mark_still_asks(question: str) -> None:
+    assert asks(question) and parse_reply(f"Q: {question}\nA: x") == Reply(question, "x")
+
+
+def test_a_statement_on_the_question_line_is_asked_again() -> None:
+    assert needs_retry("问：耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。\n答：圣经")
 
 
 def test_the_answer_is_tried_as_written_then_without_quotes_and_its_full_stop() -> None:
@@ -73,3 +104,29 @@ def test_the_prompt_shows_one_example_in_the_two_line_format_with_a_short_verbat
         assert message.content.count(example) == 1 and answer in shown
         reply = parse_reply("\n".join(shown.strip().splitlines()[-2:]))  # the example's two lines
         assert reply is not None and reply.answer in shown.replace(answer, "")  # copied from its passage
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        ("莎莉公司总部设于哪里？", "莎莉公司总部设于哪里？"),
+        ("问：威廉·狄尔泰的哲学中心问题是什么？\n", "威廉·狄尔泰的哲学中心问题是什么？"),
+        ("Q: Who built the Garrow lighthouse?", "Who built the Garrow lighthouse?"),
+        ("四加亭位于马来西亚柔佛州峇株巴辖县的小镇之一。", None),  # a statement
+        ("Q: Who built it?\nA: Mara Quill", None),  # answered: parse_reply reads it
+        ("问：谁建的？\n答：", None),  # an answer line, left empty
+        ("", None),
+    ],
+)
+def test_a_bare_question_is_told_from_a_statement_and_an_answered_one(text: str, question: str | None) -> None:
+    assert bare_question(text) == question
+
+
+def test_the_answer_asked_for_alone_is_its_first_line_without_a_label() -> None:
+    [message] = answer_messages("白沙灯塔由工程师李明远于1868年建造。", "白沙灯塔是谁建造的？", "zh")
+    assert message.content.startswith("段落：\n白沙灯塔") and "问题：白沙灯塔是谁建造的？" in message.content
+    [english] = answer_messages("The Arden lighthouse.", "Where is it?", "en")
+    assert "Question: Where is it?" in english.content
+    assert parse_answer("\n答：李明远\n其余") == "李明远"
+    assert parse_answer("A: Mara Quill") == "Mara Quill"
+    assert parse_answer("  \n") is None

@@ -22,7 +22,7 @@ from rag.evaluation import EmbeddingCache, Question, evaluate, normalise, sample
 from rag.evaluation.metrics import mean_ndcg, ndcg_at, ndcg_gain
 from rag.retrieve.fusion import Fusion
 from rag.tuning.pareto import pareto_front
-from rag.tuning.recommend import recommend
+from rag.tuning.recommend import MARGIN, recommend
 from rag.tuning.sweep import (
     Grid,
     PointResult,
@@ -31,6 +31,7 @@ from rag.tuning.sweep import (
     SweepResult,
     default_grid,
     run_sweep,
+    typed_numbers,
 )
 from tests.evaluation.test_evaluation import DOC, SMALL, BagOfWords
 
@@ -120,7 +121,12 @@ def test_a_sweep_embeds_each_distinct_text_once_and_scores_every_point(local: Lo
     assert sorted(embedder.passages) == sorted(chunk_texts)  # shared chunks once
     assert embedder.queries == [q.text for q in QUESTIONS]  # as the chat embeds them
     assert result.texts == result.embedded == len(chunk_texts) + len(QUESTIONS)
-    assert seen[-1] == SweepProgress(result.embedded, result.embedded, 6, 6)
+    last = seen[-1]
+    assert (last.embedded, last.to_embed, last.scored, last.points) == (result.embedded, result.embedded, 6, 6)
+    # The points scored so far come with the progress, each as the result has it (its cost aside).
+    assert [p.ranks for p in last.done] == [p.ranks for p in result.points]
+    assert [len(s.done) for s in seen if s.done] == sorted(len(s.done) for s in seen if s.done)
+    assert any(0 < len(s.done) < 6 and s.embedded < s.to_embed for s in seen)  # shown while embedding goes on
     # The same sweep again costs nothing and scores the same.
     again = run_sweep(TEXT, QUESTIONS, embedder, cache, SMALL_GRID)
     assert again.embedded == 0 and [p.ranks for p in again.points] == [p.ranks for p in result.points]
@@ -260,7 +266,11 @@ def test_a_clear_winner_gets_a_lead_interval_above_zero() -> None:
     assert rec.runner_up is loser and rec.lead == pytest.approx(0.5)
     assert rec.lead_interval is not None and rec.lead_interval.low > 0
     assert rec.interval.low == rec.interval.high == 1.0  # every question ranks first: no spread to resample
-    assert rec.reason.startswith("token 100/0 · vector is best: MRR 1.000 (95% interval 1.000–1.000 over 20 questions)")
+    # "95% interval 1.000–1.000" read as a certainty: the reason says why there is no interval instead.
+    assert rec.reason.startswith(
+        "token 100/0 · vector is best: MRR 1.000 (20 questions, all scored alike: no spread to draw an interval "
+        "from), ahead of token 200/0 · vector by 0.500"
+    )
     assert recommend(_result([loser, winner, worst])) == rec  # seeded: the same every time
 
 
@@ -273,21 +283,51 @@ def test_identical_settings_are_within_noise_and_the_cheaper_is_recommended() ->
     assert rec.lead_interval is not None and rec.lead_interval.low == rec.lead_interval.high == 0.0
 
 
-def test_a_lead_within_noise_recommends_the_cheaper_setting_and_says_why() -> None:
-    leader = _point("token 200", [1] * 20, 900)  # one question better than...
-    cheap = _point("token 100", [1] * 19 + [2], 400)  # ...this one, half as dear
+def test_a_cheaper_setting_shown_to_lose_at_most_the_margin_is_recommended_and_says_why() -> None:
+    leader = _point("token 200", [1] * 40, 900)  # one question better than...
+    cheap = _point("token 100", [1] * 39 + [2], 400)  # ...this one, half as dear
     rec = recommend(_result([cheap, leader]))
-    assert rec.best is leader and rec.recommended is cheap and rec.within_noise == (cheap,)
-    assert rec.lead == pytest.approx(0.025)
-    assert rec.lead_interval is not None and rec.lead_interval.low == 0.0 < rec.lead_interval.high
+    assert rec.best is leader and rec.recommended is cheap and rec.within_noise == rec.close == (cheap,)
+    assert rec.lead == pytest.approx(0.0125)
+    assert rec.lead_interval is not None and rec.lead_interval.low == 0.0 < rec.lead_interval.high <= MARGIN
     assert rec.reason == (
-        "token 200/0 · vector scores highest (MRR 1.000, 95% interval 1.000–1.000 over 20 questions), but 1 other "
-        "setting is within noise of it: take token 100/0 · vector, the cheapest of them "
-        "(400 prompt tokens against 900)."
+        "token 200/0 · vector scores highest (MRR 1.000, 40 questions, all scored alike: no spread to draw an "
+        "interval from), but 1 other setting is within noise of it, and token 100/0 · vector is shown to lose at "
+        "most 0.05: take it, the cheapest such (400 prompt tokens against 900)."
     )
+
+
+def test_within_noise_is_not_enough_for_a_cheaper_setting_with_few_questions() -> None:
+    # Six questions: a setting two of them rank lower is within noise of the best (the lead's interval reaches
+    # 0), but its loss could be up to 0.33: with few questions, every setting was within noise and the
+    # cheapest (the smallest chunks) was always recommended, whatever was measured.
+    best = _point("token 300", [1, 1, 1, 1, 1, 2], 2400)
+    cheap = _point("token 100", [1, 1, 1, 1, 2, 3], 800)
+    rec = recommend(_result([cheap, best]))
+    assert rec.within_noise == (cheap,) and rec.close == () and rec.recommended is best and not rec.sure
+    assert rec.lead_interval is not None and rec.lead_interval.low <= 0 < MARGIN < rec.lead_interval.high
+    assert rec.reason == (
+        "token 300/0 · vector scores highest (MRR 0.917, 95% interval 0.750–1.000 over 6 questions); 1 other "
+        "setting is within noise of it, but 6 questions cannot show that a cheaper one loses less than 0.05: "
+        "keep it, or add questions to narrow the intervals."
+    )
+    # Forty questions alike but for those two: the same loss is shown to stay under the margin, or not.
+    many = recommend(_result([_point("token 100", [1] * 38 + [2, 3], 800), _point("token 300", [1] * 39 + [2], 2400)]))
+    assert many.lead == pytest.approx((0.5 + 2 / 3 - 0.5) / 40) and many.recommended.settings.chunk_size == 100
 
 
 def test_recommend_refuses_a_sweep_that_scored_nothing() -> None:
     empty = SweepResult(Grid(), "test", (), (), 8, True, 10, 2, 0.1)
     with pytest.raises(RagError, match="the sweep scored no setting yet"):
         recommend(empty)
+
+
+def test_grid_values_typed_by_the_user_are_read_as_numbers_or_refused_by_name() -> None:
+    assert typed_numbers([128, "200", " 96 ", 128], "Chunk sizes") == (128, 200, 96)
+    assert typed_numbers(["2.5", 1], "Hybrid weight", whole=False) == (2.5, 1.0)
+    with pytest.raises(RagError, match=r"^Chunk sizes: '2OO' is not a whole number$"):
+        typed_numbers([128, "2OO"], "Chunk sizes")
+    with pytest.raises(RagError, match=r"^Overlaps: '1.5' is not a whole number$"):
+        typed_numbers(["1.5"], "Overlaps")
+    with pytest.raises(RagError, match=r"^Hybrid weight: 'high' is not a number$"):
+        typed_numbers(["high"], "Hybrid weight", whole=False)

@@ -11,6 +11,16 @@ def test_markdown_is_escaped_so_names_show_as_typed() -> None:
     assert fmt.md("a [b](c) <d> #e |f ~g $h `i \\") == "a \\[b\\](c) \\<d\\> \\#e \\|f \\~g \\$h \\`i \\\\"
 
 
+def test_a_documents_markdown_table_becomes_cells_as_its_text() -> None:
+    from rag.documents.sections import markdown_table
+
+    rows = [["name", "", "name"], ["![](http://127.0.0.1:9999/x)", "a | b", "[x](http://h/y)"], ["short"]]
+    names, cells = fmt.table_cells(markdown_table(rows))
+    assert names == ["name", "(2)", "name (2)"]
+    assert cells == [["![](http://127.0.0.1:9999/x)", "a | b", "[x](http://h/y)"], ["short", "", ""]]
+    assert fmt.table_cells("| a | b |\n|:--|--:|\n| 1 | 2 | 3 |") == (["a", "b"], [["1", "2"]])
+
+
 def test_sizes_counts_words_lines_and_clips() -> None:
     assert [fmt.size(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
         "0 bytes",

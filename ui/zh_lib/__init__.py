@@ -6,8 +6,8 @@ Kept apart from ui/zh.py (the pages' own words) so that each part's messages sit
 
 from __future__ import annotations
 
-from ui.zh_lib import agent, answers, documents, store
+from ui.zh_lib import agent, answers, documents, portable, store
 
 LIBRARY: dict[str, str] = {}
-for _part in (documents, answers, store, agent):
+for _part in (documents, answers, store, agent, portable):
     LIBRARY.update(_part.ZH)

