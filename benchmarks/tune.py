@@ -14,7 +14,9 @@ both question sets carry an answer span and score every chunking alike. The same
     setting by the real questions in hindsight;
 (c) the share of generated questions kept (and why the others were dropped);
 (d) the wall time: writing the questions (recorded when they were written, if they come from the cache)
-    and the two sweeps.
+    and the two sweeps;
+(e) (a) and (b) with one thing done otherwise: other recommendation margins (`OTHER_MARGINS`), and the
+    questions the keyword filter dropped (rag.tuning.checks.ELSEWHERE) kept as well.
 
 Goals: rho >= 0.7 and the recommended setting within 0.02 hit@5 of the best, in both languages.
 
@@ -33,7 +35,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from rag.evaluation.sets import EvalSet
     from rag.llms import ChatModel
     from rag.settings import Settings
-    from rag.tuning.questions import GeneratedQuestion
+    from rag.tuning.questions import GeneratedQuestion, GeneratedQuestions
     from rag.tuning.recommend import Recommendation
     from rag.tuning.sweep import PointResult, SweepResult
 
@@ -326,6 +328,9 @@ class Generation:
     seconds: float
     """The time the model took to write them (when they were written)."""
     cached: bool = False
+    elsewhere: tuple[GeneratedQuestion, ...] = ()
+    """The questions dropped only because their words match another passage as well as their own
+    (rag.tuning.checks.ELSEWHERE), with their answer spans: swept beside the kept ones to measure that filter."""
 
     @property
     def kept_share(self) -> float:
@@ -346,6 +351,7 @@ def save_generation(path: Path, generation: Generation, model: str, count: int) 
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_questions(generation.questions), encoding="utf-8")
+    _elsewhere_path(path).write_text(dump_questions(generation.elsewhere), encoding="utf-8")
     meta = {
         "model": model,
         "count": count,
@@ -372,13 +378,41 @@ def load_generation(path: Path, text: str, model: str, count: int) -> Generation
     try:
         questions = load_questions(data, str(path), document=text)
         dropped = {str(k): int(v) for k, v in dict(meta["dropped"]).items()}
-        return Generation(tuple(questions), int(meta["asked"]), dropped, float(meta["seconds"]), cached=True)
-    except (RagError, KeyError, TypeError, ValueError):
+        elsewhere_path = _elsewhere_path(path)
+        elsewhere = (
+            load_questions(elsewhere_path.read_bytes(), str(elsewhere_path), document=text)
+            if elsewhere_path.is_file() and elsewhere_path.stat().st_size
+            else []
+        )
+        return Generation(tuple(questions), int(meta["asked"]), dropped, float(meta["seconds"]), True, tuple(elsewhere))
+    except (OSError, RagError, KeyError, TypeError, ValueError):
         return None
 
 
 def _meta_path(path: Path) -> Path:
     return path.with_suffix(".meta.json")
+
+
+def _elsewhere_path(path: Path) -> Path:
+    return path.with_suffix(".elsewhere.jsonl")
+
+
+def elsewhere_questions(result: GeneratedQuestions, document: str) -> tuple[GeneratedQuestion, ...]:
+    """The questions `result` dropped only as matching other passages as well as their own, as kept questions
+    (their answer spans were placed before that check), each answer span once and none a kept one's."""
+    from rag.scripts import language_of
+    from rag.tuning import checks
+    from rag.tuning.questions import GeneratedQuestion
+
+    spans = {(q.start, q.end) for q in result.questions}
+    out: list[GeneratedQuestion] = []
+    for r in result.rejected:
+        if r.reason != checks.ELSEWHERE or r.start is None or r.end is None or (r.start, r.end) in spans:
+            continue
+        spans.add((r.start, r.end))
+        language = language_of(document[r.passage_start : r.passage_start + 400])
+        out.append(GeneratedQuestion(r.question, document[r.start : r.end], r.start, r.end, r.passage_start, language))
+    return tuple(out)
 
 
 def generate(document: LongDocument, model: ChatModel, count: int, folder: Path) -> Generation:
@@ -400,7 +434,13 @@ def generate(document: LongDocument, model: ChatModel, count: int, folder: Path)
             print(f"    dropped ({item.reason}): {item.question}", file=sys.stderr, flush=True)
 
     result = generate_questions(document.text, model, count, progress=progress, found=found)
-    generation = Generation(result.questions, result.passages, result.dropped, result.seconds)
+    generation = Generation(
+        result.questions,
+        result.passages,
+        result.dropped,
+        result.seconds,
+        elsewhere=elsewhere_questions(result, document.text),
+    )
     if not result.stopped:
         save_generation(path, generation, model.name, count)
         # What was dropped, for reading why (not read back).
@@ -410,6 +450,20 @@ def generate(document: LongDocument, model: ChatModel, count: int, folder: Path)
 
 
 # --- the report -----------------------------------------------------------------------------------------
+
+
+OTHER_MARGINS = (0.0, 0.02)
+"""Recommendation margins tried besides the app's (rag.tuning.recommend.MARGIN): 0 always takes the best
+point, 0.02 is the goal's own tolerance (`HIT_GAP_GOAL`)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The comparison with one thing done otherwise than the app does it."""
+
+    name: str
+    questions: int
+    comparison: Comparison
 
 
 @dataclass(frozen=True)
@@ -423,6 +477,7 @@ class Outcome:
     comparison: Comparison | None
     """None when no generated question was kept (nothing to sweep on)."""
     sweep_seconds: float
+    variants: tuple[Variant, ...] = ()
 
 
 def _rho(value: float | None) -> str:
@@ -473,8 +528,46 @@ def outcome_lines(o: Outcome) -> list[str]:
             f"{c.recommended_hit5:.3f}; best in hindsight {c.best} {c.best_hit5:.3f}; gap {c.gap:.3f} "
             f"(goal <= {HIT_GAP_GOAL:g}: {_met(gap_met(c))})",
         ]
+    lines += [variant_line(o.language, v) for v in o.variants]
     lines.append(f"{o.language} (d) wall time: questions {written}; sweeps (generated + real) {o.sweep_seconds:.0f} s")
     return lines
+
+
+def variant_line(language: str, v: Variant) -> str:
+    c = v.comparison
+    bound = f" (as many real questions at random: {c.floor[1]:.2f})" if c.floor else ""
+    return (
+        f"{language} (e) {v.name}, {v.questions} questions: rho by MRR {_rho(c.rho_mrr)}{bound}; recommended "
+        f"{c.recommended} ({c.why}): real hit@5 {c.recommended_hit5:.3f}, gap {c.gap:.3f}"
+    )
+
+
+def variants(
+    generation: Generation,
+    by_generated: SweepResult,
+    by_real: SweepResult,
+    sweep: Callable[[Sequence[GeneratedQuestion]], SweepResult],
+) -> tuple[Variant, ...]:
+    """The comparison under the other recommendation margins (`OTHER_MARGINS`), and with the questions the
+    keyword filter dropped (`Generation.elsewhere`) added, under every margin; `sweep` scores a question set."""
+    from rag.tuning.recommend import MARGIN, recommend
+
+    n = len(by_generated.questions)
+    out = [
+        Variant(f"recommendation margin {m:g}", n, compare(by_generated, by_real, recommend(by_generated, margin=m)))
+        for m in OTHER_MARGINS
+    ]
+    if generation.elsewhere:
+        loose = sweep(generation.questions + generation.elsewhere)
+        out += [
+            Variant(
+                f"with the {len(generation.elsewhere)} matching other passages too, margin {m:g}",
+                len(loose.questions),
+                compare(loose, by_real, recommend(loose, margin=m)),
+            )
+            for m in (MARGIN, *OTHER_MARGINS)
+        ]
+    return tuple(out)
 
 
 def summary_line(outcomes: Sequence[Outcome]) -> str:
@@ -560,12 +653,21 @@ def bench_tune(
         document, real = build(name, passages or tune_set.passages)
         generation = generate(document, model, count or tune_set.questions, folder)
         comparison = None
+        tried: tuple[Variant, ...] = ()
         sweep_started = time.perf_counter()
         if generation.questions and real.questions:
             cache = EmbeddingCache()
             by_generated = run_sweep(document.text, to_questions(generation.questions), cached_embedder, cache, grid)
             by_real = run_sweep(document.text, real.questions, cached_embedder, cache, grid)
             comparison = compare(by_generated, by_real, recommend(by_generated))
+            tried = variants(
+                generation,
+                by_generated,
+                by_real,
+                lambda qs, text=document.text, cache=cache: run_sweep(
+                    text, to_questions(qs), cached_embedder, cache, grid
+                ),
+            )
         outcome = Outcome(
             language,
             name,
@@ -575,6 +677,7 @@ def bench_tune(
             generation,
             comparison,
             time.perf_counter() - sweep_started,
+            tried,
         )
         for line in outcome_lines(outcome):
             report.line(line)

@@ -27,12 +27,14 @@ AMBIGUOUS = "answer_ambiguous"
 GIVES_AWAY = "gives_away"
 """The question holds most of the answer's content words."""
 GENERIC = "too_generic"
-"""The question's words do not single out its passage (or it has too few of them)."""
+"""The question has too few content words of its own ("What is it?")."""
+ELSEWHERE = "matches_elsewhere"
+"""The question's words match another passage of the document as well as its own (`BM25_MARGIN`)."""
 DUPLICATE = "duplicate"
 FAILED = "model_failed"
 """The model raised an error for this passage (the next passage is still tried)."""
 
-REASONS = (NO_REPLY, NOT_FOUND, TOO_LONG, AMBIGUOUS, GIVES_AWAY, GENERIC, DUPLICATE, FAILED)
+REASONS = (NO_REPLY, NOT_FOUND, TOO_LONG, AMBIGUOUS, GIVES_AWAY, GENERIC, ELSEWHERE, DUPLICATE, FAILED)
 
 MAX_ANSWER_CHARS = 200
 """An answer longer than this is a passage, not a fact: it spans chunk boundaries of small settings and
@@ -316,16 +318,20 @@ def trim_echo(text: str, span: tuple[int, int], question: str) -> tuple[int, int
     return start, end
 
 
-def too_generic(question: str, answer: str, bm25: ChunkBM25, window: int) -> bool:
-    """Whether the question has too few content terms of its own, or its words do not make `window` (an
-    index into the windows `bm25` scores, in document order) the clear top BM25 match (`BM25_MARGIN`)."""
-    if len(content_terms(question) - content_terms(answer)) < MIN_QUESTION_TERMS:
-        return True
+def too_generic(question: str, answer: str) -> bool:
+    """Whether the question has fewer than `MIN_QUESTION_TERMS` content terms besides its answer's."""
+    return len(content_terms(question) - content_terms(answer)) < MIN_QUESTION_TERMS
+
+
+def matches_elsewhere(question: str, bm25: ChunkBM25, window: int, margin: float = BM25_MARGIN) -> bool:
+    """Whether the question's words fail to make `window` (an index into the windows `bm25` scores, in
+    document order) the clear top BM25 match: another window, those beside it aside, scores within `margin`
+    times its own."""
     scores = bm25.scores(question)
     own = float(scores[window])
     others = np.delete(scores, [i for i in (window - 1, window, window + 1) if 0 <= i < len(scores)])
     best_other = float(others.max()) if len(others) else 0.0
-    return own <= 0 or own < BM25_MARGIN * best_other
+    return own <= 0 or own < margin * best_other
 
 
 def duplicate_of(question: str, span: tuple[int, int], kept: Sequence[tuple[str, tuple[int, int]]]) -> bool:

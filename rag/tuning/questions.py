@@ -80,6 +80,9 @@ class Rejected:
     question: str
     answer: str
     passage_start: int
+    start: int | None = None
+    end: int | None = None
+    """The answer's span in the document, for a question dropped after its answer was placed (None before)."""
 
 
 @dataclass(frozen=True)
@@ -224,8 +227,9 @@ def _judge(
     if reply is None:
         return Rejected(checks.NO_REPLY, reply_text.strip()[:200], "", window.start)
 
-    def drop(reason: str) -> Rejected:
-        return Rejected(reason, reply.question, reply.answer, window.start)
+    def drop(reason: str, span: tuple[int, int] | None = None) -> Rejected:
+        start, end = span if span is not None else (None, None)
+        return Rejected(reason, reply.question, reply.answer, window.start, start, end)
 
     span, reason = checks.find_answer(doc, document, answer_candidates(reply.answer), (window.start, window.end))
     if span is None:
@@ -233,17 +237,19 @@ def _judge(
     if checks.gives_away(reply.question, document[span[0] : span[1]]):
         trimmed = checks.trim_echo(document, span, reply.question)
         if trimmed is None or checks.gives_away(reply.question, document[trimmed[0] : trimmed[1]]):
-            return drop(checks.GIVES_AWAY)
+            return drop(checks.GIVES_AWAY, span)
         span = trimmed
     unique = checks.unique_quote(doc, document, span)
     if unique is None:
-        return drop(checks.AMBIGUOUS)
+        return drop(checks.AMBIGUOUS, span)
     answer = document[unique[0] : unique[1]]
     home = window.index if window.start <= span[0] < window.end else bisect.bisect_right(starts, span[0]) - 1
-    if checks.too_generic(reply.question, answer, bm25, max(home, 0)):
-        return drop(checks.GENERIC)
+    if checks.too_generic(reply.question, answer):
+        return drop(checks.GENERIC, unique)
     if checks.duplicate_of(reply.question, unique, [(q.text, (q.start, q.end)) for q in kept]):
-        return drop(checks.DUPLICATE)
+        return drop(checks.DUPLICATE, unique)
+    if checks.matches_elsewhere(reply.question, bm25, max(home, 0)):
+        return drop(checks.ELSEWHERE, unique)
     return GeneratedQuestion(reply.question, answer, unique[0], unique[1], window.start, language)
 
 

@@ -14,7 +14,8 @@ from rag.chunking import ChunkSettings
 from rag.evaluation.datasets import Passage
 from rag.evaluation.questions import Question
 from rag.evaluation.sets import EvalSet
-from rag.tuning.questions import GeneratedQuestion
+from rag.tuning import checks
+from rag.tuning.questions import GeneratedQuestion, GeneratedQuestions, Rejected
 from rag.tuning.recommend import recommend
 from rag.tuning.sweep import Grid, PointResult, Search, SweepResult
 
@@ -179,6 +180,60 @@ def test_generated_questions_are_cached_for_the_same_document_model_and_count(tm
     assert tune.load_generation(path, text, "model-a", 7) is None
     assert tune.load_generation(path, "Another text entirely, where the answer is not.", "model-a", 6) is None
     assert tune.cache_path(tmp_path, "en_race", text + ".", "model-a", 6) != path
+
+
+def test_the_questions_dropped_as_matching_elsewhere_are_cached_beside_the_kept(tmp_path: Path) -> None:
+    text = "The lighthouse keeper lit the lamp at dusk every evening. The ferry left at dawn."
+    kept = GeneratedQuestion("What did the keeper light?", "the lamp", 26, 34, 0, "en")
+    other = GeneratedQuestion("When did the ferry leave?", "dawn", 76, 80, 58, "en")
+    path = tune.cache_path(tmp_path, "en_race", text, "model-a", 2)
+    tune.save_generation(path, Generation((kept,), 2, {"matches_elsewhere": 1}, 9.0, elsewhere=(other,)), "model-a", 2)
+    again = tune.load_generation(path, text, "model-a", 2)
+    assert again is not None and again.questions == (kept,) and again.elsewhere == (other,)
+    tune._elsewhere_path(path).unlink()  # a cache written before they were kept: none, not an error
+    again = tune.load_generation(path, text, "model-a", 2)
+    assert again is not None and again.questions == (kept,) and again.elsewhere == ()
+
+
+def test_only_questions_dropped_as_matching_elsewhere_with_a_new_span_are_taken() -> None:
+    text = "The lighthouse keeper lit the lamp at dusk. 灯塔在夜里亮起来。"
+    kept = GeneratedQuestion("What did the keeper light?", "the lamp", 26, 34, 0, "en")
+    rejected = (
+        Rejected(checks.ELSEWHERE, "What was lit at dusk?", "lamp", 0, 30, 34),
+        Rejected(checks.ELSEWHERE, "What was lit?", "lamp", 0, 30, 34),  # the same span again
+        Rejected(checks.ELSEWHERE, "Which lamp?", "the lamp", 0, 26, 34),  # the kept question's span
+        Rejected(checks.GENERIC, "When?", "at dusk", 0, 35, 42),
+        Rejected(checks.ELSEWHERE, "什么亮起来？", "灯塔", 44, 44, 46),
+        Rejected(checks.NOT_FOUND, "Who?", "Nobody", 0),
+    )
+    result = GeneratedQuestions((kept,), rejected, 6, 6, False, 1.0)
+    taken = tune.elsewhere_questions(result, text)
+    assert [(q.text, q.answer, q.start, q.language) for q in taken] == [
+        ("What was lit at dusk?", "lamp", 30, "en"),
+        ("什么亮起来？", "灯塔", 44, "zh"),
+    ]
+
+
+def test_variants_recompare_under_other_margins_and_with_the_dropped_questions() -> None:
+    generated = _result([_point(100, [1] * 200, 900), _point(200, [1] * 199 + [2], 300)])
+    real = _result([_point(100, [1, 1, 1, 1], 900), _point(200, [1, 1, 6, 6], 300)])
+    q = GeneratedQuestion("Q?", "A", 0, 1, 0, "en")
+    swept: list[int] = []
+
+    def sweep(questions: Sequence[GeneratedQuestion]) -> SweepResult:
+        swept.append(len(questions))
+        return _result([_point(100, [1] * len(questions), 900), _point(200, [6] * len(questions), 300)])
+
+    plain = tune.variants(Generation((q,), 2, {}, 1.0), generated, real, sweep)
+    assert [v.name for v in plain] == ["recommendation margin 0", "recommendation margin 0.02"] and swept == []
+    # Margin 0 takes the best (token 100); within 0.02 of it, 200 is the cheaper: real hit@5 0.5 against 1.0.
+    assert [v.comparison.gap for v in plain] == [0.0, 0.5]
+    loose = tune.variants(Generation((q,), 2, {}, 1.0, elsewhere=(q, q)), generated, real, sweep)
+    assert swept == [3] and len(loose) == 2 + 3
+    assert loose[2].name == "with the 2 matching other passages too, margin 0.05" and loose[2].questions == 3
+    assert tune.variant_line("en", loose[2]).startswith(
+        "en (e) with the 2 matching other passages too, margin 0.05, 3 questions: rho by MRR 1.00"
+    )
 
 
 def test_the_number_of_questions_comes_from_the_environment_when_set() -> None:

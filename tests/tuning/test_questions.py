@@ -73,7 +73,7 @@ def _scripted(replies: list[str]) -> ReplyingModel:
         ("Q: Who was the engineer Ruth Calder of the Garrow lighthouse?\nA: Ruth Calder", checks.GIVES_AWAY),
         ("Q: Who was the engineer?\nA: Ruth Calder", checks.GENERIC),
         # Every paragraph has its steps and gallery: BM25 cannot tell the passage apart.
-        ("Q: How many steps do visitors climb to reach the gallery?\nA: 166", checks.GENERIC),
+        ("Q: How many steps do visitors climb to reach the gallery?\nA: 166", checks.ELSEWHERE),
     ],
 )
 def test_a_question_is_dropped_for_its_reason(reply: str, reason: str) -> None:
@@ -84,6 +84,18 @@ def test_a_question_is_dropped_for_its_reason(reply: str, reason: str) -> None:
     assert result.questions == () and result.passages == 1
     assert [r.reason for r in result.rejected] == [reason] and result.dropped[reason] == 1
     assert len(model.prompts) == (2 if reason == checks.NO_REPLY else 1)
+
+
+def test_a_question_dropped_after_its_answer_was_placed_keeps_the_answer_span() -> None:
+    # Dropped by the keyword filter (the bench sweeps such questions to measure the filter): the span is the
+    # one the question would have been kept with; a question dropped before its answer was placed has none.
+    document = english_document()
+    reply = "Q: How many steps do visitors climb to reach the gallery?\nA: 166"
+    (dropped,) = generate_questions(document, _scripted([reply]), 1).rejected
+    assert dropped.reason == checks.ELSEWHERE and dropped.start is not None and dropped.end is not None
+    assert "166" in document[dropped.start : dropped.end] and dropped.passage_start <= dropped.start
+    (unplaced,) = generate_questions(document, _scripted(["Q: Who built it?\nA: Isambard Brunel"]), 1).rejected
+    assert unplaced.reason == checks.NOT_FOUND and unplaced.start is None and unplaced.end is None
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -192,9 +204,9 @@ def test_the_windows_beside_the_passage_do_not_make_its_question_generic() -> No
         "Mountains and valleys, with hiking trails and huts.",
     ]
     question = "Where does Dairy Queen have its headquarters?"
-    assert not checks.too_generic(question, "Minnesota", ChunkBM25(texts), 2)
+    assert not checks.matches_elsewhere(question, ChunkBM25(texts), 2)
     texts[4] = "Where does Dairy Queen have its headquarters? Nobody here knows."  # far away: it competes
-    assert checks.too_generic(question, "Minnesota", ChunkBM25(texts), 2)
+    assert checks.matches_elsewhere(question, ChunkBM25(texts), 2)
 
 
 def test_a_question_written_without_its_answer_is_asked_for_the_answer() -> None:
