@@ -25,7 +25,7 @@ TOO_LONG = "answer_too_long"
 AMBIGUOUS = "answer_ambiguous"
 """The answer occurs elsewhere in the document too, and no longer quote around it is unique."""
 GIVES_AWAY = "gives_away"
-"""The question holds most of the answer's content words."""
+"""The question holds most of the answer's content words, or is answered yes or no (it states its fact)."""
 GENERIC = "too_generic"
 """The question has too few content words of its own ("What is it?")."""
 ELSEWHERE = "matches_elsewhere"
@@ -263,6 +263,15 @@ def _next_edge(text: str, at: int, step: int) -> int:
     while i > 0 and not text[i - 1].isspace() and text[i - 1].isascii():
         i -= 1
     return min(i, at - 1)
+
+
+_YES_NO = frozenset("是 否 不是 是的 对 不对 有 没有 yes no true false".split())
+
+
+def yes_or_no(answer: str) -> bool:
+    """Whether `answer` is a bare yes or no ("是", "Yes."): found in the passage it is some "是" or "no" of another
+    sentence ("景栋位于……的主要城镇吗？" answered "是" was kept as "经是暹"), and the question states the fact."""
+    return normalise(answer).strip(".。!！,，;； ") in _YES_NO
 
 
 def gives_away(question: str, answer: str) -> bool:

@@ -37,7 +37,8 @@ from rag.tuning.replies import (
     parse_reply,
     question_messages,
     reply_complete,
-    retry_messages,
+    sentence_messages,
+    statement_of,
 )
 
 log = logging.getLogger(__name__)
@@ -46,11 +47,12 @@ DEFAULT_COUNT = 10
 """Passages asked about by default: 8-13 s each with the embedded model on 2 quiet cores, about a minute on
 busy ones (rag.tuning.timing)."""
 MAX_COUNT = 100
-GENERATOR = 4
+GENERATOR = 5
 """Changes when the same model given the same document writes other questions (a prompt, a second ask, a
 check): caches of generated questions (the tune bench's) name it. 2: a reply with no question is asked again;
 3: a question without its label before a labelled answer is read; 4: a `Q:` line that asks nothing (a
-statement) is no question, and the reply is asked again."""
+statement) is no question, and the reply is asked again; 5: a statement is asked about alone, and a yes-or-no
+answer gives its question away."""
 TEMPERATURE = 0.0
 """Greedy: the same document gives the same questions, so a re-run compares settings on the same set."""
 
@@ -189,11 +191,16 @@ def _ask(model: ChatModel, messages: list[Message], stop: threading.Event | None
 
 
 def _reply(model: ChatModel, window: Window, language: str, stop: threading.Event | None) -> str:
-    """The model's question and answer about `window`: asked once more after a reply with no question
-    (`needs_retry`), and a question written alone asked for its answer (`bare_question`)."""
+    """The model's question and answer about `window`. A statement written instead of a question
+    (`needs_retry`) is asked about alone (`sentence_messages`), and a question written alone is asked for
+    its answer from the passage (`bare_question`)."""
     reply = _ask(model, question_messages(window.text, language), stop, reply_complete)
-    if needs_retry(reply) and not (stop is not None and stop.is_set()):
-        reply = _ask(model, retry_messages(window.text, language, reply), stop, reply_complete)
+    statement = statement_of(reply) if needs_retry(reply) else None
+    if statement is not None and not (stop is not None and stop.is_set()):
+        asked = _ask(model, sentence_messages(statement, language), stop, _line_ended)
+        question = statement_of(asked)
+        if question is not None and bare_question(question) is not None:
+            reply = question
     question = bare_question(reply)
     if question is not None and (answered := _answer(model, window, question, language, stop)):
         reply = f"Q: {question}\nA: {answered}"
@@ -231,6 +238,8 @@ def _judge(
         start, end = span if span is not None else (None, None)
         return Rejected(reason, reply.question, reply.answer, window.start, start, end)
 
+    if checks.yes_or_no(reply.answer):
+        return drop(checks.GIVES_AWAY)
     span, reason = checks.find_answer(doc, document, answer_candidates(reply.answer), (window.start, window.end))
     if span is None:
         return drop(reason or checks.NOT_FOUND)

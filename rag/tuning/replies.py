@@ -140,29 +140,47 @@ ANSWER_PROMPT_ZH = "段落：\n{passage}\n\n问题：{question}\n从段落中原
 """Asked when a reply holds a question and no answer (`bare_question`): in the bench's first 16 Chinese passages,
 Qwen2.5-Coder-1.5B wrote three questions alone ("莎莉公司总部设于哪里？") and stopped, each dropped as no reply."""
 
-RETRY_PROMPT_EN = (
-    "That is not a question. Write one question that the passage answers and copy its answer from the "
-    "passage, as two lines and nothing else:\nQ: <the question>\nA: <the answer, copied from the passage>"
+SENTENCE_PROMPT_EN = (
+    "Write one question about the sentence below that asks with who, what, where, when, which or how many "
+    "(not a yes-or-no question), ending with a question mark. Reply with the question only.\n"
+    "Sentence:\n{sentence}"
 )
-RETRY_PROMPT_ZH = (
-    "这不是问题。请提出一个该段落能够回答的问题，并从段落原文摘抄答案，严格写成两行，不要写别的：\n"
-    "问：<问题>\n答：<答案>"
+SENTENCE_PROMPT_ZH = (
+    "针对下面这句话提一个问题，用“谁”“什么”“哪里”“哪一年”“多少”之一提问，不要用“吗”，问句以问号结尾，只写问句。\n"
+    "句子：\n{sentence}"
 )
-"""Said after a reply that holds neither a question nor an answer (`needs_retry`): in the bench's 24 Chinese
-passages, Qwen2.5-Coder-1.5B copied a sentence of the passage as its whole reply 7 times (29 %), each dropped
-as no reply."""
+"""Asked after a reply that holds a statement instead of a question (`needs_retry`), about that statement
+alone: Qwen2.5-Coder-1.5B copied a sentence of the passage as its question for 18 of the tune bench's 77
+Chinese passages. Asked again with the passage and a reminder ("这不是问题。请提出一个……"), it wrote a question for
+1 of the 18; asked about its own sentence with the question words named, for 17, of which 11 were kept (and
+their answers asked for alone, `answer_messages`). Without "不要用“吗”" it wrote yes-or-no questions
+("……的武将吗？"), answered "是"."""
 
 
 def needs_retry(text: str) -> bool:
     """Whether a reply holds no question at all (neither `parse_reply`'s two lines nor a `bare_question`) but
-    some text: a statement copied from the passage, to be answered with `retry_messages`."""
+    some text: a statement copied from the passage, to be asked about with `sentence_messages`."""
     return bool(text.strip()) and parse_reply(text) is None and bare_question(text) is None
 
 
-def retry_messages(passage: str, language: str, reply: str) -> list[Message]:
-    """The prompt for one question again, after `reply` held none: the first ask, the reply, and a reminder."""
-    again = RETRY_PROMPT_ZH if language == "zh" else RETRY_PROMPT_EN
-    return [*question_messages(passage, language), Message("assistant", reply.strip()), Message("user", again)]
+def statement_of(text: str) -> str | None:
+    """The statement a reply holds instead of a question: its first line that is not an answer line, without
+    a `Q:` / `问：` label; None when there is none."""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or _ANSWER.match(line):
+            continue
+        if m := _QUESTION.match(line):
+            line = m.group(1).strip()
+        line = line.strip(_QUOTES + " ")
+        return line or None
+    return None
+
+
+def sentence_messages(sentence: str, language: str) -> list[Message]:
+    """The prompt for one question about `sentence` alone (see `SENTENCE_PROMPT_ZH`)."""
+    template = SENTENCE_PROMPT_ZH if language == "zh" else SENTENCE_PROMPT_EN
+    return [Message("user", template.format(sentence=sentence))]
 
 
 _QUESTION_END = re.compile(r"[?？]\s*$")

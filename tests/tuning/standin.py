@@ -11,7 +11,8 @@ from rag.llms.types import GenerationStats, Message, StreamEvent
 
 
 def passage_of(prompt: str) -> str:
-    for label in ("Passage:\n", "段落：\n"):
+    """The passage a prompt asks about (or the sentence, for a statement asked about alone)."""
+    for label in ("Passage:\n", "段落：\n", "Sentence:\n", "句子：\n"):
         if label in prompt:
             return prompt.split(label, 1)[1]
     raise AssertionError(f"no passage in the prompt {prompt[:80]!r}")
@@ -55,7 +56,6 @@ class ReplyingModel:
             self.on_call(len(self.prompts))
         if len(self.prompts) in self.fail_on:
             raise GenerationError("the model fell over")
-        # A second ask (rag.tuning.replies.retry_messages) holds the passage in its first message.
         text = self.reply(passage_of(messages[0].content))
         sent = ""
         for i in range(0, len(text), self.piece):

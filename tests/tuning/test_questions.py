@@ -15,7 +15,7 @@ from rag.tuning import checks, generate_questions
 from rag.tuning.passages import windows
 from rag.tuning.questions import TEMPERATURE
 from tests.tuning.samples import chinese_document, chinese_reply, english_document, english_reply
-from tests.tuning.standin import ReplyingModel, passage_of
+from tests.tuning.standin import ReplyingModel
 
 
 def test_each_passage_gives_one_question_whose_answer_span_is_in_the_document() -> None:
@@ -99,22 +99,53 @@ def test_a_question_dropped_after_its_answer_was_placed_keeps_the_answer_span() 
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_a_statement_instead_of_a_question_is_asked_for_once_more(language: str) -> None:
-    # Qwen2.5-Coder-1.5B copied a sentence of the passage as its whole reply to 7 of 24 Chinese passages.
-    document, write, reminder = (
-        (chinese_document(), chinese_reply, "这不是问题。")
-        if language == "zh"
-        else (english_document(), english_reply, "That is not a question.")
-    )
-    statement = "It stands on a rocky headland." if language == "en" else "它位于北部海岸一处多岩石的岬角上。"
-    model = ReplyingModel(lambda passage: statement if len(model.prompts) == 1 else write(passage))
+def test_a_statement_instead_of_a_question_is_asked_about_alone_then_answered(language: str) -> None:
+    # Qwen2.5-Coder-1.5B copied a sentence of the passage as its question for 18 of 77 Chinese passages.
+    document = chinese_document() if language == "zh" else english_document()
+    said: dict[str, str] = {}
+
+    def reply(text: str) -> str:
+        call = len(model.prompts)
+        if call == 1:  # the passage: a sentence of it, labelled as the question
+            found = re.search(
+                r"(\w\w)灯塔位于[^。]*。它由工程师(\w{3})于"
+                if language == "zh"
+                else r"The (\w+) lighthouse stands[^.]*\. It was built in \d+ by the engineer (\w+ \w+)",
+                text,
+            )
+            assert found is not None
+            said.update(name=found.group(1), engineer=found.group(2))
+            if language == "zh":
+                return f"问：{said['name']}灯塔由工程师{said['engineer']}主持建造。"
+            return f"Q: The {said['name']} lighthouse was built by the engineer {said['engineer']}."
+        if call == 2:  # the statement alone
+            said["statement"] = text
+            return (
+                f"{said['name']}灯塔是由哪位工程师主持建造的？"
+                if language == "zh"
+                else f"Who built the {said['name']} lighthouse?"
+            )
+        return said["engineer"]  # its answer, from the passage
+
+    model = ReplyingModel(reply)
     result = generate_questions(document, model, 1)
-    assert len(model.prompts) == 2 and model.prompts[1].startswith(reminder)
-    first, said, again = model.conversations[1]
-    assert (first.role, said.role, again.role) == ("user", "assistant", "user")
-    assert first.content == model.conversations[0][0].content and said.content == statement
+    asked_alone, answered = model.conversations[1], model.conversations[2]
+    heading = "句子：\n" if language == "zh" else "Sentence:\n"
+    assert len(asked_alone) == 1 and asked_alone[0].content.endswith(heading + said["statement"])
+    assert said["engineer"] in said["statement"] and not said["statement"].startswith(("问", "Q:"))
+    assert "not a yes-or-no question" in asked_alone[0].content or "不要用“吗”" in asked_alone[0].content
+    shown = answered[0].content.split("\n\n")[0].split("\n", 1)[1]  # the prompt's passage, before its question
+    assert shown in document and said["name"] in answered[0].content.split("\n\n")[1]
     [kept] = result.questions
-    assert kept.language == language and kept.text in write(passage_of(first.content))
+    assert kept.language == language and kept.answer == said["engineer"] and said["name"] in kept.text
+
+
+@pytest.mark.parametrize("answer", ["是", "Yes.", "否。"])
+def test_a_yes_or_no_answer_gives_its_question_away(answer: str) -> None:
+    # "是" is in every Chinese passage: found there it was kept as some other sentence's "经是暹".
+    reply = f"Q: Does the Garrow lighthouse stand on a cliff?\nA: {answer}"
+    result = generate_questions(english_document(), _scripted([reply]), 1)
+    assert result.questions == () and [r.reason for r in result.rejected] == [checks.GIVES_AWAY]
 
 
 def test_a_quote_found_elsewhere_too_is_lengthened_until_it_is_unique() -> None:
@@ -229,11 +260,11 @@ def test_a_question_written_without_its_answer_is_asked_for_the_answer() -> None
         assert document[q.start : q.end] == q.answer and len(q.answer) == 3 and q.text.endswith("主持建造的？")
 
 
-def test_a_statement_is_asked_again_once_and_not_for_an_answer() -> None:
+def test_a_statement_that_gives_no_question_when_asked_about_alone_is_no_reply() -> None:
     model = _scripted(["The Garrow lighthouse stands on the cliff."] * 3)
     result = generate_questions(english_document(), model, 1)
-    assert result.dropped[checks.NO_REPLY] == 1 and len(model.prompts) == 2
-    assert model.prompts[1].startswith("That is not a question.")
+    assert result.dropped[checks.NO_REPLY] == 1 and len(model.prompts) == 2  # not asked for an answer
+    assert model.prompts[1].endswith("Sentence:\nThe Garrow lighthouse stands on the cliff.")
 
 
 def test_an_answer_that_echoes_its_question_keeps_what_it_adds() -> None:

@@ -15,6 +15,8 @@ from rag.tuning.replies import (
     parse_reply,
     question_messages,
     reply_complete,
+    sentence_messages,
+    statement_of,
 )
 
 
@@ -73,8 +75,13 @@ def test_a_question_without_its_mark_still_asks(question: str) -> None:
     assert asks(question) and parse_reply(f"Q: {question}\nA: x") == Reply(question, "x")
 
 
-def test_a_statement_on_the_question_line_is_asked_again() -> None:
-    assert needs_retry("问：耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。\n答：圣经")
+def test_a_statement_on_the_question_line_is_asked_about_alone() -> None:
+    reply = "问：耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。\n答：圣经"
+    assert needs_retry(reply) and statement_of(reply) == "耶利米是《圣经》中犹大国灭国前，最黑暗时的一位先知。"
+    assert statement_of("答：圣经\n“The bridge was built in 1868.”") == "The bridge was built in 1868."
+    assert statement_of("\n答：圣经\n") is None
+    [message] = sentence_messages("It stands on a headland.", "en")
+    assert message.role == "user" and message.content.endswith("Sentence:\nIt stands on a headland.")
 
 
 def test_the_answer_is_tried_as_written_then_without_quotes_and_its_full_stop() -> None:
