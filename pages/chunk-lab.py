@@ -860,7 +860,7 @@ def _drop_reasons() -> dict[str, str]:
         "answer_ambiguous": _("answer found in several places"),
         "gives_away": _("question gives the answer away"),
         "too_generic": _("too generic"),
-        "matches_elsewhere": _("its words match other passages as well"),
+        "matches_elsewhere": _("its words match several other passages as well"),
         "duplicate": _("duplicate"),
         "model_failed": _("model error"),
     }

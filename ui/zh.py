@@ -619,7 +619,7 @@ ZH: dict[str, str] = {
     "answer found in several places": "答案出现在多处",
     "question gives the answer away": "问题泄露了答案",
     "too generic": "过于笼统",
-    "its words match other passages as well": "其用词同样符合其他段落",
+    "its words match several other passages as well": "其用词同样符合其他好几个段落",
     "duplicate": "重复",
     "model error": "模型出错",
     "Writing questions with {model}: {asked}/{planned} passages · {kept} kept": "正在用 {model} 写问题：{asked}/{planned} 个段落 · 保留 {kept} 个",

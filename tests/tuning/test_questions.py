@@ -233,11 +233,21 @@ def test_the_windows_beside_the_passage_do_not_make_its_question_generic() -> No
         "Dairy Queen has its headquarters in Minnesota, and thousands of stores.",
         "Rivers and bridges of the region, with ferries and locks.",
         "Mountains and valleys, with hiking trails and huts.",
+        "Lakes and islands, with boats.",
+        "Castles and towers, with guided tours.",
+        "Markets and squares, with stalls.",
     ]
     question = "Where does Dairy Queen have its headquarters?"
     assert not checks.matches_elsewhere(question, ChunkBM25(texts), 2)
-    texts[4] = "Where does Dairy Queen have its headquarters? Nobody here knows."  # far away: it competes
+    # Far away, a window or two that match it as well are no reason to drop it (they were, with a margin
+    # over every other window: the questions kept then copied their passage's words); three are.
+    rival = "Where does Dairy Queen have its headquarters? Nobody here knows."
+    for far in (4, 5):
+        texts[far] = rival
+        assert not checks.matches_elsewhere(question, ChunkBM25(texts), 2)
+    texts[6] = rival
     assert checks.matches_elsewhere(question, ChunkBM25(texts), 2)
+    assert checks.matches_elsewhere("Which moons orbit Saturn?", ChunkBM25(texts), 2)  # no word of its own window
 
 
 def test_a_question_written_without_its_answer_is_asked_for_the_answer() -> None:
