@@ -7,6 +7,7 @@ The reasons are counted and shown, so that a user sees whether the model or the 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -220,17 +221,27 @@ def unique_quote(
     while rights[-1] < hi and rights[-1] - end < limit:
         rights.append(min(_next_edge(text, rights[-1], +1), hi))
     # Fewest words added first, and of those the most on the left, where the phrase's owner usually stands:
-    # "Arden's brass compasses" rather than "brass compasses that" when both are unique.
-    for added in range(len(lefts) + len(rights) - 1):
-        for left in range(min(added, len(lefts) - 1), max(0, added - len(rights) + 1) - 1, -1):
-            a, b = lefts[left], rights[added - left]
-            if b - a > limit:
-                continue
-            needle = normalise(text[a:b])
-            if needle and len(doc.find_all(needle, limit=2)) == 1:
+    # "Arden's brass compasses" rather than "brass compasses that" when both are unique. A quote that ends
+    # in punctuation it did not have ("二〇〇一年，", shown so in a Chromium walk) is taken only when no longer
+    # one without it is unique.
+    for clean in (True, False):
+        for added in range(len(lefts) + len(rights) - 1):
+            for left in range(min(added, len(lefts) - 1), max(0, added - len(rights) + 1) - 1, -1):
+                a, b = lefts[left], rights[added - left]
+                if b - a > limit:
+                    continue
                 body = text[a:b]  # no outer whitespace: the span is the one the check finds (`find_all`)
-                return a + len(body) - len(body.lstrip()), a + len(body.rstrip())
+                a, b = a + len(body) - len(body.lstrip()), a + len(body.rstrip())
+                if clean and ((a < start and _is_punctuation(text[a])) or (b > end and _is_punctuation(text[b - 1]))):
+                    continue
+                needle = normalise(text[a:b])
+                if needle and len(doc.find_all(needle, limit=2)) == 1:
+                    return a, b
     return None
+
+
+def _is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？\n]")

@@ -151,3 +151,17 @@ def test_an_answer_echoing_its_question_is_trimmed_to_what_it_adds(
     span = (3, 3 + len(answer))
     trimmed = checks.trim_echo(text, span, question)
     assert (text[trimmed[0] : trimmed[1]] if trimmed else None) == left
+
+
+def test_a_quote_made_unique_is_not_ended_with_punctuation_it_did_not_have() -> None:
+    # "二〇〇一年" and "于二〇〇一年" are in both sentences; "二〇〇一年，" only in the second, but so is
+    # "址于二〇〇一年": the longer quote without the comma is taken (the comma was, shown as an answer in a walk).
+    text = "墓葬发掘于二〇〇一年。遗址于二〇〇一年，被公布为全国重点文物保护单位。"
+    doc = NormalisedText.of(text)
+    at = text.rindex("二〇〇一年")
+    span = checks.unique_quote(doc, text, (at, at + 5))
+    assert span is not None and text[span[0] : span[1]] == "址于二〇〇一年"
+    # With no other way to make it unique, the punctuation is taken all the same.
+    text = "二〇〇一年。二〇〇一年，"
+    span = checks.unique_quote(NormalisedText.of(text), text, (6, 11))
+    assert span is not None and text[span[0] : span[1]] == "二〇〇一年，"
