@@ -65,8 +65,10 @@ class TuneSet:
     """Passages the model is asked about in the full run (10-60 s each on a 2-core machine)."""
 
 
-SETS = (TuneSet("en", "en_race", 50, 40), TuneSet("zh", "zh_cmrc_trial", 100, 80))
-"""en_race: 50 passages, ~67,000 characters. zh_cmrc_trial's passages are shorter: 50 of them (~26,000 characters)
+SETS = (TuneSet("en", "en_race", 80, 64), TuneSet("zh", "zh_cmrc_trial", 100, 80))
+"""en_race: 80 passages, ~107,000 characters: 50 of them (40 asked, 20 kept) allowed a rho of 0.68 at the median
+(as many real questions drawn at random), under the goal of 0.7 whoever writes the questions; 80 (64 asked,
+39 kept) allow 0.79. zh_cmrc_trial's passages are shorter: 50 of them (~26,000 characters)
 gave the model 39 windows to ask about and kept 17 questions, and 17 of the set's own questions drawn at random
 rank the settings at rho 0.71 against all 201 (median; 0.30 at the 10th percentile): too few to tell settings
 apart whoever writes them. 100 passages (~53,000 characters, 398 real questions) and 80 questions."""
@@ -452,9 +454,9 @@ def generate(document: LongDocument, model: ChatModel, count: int, folder: Path)
 # --- the report -----------------------------------------------------------------------------------------
 
 
-OTHER_MARGINS = (0.0, 0.02)
-"""Recommendation margins tried besides the app's (rag.tuning.recommend.MARGIN): 0 always takes the best
-point, 0.02 is the goal's own tolerance (`HIT_GAP_GOAL`)."""
+OTHER_MARGINS = (0.0, 0.05)
+"""Recommendation margins tried besides the app's (rag.tuning.recommend.MARGIN, the goal's own tolerance): 0
+always takes the best point, 0.05 was the app's before."""
 
 
 @dataclass(frozen=True)

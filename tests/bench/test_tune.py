@@ -225,14 +225,14 @@ def test_variants_recompare_under_other_margins_and_with_the_dropped_questions()
         return _result([_point(100, [1] * len(questions), 900), _point(200, [6] * len(questions), 300)])
 
     plain = tune.variants(Generation((q,), 2, {}, 1.0), generated, real, sweep)
-    assert [v.name for v in plain] == ["recommendation margin 0", "recommendation margin 0.02"] and swept == []
-    # Margin 0 takes the best (token 100); within 0.02 of it, 200 is the cheaper: real hit@5 0.5 against 1.0.
+    assert [v.name for v in plain] == ["recommendation margin 0", "recommendation margin 0.05"] and swept == []
+    # Margin 0 takes the best (token 100); within 0.05 of it, 200 is the cheaper: real hit@5 0.5 against 1.0.
     assert [v.comparison.gap for v in plain] == [0.0, 0.5]
     loose = tune.variants(Generation((q,), 2, {}, 1.0, elsewhere=(q, q)), generated, real, sweep)
     assert swept == [3] and len(loose) == 2 + 3
-    assert loose[2].name == "with the 2 matching other passages too, margin 0.05" and loose[2].questions == 3
+    assert loose[2].name == "with the 2 matching other passages too, margin 0.02" and loose[2].questions == 3
     assert tune.variant_line("en", loose[2]).startswith(
-        "en (e) with the 2 matching other passages too, margin 0.05, 3 questions: rho by MRR 1.00"
+        "en (e) with the 2 matching other passages too, margin 0.02, 3 questions: rho by MRR 1.00"
     )
 
 

@@ -284,16 +284,16 @@ def test_identical_settings_are_within_noise_and_the_cheaper_is_recommended() ->
 
 
 def test_a_cheaper_setting_shown_to_lose_at_most_the_margin_is_recommended_and_says_why() -> None:
-    leader = _point("token 200", [1] * 40, 900)  # one question better than...
-    cheap = _point("token 100", [1] * 39 + [2], 400)  # ...this one, half as dear
+    leader = _point("token 200", [1] * 200, 900)  # one question better than...
+    cheap = _point("token 100", [1] * 199 + [2], 400)  # ...this one, half as dear
     rec = recommend(_result([cheap, leader]))
     assert rec.best is leader and rec.recommended is cheap and rec.within_noise == rec.close == (cheap,)
-    assert rec.lead == pytest.approx(0.0125)
+    assert rec.lead == pytest.approx(0.0025)
     assert rec.lead_interval is not None and rec.lead_interval.low == 0.0 < rec.lead_interval.high <= MARGIN
     assert rec.reason == (
-        "token 200/0 · vector scores highest (MRR 1.000, 40 questions, all scored alike: no spread to draw an "
+        "token 200/0 · vector scores highest (MRR 1.000, 200 questions, all scored alike: no spread to draw an "
         "interval from), but 1 other setting is within noise of it, and token 100/0 · vector is shown to lose at "
-        "most 0.05: take it, the cheapest such (400 prompt tokens against 900)."
+        "most 0.02: take it, the cheapest such (400 prompt tokens against 900)."
     )
 
 
@@ -308,12 +308,16 @@ def test_within_noise_is_not_enough_for_a_cheaper_setting_with_few_questions() -
     assert rec.lead_interval is not None and rec.lead_interval.low <= 0 < MARGIN < rec.lead_interval.high
     assert rec.reason == (
         "token 300/0 · vector scores highest (MRR 0.917, 95% interval 0.750–1.000 over 6 questions); 1 other "
-        "setting is within noise of it, but 6 questions cannot show that a cheaper one loses less than 0.05: "
+        "setting is within noise of it, but 6 questions cannot show that a cheaper one loses less than 0.02: "
         "keep it, or add questions to narrow the intervals."
     )
-    # Forty questions alike but for those two: the same loss is shown to stay under the margin, or not.
-    many = recommend(_result([_point("token 100", [1] * 38 + [2, 3], 800), _point("token 300", [1] * 39 + [2], 2400)]))
-    assert many.lead == pytest.approx((0.5 + 2 / 3 - 0.5) / 40) and many.recommended.settings.chunk_size == 100
+    # 400 questions alike but for those two: the same loss is shown to stay under the margin; with 40, not.
+    many = recommend(
+        _result([_point("token 100", [1] * 398 + [2, 3], 800), _point("token 300", [1] * 399 + [2], 2400)])
+    )
+    assert many.lead == pytest.approx((0.5 + 2 / 3 - 0.5) / 400) and many.recommended.settings.chunk_size == 100
+    fewer = recommend(_result([_point("token 100", [1] * 38 + [2, 3], 800), _point("token 300", [1] * 39 + [2], 2400)]))
+    assert fewer.within_noise and fewer.close == () and fewer.recommended.settings.chunk_size == 300
 
 
 def test_recommend_refuses_a_sweep_that_scored_nothing() -> None:
