@@ -47,14 +47,15 @@ DEFAULT_COUNT = 10
 """Passages asked about by default: 8-13 s each with the embedded model on 2 quiet cores, about a minute on
 busy ones (rag.tuning.timing)."""
 MAX_COUNT = 100
-GENERATOR = 7
+GENERATOR = 8
 """Changes when the same model given the same document writes other questions (a prompt, a second ask, a
 check): caches of generated questions (the tune bench's) name it. 2: a reply with no question is asked again;
 3: a question without its label before a labelled answer is read; 4: a `Q:` line that asks nothing (a
 statement) is no question, and the reply is asked again; 5: a statement is asked about alone, and a yes-or-no
 answer gives its question away; 6: a question is dropped as matching elsewhere only when several passages match
-it as well as its own (checks.RIVALS); 7: a quote made unique ends in punctuation it did not have only when
-nothing else is unique."""
+it as well as its own (checks.RIVALS); 7: a trial, reverted (an answer not found asked for alone), whose
+questions caches may still hold; 8: a quote made unique ends in punctuation it did not have only when nothing
+else is unique."""
 TEMPERATURE = 0.0
 """Greedy: the same document gives the same questions, so a re-run compares settings on the same set."""
 
