@@ -34,8 +34,8 @@ MARGIN = 0.02
 may be shown to stay under, to be recommended in the best one's place: the tolerance the tune bench's goal
 allows the recommendation (0.02 of hit@5 from the best). At 0.05, on 80 en_race passages (39 generated
 questions), the cheaper recursive 256/64 was recommended and lost 0.025 of the real questions' hit@5; at 0.02
-spring 320 was, 0.012 below the best; in every other run of the bench (5 runs, both languages) the two
-margins recommended the same setting."""
+spring 320 was, 0.012 below the best; in every other run of the bench (both languages) the two margins
+recommended the same setting."""
 
 
 @dataclass(frozen=True)
