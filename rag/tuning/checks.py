@@ -223,21 +223,24 @@ def unique_quote(
     # Fewest words added first, and of those the most on the left, where the phrase's owner usually stands:
     # "Arden's brass compasses" rather than "brass compasses that" when both are unique. A quote that ends
     # in punctuation it did not have ("二〇〇一年，", shown so in a Chromium walk) is taken only when no longer
-    # one without it is unique.
-    for clean in (True, False):
-        for added in range(len(lefts) + len(rights) - 1):
-            for left in range(min(added, len(lefts) - 1), max(0, added - len(rights) + 1) - 1, -1):
-                a, b = lefts[left], rights[added - left]
-                if b - a > limit:
-                    continue
-                body = text[a:b]  # no outer whitespace: the span is the one the check finds (`find_all`)
-                a, b = a + len(body) - len(body.lstrip()), a + len(body.rstrip())
-                if clean and ((a < start and _is_punctuation(text[a])) or (b > end and _is_punctuation(text[b - 1]))):
-                    continue
-                needle = normalise(text[a:b])
-                if needle and len(doc.find_all(needle, limit=2)) == 1:
+    # one without it is unique: the first such is kept aside while the search goes on.
+    ragged_unique: tuple[int, int] | None = None
+    for added in range(len(lefts) + len(rights) - 1):
+        for left in range(min(added, len(lefts) - 1), max(0, added - len(rights) + 1) - 1, -1):
+            a, b = lefts[left], rights[added - left]
+            if b - a > limit:
+                continue
+            body = text[a:b]  # no outer whitespace: the span is the one the check finds (`find_all`)
+            a, b = a + len(body) - len(body.lstrip()), a + len(body.rstrip())
+            ragged = (a < start and _is_punctuation(text[a])) or (b > end and _is_punctuation(text[b - 1]))
+            if ragged and ragged_unique is not None:
+                continue
+            needle = normalise(text[a:b])
+            if needle and len(doc.find_all(needle, limit=2)) == 1:
+                if not ragged:
                     return a, b
-    return None
+                ragged_unique = (a, b)
+    return ragged_unique
 
 
 def _is_punctuation(ch: str) -> bool:
