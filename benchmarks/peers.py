@@ -363,8 +363,8 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
         if run.skipped:
             report.line(f"{run.name}: skipped: {run.skipped}")
             continue
-        # Stage times add up to more than the whole where stages overlap (ours writes one file while
-        # reading the next).
+        # Stage times add up to more than the whole where stages overlap (ours reads the next file in a
+        # worker process and writes the one before while it embeds).
         shares = ", ".join(f"{k} {v:.1f} s" for k, v in run.stages.items())
         report.line(
             f"{run.name}: {run.seconds:.1f} s, {corpus.pages / run.seconds:.1f} pages/s, "
@@ -372,35 +372,38 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
         )
     for run in runs[1:]:
         if not run.skipped:
-            met = report.ratio(f"ingest throughput vs {run.name.split(' ')[0]}", ours.seconds, run.seconds, 3)
+            report.ratio(f"ingest throughput vs {run.name.split(' ')[0]}", ours.seconds, run.seconds, SPEED_GOAL)
             report.line(
                 f"  hit@{TOP_K} ours {ours.hit5:.3f} vs {run.hit5:.3f}: "
                 f"{'equal or better' if ours.hit5 >= run.hit5 else 'WORSE'}"
-                f"{'' if met else ' (throughput goal not met)'}"
             )
-            if not met:
-                report.line("  the bound: " + _bound(run.seconds / 3, floor, runs[1]))
-
-
-def _bound(budget: float, floor: Floor, langchain: Run) -> str:
-    """Whether any ingest with this embedder could take `budget` seconds here: the work none can skip is
-    embedding our chunks, extracting the PDFs' text and splitting it (LangChain's plain PyMuPDF load and
-    TokenTextSplitter, the least any pipeline does) and writing the rows (a bare table's COPY), which on
-    every usable core at once take at least their seconds / cores."""
-    cores = usable_cores()
-    stages = {} if langchain.skipped else langchain.stages
-    extract, split = stages.get("load", 0.0), stages.get("split", 0.0)
-    least = (floor.cpu + extract + split + floor.write) / cores
-    verdict = (
-        "so 3x cannot be met by ingest code with this embedder on this machine"
-        if least > budget
-        else "below the bound: the rest of the pipeline is what costs"
+    least = _least(floor, runs[1])
+    report.line("the bound: " + _bound(least, floor))
+    report.line(
+        f"ours {ours.seconds:.1f} s is {ours.seconds / least:.2f}x the bound "
+        f"(goal <= {BOUND_GOAL:g}x: {'met' if ours.seconds <= BOUND_GOAL * least else 'NOT met'})"
     )
+
+
+SPEED_GOAL = 1.5
+"""Issue 32: our ingest at least this many times as fast as each peer's, at equal embedder."""
+BOUND_GOAL = 1.3
+"""Issue 32: our ingest within this factor of the bound (`_least`)."""
+
+
+def _least(floor: Floor, langchain: Run) -> float:
+    """The least time any ingest with this embedder could take here: the work none can skip is embedding our
+    chunks, extracting the PDFs' text and splitting it (LangChain's plain PyMuPDF load and TokenTextSplitter,
+    the least any pipeline does) and writing the rows (a bare table's COPY), on every usable core at once."""
+    stages = {} if langchain.skipped else langchain.stages
+    return (floor.cpu + stages.get("load", 0.0) + stages.get("split", 0.0) + floor.write) / usable_cores()
+
+
+def _bound(least: float, floor: Floor) -> str:
     return (
-        f"3x needs our whole ingest in {budget:.1f} s; the same embedder alone, on our {floor.chunks:,} chunks "
-        f"and nothing else, takes {floor.seconds:.1f} s ({floor.cpu:.1f} CPU s); plain text extraction and "
-        f"splitting (LangChain's load and split) {extract + split:.1f} s; writing the rows to a bare table "
-        f"{floor.write:.1f} s: on all {cores} cores at best {least:.1f} s ({verdict})"
+        f"the same embedder alone, on our {floor.chunks:,} chunks and nothing else, takes {floor.seconds:.1f} s "
+        f"({floor.cpu:.1f} CPU s); plain text extraction and splitting (LangChain's load and split) and writing the "
+        f"rows to a bare table ({floor.write:.1f} s) added: on all {usable_cores()} cores at best {least:.1f} s"
     )
 
 

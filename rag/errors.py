@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag.text import Text
+from rag.text import Text, text_of
 
 _URL_PASSWORD = re.compile(r"(//[^:/@\s'\"]*):([^@\s'\"]+)@")
 _KEY_VALUE_SECRET = re.compile(
@@ -137,3 +137,14 @@ class McpConfigMissing(McpConfigError):
 
 class McpError(RagError):
     """An MCP server is not running, unknown, or did not answer."""
+
+
+def failure_reason(exc: RagError) -> str:
+    """A failure as one line; a file's error without its filename (the result names the file). A
+    message made as a `Text` that is one line already stays that Text (so a UI can translate it)."""
+    reason = getattr(exc, "reason", None)
+    if not reason:
+        made = text_of(exc)
+        reason = made if isinstance(made, Text) else exc
+    line = one_line(reason, limit=None)
+    return reason if isinstance(reason, Text) and reason == line else line

@@ -79,6 +79,14 @@ round trip of a piece to a worker (pickling it and its tokens) is not worth it b
 _pool: ProcessPoolExecutor | None = None
 _ready = threading.Event()
 _lock = threading.Lock()
+_single = False
+
+
+def stay_single() -> None:
+    """Never start workers in this process: it is a worker already (the ingest's read-ahead, which parses
+    on a core of its own while the main process embeds)."""
+    global _single
+    _single = True
 
 
 def _worker_start() -> None:
@@ -98,7 +106,7 @@ def start_workers(wait: float = 0.0) -> bool:
     `wait` seconds for them to answer. True when they are ready."""
     global _pool
     workers = usable_cores() - 1
-    if workers < 1:
+    if workers < 1 or _single:
         return False
     with _lock:
         if _pool is None:

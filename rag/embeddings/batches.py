@@ -92,10 +92,12 @@ class BatchCache(Protocol):
     def keep(self, keys: Sequence[bytes], rows: np.ndarray) -> None: ...
 
 
-KEEP_AFTER_SECONDS = 0.25
+KEEP_AFTER_SECONDS = 1.0
 """A batch that embedded faster than this is cheaper to embed again than to keep: WordLlama embeds a
 batch in milliseconds, and keeping its batches took a 4,000-chunk ingest from 6.9-14.5 s to 13.7-16.9 s;
-e5 takes seconds a batch (0.3-0.7 chunks/s on two busy cores), where the write is lost in the noise."""
+e5 takes seconds a batch (0.3-0.7 chunks/s on two busy cores), where the write is lost in the noise. At
+0.25 s, WordLlama's batches of 800-token chunks crossed it while the other stages of an ingest ran beside
+it (read ahead, two writers: 3.5 % of the peers bench's main thread went to keeping them)."""
 
 _CACHE: ContextVar[BatchCache | None] = ContextVar("rag_embedding_cache", default=None)
 """The cache of the `embed` running in this context. A context variable rather than a parameter: the

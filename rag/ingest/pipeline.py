@@ -10,20 +10,30 @@ import logging
 import os
 import queue
 import unicodedata
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag import chunking, documents
 from rag.chunking import ChunkSet, ChunkSettings
-from rag.errors import RagError, one_line
+from rag.errors import RagError, failure_reason
+from rag.ingest.readahead import (
+    READ_AHEAD_BYTES,
+    READ_AHEAD_SUFFIXES,
+    Chunked,
+    ReadAhead,
+    Refused,
+    StageCallback,
+    chunked_document,
+    parse_and_chunk,
+)
 from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
-from rag.text import Text, text_of
+from rag.text import Text
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
-    from concurrent.futures import Future
-
     from rag.embeddings import CancelSignal, Embedder
     from rag.settings import Settings
     from rag.store import Store, StoredDocument
@@ -47,8 +57,6 @@ def status_word(status: str) -> str:
     return STATUS_WORDS.get(status, status)
 
 
-# (stage, fraction of the file done in [0, 1], a short message)
-StageCallback = Callable[[str, float, str], None]
 # (chunks about to be embedded, those kept from a stopped ingest left out, the seconds that should take:
 # None when not worth estimating)
 PlanCallback = Callable[[int, "float | None"], None]
@@ -147,17 +155,6 @@ def unchanged(existing: StoredDocument | None, sha256: str, settings: ChunkSetti
     return existing is not None and existing.sha256 == sha256 and settings.cuts_as(existing.chunk_settings)
 
 
-def failure_reason(exc: RagError) -> str:
-    """A failure as one line; a file's error without its filename (the result names the file). A
-    message made as a `Text` that is one line already stays that Text (so a UI can translate it)."""
-    reason = getattr(exc, "reason", None)
-    if not reason:
-        made = text_of(exc)
-        reason = made if isinstance(made, Text) else exc
-    line = one_line(reason, limit=None)
-    return reason if isinstance(reason, Text) and reason == line else line
-
-
 def validate_kb_name(name: str) -> str:
     cleaned = name.strip()
     if not cleaned:
@@ -221,9 +218,12 @@ def _embedded(
     on_plan: PlanCallback | None,
     cancel: CancelSignal | None,
     parsed: Prepared | None = None,
+    ahead: Callable[[StageCallback], Chunked | Refused | None] | None = None,
 ) -> _Embedded | IngestResult:
     """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed).
-    `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again."""
+    `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again;
+    `ahead(notify)`: the file as the read-ahead worker parsed and chunked it, waited for (None: the
+    worker died, so it is parsed here)."""
     # One spelling of a name: macOS writes "é" as e + U+0301 (NFD), Windows and browsers as U+00E9 (NFC), and
     # the two looked like one document stored twice.
     filename = unicodedata.normalize("NFC", filename)
@@ -237,26 +237,30 @@ def _embedded(
         if existing is not None and unchanged(existing, sha, settings):
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
-        chunk_set: ChunkSet | None = None
-        if parsed is None:
-            notify("parse", 0.0, Text("reading pages"))
-            doc = documents.load_bytes(
-                data, filename, lambda done, total, what: notify("parse", 0.1 * done / max(total, 1), what)
-            )
-        else:
-            doc = parsed.document
+        chunked: Chunked | None = None
+        if parsed is not None:
+            notify("chunk", 0.1, Text("{n} pages", n=len(parsed.document.pages)))
             # The preview's chunks when they were cut with these settings (the page's always are).
-            chunk_set = parsed.chunk_set if parsed.chunk_set.settings == settings else None
-        notify("chunk", 0.1, Text("{n} pages", n=len(doc.pages)))
-        if chunk_set is None:
-            # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
-            chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
-        if not chunk_set.chunks:
-            raise documents.DocumentError(
-                filename, Text("no chunks: every piece was shorter than the minimum chunk length to embed")
-            )
-        page_count, extras = doc.page_count, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks]
-        del doc  # its text: 200 MB of a 200 MB TXT, which the chunks hold once already
+            same = parsed.chunk_set if parsed.chunk_set.settings == settings else None
+            chunked = chunked_document(parsed.document, filename, settings, same)
+        elif ahead is not None:
+            notify("parse", 0.0, Text("reading pages"))
+            outcome = ahead(notify)
+            if isinstance(outcome, Refused):
+                if outcome.unexpected:
+                    log.error("ingesting %r failed in the read-ahead worker: %s", filename, outcome.reason)
+                    return IngestResult(
+                        filename,
+                        "failed",
+                        reason=Text("unexpected error: {error}", error=outcome.reason.splitlines()[0]),
+                    )
+                return IngestResult(filename, "failed", reason=outcome.reason)
+            chunked = outcome
+        if chunked is None:
+            notify("parse", 0.0, Text("reading pages"))
+            chunked = parse_and_chunk(data, filename, settings, notify)
+        chunk_set, page_count, extras = chunked.chunk_set, chunked.page_count, chunked.extras
+        del chunked
         texts = [c.text for c in chunk_set.chunks]
         from rag.embeddings import EmbeddingCancelled, batches, expected_seconds
 
@@ -462,9 +466,9 @@ def named_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[str, 
 
 
 OVERLAP_BYTES = 64 << 20
-"""`ingest_files` writes one file while it reads the next unless the two hold more bytes than this:
-then the write is finished first, so that two big files (a 200 MB TXT's write holds its bytes, its
-chunks and the COPY of them) are never in memory at once."""
+"""`ingest_files` writes files while it reads the next unless they hold more bytes than this together: then
+the writes are finished first, so that two big files (a 200 MB TXT's write holds its bytes, its chunks and
+the COPY of them) are never in memory at once."""
 
 
 @dataclass(frozen=True)
@@ -538,57 +542,83 @@ def _unexpected(filename: str, exc: Exception) -> IngestResult:
 
 
 class _Relay:
-    """The writer thread's stage callbacks, called in the caller's thread: a UI draws only from its own
+    """The writer threads' stage callbacks, called in the caller's thread: a UI draws only from its own
     thread (Streamlit drops what another thread draws, with a warning), and a stop that a callback raises
-    (the Upload page's) must land in the thread that can handle it. The writer queues what it hears;
-    the caller's thread calls it at its own next stage and while it waits for the write."""
+    (the Upload page's) must land in the thread that can handle it. The writers queue what they hear;
+    the caller's thread calls it at its own next stage and while it waits for a write."""
 
     def __init__(self) -> None:
-        # One write at a time; None: the write is over (nothing follows it until the next is submitted).
-        self._heard: queue.SimpleQueue[tuple[StageCallback, str, float, str] | None] = queue.SimpleQueue()
-        self._over = False
+        # (write, callback, stage, fraction, message); a callback None: that write is over.
+        self._heard: queue.SimpleQueue[tuple[int, StageCallback | None, str, float, str]] = queue.SimpleQueue()
+        self._over: set[int] = set()
+        self._writes = 0
 
     def here(self, notify: StageCallback) -> StageCallback:
-        """`notify` for the caller's thread: what the writer heard first, then this."""
+        """`notify` for the caller's thread: what the writers heard first, then this."""
 
         def heard(stage: str, fraction: float, message: str) -> None:
-            self._deliver(wait=False)
+            self._deliver(until=None)
             notify(stage, fraction, message)
 
         return heard
 
-    def write(
-        self, store: Store, embedder: Embedder, ready: _Embedded, settings: ChunkSettings, notify: StageCallback
-    ) -> IngestResult:
-        """`_written`, in the writer thread, its callbacks queued for the caller's."""
+    def submit(
+        self,
+        writers: ThreadPoolExecutor,
+        store: Store,
+        embedder: Embedder,
+        ready: _Embedded,
+        settings: ChunkSettings,
+        notify: StageCallback,
+    ) -> _Write:
+        """`_written` in a writer thread, its callbacks queued for the caller's."""
+        key = self._writes
+        self._writes += 1
 
-        def queued(stage: str, fraction: float, message: str) -> None:
-            self._heard.put((notify, stage, fraction, message))
+        def write() -> IngestResult:
+            def queued(stage: str, fraction: float, message: str) -> None:
+                self._heard.put((key, notify, stage, fraction, message))
 
-        try:
-            return _written(store, embedder, ready, settings, queued)
-        except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
-            return _unexpected(ready.filename, exc)
-        finally:
-            self._heard.put(None)
-
-    def result(self, pending: Future[IngestResult]) -> IngestResult:
-        """The write's result, once every callback it heard was called here."""
-        self._deliver(wait=True)
-        self._over = False
-        return pending.result()
-
-    def _deliver(self, wait: bool) -> None:
-        while True:
             try:
-                item = self._heard.get(block=wait and not self._over)
+                return _written(store, embedder, ready, settings, queued)
+            except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
+                return _unexpected(ready.filename, exc)
+            finally:
+                self._heard.put((key, None, "", 0.0, ""))
+
+        return _Write(key, writers.submit(write), len(ready.data))
+
+    def result(self, write: _Write) -> IngestResult:
+        """The write's result, once every callback it heard was called here."""
+        self._deliver(until=write.key)
+        self._over.discard(write.key)
+        return write.future.result()
+
+    def _deliver(self, until: int | None) -> None:
+        """The callbacks heard so far; with `until`, and then those heard until that write is over."""
+        while until is None or until not in self._over:
+            try:
+                key, notify, stage, fraction, message = self._heard.get(block=until is not None)
             except queue.Empty:
                 return
-            if item is None:
-                self._over = True
+            if notify is None:
+                self._over.add(key)
             else:
-                notify, stage, fraction, message = item
                 notify(stage, fraction, message)
+
+
+@dataclass(frozen=True)
+class _Write:
+    key: int
+    future: Future[IngestResult]
+    size: int
+    """The file's bytes, which the write holds."""
+
+
+WRITERS = 2
+"""Files written at once, each in its own transaction and connection: the database's share of an ingest
+(tsvector, HNSW and GIN inserts) is one server process per connection, and one of them set the pace of a
+whole ingest (23 of its 28 s on the peers bench's 200 PDFs, with the parse read ahead)."""
 
 
 def ingest_files(
@@ -602,10 +632,11 @@ def ingest_files(
     on_plan: Callable[[str], PlanCallback] | None = None,
     cancel: CancelSignal | None = None,
 ) -> Iterator[IngestResult]:
-    """Ingest each source, results in order, with one file's transaction written while the next is read
-    and embedded: the database does its part (tsvector, HNSW and GIN inserts: ~half the time of an
-    ingest with WordLlama) in its own process, so on 2 cores the two overlap. Two files of more than
-    `OVERLAP_BYTES` together do not overlap.
+    """Ingest each source, results in order, the stages of several files at once: the file after this one
+    is parsed and chunked in a worker process (`_Reader`, rag.ingest.readahead) while this one is embedded
+    here, and the files before it are written by `WRITERS` threads, each file in its own transaction, while
+    the database does its part (tsvector, HNSW and GIN inserts) in a server process per connection. Files
+    of more than `OVERLAP_BYTES` together are not written while the next is read.
 
     A file stored before with the same bytes and settings is `unchanged`, told before it is parsed; a
     source's `parsed` document is used as it is. `on_stage(name)` and `on_plan(name)` give a file's
@@ -617,51 +648,132 @@ def ingest_files(
     Stopped otherwise (KeyboardInterrupt, an exception from a callback, the generator closed), the file
     being written is finished or rolled back whole before this returns, and the one being embedded keeps
     the batches done: `results_after_stop` tells which."""
-    from concurrent.futures import ThreadPoolExecutor
-
     relay = _Relay()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-ingest-write") as writer:
-        pending: Future[IngestResult] | None = None
-        pending_bytes = 0
-        for source in sources:
-            if cancel is not None and cancel.is_set():
-                break
-            if pending is not None and pending_bytes + source.size() > OVERLAP_BYTES:
-                yield relay.result(pending)
-                pending = None
-            notify = on_stage(source.name) if on_stage else _quiet
-            data = source.read()
-            ready: _Embedded | IngestResult
-            if isinstance(data, IngestResult):
-                ready = data
-            else:
-                try:
-                    ready = _embedded(
-                        store,
-                        embedder,
-                        data,
-                        source.name,
-                        knowledge,
-                        settings,
-                        None if source.path is None else str(source.path),
-                        relay.here(notify),
-                        on_plan(source.name) if on_plan else None,
-                        cancel,
-                        source.parsed,
-                    )
-                except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
-                    ready = _unexpected(source.name, exc)
-            if pending is not None:
-                yield relay.result(pending)
-                pending = None
-            if isinstance(ready, IngestResult):
-                yield ready
-            else:
-                pending = writer.submit(relay.write, store, embedder, ready, settings, notify)
-                pending_bytes = len(ready.data)
-            del data, ready  # the writer holds them: nothing of this file stays once it is written
-        if pending is not None:
-            yield relay.result(pending)
+    reader = _Reader(store, embedder, knowledge, settings)
+    upcoming = iter(sources)
+    with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="rag-ingest-write") as writers:
+        try:
+            pending: deque[_Write] = deque()
+            next_one: _Ahead | None = None
+            while True:
+                this = next_one or _Ahead.of(next(upcoming, None))
+                if this is None or (cancel is not None and cancel.is_set()):
+                    break
+                source = this.source
+                while pending and sum(w.size for w in pending) + source.size() > OVERLAP_BYTES:
+                    yield relay.result(pending.popleft())
+                notify = on_stage(source.name) if on_stage else _quiet
+                data = this.data if this.data is not None else source.read()
+                # The file after this one goes to the read-ahead worker now: parsed there while this one is.
+                next_one = reader.ahead(next(upcoming, None))
+                ready: _Embedded | IngestResult
+                if isinstance(data, IngestResult):
+                    ready = data
+                else:
+                    try:
+                        ready = _embedded(
+                            store,
+                            embedder,
+                            data,
+                            source.name,
+                            knowledge,
+                            settings,
+                            None if source.path is None else str(source.path),
+                            relay.here(notify),
+                            on_plan(source.name) if on_plan else None,
+                            cancel,
+                            source.parsed,
+                            reader.taker(this.key),
+                        )
+                    except Exception as exc:  # noqa: BLE001 - one file's surprise must not stop the others
+                        ready = _unexpected(source.name, exc)
+                # Results in order: a file that ends here waits for the writes before it.
+                while pending and (isinstance(ready, IngestResult) or len(pending) >= WRITERS):
+                    yield relay.result(pending.popleft())
+                if isinstance(ready, IngestResult):
+                    yield ready
+                else:
+                    pending.append(relay.submit(writers, store, embedder, ready, settings, notify))
+                del data, ready, this  # the writer holds them: nothing of this file stays once it is written
+            while pending:
+                yield relay.result(pending.popleft())
+            # What this ingest left pending of the BM25 statistics, merged once it is written (its writes merge
+            # them in the background past MERGE_TERMS: rag.store.bm25_stats), so that searches read little.
+            store.merge_bm25()
+        finally:
+            reader.close()
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A source whose turn is next: its bytes when they were read ahead, and its key in the read-ahead
+    worker when it is being parsed there."""
+
+    source: Source
+    data: bytes | IngestResult | None = None
+    key: int | None = None
+
+    @classmethod
+    def of(cls, source: Source | None) -> _Ahead | None:
+        return None if source is None else cls(source)
+
+
+class _Reader:
+    """`ingest_files`' read-ahead: the next file's bytes read and sent to a worker process to parse and
+    chunk (rag.ingest.readahead) while this one is embedded; not a file a preview parsed, one read in
+    milliseconds (`READ_AHEAD_SUFFIXES`), one larger than `READ_AHEAD_BYTES`, or one that would not be
+    parsed (unchanged, or the knowledge base refuses it)."""
+
+    def __init__(self, store: Store, embedder: Embedder, knowledge: str, settings: ChunkSettings) -> None:
+        self._store, self._embedder, self._knowledge, self._settings = store, embedder, knowledge, settings
+        self._worker: ReadAhead | None = None
+        self._given = 0
+        self._taken = 0
+
+    def ahead(self, source: Source | None) -> _Ahead | None:
+        if (
+            source is None
+            or source.parsed is not None
+            or not source.name.lower().endswith(READ_AHEAD_SUFFIXES)
+            or source.size() > READ_AHEAD_BYTES
+        ):
+            return _Ahead.of(source)
+        data = source.read()
+        if isinstance(data, IngestResult) or not self._to_parse(source.name, data):
+            return _Ahead(source, data)
+        if self._worker is None:
+            self._worker = ReadAhead()
+        key = self._worker.submit(data, source.name, self._settings)
+        if key is not None:
+            self._given += 1
+        return _Ahead(source, data, key)
+
+    def _to_parse(self, name: str, data: bytes) -> bool:
+        """Whether the file's turn will parse it: its `_embedded` checks the same first."""
+        try:
+            knowledge = validate_kb_name(self._knowledge)
+            self._store.check_embedder(knowledge, self._embedder.name)
+            existing = self._store.find_document(knowledge, unicodedata.normalize("NFC", name))
+        except RagError:
+            return False
+        return not unchanged(existing, documents.sha256_hex(data), self._settings)
+
+    def taker(self, key: int | None) -> Callable[[StageCallback], Chunked | Refused | None] | None:
+        """What `_embedded` calls for the file of `key` (None: not read ahead, parse it there)."""
+        worker = self._worker
+        if key is None or worker is None:
+            return None
+
+        def take(notify: StageCallback) -> Chunked | Refused | None:
+            self._taken += 1
+            return worker.take(key, notify)
+
+        return take
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close(finished=self._taken == self._given)
+            self._worker = None
 
 
 def ingest_path(

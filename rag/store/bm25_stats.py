@@ -9,19 +9,21 @@ tsvector's header. (Counting term occurrences instead means unnesting every chun
 keyword p50 went from 30 to 77 ms at 100,000 chunks with 1000 candidates, while hit@5 on the
 three shared/eval sets moved by at most 0.002: 0.938/0.976/0.993 against 0.939/0.978/0.993.)
 
-What a write costs: one row of `bm25_terms` inserted or updated per (term, knowledge base) pair a
-statement's chunks hold, ~8 µs each whatever the statement's shape (ON CONFLICT 9.2, MERGE 8.4 µs at
-500,000 rows), all in one statement per COPY. An 800-token chunk holds ~77 distinct stems in English and
-~280 bigrams in Chinese once a 30-chunk document's repeats are merged: ~1.4 ms of the store stage's ~2.5
-(server and client CPU), against ~0.8 ms for the same rows copied into a bare table. Within 1.5x of the
-bare table needs these statistics kept another way (see issue 32).
+What a write costs. Upserting one row of `bm25_terms` per (term, knowledge base) pair each document holds
+(~77 distinct stems an 800-token English chunk, ~280 bigrams a Chinese one) took half of the store stage's
+server time (1.4 ms a chunk against 0.7 without it; a bare table 0.4) and made writers of one knowledge base
+queue on its term rows. So a statement's chunks only append what they change: one `bm25_pending` row per
+knowledge base, with its chunks, their length and each term's count as two arrays (3.4 ms a document of 51
+chunks against 13 ms for the upserts, no row lock, no advisory lock). A search adds the pending counts to the
+tables' (`keyword_sql`; ~11 ms per 77,000 pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
+into the tables in one transaction, where a term common to many documents is one upsert instead of one per
+document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
+the background once a write leaves more than `MERGE_TERMS` pending, and an ingest merges at its end.
 
 Statement-level triggers with transition tables keep them in the transaction that writes the
 chunks, whoever writes them (an ingest, a cascade from `documents`, the benchmark's COPY,
-Spring AI's own INSERTs), so a killed ingest leaves them exact. Each trigger takes a
-transaction-level advisory lock per knowledge base, in key order, just before it updates the
-statistics: writers of one knowledge base queue there instead of deadlocking on term rows
-updated in different orders. `Store` always locks the `knowledge_bases` row first, then this.
+Spring AI's own INSERTs), so a killed ingest leaves them exact: pending rows commit or vanish with
+their chunks, and a merge moves them whole. Merges take turns on one advisory lock.
 
 `MIGRATION` (run with the rest of the schema) creates the tables and triggers on a database
 that lacks them and fills the statistics from the rows already there, with writes to
@@ -32,50 +34,89 @@ as they are.
 from __future__ import annotations
 
 LOCK_NAMESPACE = 1_112_365_109
-"""The first key of the per-knowledge-base advisory locks (the second is hashtext(name))."""
+"""The first key of the advisory lock merges take turns on (the second is 0)."""
 
 TERMS_FILLFACTOR = 50
-"""Room left in each page of `bm25_terms`: a document's write updates one row per (term, knowledge base)
-it holds, and an update with room on its page stays there (a HOT update: no new index entry). Full pages
-(the default, 100) kept 34 % of the updates HOT, 50 kept 99.8 %: the store stage's server CPU went from
-2.64 to 2.40 ms a chunk (70: 2.53; 40 documents of 30 eval-passage chunks into a knowledge base of 63,000
-term rows). The table is twice the size for it, and its rows are only ever read by key."""
+"""Room left in each page of `bm25_terms`: a merge updates one row per (term, knowledge base) it holds, and
+an update with room on its page stays there (a HOT update: no new index entry). Full pages (the default, 100)
+kept 34 % of the updates HOT, 50 kept 99.8 %: the store stage's server CPU went from 2.64 to 2.40 ms a chunk
+when each document upserted its terms (70: 2.53; 40 documents of 30 eval-passage chunks into a knowledge
+base of 63,000 term rows). The table is twice the size for it, and its rows are only ever read by key."""
+
+MERGE_TERMS = 200_000
+"""Pending (term, knowledge base) counts beyond which a write starts a merge of them into the tables in the
+background (`Store.merge_bm25`): every keyword search reads all pending counts, ~11 ms per 77,000 measured."""
 
 BM25_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS bm25_pending (
+    id bigserial PRIMARY KEY,
+    knowledge text NOT NULL,
+    chunks bigint NOT NULL,
+    total_length bigint NOT NULL,
+    terms text[] NOT NULL,
+    counts bigint[] NOT NULL,
+    entries integer NOT NULL
+);
+
+-- What a statement's chunks change, kept as one pending row per knowledge base: the chunks, their length and
+-- each term's count, appended (no row of bm25_terms is touched, so no writer waits for another here).
 CREATE OR REPLACE FUNCTION bm25_apply(kbs text[], vectors tsvector[], signs integer[]) RETURNS void
 LANGUAGE plpgsql AS $fn$
-DECLARE
-    lock_key integer;
 BEGIN
     IF kbs IS NULL THEN
         RETURN;
     END IF;
-    FOR lock_key IN SELECT DISTINCT hashtext(k) FROM unnest(kbs) k WHERE k IS NOT NULL ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock({LOCK_NAMESPACE}, lock_key);
-    END LOOP;
+    -- The lexemes alone (tsvector_to_array), not unnest(tsvector), which builds every position list.
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
+    SELECT c.k, c.n, c.len, coalesce(t.terms, '{{}}'), coalesce(t.counts, '{{}}'), coalesce(cardinality(t.terms), 0)
+    FROM (SELECT d.k, sum(d.s) AS n, sum(d.s * length(d.v)) AS len
+          FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL GROUP BY d.k) c
+    LEFT JOIN (SELECT x.k, array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
+               FROM (SELECT d.k, u.lexeme, sum(d.s) AS n
+                     FROM unnest(kbs, vectors, signs) d(k, v, s), unnest(tsvector_to_array(d.v)) u(lexeme)
+                     WHERE d.k IS NOT NULL GROUP BY d.k, u.lexeme HAVING sum(d.s) <> 0) x
+               GROUP BY x.k) t ON t.k = c.k
+    WHERE c.n <> 0 OR t.terms IS NOT NULL;
+END
+$fn$;
+
+-- The pending rows committed by now, added to bm25_knowledge and bm25_terms and deleted, in one transaction: a
+-- reader sees them either pending or merged, never both. One merge at a time (`wait` false: return at once when
+-- another runs); writers go on appending meanwhile. Returns how many pending rows it merged.
+CREATE OR REPLACE FUNCTION bm25_merge(wait boolean DEFAULT true) RETURNS integer
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    ids bigint[];
+BEGIN
+    IF wait THEN
+        PERFORM pg_advisory_xact_lock({LOCK_NAMESPACE}, 0);
+    ELSIF NOT pg_try_advisory_xact_lock({LOCK_NAMESPACE}, 0) THEN
+        RETURN 0;
+    END IF;
+    SELECT coalesce(array_agg(id), '{{}}') INTO ids FROM bm25_pending;
+    IF cardinality(ids) = 0 THEN
+        RETURN 0;
+    END IF;
     INSERT INTO bm25_knowledge AS s (knowledge, chunks, total_length)
-    SELECT d.k, sum(d.s), sum(d.s * length(d.v))
-    FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL
-    GROUP BY d.k ORDER BY d.k
+    SELECT p.knowledge, sum(p.chunks), sum(p.total_length) FROM bm25_pending p WHERE p.id = ANY(ids)
+    GROUP BY p.knowledge
     ON CONFLICT (knowledge) DO UPDATE
         SET chunks = s.chunks + excluded.chunks, total_length = s.total_length + excluded.total_length;
-    -- The lexemes alone (tsvector_to_array), not unnest(tsvector), which builds every position list
-    -- (2 ms of a 30-chunk Chinese document's 83); in hash order, not sorted (8 ms of them): the locks
-    -- above already keep every other writer of these rows out.
     INSERT INTO bm25_terms AS s (term, knowledge, chunks)
-    SELECT u.lexeme, d.k, sum(d.s)
-    FROM unnest(kbs, vectors, signs) d(k, v, s), unnest(tsvector_to_array(d.v)) u(lexeme)
-    WHERE d.k IS NOT NULL
-    GROUP BY u.lexeme, d.k
+    SELECT u.term, p.knowledge, sum(u.n)
+    FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n) WHERE p.id = ANY(ids)
+    GROUP BY u.term, p.knowledge
     ON CONFLICT (term, knowledge) DO UPDATE SET chunks = s.chunks + excluded.chunks;
-    IF -1 = ANY(signs) THEN
+    IF EXISTS (SELECT 1 FROM bm25_pending p WHERE p.id = ANY(ids) AND (p.chunks < 0 OR 0 > ANY(p.counts))) THEN
         DELETE FROM bm25_terms t
-        USING (SELECT DISTINCT u.lexeme, d.k
-               FROM unnest(kbs, vectors, signs) d(k, v, s), unnest(tsvector_to_array(d.v)) u(lexeme)
-               WHERE d.s < 0 AND d.k IS NOT NULL) z
-        WHERE t.term = z.lexeme AND t.knowledge = z.k AND t.chunks <= 0;
-        DELETE FROM bm25_knowledge WHERE knowledge = ANY(kbs) AND chunks <= 0;
+        USING (SELECT DISTINCT u.term, p.knowledge
+               FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)
+               WHERE p.id = ANY(ids) AND u.n < 0) z
+        WHERE t.term = z.term AND t.knowledge = z.knowledge AND t.chunks <= 0;
+        DELETE FROM bm25_knowledge WHERE chunks <= 0;
     END IF;
+    DELETE FROM bm25_pending WHERE id = ANY(ids);
+    RETURN cardinality(ids);
 END
 $fn$;
 
@@ -113,7 +154,7 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION bm25_track_truncate() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-    TRUNCATE bm25_terms, bm25_knowledge;
+    TRUNCATE bm25_terms, bm25_knowledge, bm25_pending;
     RETURN NULL;
 END
 $fn$;
@@ -128,6 +169,7 @@ BEGIN
     -- No chunk is written while the statistics are (re)built from the rows already there.
     LOCK TABLE vector_store IN SHARE ROW EXCLUSIVE MODE;
     DROP TABLE IF EXISTS bm25_terms, bm25_knowledge;
+    TRUNCATE bm25_pending;
     CREATE TABLE bm25_knowledge (
         knowledge text PRIMARY KEY,
         chunks bigint NOT NULL,

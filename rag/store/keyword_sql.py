@@ -57,16 +57,27 @@ class Bm25:
 DEFAULT_BM25 = Bm25()
 
 # The query's terms with their document frequency in the searched knowledge bases and in all
-# of them, and the searched knowledge bases' chunk count and total length.
+# of them, and the searched knowledge bases' chunk count and total length: what bm25_terms and
+# bm25_knowledge hold plus what is still pending (see bm25_stats).
 _TERMS_SQL = """
-WITH q AS (SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme)
+WITH q AS (SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme),
+df AS (
+    SELECT t.term, t.knowledge, t.chunks FROM bm25_terms t WHERE t.term IN (SELECT lexeme FROM q)
+    UNION ALL
+    SELECT u.term, p.knowledge, u.n FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)
+    WHERE u.term IN (SELECT lexeme FROM q)
+), kb AS (
+    SELECT knowledge, chunks, total_length FROM bm25_knowledge
+    UNION ALL
+    SELECT knowledge, chunks, total_length FROM bm25_pending
+)
 SELECT q.lexeme,
-       coalesce(sum(t.chunks) FILTER (WHERE t.knowledge = ANY(%s)), 0)::float8,
-       coalesce(sum(t.chunks), 0)::float8,
-       (SELECT coalesce(sum(chunks), 0)::float8 FROM bm25_knowledge WHERE knowledge = ANY(%s)),
-       (SELECT coalesce(sum(total_length), 0)::float8 FROM bm25_knowledge WHERE knowledge = ANY(%s)),
-       (SELECT coalesce(sum(chunks), 0)::float8 FROM bm25_knowledge)
-FROM q LEFT JOIN bm25_terms t ON t.term = q.lexeme
+       coalesce(sum(df.chunks) FILTER (WHERE df.knowledge = ANY(%s)), 0)::float8,
+       coalesce(sum(df.chunks), 0)::float8,
+       (SELECT coalesce(sum(chunks), 0)::float8 FROM kb WHERE knowledge = ANY(%s)),
+       (SELECT coalesce(sum(total_length), 0)::float8 FROM kb WHERE knowledge = ANY(%s)),
+       (SELECT coalesce(sum(chunks), 0)::float8 FROM kb)
+FROM q LEFT JOIN df ON df.term = q.lexeme
 GROUP BY q.lexeme ORDER BY 3, 1
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -29,6 +30,7 @@ from rag.query.filters import SqlFilter
 from rag.settings import Settings
 from rag.store import keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows
+from rag.store.bm25_stats import MERGE_TERMS
 from rag.store.conversations import Conversations
 from rag.store.embedded import embedded_server_uri, revive_embedded_server
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
@@ -82,7 +84,7 @@ class Store:
         conninfo: str,
         *,
         embedded: bool = False,
-        max_size: int = 4,
+        max_size: int = 6,
         bm25: Bm25 = DEFAULT_BM25,
         pgdata: Path | None = None,
     ) -> None:
@@ -112,6 +114,8 @@ class Store:
                     error=one_line(exc, None),
                 )
             ) from None
+        # max_size: an ingest's two writers (rag.ingest.pipeline.WRITERS) and its background BM25 merge, the
+        # ingest's own reads, and the other pages' searches at once.
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -122,6 +126,8 @@ class Store:
             # A local server gives a connection at once: waiting 30 s for one only delays the message.
             timeout=5 if pgdata is not None else 30,
         )
+        self._merging: threading.Thread | None = None
+        self._merging_lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
@@ -131,6 +137,9 @@ class Store:
         return cls(embedded_server_uri(settings.pgdata), embedded=True, bm25=bm25, pgdata=settings.pgdata)
 
     def close(self) -> None:
+        merging = self._merging
+        if merging is not None:
+            merging.join()  # a merge is one transaction: finished, not cut off
         self._pool.close()
 
     def __enter__(self) -> Store:
@@ -230,20 +239,29 @@ class Store:
     # -- knowledge bases -------------------------------------------------------------
 
     def list_knowledge_bases(self) -> list[KnowledgeBase]:
+        return self._knowledge_bases(None)
+
+    def get_knowledge_base(self, name: str) -> KnowledgeBase | None:
+        return next(iter(self._knowledge_bases(name)), None)
+
+    def _knowledge_bases(self, name: str | None) -> list[KnowledgeBase]:
+        """All knowledge bases, or the one named (its documents counted alone: an ingest asks for it at every
+        file, and counting every base's documents made that grow with the database)."""
+        where = sql.SQL("WHERE k.name = %s") if name is not None else sql.SQL("")
         with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
-                """
+                sql.SQL(
+                    """
                 SELECT k.name, k.embedder, k.dimension, k.chunk_settings, k.created_at,
                        count(d.id)::int AS documents, coalesce(sum(d.chunk_count), 0)::int AS chunks,
                        k.source_folder
-                FROM knowledge_bases k LEFT JOIN documents d ON d.knowledge = k.name
+                FROM knowledge_bases k LEFT JOIN documents d ON d.knowledge = k.name {}
                 GROUP BY k.name ORDER BY k.name
                 """
+                ).format(where),
+                (name,) if name is not None else (),
             )
             return [KnowledgeBase(**row) for row in cur.fetchall()]
-
-    def get_knowledge_base(self, name: str) -> KnowledgeBase | None:
-        return next((kb for kb in self.list_knowledge_bases() if kb.name == name), None)
 
     def set_source_folder(self, name: str, folder: str | None) -> None:
         """Remember the folder `rag sync` keeps knowledge base `name` in step with."""
@@ -257,27 +275,43 @@ class Store:
             # BM25 statistics go with them (the triggers delete what falls to zero).
             conn.execute("DELETE FROM vector_store WHERE metadata->>'knowledge' = %s", (name,))
             cur = conn.execute("DELETE FROM knowledge_bases WHERE name = %s", (name,))
-            return cur.rowcount > 0
+            deleted = cur.rowcount > 0
+        self._merge_soon()
+        return deleted
 
     def check_embedder(self, knowledge: str, embedder: str) -> None:
-        kb = self.get_knowledge_base(knowledge)
-        if kb is not None and kb.embedder != embedder:
-            raise EmbedderMismatchError(mismatch_message(knowledge, kb.embedder, embedder))
+        with self._conn() as conn:
+            row = conn.execute("SELECT embedder FROM knowledge_bases WHERE name = %s", (knowledge,)).fetchone()
+        if row is not None and row[0] != embedder:
+            raise EmbedderMismatchError(mismatch_message(knowledge, row[0], embedder))
 
     # -- documents ------------------------------------------------------------------
 
     def list_documents(self, knowledge: str | None = None) -> list[StoredDocument]:
+        return self._documents(knowledge, None)
+
+    def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
+        return next(iter(self._documents(knowledge, filename)), None)
+
+    def _documents(self, knowledge: str | None, filename: str | None) -> list[StoredDocument]:
+        """The documents of every knowledge base, of one, or the one of that name in it (by the unique index:
+        an ingest looks at every file whether it is stored, which listing them all made grow with the base)."""
+        conditions, params = [], []
+        if knowledge is not None:
+            conditions.append(sql.SQL("knowledge = %s"))
+            params.append(knowledge)
+        if filename is not None:
+            conditions.append(sql.SQL("original_filename = %s"))
+            params.append(filename)
+        where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         query = sql.SQL(
             "SELECT id, knowledge, original_filename, path, sha256, size_bytes, page_count, "
             "chunk_count, chunk_settings, ingested_at FROM documents {} "
             "ORDER BY knowledge, original_filename"
-        ).format(sql.SQL("WHERE knowledge = %s") if knowledge is not None else sql.SQL(""))
+        ).format(where)
         with self._conn() as conn, conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(query, (knowledge,) if knowledge is not None else ())
+            cur.execute(query, params)
             return [StoredDocument(**row) for row in cur.fetchall()]
-
-    def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
-        return next((d for d in self.list_documents(knowledge) if d.original_filename == filename), None)
 
     def documents_with_content(self, sha256s: Sequence[str]) -> list[StoredDocument]:
         """The documents, in any knowledge base, whose content has one of these SHA-256 digests."""
@@ -356,7 +390,7 @@ class Store:
             )
         with self._conn() as conn, conn.transaction():
             create_hnsw_index(conn, dimension)  # first: its lock must come before any write
-            kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings)
+            kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings, filename)
             if kb["embedder"] != embedder:
                 raise EmbedderMismatchError(mismatch_message(knowledge, kb["embedder"], embedder))
             old = conn.execute(
@@ -396,7 +430,39 @@ class Store:
                 for i, (chunk, vector) in enumerate(zip(chunks, embeddings))
             )
             copy_rows(conn, rows)
+        self._merge_soon()
         return WriteResult("replaced" if old is not None else "stored", document_id, len(chunks))
+
+    def merge_bm25(self, wait: bool = True) -> int:
+        """The pending BM25 counts (`bm25_stats`) merged into the statistics tables; how many pending rows were
+        merged. `wait`: after a merge another connection runs (else none is done then). Searches read the
+        counts either way: merging keeps what they read small. A merge that fails leaves them pending, exact:
+        it is logged, never raised (the writes before it are committed)."""
+        try:
+            with self._conn() as conn:
+                merged = conn.execute("SELECT bm25_merge(%s)", (wait,)).fetchone()
+                return int(merged[0]) if merged else 0
+        except StoreError as exc:
+            log.warning("the pending BM25 statistics stay pending: %s", one_line(exc, None))
+            return 0
+
+    def _merge_soon(self) -> None:
+        """Merge the pending BM25 counts in a thread of its own once they hold more than `MERGE_TERMS` terms: a
+        write does not wait for it (their rows are apart), and an ingest goes on writing meanwhile."""
+        with self._merging_lock:
+            if self._merging is not None and self._merging.is_alive():
+                return
+            try:
+                with self._conn() as conn:
+                    row = conn.execute("SELECT coalesce(sum(entries), 0) FROM bm25_pending").fetchone()
+            except StoreError:
+                return
+            if row is None or row[0] <= MERGE_TERMS:
+                return
+            self._merging = threading.Thread(
+                target=self.merge_bm25, kwargs={"wait": False}, name="rag-bm25-merge", daemon=True
+            )
+            self._merging.start()
 
     def _lock_knowledge_base(
         self,
@@ -405,23 +471,29 @@ class Store:
         embedder: str,
         dimension: int,
         chunk_settings: dict[str, Any],
+        filename: str,
     ) -> dict[str, Any]:
+        """The knowledge base's row, made if missing and held against a delete (FOR SHARE: writers of other
+        files of it go on at once; a document's delete or the base's waits for them, and they for it), and
+        the file's advisory lock, which two writes of one file (two tabs) take turns on."""
         conn.execute(
             "INSERT INTO knowledge_bases (name, embedder, dimension, chunk_settings) "
             "VALUES (%s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
             (name, embedder, dimension, Jsonb(chunk_settings)),
         )
-        # The row lock serialises writers of one knowledge base (same file from two tabs).
         with conn.cursor(row_factory=dict_row) as cur:
             cur.execute(
-                "SELECT name, embedder, dimension FROM knowledge_bases WHERE name = %s FOR UPDATE",
+                "SELECT name, embedder, dimension FROM knowledge_bases WHERE name = %s FOR SHARE",
                 (name,),
             )
             row = cur.fetchone()
         assert row is not None, "the INSERT above made the knowledge base if it was missing"
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", (name, filename))
+        # Only when they changed: the update locks the row, which two writers holding it FOR SHARE would
+        # deadlock on (the loser is run once more, `_once_more_if_busy`).
         conn.execute(
-            "UPDATE knowledge_bases SET chunk_settings = %s WHERE name = %s",
-            (Jsonb(chunk_settings), name),
+            "UPDATE knowledge_bases SET chunk_settings = %s WHERE name = %s AND chunk_settings IS DISTINCT FROM %s",
+            (Jsonb(chunk_settings), name, Jsonb(chunk_settings)),
         )
         return row
 

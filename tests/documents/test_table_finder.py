@@ -120,3 +120,35 @@ def test_a_plot_grid_with_labels_inside_is_no_table() -> None:
     plot = load_bytes(data, "plot.pdf")
     assert plot.reader == "MuPDF" and "|" not in plot.text
     assert "Probe A" in plot.text and "Maximum" in plot.text
+
+
+def test_only_a_page_whose_content_may_draw_a_line_has_its_drawings_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing a page's drawings costs a quarter of reading a text page: its content stream says first."""
+    listed: list[int] = []
+    get_cdrawings = pymupdf.Page.get_cdrawings
+
+    def counted(page: pymupdf.Page, *args: Any, **kwargs: Any) -> Any:
+        listed.append(page.number + 1)
+        return get_cdrawings(page, *args, **kwargs)
+
+    monkeypatch.setattr(pymupdf.Page, "get_cdrawings", counted)
+    with pymupdf.open() as doc:
+        for _ in range(2):  # prose and words that read like operators ("l", "re", "Do", "h")
+            doc.new_page().insert_textbox(pymupdf.Rect(72, 60, 523, 800), PROSE + " l re Do h", fontsize=9)
+        prose = load_bytes(doc.tobytes(), "prosa.pdf")
+    assert listed == [] and "Zechstein" in prose.text
+    load_bytes(_book(), "geologie.pdf")  # every page has its header's rule
+    assert sorted(set(listed)) == [1, 2, 3, 4]  # (the table finder lists page 4's again)
+    # A table drawn inside a form (a page placed on another, as imposition tools do) keeps its rules.
+    with pymupdf.open() as source, pymupdf.open() as placed:
+        _table_page(source.new_page())
+        placed.new_page().show_pdf_page(placed[0].rect, source, 0)
+        data = placed.tobytes()
+    assert placed_content_draws_nothing_itself(data)
+    assert "| S3 | Kalkstein | 37.5 m |" in load_bytes(data, "placed.pdf").text.splitlines()
+
+
+def placed_content_draws_nothing_itself(data: bytes) -> bool:
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        content = doc[0].read_contents().split()
+    return b"Do" in content and not {b"re", b"l", b"h"} & set(content)

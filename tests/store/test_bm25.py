@@ -56,11 +56,27 @@ def write(store: Store, kb: str, filename: str, texts: list[str], version: str =
     )
 
 
-def stored(uri: str) -> dict[str, tuple[int, int, dict[str, int]]]:
-    """The statistics as the store keeps them, per knowledge base."""
+def stored(uri: str, merged: bool = False) -> dict[str, tuple[int, int, dict[str, int]]]:
+    """The statistics as the store keeps them, per knowledge base: its tables plus what is still pending (what a
+    search reads); `merged`: the pending counts merged first (bm25_merge), then the tables alone."""
     with psycopg.connect(uri) as conn:
-        kbs = conn.execute("SELECT knowledge, chunks, total_length FROM bm25_knowledge").fetchall()
-        terms = conn.execute("SELECT knowledge, term, chunks FROM bm25_terms").fetchall()
+        if merged:
+            conn.execute("SELECT bm25_merge()")
+            conn.commit()
+            assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
+        kbs = conn.execute(
+            "SELECT knowledge, sum(chunks), sum(total_length) FROM (SELECT knowledge, chunks, total_length "
+            "FROM bm25_knowledge UNION ALL SELECT knowledge, chunks, total_length FROM bm25_pending) k "
+            "GROUP BY knowledge HAVING sum(chunks) <> 0"
+        ).fetchall()
+        terms = conn.execute(
+            "SELECT knowledge, term, sum(chunks) FROM (SELECT knowledge, term, chunks FROM bm25_terms UNION ALL "
+            "SELECT p.knowledge, u.term, u.n FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)) t "
+            "GROUP BY knowledge, term HAVING sum(chunks) <> 0"
+        ).fetchall()
+        if merged:  # nothing left at zero in the tables either
+            assert conn.execute("SELECT count(*) FROM bm25_terms WHERE chunks <= 0").fetchone()[0] == 0
+            assert conn.execute("SELECT count(*) FROM bm25_knowledge WHERE chunks <= 0").fetchone()[0] == 0
     out = {k: (int(n), int(total), {}) for k, n, total in kbs}
     for k, term, df in terms:
         out.setdefault(k, (0, 0, {}))[2][term] = int(df)
@@ -86,6 +102,7 @@ def recomputed(uri: str) -> dict[str, tuple[int, int, dict[str, int]]]:
 def assert_exact(uri: str) -> dict[str, tuple[int, int, dict[str, int]]]:
     expected = recomputed(uri)
     assert stored(uri) == expected
+    assert stored(uri, merged=True) == expected
     return expected
 
 
@@ -252,6 +269,44 @@ def test_the_filter_top_k_and_ties(store: Store) -> None:
     assert store.keyword_search("the on", ["docs"]) == []  # stop words only
     assert store.keyword_search("zeppelin", ["docs"]) == []
     assert store.keyword_search("lighthouse", ["nothing-here"]) == []
+
+
+def test_a_search_reads_the_pending_counts_as_it_reads_the_merged_ones(store: Store, pg_uri: str) -> None:
+    """A write leaves its counts pending (one row per statement, bm25_stats) until a merge: the scores are the
+    same either side of it, and a write deletes nothing from the tables before the merge."""
+    store.merge_bm25()
+    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea", "lighthouse lighthouse lamp"])
+    write(store, "docs", "b.txt", ["keeper of the lamp", "calm sea"])
+    with psycopg.connect(pg_uri) as conn:
+        # one row a document: lighthous keeper storm sea lamp, keeper lamp calm sea
+        assert conn.execute("SELECT count(*), sum(entries) FROM bm25_pending").fetchone() == (2, 5 + 4)
+    before = [(h.content, round(h.score, 9)) for h in store.keyword_search("lighthouse lamp sea", ["docs"], top_k=5)]
+    assert store.merge_bm25() == 2
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
+    after = [(h.content, round(h.score, 9)) for h in store.keyword_search("lighthouse lamp sea", ["docs"], top_k=5)]
+    assert before == after and len(after) == 5
+    assert store.merge_bm25() == 0  # nothing pending
+
+
+def test_writes_merge_in_the_background_past_the_threshold(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.store.store as store_module
+
+    monkeypatch.setattr(store_module, "MERGE_TERMS", 6)
+    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 4 terms pending: no merge
+    assert store._merging is None
+    write(store, "docs", "b.txt", ["keeper of the lamp", "calm sea"])  # 8: a merge starts
+    assert store._merging is not None
+    store._merging.join()
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
+    assert_exact(pg_uri)
+    assert {h.content for h in store.keyword_search("lamp keeper", ["docs"], top_k=3)} == {
+        "keeper of the lamp",
+        "the lighthouse keeper",
+    }
 
 
 def test_a_rare_word_outranks_one_most_chunks_contain(store: Store) -> None:

@@ -1,0 +1,184 @@
+"""The next file parsed and chunked in a worker process while this one is embedded and written.
+
+PyMuPDF holds the GIL while it reads a page (two threads parsing took as long as one), so the parse
+of file n+1 overlaps the embedding of file n only in another process. On two cores the stages then
+share the machine: this process embeds, the worker parses, the database indexes what the writer
+thread sends (`rag bench --only peers`). One worker, one file ahead: what it sends back is the file's
+chunks (their texts, pages and metadata), never the parsed document, which holds the text once more.
+
+The worker is started for an `ingest_files` that has a second file to parse, and stopped when it ends
+(terminated if it ended early: a stopped ingest does not wait for the parse of a file it will not
+store). A worker that dies is replaced by parsing here, file by file, as before."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rag.chunking import ChunkSet, ChunkSettings
+from rag.errors import RagError, failure_reason
+from rag.text import Text
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from rag.documents import Document
+
+log = logging.getLogger(__name__)
+
+# (stage, fraction of the file done in [0, 1], a short message)
+StageCallback = Callable[[str, float, str], None]
+
+READ_AHEAD_BYTES = 32 << 20
+"""A file larger than this is parsed when its turn comes, not ahead: its bytes would be held twice
+(here and in the worker) beside the file being embedded."""
+
+READ_AHEAD_SUFFIXES = (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls")
+"""The kinds read ahead: those whose reading costs (MuPDF's pages, OCR, Office's XML). A text, Markdown, CSV
+or HTML file is read in milliseconds, less than the trip to the worker and back."""
+
+POLL_SECONDS = 0.2
+"""How often a wait for the worker looks whether it is still alive."""
+
+
+@dataclass(frozen=True)
+class Chunked:
+    """A file parsed and chunked: what the embed and store stages need of it."""
+
+    page_count: int
+    chunk_set: ChunkSet
+    extras: list[dict[str, object]]
+    """Each chunk's metadata from its document (where it is, OCR)."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A file the worker could not parse: the reason, as `failure_reason` gives it (a `Text` survives the
+    trip), or the traceback of an error no stage foresaw (`unexpected`)."""
+
+    reason: str
+    unexpected: bool = False
+
+
+def chunked_document(
+    doc: Document, filename: str, settings: ChunkSettings, chunk_set: ChunkSet | None = None
+) -> Chunked:
+    """`doc` cut into chunks with `settings` (or the `chunk_set` a preview cut with them), each with its
+    metadata; a document that leaves no chunk to embed is refused."""
+    from rag import chunking, documents
+
+    if chunk_set is None:
+        # A str (not a TokenizedText): a long one is split from the tokens of a prefix (chunking.LongText).
+        chunk_set = chunking.split(doc.text, settings, doc.pages_for_span)
+    if not chunk_set.chunks:
+        raise documents.DocumentError(
+            filename, Text("no chunks: every piece was shorter than the minimum chunk length to embed")
+        )
+    return Chunked(doc.page_count, chunk_set, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks])
+
+
+def parse_and_chunk(
+    data: bytes, filename: str, settings: ChunkSettings, notify: StageCallback | None = None
+) -> Chunked:
+    """Parse `data` and cut it into chunks with `settings`; `notify` hears each page read (a stage
+    callback: "parse", fraction of the file in [0, 0.1], message) and the chunking. Raises what parsing
+    raises."""
+    from rag import documents
+
+    tell = notify or (lambda stage, fraction, message: None)
+    doc = documents.load_bytes(
+        data, filename, lambda done, total, what: tell("parse", 0.1 * done / max(total, 1), what)
+    )
+    tell("chunk", 0.1, Text("{n} pages", n=len(doc.pages)))
+    return chunked_document(doc, filename, settings)
+
+
+def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any]) -> None:
+    """The worker: each task (key, bytes, name, settings) parsed in turn; its pages' progress and then its
+    `Chunked` or `Refused` put on `results`, tagged with its key. None ends it."""
+    from rag.chunking import cl100k
+
+    cl100k.stay_single()  # this process is the other core's work already: no workers of its own
+    cl100k.encoding()  # its tables (0.5 s) load while the first file is read in the main process
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        key, data, filename, settings = task
+
+        def progress(stage: str, fraction: float, message: str, key: int = key) -> None:
+            results.put(("progress", key, stage, fraction, message))
+
+        outcome: Chunked | Refused
+        try:
+            outcome = parse_and_chunk(data, filename, settings, progress)
+        except RagError as exc:
+            outcome = Refused(failure_reason(exc))
+        except Exception as exc:  # noqa: BLE001 - told to the main process, which fails this file alone
+            outcome = Refused(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}", unexpected=True)
+        del data
+        results.put(("done", key, outcome))
+
+
+class ReadAhead:
+    """One worker process parsing the files given to it (`submit`), in order; `take` waits for one."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")  # not fork: the app's threads could leave a lock held
+        self._tasks: multiprocessing.Queue[Any] = context.Queue()
+        self._results: multiprocessing.Queue[Any] = context.Queue()
+        self._process: BaseProcess = context.Process(
+            target=_serve, args=(self._tasks, self._results), name="rag-read-ahead", daemon=True
+        )
+        self._process.start()
+        self._next = 0
+        self._done: dict[int, Chunked | Refused] = {}
+        self._dead = False
+
+    def submit(self, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
+        """Queue a file; its key for `take`, or None when the worker is gone (parse it here)."""
+        if self._dead or not self._process.is_alive():
+            self._dead = True
+            return None
+        key = self._next
+        self._next += 1
+        self._tasks.put((key, data, filename, settings))
+        return key
+
+    def take(self, key: int, notify: StageCallback) -> Chunked | Refused | None:
+        """The outcome of file `key`, waited for, the progress of its pages told to `notify` meanwhile;
+        None when the worker died before it was done (parse it here)."""
+        while key not in self._done:
+            try:
+                message = self._results.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if not self._process.is_alive():
+                    self._dead = True
+                    log.warning("the read-ahead worker stopped (exit code %s): parsing here", self._process.exitcode)
+                    return None
+                continue
+            kind, got, *rest = message
+            if kind == "done":
+                self._done[got] = rest[0]
+            elif got == key:
+                stage, fraction, text = rest
+                notify(stage, fraction, text)
+        return self._done.pop(key)
+
+    def close(self, finished: bool) -> None:
+        """Stop the worker: told to end when everything it was given was taken (`finished`), else
+        terminated (a stopped ingest does not wait for the parse of a file it will not store)."""
+        if finished and not self._dead:
+            self._tasks.put(None)
+            self._process.join(timeout=5)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout=5)
+        for channel in (self._tasks, self._results):
+            channel.cancel_join_thread()  # what was left in a pipe of a terminated worker is not waited for
+            channel.close()

@@ -1,0 +1,113 @@
+"""`ingest_files` reads the next PDF in a worker process while this one is embedded (rag.ingest.readahead): the
+same chunks as when every file is read here, a file the worker cannot read fails alone with the reason it
+would have had here, its pages' progress reaches the caller, and a worker that dies leaves the rest to be
+read here. The worker is a real spawned process running the real parser."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from rag.chunking import ChunkSettings
+from rag.embeddings.local import LocalEmbedder
+from rag.ingest import Source, ingest_bytes, ingest_files, pipeline, readahead
+from rag.store import Store
+from tests.docgen import make_pdf
+
+SETTINGS = ChunkSettings(chunk_size=60, min_chunk_size_chars=0)
+
+
+def _pdf(topic: str, pages: int) -> bytes:
+    return make_pdf(
+        [
+            f"{topic}, page {n}. The harbour master counted {n * 7} ships and wrote their flags down. "
+            f"Each {topic.lower()} entry names the captain, the cargo and the berth."
+            for n in range(1, pages + 1)
+        ]
+    )
+
+
+FILES = {"a.pdf": _pdf("Grain", 3), "b.pdf": _pdf("Timber", 4), "c.pdf": _pdf("Coal", 2)}
+
+
+def _stored(store: Store, kb: str) -> dict[str, list[tuple[str, object]]]:
+    """Each document's chunks as stored: text and where they are."""
+    out: dict[str, list[tuple[str, object]]] = defaultdict(list)
+    for hit in store.iter_chunks(kb):
+        out[hit.original_filename].append((hit.content, hit.metadata.get("location")))
+    return {name: sorted(chunks, key=str) for name, chunks in out.items()}
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files sent to the read-ahead worker, by name."""
+    names: list[str] = []
+    submit = readahead.ReadAhead.submit
+
+    def counting(self: readahead.ReadAhead, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
+        names.append(filename)
+        return submit(self, data, filename, settings)
+
+    monkeypatch.setattr(readahead.ReadAhead, "submit", counting)
+    return names
+
+
+def test_pdfs_read_ahead_are_stored_as_when_read_here(
+    store: Store, submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heard: dict[str, list[tuple[str, str]]] = defaultdict(list)
+
+    def on_stage(name: str) -> pipeline.StageCallback:
+        return lambda stage, fraction, message: heard[name].append((stage, message))
+
+    sources = [Source.upload(name, data) for name, data in FILES.items()]
+    ahead = list(ingest_files(store, LocalEmbedder(), sources, "ahead", SETTINGS, on_stage=on_stage))
+    assert [(r.filename, r.status, r.pages) for r in ahead] == [
+        ("a.pdf", "stored", 3),
+        ("b.pdf", "stored", 4),
+        ("c.pdf", "stored", 2),
+    ]
+    assert submitted == ["b.pdf", "c.pdf"]  # the first is read here while the worker starts
+    # the worker's pages reach the caller, then the chunking and the rest of the stages
+    assert ("parse", "page 4 of 4") in heard["b.pdf"] and ("chunk", "4 pages") in heard["b.pdf"]
+    assert [stage for stage, _ in heard["c.pdf"]][-1] == "store"
+
+    monkeypatch.setattr(pipeline, "READ_AHEAD_SUFFIXES", ())  # nothing read ahead
+    here = list(ingest_files(store, LocalEmbedder(), sources, "here", SETTINGS))
+    assert [r.chunks for r in here] == [r.chunks for r in ahead]
+    assert submitted == ["b.pdf", "c.pdf"]
+    assert _stored(store, "ahead") == _stored(store, "here")
+
+
+def test_a_pdf_the_worker_cannot_read_fails_alone_with_the_reason_it_has_here(
+    store: Store, submitted: list[str]
+) -> None:
+    broken = b"%PDF-1.7\n" + b"\x00garbage" * 200
+    sources = [Source.upload("a.pdf", FILES["a.pdf"]), Source.upload("broken.pdf", broken)]
+    sources.append(Source.upload("c.pdf", FILES["c.pdf"]))
+    results = list(ingest_files(store, LocalEmbedder(), sources, "docs", SETTINGS))
+    assert [r.status for r in results] == ["stored", "failed", "stored"]
+    assert submitted == ["broken.pdf", "c.pdf"]
+    here = ingest_bytes(store, LocalEmbedder(), broken, "broken.pdf", "docs", SETTINGS)
+    assert here.status == "failed" and results[1].reason == here.reason
+    assert "broken.pdf" not in {d.original_filename for d in store.list_documents("docs")}
+
+
+def test_a_worker_that_dies_leaves_the_rest_to_be_read_here(
+    store: Store, submitted: list[str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    submit = readahead.ReadAhead.submit
+
+    def then_killed(self: readahead.ReadAhead, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
+        key = submit(self, data, filename, settings)
+        self._process.kill()  # the OOM killer, say, before the worker read its first file
+        self._process.join()
+        return key
+
+    monkeypatch.setattr(readahead.ReadAhead, "submit", then_killed)
+    sources = [Source.upload(name, data) for name, data in FILES.items()]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "docs", SETTINGS))
+    assert [(r.status, r.pages) for r in results] == [("stored", 3), ("stored", 4), ("stored", 2)]
+    assert "the read-ahead worker stopped" in caplog.text  # b.pdf, given to it, was read here
+    assert len({r.chunks for r in results}) > 1 and all(r.chunks for r in results)
