@@ -169,3 +169,34 @@ def test_a_stop_finishes_the_write_in_flight_and_results_after_stop_says_what_is
         "b.txt: stopped: stopped during embed: nothing of it was stored",
         "c.txt: stopped: not started",
     ]
+
+
+def test_two_files_are_written_at_once_and_the_results_come_in_order(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`WRITERS` transactions at once (the database's share of an ingest is one server process per
+    connection), never more, each file whole; the results in the order of the files."""
+    import threading
+    import time
+
+    from rag.ingest import pipeline
+
+    write_document = type(store).write_document
+    lock, in_flight, most = threading.Lock(), [0], [0]
+
+    def slow_write(self, **kwargs):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.3)
+            return write_document(self, **kwargs)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(type(store), "write_document", slow_write)
+    names = [f"log-{i}.txt" for i in range(5)]
+    sources = [Source.upload(name, LOG + name.encode()) for name in names]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "logs", SETTINGS))
+    assert [(r.filename, r.status) for r in results] == [(name, "stored") for name in names]
+    assert most[0] == pipeline.WRITERS == 2
+    assert sorted(d.original_filename for d in store.list_documents("logs")) == names

@@ -172,7 +172,12 @@ def test_a_killed_ingest_leaves_the_statistics_exact(store: Store, pg_uri: str, 
     assert [h.original_filename for h in store.keyword_search("storm", ["killed"], top_k=3)] == ["k.txt"] * 2
 
 
-def test_concurrent_ingests_never_deadlock_and_stay_exact(store: Store, pg_uri: str) -> None:
+def test_concurrent_ingests_never_deadlock_and_stay_exact(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.store.store as store_module
+
+    monkeypatch.setattr(store_module, "MERGE_TERMS", 50)  # merges in the background between the writes
     errors: list[BaseException] = []
 
     def ingest(worker: int) -> None:
@@ -183,6 +188,8 @@ def test_concurrent_ingests_never_deadlock_and_stay_exact(store: Store, pg_uri: 
                 write(store, f"kb{worker % 2}", f"w{worker}-{i % 3}.txt", texts, version=f"{worker}-{i}")
                 if i % 2:
                     store.delete_document(f"kb{worker % 2}", f"w{worker}-{(i + 1) % 3}.txt")
+                if i == 2:  # one file both writers of a knowledge base replace: they take turns
+                    write(store, f"kb{worker % 2}", "shared.txt", texts[::-1], version=f"shared-{worker}")
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -192,7 +199,11 @@ def test_concurrent_ingests_never_deadlock_and_stay_exact(store: Store, pg_uri: 
     for t in threads:
         t.join(120)
     assert not errors, errors
+    if store._merging is not None:
+        store._merging.join()
     assert set(assert_exact(pg_uri)) == {"kb0", "kb1"}
+    shared = [d for d in store.list_documents() if d.original_filename == "shared.txt"]
+    assert sorted(d.knowledge for d in shared) == ["kb0", "kb1"]  # one each, the last writer's
 
 
 def reference_scores(uri: str, query: str, kbs: list[str], bm25: Bm25) -> dict[uuid.UUID, float]:
