@@ -101,8 +101,13 @@ def parse_and_chunk(
 def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any]) -> None:
     """The worker: each task (key, bytes, name, settings) parsed in turn; its pages' progress and then its
     `Chunked` or `Refused` put on `results`, tagged with its key. None ends it."""
+    import signal
+
     from rag.chunking import cl100k
 
+    # Ctrl+C reaches the whole process group: the main process handles it (and ends this one), so this
+    # one does not print a KeyboardInterrupt traceback of its own under the CLI's one-line message.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     cl100k.stay_single()  # this process is the other core's work already: no workers of its own
     cl100k.encoding()  # its tables (0.5 s) load while the first file is read in the main process
     while True:

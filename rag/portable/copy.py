@@ -261,13 +261,16 @@ def carrier_stem(source: Store, name: str) -> str:
 def source_fingerprint(store: Store, name: str) -> str | None:
     """A digest that changes when knowledge base `name` does (None: there is none), from what one indexed read
     tells: its settings, its documents' ids, checksums, chunk counts and times, its BM25 totals (chunks and their
-    length, kept by triggers on every write of a chunk, rows of no document too), its saved questions and runs."""
+    length, kept by triggers on every write of a chunk, rows of no document too: merged and pending alike, so that
+    a merge alone changes nothing), its saved questions and runs."""
     with store.connection() as conn:
         row = conn.execute(
             "SELECT k.embedder, k.dimension, k.chunk_settings::text, k.source_folder, k.created_at::text, "
             "(SELECT md5(string_agg(d.id::text || ' ' || d.sha256 || ' ' || d.chunk_count || ' ' || d.ingested_at, "
             "',' ORDER BY d.ingested_at, d.id)) FROM documents d WHERE d.knowledge = k.name), "
-            "(SELECT b.chunks::text || ' ' || b.total_length::text FROM bm25_knowledge b WHERE b.knowledge = k.name), "
+            "(SELECT sum(t.chunks)::text || ' ' || sum(t.total_length)::text FROM (SELECT b.chunks, b.total_length "
+            "FROM bm25_knowledge b WHERE b.knowledge = k.name UNION ALL SELECT p.chunks, p.total_length "
+            "FROM bm25_pending p WHERE p.knowledge = k.name) t), "
             "(SELECT count(*)::text || ' ' || coalesce(max(q.created_at)::text, '') FROM kb_questions q "
             "WHERE q.knowledge = k.name), "
             "(SELECT count(*)::text || ' ' || coalesce(max(r.id)::text, '') FROM kb_question_runs r "

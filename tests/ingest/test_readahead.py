@@ -5,14 +5,20 @@ read here. The worker is a real spawned process running the real parser."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from collections import defaultdict
+from pathlib import Path
 
+import psutil
 import pytest
 
 from rag.chunking import ChunkSettings
 from rag.embeddings.local import LocalEmbedder
 from rag.ingest import Source, ingest_bytes, ingest_files, pipeline, readahead
 from rag.store import Store
+from tests.conftest import PYTHON, ROOT
 from tests.docgen import make_pdf
 
 SETTINGS = ChunkSettings(chunk_size=60, min_chunk_size_chars=0)
@@ -111,3 +117,35 @@ def test_a_worker_that_dies_leaves_the_rest_to_be_read_here(
     assert [(r.status, r.pages) for r in results] == [("stored", 3), ("stored", 4), ("stored", 2)]
     assert "the read-ahead worker stopped" in caplog.text  # b.pdf, given to it, was read here
     assert len({r.chunks for r in results}) > 1 and all(r.chunks for r in results)
+
+
+def test_ctrl_c_ends_the_worker_with_the_ingest_and_prints_no_traceback_of_it(
+    tmp_path: Path, cli_env: dict[str, str], store: Store
+) -> None:
+    """Ctrl+C reaches the terminal's whole process group, the read-ahead worker too: the CLI's own line and
+    exit code only, and no worker left behind. A process of its own: the signal and the processes are the point."""
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    for i in range(12):
+        (folder / f"log-{i:02d}.pdf").write_bytes(_pdf(f"Log {i}", 6))
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "rag", "ingest", str(folder), "--kb", "logs", "--chunk-size", "60"],
+        cwd=ROOT,
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a shell gives a command
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    children = psutil.Process(proc.pid).children(recursive=True)
+    commands = [" ".join(child.cmdline()) for child in children]
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert first.startswith("log-00.pdf: stored"), first + err
+    assert any("spawn_main" in command for command in commands), commands  # the worker was running
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, commands

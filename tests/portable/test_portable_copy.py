@@ -397,3 +397,24 @@ def test_restart_drops_what_a_killed_copy_left_and_a_staging_of_one_name_is_not_
     assert ran.returncode == 0, said(ran)
     assert "resumed" not in ran.stdout and counted.exports == 1 and counted.rows == 10
     assert staged(target_url) is None and sorted(kb_names(target_url)) == ["harbour", "harbour 2"]
+
+
+def test_the_fingerprint_sees_a_row_of_no_document_and_not_a_merge(store: Store) -> None:
+    """A copy's kept carrier is reused while the source base's fingerprint stays: it reads the BM25 totals merged
+    and pending alike, so a merge of the pending counts changes nothing, and a row another tool wrote does."""
+    import uuid
+
+    from psycopg.types.json import Jsonb
+
+    from rag.portable.copy import source_fingerprint
+
+    build_kb(store)
+    before = source_fingerprint(store, "harbour")
+    assert store.merge_bm25() > 0
+    assert source_fingerprint(store, "harbour") == before
+    with store.connection() as conn:  # Spring AI's own INSERT: no document, pending until a merge
+        conn.execute(
+            "INSERT INTO vector_store (id, content, metadata, embedding) VALUES (%s, %s, %s, %s)",
+            (uuid.uuid4(), "Another row.", Jsonb({"knowledge": "harbour"}), unit(np.random.default_rng(1), 1, DIM)[0]),
+        )
+    assert source_fingerprint(store, "harbour") != before
