@@ -379,10 +379,7 @@ def bench_ingest_peers(report: Report, uri: str, quick: bool) -> None:
             )
     least = _least(floor, runs[1])
     report.line("the bound: " + _bound(least, floor))
-    report.line(
-        f"ours {ours.seconds:.1f} s is {ours.seconds / least:.2f}x the bound "
-        f"(goal <= {BOUND_GOAL:g}x: {'met' if ours.seconds <= BOUND_GOAL * least else 'NOT met'})"
-    )
+    report.line(_against_bound(ours.seconds, least))
 
 
 SPEED_GOAL = 1.5
@@ -397,6 +394,11 @@ def _least(floor: Floor, langchain: Run) -> float:
     the least any pipeline does) and writing the rows (a bare table's COPY), on every usable core at once."""
     stages = {} if langchain.skipped else langchain.stages
     return (floor.cpu + stages.get("load", 0.0) + stages.get("split", 0.0) + floor.write) / usable_cores()
+
+
+def _against_bound(ours: float, least: float) -> str:
+    verdict = "met" if ours <= BOUND_GOAL * least else "NOT met"
+    return f"ours {ours:.1f} s is {ours / least:.2f}x the bound (goal <= {BOUND_GOAL:g}x: {verdict})"
 
 
 def _bound(least: float, floor: Floor) -> str:
