@@ -749,10 +749,11 @@ class _Reader:
         return _Ahead(source, data, key)
 
     def _to_parse(self, name: str, data: bytes) -> bool:
-        """Whether the file's turn will parse it: its `_embedded` checks the same first."""
+        """Whether the file's turn will parse it (its `_embedded` checks the same first): not when it is stored
+        unchanged. (A knowledge base of another embedder refuses every file at its turn, before its parse is
+        taken: not asked here, a round trip a file.)"""
         try:
             knowledge = validate_kb_name(self._knowledge)
-            self._store.check_embedder(knowledge, self._embedder.name)
             existing = self._store.find_document(knowledge, unicodedata.normalize("NFC", name))
         except RagError:
             return False

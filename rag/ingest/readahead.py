@@ -3,7 +3,7 @@
 PyMuPDF holds the GIL while it reads a page (two threads parsing took as long as one), so the parse
 of file n+1 overlaps the embedding of file n only in another process. On two cores the stages then
 share the machine: this process embeds, the worker parses, the database indexes what the writer
-thread sends (`rag bench --only peers`). One worker, one file ahead: what it sends back is the file's
+threads send (`rag bench --only peers`). One worker, one file ahead: what it sends back is the file's
 chunks (their texts, pages and metadata), never the parsed document, which holds the text once more.
 
 The worker is started for an `ingest_files` that has a second file to parse, and stopped when it ends

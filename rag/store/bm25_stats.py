@@ -15,7 +15,7 @@ server time (1.4 ms a chunk against 0.7 without it; a bare table 0.4) and made w
 queue on its term rows. So a statement's chunks only append what they change: one `bm25_pending` row per
 knowledge base, with its chunks, their length and each term's count as two arrays (3.4 ms a document of 51
 chunks against 13 ms for the upserts, no row lock, no advisory lock). A search adds the pending counts to the
-tables' (`keyword_sql`; ~11 ms per 77,000 pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
+tables' (`keyword_sql`; ~100 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
 into the tables in one transaction, where a term common to many documents is one upsert instead of one per
 document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
 the background once a write leaves more than `MERGE_TERMS` pending, and an ingest merges at its end.
@@ -43,9 +43,14 @@ kept 34 % of the updates HOT, 50 kept 99.8 %: the store stage's server CPU went 
 when each document upserted its terms (70: 2.53; 40 documents of 30 eval-passage chunks into a knowledge
 base of 63,000 term rows). The table is twice the size for it, and its rows are only ever read by key."""
 
-MERGE_TERMS = 200_000
+MERGE_TERMS = 1_000_000
 """Pending (term, knowledge base) counts beyond which a write starts a merge of them into the tables in the
-background (`Store.merge_bm25`): every keyword search reads all pending counts, ~11 ms per 77,000 measured."""
+background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~100 ms more at a million
+(1.5 ms with none pending; 34 ms at 255,000, 204 ms at 2 million), which only a search during a large ingest
+meets, as an ingest merges what it left at its end. The merges are what this trades against: at 200,000 they
+ran back to back through the peers bench's 200 PDFs (2.1 million pending counts; a window of ~10 documents
+shares few Chinese bigrams) and the server's CPU went from 31 s to 32-36; at a million, one merge and the last:
+21-23 s, the ingest 38-42 s -> 31.5-31.9 s."""
 
 BM25_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS bm25_pending (
@@ -57,6 +62,9 @@ CREATE TABLE IF NOT EXISTS bm25_pending (
     counts bigint[] NOT NULL,
     entries integer NOT NULL
 );
+-- Not compressed: a merge or a search reads every pending array whole, and pglz was a tenth of the writes' and
+-- the merges' server time (compressing on the way in, decompressing on the way out).
+ALTER TABLE bm25_pending ALTER COLUMN terms SET STORAGE EXTERNAL, ALTER COLUMN counts SET STORAGE EXTERNAL;
 
 -- What a statement's chunks change, kept as one pending row per knowledge base: the chunks, their length and
 -- each term's count, appended (no row of bm25_terms is touched, so no writer waits for another here).
