@@ -6,6 +6,7 @@ stages for one file, without the writer thread."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -237,28 +238,19 @@ def _embedded(
         if existing is not None and unchanged(existing, sha, settings):
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
-        chunked: Chunked | None = None
         if parsed is not None:
             notify("chunk", 0.1, Text("{n} pages", n=len(parsed.document.pages)))
             # The preview's chunks when they were cut with these settings (the page's always are).
             same = parsed.chunk_set if parsed.chunk_set.settings == settings else None
             chunked = chunked_document(parsed.document, filename, settings, same)
-        elif ahead is not None:
+        else:
             notify("parse", 0.0, Text("reading pages"))
-            outcome = ahead(notify)
+            outcome = ahead(notify) if ahead is not None else None
             if isinstance(outcome, Refused):
                 if outcome.unexpected:
-                    log.error("ingesting %r failed in the read-ahead worker: %s", filename, outcome.reason)
-                    return IngestResult(
-                        filename,
-                        "failed",
-                        reason=Text("unexpected error: {error}", error=outcome.reason.splitlines()[0]),
-                    )
+                    return _unexpected(filename, outcome)
                 return IngestResult(filename, "failed", reason=outcome.reason)
-            chunked = outcome
-        if chunked is None:
-            notify("parse", 0.0, Text("reading pages"))
-            chunked = parse_and_chunk(data, filename, settings, notify)
+            chunked = outcome or parse_and_chunk(data, filename, settings, notify)
         chunk_set, page_count, extras = chunked.chunk_set, chunked.page_count, chunked.extras
         del chunked
         texts = [c.text for c in chunk_set.chunks]
@@ -532,13 +524,17 @@ def _quiet(stage: str, fraction: float, message: str) -> None:
     return None
 
 
-def _unexpected(filename: str, exc: Exception) -> IngestResult:
-    """A file that failed in a way no stage foresaw (a bug, a parser's own exception): logged with its
-    traceback and failed alone, so that the files after it go on."""
-    log.error("ingesting %r failed", filename, exc_info=exc)
-    return IngestResult(
-        filename, "failed", reason=Text("unexpected error: {error}", error=f"{type(exc).__name__}: {exc}")
-    )
+def _unexpected(filename: str, exc: Exception | Refused) -> IngestResult:
+    """A file that failed in a way no stage foresaw (a bug, a parser's own exception), here or in the read-ahead
+    worker (a `Refused` carrying its traceback): logged with its traceback and failed alone, so that the files
+    after it go on."""
+    if isinstance(exc, Refused):
+        log.error("ingesting %r failed in the read-ahead worker: %s", filename, exc.reason)
+        error = exc.reason.splitlines()[0]
+    else:
+        log.error("ingesting %r failed", filename, exc_info=exc)
+        error = f"{type(exc).__name__}: {exc}"
+    return IngestResult(filename, "failed", reason=Text("unexpected error: {error}", error=error))
 
 
 class _Relay:
@@ -727,8 +723,6 @@ class _Reader:
     def __init__(self, store: Store, embedder: Embedder, knowledge: str, settings: ChunkSettings) -> None:
         self._store, self._embedder, self._knowledge, self._settings = store, embedder, knowledge, settings
         self._worker: ReadAhead | None = None
-        self._given = 0
-        self._taken = 0
 
     def ahead(self, source: Source | None) -> _Ahead | None:
         if (
@@ -743,10 +737,7 @@ class _Reader:
             return _Ahead(source, data)
         if self._worker is None:
             self._worker = ReadAhead()
-        key = self._worker.submit(data, source.name, self._settings)
-        if key is not None:
-            self._given += 1
-        return _Ahead(source, data, key)
+        return _Ahead(source, data, self._worker.submit(data, source.name, self._settings))
 
     def _to_parse(self, name: str, data: bytes) -> bool:
         """Whether the file's turn will parse it (its `_embedded` checks the same first): not when it is stored
@@ -761,19 +752,13 @@ class _Reader:
 
     def taker(self, key: int | None) -> Callable[[StageCallback], Chunked | Refused | None] | None:
         """What `_embedded` calls for the file of `key` (None: not read ahead, parse it there)."""
-        worker = self._worker
-        if key is None or worker is None:
+        if key is None or self._worker is None:
             return None
-
-        def take(notify: StageCallback) -> Chunked | Refused | None:
-            self._taken += 1
-            return worker.take(key, notify)
-
-        return take
+        return functools.partial(self._worker.take, key)
 
     def close(self) -> None:
         if self._worker is not None:
-            self._worker.close(finished=self._taken == self._given)
+            self._worker.close()
             self._worker = None
 
 

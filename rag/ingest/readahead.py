@@ -142,6 +142,7 @@ class ReadAhead:
         )
         self._process.start()
         self._next = 0
+        self._taken = 0
         self._done: dict[int, Chunked | Refused] = {}
         self._dead = False
 
@@ -158,6 +159,7 @@ class ReadAhead:
     def take(self, key: int, notify: StageCallback) -> Chunked | Refused | None:
         """The outcome of file `key`, waited for, the progress of its pages told to `notify` meanwhile;
         None when the worker died before it was done (parse it here)."""
+        self._taken += 1
         while key not in self._done:
             try:
                 message = self._results.get(timeout=POLL_SECONDS)
@@ -175,10 +177,10 @@ class ReadAhead:
                 notify(stage, fraction, text)
         return self._done.pop(key)
 
-    def close(self, finished: bool) -> None:
-        """Stop the worker: told to end when everything it was given was taken (`finished`), else
-        terminated (a stopped ingest does not wait for the parse of a file it will not store)."""
-        if finished and not self._dead:
+    def close(self) -> None:
+        """Stop the worker: told to end when every file it was given was taken, else terminated (a stopped
+        ingest does not wait for the parse of a file it will not store)."""
+        if self._taken == self._next and not self._dead:
             self._tasks.put(None)
             self._process.join(timeout=5)
         if self._process.is_alive():

@@ -56,6 +56,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _pending_terms(conn: psycopg.Connection) -> int:
+    """The BM25 counts pending (`bm25_stats`), as this transaction sees them: read where it writes them, not in
+    a round trip of its own after each write."""
+    row = conn.execute("SELECT coalesce(sum(entries), 0) FROM bm25_pending").fetchone()
+    return int(row[0]) if row else 0
+
+
 def _configure(conn: psycopg.Connection) -> None:
     register_vector(conn)
     conn.commit()  # leave the pooled connection idle, not inside a transaction
@@ -275,8 +282,8 @@ class Store:
             # BM25 statistics go with them (the triggers delete what falls to zero).
             conn.execute("DELETE FROM vector_store WHERE metadata->>'knowledge' = %s", (name,))
             cur = conn.execute("DELETE FROM knowledge_bases WHERE name = %s", (name,))
-            deleted = cur.rowcount > 0
-        self._merge_soon()
+            deleted, pending = cur.rowcount > 0, _pending_terms(conn)
+        self._merge_soon(pending)
         return deleted
 
     def check_embedder(self, knowledge: str, embedder: str) -> None:
@@ -430,7 +437,8 @@ class Store:
                 for i, (chunk, vector) in enumerate(zip(chunks, embeddings))
             )
             copy_rows(conn, rows)
-        self._merge_soon()
+            pending = _pending_terms(conn)
+        self._merge_soon(pending)
         return WriteResult("replaced" if old is not None else "stored", document_id, len(chunks))
 
     def merge_bm25(self, wait: bool = True) -> int:
@@ -446,18 +454,14 @@ class Store:
             log.warning("the pending BM25 statistics stay pending: %s", one_line(exc, None))
             return 0
 
-    def _merge_soon(self) -> None:
-        """Merge the pending BM25 counts in a thread of its own once they hold more than `MERGE_TERMS` terms: a
-        write does not wait for it (their rows are apart), and an ingest goes on writing meanwhile."""
+    def _merge_soon(self, pending: int) -> None:
+        """Merge the pending BM25 counts in a thread of its own once they hold more than `MERGE_TERMS` terms
+        (`pending`, as the write that just committed counted them): the write does not wait for it (their rows
+        are apart), and an ingest goes on writing meanwhile."""
+        if pending <= MERGE_TERMS:
+            return
         with self._merging_lock:
             if self._merging is not None and self._merging.is_alive():
-                return
-            try:
-                with self._conn() as conn:
-                    row = conn.execute("SELECT coalesce(sum(entries), 0) FROM bm25_pending").fetchone()
-            except StoreError:
-                return
-            if row is None or row[0] <= MERGE_TERMS:
                 return
             self._merging = threading.Thread(
                 target=self.merge_bm25, kwargs={"wait": False}, name="rag-bm25-merge", daemon=True
