@@ -6,8 +6,11 @@ Imported only when such a file is loaded: pymupdf takes a while to import, and t
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
+import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +23,24 @@ from rag.errors import DocumentError
 from rag.text import Text
 
 logger = logging.getLogger("rag.documents")
+
+pymupdf.no_recommend_layout()  # its table finder would print a suggestion to install what is here already
+_layout_lock = threading.Lock()
+
+
+def _layout_model() -> None:
+    """Load pymupdf's layout analyser, kept from loading with pymupdf (rag.documents: 45 MB, 0.17 s), before
+    a table search that uses it; once per process. Without it, a text-strategy search takes prose for a
+    table (tests/documents/test_formats.py)."""
+    with _layout_lock:
+        if sys.modules.get("pymupdf.layout", pymupdf) is not None:  # loaded, or pymupdf's own attempt failed
+            return
+        del sys.modules["pymupdf.layout"]
+        try:
+            importlib.import_module("pymupdf.layout")  # activates the analyser
+        except ImportError as exc:
+            logger.warning("pymupdf's layout analyser did not load (%s): tables are found by lines alone", exc)
+
 
 _MAX_CAUSE_CHARS = 160
 SCANNED_CHARS = 20
@@ -194,6 +215,7 @@ def _ruled_tables(page: pymupdf.Page, grids: list[pymupdf.Rect] | None) -> list:
     within the grids, as the finder reads every character of what it searches (0.4 s for a dense
     page)."""
     if grids is None:  # too many lines to tell where: as before the grid test
+        _layout_model()
         return page.find_tables(strategy="lines").tables
     clip = pymupdf.Rect(grids[0])
     for box in grids[1:]:
@@ -234,6 +256,8 @@ def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | Non
     try:
         # Unruled tables with the layout model, which keeps the text strategy from taking prose for one.
         ruled = _ruled_tables(page, grids) if grids != [] else []
+        if not ruled and aligned:
+            _layout_model()
         found = ruled or (page.find_tables(strategy="text").tables if aligned else [])
         rows = [(t, _table_rows(page, t)) for t in found if t.row_count >= 2 and t.col_count >= 2]
         if ruled and grids is not None:  # found without the layout model

