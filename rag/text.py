@@ -22,6 +22,16 @@ class Text(str):
         return made
 
 
+def pages_text(n: int) -> Text:
+    """'1 page', '3 pages' (a Text, translated as such)."""
+    return Text("{n} page", n=n) if n == 1 else Text("{n} pages", n=n)
+
+
+def chunks_text(n: int) -> Text:
+    """'1 chunk', '3 chunks' (a Text, translated as such)."""
+    return Text("{n} chunk", n=n) if n == 1 else Text("{n} chunks", n=n)
+
+
 def text_of(value: str | BaseException) -> str:
     """What a UI should show for `value`: an exception's message as it was made (a `Text` keeps its template
     for translation; `str(exc)` would make it a plain string), else the text itself."""

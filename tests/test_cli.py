@@ -66,7 +66,7 @@ def test_ingest_folder_stores_good_files_and_reports_bad_ones(folder: Path, clea
         "truncated.pdf",
     ]
     assert by_file["finance.pdf"].startswith("finance.pdf: stored (2 pages, ")
-    assert by_file["notes.md"].startswith("notes.md: stored (1 pages, ")
+    assert by_file["notes.md"].startswith("notes.md: stored (1 page, ")
     assert by_file["empty.pdf"] == "empty.pdf: failed: empty file (0 bytes)"
     assert (
         by_file["encrypted.pdf"] == "encrypted.pdf: failed: password-protected PDF: remove the password and try again"

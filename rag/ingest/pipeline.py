@@ -32,7 +32,7 @@ from rag.ingest.readahead import (
     parse_and_chunk,
 )
 from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
-from rag.text import Text
+from rag.text import Text, chunks_text, pages_text
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
     from rag.embeddings import CancelSignal, Embedder
@@ -88,19 +88,19 @@ class IngestResult:
             return Text("{filename}: {status}", filename=self.filename, status=status)
         if self.reason:
             return Text(
-                "{filename}: {status} ({pages} pages, {chunks} chunks; {note})",
+                "{filename}: {status} ({pages}, {chunks}; {note})",
                 filename=self.filename,
                 status=status,
-                pages=self.pages,
-                chunks=self.chunks,
+                pages=pages_text(self.pages),
+                chunks=chunks_text(self.chunks),
                 note=self.reason,
             )
         return Text(
-            "{filename}: {status} ({pages} pages, {chunks} chunks)",
+            "{filename}: {status} ({pages}, {chunks})",
             filename=self.filename,
             status=status,
-            pages=self.pages,
-            chunks=self.chunks,
+            pages=pages_text(self.pages),
+            chunks=chunks_text(self.chunks),
         )
 
 
@@ -239,7 +239,7 @@ def _embedded(
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
         if parsed is not None:
-            notify("chunk", 0.1, Text("{n} pages", n=len(parsed.document.pages)))
+            notify("chunk", 0.1, pages_text(len(parsed.document.pages)))
             # The preview's chunks when they were cut with these settings (the page's always are).
             same = parsed.chunk_set if parsed.chunk_set.settings == settings else None
             chunked = chunked_document(parsed.document, filename, settings, same)
@@ -279,13 +279,13 @@ def _embedded(
         # its input and look them up, then jumped there).
         announced = not _may_resume(store, embedder)
         if announced:
-            notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
+            notify("embed", 0.2, chunks_text(len(texts)))
 
         def found(reused: int) -> None:
             if reused:
                 embedded(reused, len(texts))
             elif not announced:
-                notify("embed", 0.2, Text("{n} chunks", n=len(texts)))
+                notify("embed", 0.2, chunks_text(len(texts)))
 
         resume = Resume(store, embedder, knowledge, filename, len(texts), on_found=found)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, failure_reason
-from rag.text import Text
+from rag.text import Text, pages_text
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -94,7 +94,7 @@ def parse_and_chunk(
     doc = documents.load_bytes(
         data, filename, lambda done, total, what: tell("parse", 0.1 * done / max(total, 1), what)
     )
-    tell("chunk", 0.1, Text("{n} pages", n=len(doc.pages)))
+    tell("chunk", 0.1, pages_text(len(doc.pages)))
     return chunked_document(doc, filename, settings)
 
 

@@ -43,7 +43,7 @@ from rag.portable.manifest import (
     source_member,
 )
 from rag.store import Store
-from rag.text import Text
+from rag.text import Text, chunks_text
 
 Progress = Callable[[str, int, int], None]
 """Called as (stage, rows done, rows in all) while an export or an import goes on."""
@@ -85,7 +85,7 @@ def contents(documents: int, chunks: int, questions: int) -> Text:
     return Text(
         "{documents}, {chunks}, {questions}",
         documents=Text("1 document") if documents == 1 else Text("{n} documents", n=documents),
-        chunks=Text("1 chunk") if chunks == 1 else Text("{n} chunks", n=chunks),
+        chunks=chunks_text(chunks),
         questions=Text("1 saved question") if questions == 1 else Text("{n} saved questions", n=questions),
     )
 

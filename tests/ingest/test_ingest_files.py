@@ -165,7 +165,7 @@ def test_a_stop_finishes_the_write_in_flight_and_results_after_stop_says_what_is
     assert [d.original_filename for d in store.list_documents("logs")] == ["a.txt"]
     results = results_after_stop(store, "logs", SETTINGS, sources, done, reached)
     assert [r.line() for r in results] == [
-        f"a.txt: stored (1 pages, {store.find_document('logs', 'a.txt').chunk_count} chunks)",
+        f"a.txt: stored (1 page, {store.find_document('logs', 'a.txt').chunk_count} chunks)",
         "b.txt: stopped: stopped during embed: nothing of it was stored",
         "c.txt: stopped: not started",
     ]

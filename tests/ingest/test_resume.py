@@ -116,7 +116,7 @@ def test_a_stopped_ingest_resumes_where_it_stopped_and_stores_what_an_uninterrup
     )
     assert result.status == "stored" and result.chunks == total
     assert result.line() == (
-        f"log.txt: stored (1 pages, {total} chunks; {2 * BATCH} of {total} chunks were embedded by a stopped "
+        f"log.txt: stored (1 page, {total} chunks; {2 * BATCH} of {total} chunks were embedded by a stopped "
         "ingest and reused)"
     )
     # Only the missing chunks reached the model, each once; the bar moved at once for the reused ones.

@@ -8,7 +8,6 @@ ZH: dict[str, str] = {
     "{documents}, {chunks}, {questions}": "{documents}、{chunks}、{questions}",
     "1 document": "1 个文档",
     "{n} documents": "{n} 个文档",
-    "1 chunk": "1 个分块",
     "1 saved question": "1 个保存的问题",
     "{n} saved questions": "{n} 个保存的问题",
     "chunk {id} has no vector; nothing was exported": "分块 {id} 没有向量；未导出任何内容",
