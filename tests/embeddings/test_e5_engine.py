@@ -71,3 +71,21 @@ def test_protobuf_fields_are_written_as_the_wire_format_says() -> None:
     assert protobuf.int_field(3, 150) == b"\x18\x96\x01"  # the protobuf documentation's example
     assert protobuf.bytes_field(2, "testing") == b"\x12\x07testing"
     assert protobuf.float_field(2, 1.0) == b"\x15\x00\x00\x80\x3f"
+
+
+def test_onnxruntime_writes_no_telemetry(tmp_path) -> None:
+    # onnxruntime 1.32 kept a device id and an upload queue of events under ~/.cache/Microsoft/ from its
+    # import on; importing rag first turns that off.
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    script = "import rag.embeddings.e5_engine as e; e.E5Engine(threads=1).encode(['hello'])"
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env={**env, "HOME": str(tmp_path)}, capture_output=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert not (tmp_path / ".cache" / "Microsoft").exists()
