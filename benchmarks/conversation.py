@@ -378,6 +378,7 @@ def ask_all(
     history and memory), or each alone (a follow-up in its standalone form)."""
     from rag.generate import engine
     from rag.generate.conversation import history_messages, memory_of, searched_queries
+    from rag.llms.stream import fold
 
     turns: list[Turn] = []
     outcomes = []
@@ -398,7 +399,10 @@ def ask_all(
             turn, first_word = live, None
         else:
             turn = engine.wait(live)
-            first_word = live.runner.first_item - started if live.runner.first_item is not None else None
+            # The first answer text, not the runner's first item (the embedded model's 'queue' event
+            # at its turn, which made every first word ~0 s).
+            first = fold(live.runner.items(), live.runner.arrivals()).first_content_at
+            first_word = first - started if first is not None else None
         turns.append(turn)
         outcomes.append(
             judge(

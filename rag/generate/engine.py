@@ -320,7 +320,9 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
     """The turn with what the runner produced (the partial answer too, if it was stopped or failed)."""
     from rag.llms.telemetry import TIMELINE
 
-    folded = fold(runner.items(), stop_requested=runner.stop_requested)
+    # Dated by arrival: the runner's first item is the embedded model's 'queue' event (its turn in line),
+    # not a token, so the first text is looked for among them.
+    folded = fold(runner.items(), runner.arrivals(), stop_requested=runner.stop_requested)
     if runner.finished is not None:
         # The GPU page draws every generation's phases on its timeline (epoch seconds).
         to_epoch = time.time() - time.monotonic()
@@ -329,7 +331,7 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
             runner.started + to_epoch,
             runner.finished + to_epoch,
             folded.stats,
-            first_token_at=runner.first_item + to_epoch if runner.first_item else None,
+            first_token_at=folded.first_token_at + to_epoch if folded.first_token_at is not None else None,
         )
     if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:
         # Ollama counted the prompt itself: the next estimates for this model learn from it.

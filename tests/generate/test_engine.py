@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -169,6 +170,28 @@ def test_finished_chat_generation_is_marked_on_the_gpu_timeline() -> None:
     marks = TIMELINE.marks()[before:]
     assert marks and {m.label for m in marks} == {"chat: qwen2.5:7b-instruct"}
     assert "output" in {m.phase for m in marks}
+
+
+def test_the_timeline_s_output_starts_at_the_first_token_not_at_the_model_s_turn_in_line() -> None:
+    """The embedded model's first event is 'queue' (its turn came): marked as the first token, the prompt's
+    reading took no time on the GPU page and the output all of it."""
+    from rag.llms.telemetry import TIMELINE
+
+    def produce(stop: threading.Event):
+        yield StreamEvent("queue", place=0)
+        time.sleep(0.3)  # the prompt being read
+        yield StreamEvent("content", "Revenue grew [1].")
+        yield StreamEvent("done", stats=GenerationStats(done_reason="stop", eval_count=4))
+
+    runner = Runner(produce)
+    assert runner.join(5.0)
+    before = len(TIMELINE.marks())
+    turn = Turn(id="t-queue", question="q", query="q", sources=(), model="local:qwen2.5-coder-1.5b")
+    engine.finish_chat(turn, runner)
+    marks = {m.phase: m for m in TIMELINE.marks()[before:]}
+    output = marks["output"]
+    assert output.end - output.start < 0.2, marks  # from the content on, not from the 'queue' event
+    assert sum(m.end - m.start for m in marks.values() if m.phase != "output") >= 0.25, marks
 
 
 def test_the_embedded_models_uncited_answer_is_attributed_with_a_note() -> None:
