@@ -43,7 +43,7 @@ from rag.store.records import (
     chunk_metadata,
     mismatch_message,
 )
-from rag.store.schema import SCHEMA, create_hnsw_index
+from rag.store.schema import SCHEMA, WRITE_WORK_MEM, create_hnsw_index
 from rag.store.vector_cache import VectorCache
 from rag.text import Text
 
@@ -436,6 +436,7 @@ class Store:
                 )
                 for i, (chunk, vector) in enumerate(zip(chunks, embeddings))
             )
+            conn.execute("SELECT set_config('work_mem', %s, true)", (WRITE_WORK_MEM,))
             copy_rows(conn, rows)
             pending = _pending_terms(conn)
         self._merge_soon(pending)

@@ -413,3 +413,26 @@ def test_local_is_deterministic_and_batch_independent(local: LocalEmbedder) -> N
     alone = np.vstack([LocalEmbedder(batch_size=1).embed([t]) for t in texts])
 
     np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_local_vectors_are_wordllamas_own(local: LocalEmbedder) -> None:
+    """Each text's token vectors are pooled on their own (not padded into one batch array as WordLlama's `embed`
+    does): the vectors must still be WordLlama's, so knowledge bases built before stay valid."""
+    texts = [
+        "The lighthouse keeper kept a log of every ship that passed the harbour.",
+        "机器学习是人工智能的一个分支，深度学习使用神经网络。",
+        "",
+        " ",
+        "x" * 50,
+        "mixed 中文 and English, with numbers 1898 and symbols ∂ ≤ ☃",
+        "word " * 700,
+    ]
+    model = local._load()
+    theirs = model.embed(texts, norm=False, batch_size=len(texts))
+    norms = np.linalg.norm(theirs, axis=1, keepdims=True)
+    expected = np.divide(theirs, norms, out=np.zeros_like(theirs), where=norms > 0)
+
+    ours = local.embed(texts)
+
+    np.testing.assert_allclose(ours, expected, atol=1e-6)
+    assert not ours[2].any() and np.count_nonzero(np.linalg.norm(ours, axis=1)) == len(texts) - 1
