@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pymupdf
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rag.documents import load_bytes
+from rag.documents.mupdf import COLUMN_GAP, _cell_rows
 
 PROSE = " ".join(
     f"Im Profil {i} reicht die Schichtenfolge des Beckens vom Zechstein über Buntsandstein und Muschelkalk "
@@ -152,3 +156,37 @@ def placed_content_draws_nothing_itself(data: bytes) -> bool:
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         content = doc[0].read_contents().split()
     return b"Do" in content and not {b"re", b"l", b"h"} & set(content)
+
+
+def _cell_rows_one_by_one(boxes: list[tuple[float, float, float, float]], widest: float) -> int:
+    """The rows that fall into cells, worked out word by word as the table hints once were."""
+    rows: dict[int, list[tuple[float, float]]] = {}
+    for x0, _y0, x1, y1 in boxes:
+        rows.setdefault(round(y1), []).append((x0, x1))
+    found = 0
+    for spans in rows.values():
+        spans.sort()
+        pieces = [[spans[0][0], spans[0][1]]]
+        for x0, x1 in spans[1:]:
+            if x0 - pieces[-1][1] > COLUMN_GAP:
+                pieces.append([x0, x1])
+            else:
+                pieces[-1][1] = x1
+        found += len(pieces) >= 2 and sum(b - a for a, b in pieces) / len(pieces) < widest
+    return found
+
+
+_word = st.tuples(
+    st.integers(0, 60).map(lambda i: i * 7.5),  # x0 on a coarse grid: gaps at and around COLUMN_GAP
+    st.integers(0, 30),  # y0 (only the centres use it)
+    st.integers(1, 40).map(lambda w: w * 2.5),  # width
+    st.sampled_from([100.0, 100.4, 100.6, 101.0, 112.0, 124.5]),  # bottoms: some round to one row
+).map(lambda w: (w[0], w[1], w[0] + w[2], w[3]))
+
+
+@given(st.lists(_word, max_size=40), st.sampled_from([30.0, 60.0, 178.5]))
+def test_rows_of_cells_are_counted_as_word_by_word(boxes: list[tuple[float, float, float, float]], widest: float):
+    """The table hints count the rows whose words fall into cells with numpy; the count must be the one a loop
+    over the words gives (the hints decide which pages the table finder reads)."""
+    array = np.array(boxes, dtype=np.float64).reshape(-1, 4)
+    assert _cell_rows(array, widest) == _cell_rows_one_by_one(boxes, widest)
