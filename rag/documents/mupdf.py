@@ -144,9 +144,9 @@ def _rules(page: pymupdf.Page) -> tuple[list[Segment], list[Segment]]:
 def _grids(page: pymupdf.Page, words: np.ndarray) -> list[pymupdf.Rect] | None:
     """Where the page may hold a ruled table: the boxes around the groups of crossing horizontal and
     vertical lines with at least `GRID_LINES` of each, distinct, and `GRID_WORDS` words (`words`: their
-    boxes, x0 y0 x1 y1; counted by their centres) inside. A figure's axes, hatching or plot grid hold no words, a frame or a
-    header rule too few lines: only real grids pay for the table finder. None: too many lines to
-    tell (`MAX_CROSSINGS`)."""
+    boxes, x0 y0 x1 y1; counted by their centres) inside. A figure's axes, hatching or plot grid hold
+    no words, a frame or a header rule too few lines: only real grids pay for the table finder. None:
+    too many lines to tell (`MAX_CROSSINGS`)."""
     horizontal, vertical = _rules(page)
     if len(horizontal) < GRID_LINES or len(vertical) < GRID_LINES:
         return []
