@@ -60,7 +60,9 @@ def test_spring_matches_reference_on_arbitrary_unicode(text: str, s: ChunkSettin
 
 
 ws_fragment = st.one_of(
-    st.sampled_from(["word", "x", "a.", "b?", "c!", "1", "'s", "é", "你", "😀"]),
+    st.sampled_from(
+        ["word", "x", "a.", "b?", "c!", "1", "'s", "é", "你", "😀", "中文", "。", "，", "你好、", "？", "！他"]
+    ),
     st.sampled_from([" ", " ", "  ", "   ", "\n", " \n", "  \n", "\t", "\n\n", "\r\n", "    \n\n", "\u00a0"]),
 )
 
@@ -79,6 +81,55 @@ def test_reencoded_length_equals_tiktoken_count(parts: list[str], data) -> None:
         assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), (
             cut_text
         )
+
+
+chinese_fragment = st.sampled_from(
+    [
+        "中文",
+        "检索",
+        "质量",
+        "我们",
+        "北京大学",
+        "创办于",
+        "1898年",
+        "。",
+        "，",
+        "、",
+        "？",
+        "！",
+        "：",
+        "；",
+        "“",
+        "”",
+        "\n",
+        "的",
+    ]
+)
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(parts=st.lists(chinese_fragment, min_size=40, max_size=160), data=st.data())
+def test_reencoded_length_of_chinese_text_equals_tiktoken_count(parts: list[str], data) -> None:
+    """Chinese has no spaces: the places where every tokenisation agrees are an ideograph before punctuation."""
+    text = "".join(parts)
+    tt = tokenize(text)
+    pos = data.draw(st.integers(0, max(0, len(tt) - 1)))
+    window = tt.window_bytes(pos, len(tt))
+    decoded = window.decode("utf-8", errors="replace")
+    for cut in range(64, len(decoded) + 1):
+        cut_text = decoded[:cut]
+        assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), (
+            cut_text
+        )
+
+
+def test_chinese_text_is_not_encoded_again_whole() -> None:
+    """Between its first and last places only the head and the tail are encoded again."""
+    text = "我们的检索质量很好，北京大学创办于1898年。" * 20
+    tt = tokenize(text)
+    window = tt.window_bytes(0, len(tt))
+    places = chunk_strategies._places(window, len(window))
+    assert places is not None and places[0] < 40 and places[1] > len(window) - 40
 
 
 @hsettings(max_examples=150, deadline=None)
