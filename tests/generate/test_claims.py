@@ -139,6 +139,35 @@ def test_a_line_break_inside_a_pdf_sentence_does_not_end_it() -> None:
     ).held
 
 
+PRICE_LIST = """Quarterly price list for industrial pumps. The table below lists each SKU, its model and the list
+price in US dollars. Prices of the zephyrite line include installation.
+
+| SKU | Model | Price |
+|---|---|---|
+| SKU-1002 | Zephyrite Pump Z3 | $23,500.00 |
+| SKU-1003 | Zephyrite Pump Z4 | $24,750.00 |
+| SKU-1004 | Zephyrite Pump Z5 | $26,000.00 |
+
+All prices are subject to change."""
+
+
+@pytest.mark.parametrize(
+    ("answer", "held"),
+    [
+        ("The pump model for SKU-1003 is Zephyrite Pump Z3 [1].", False),  # the row above's model
+        ("SKU-1003 is Zephyrite Pump Z5 [1].", False),  # the row below's
+        ("SKU-1003 is the Zephyrite Pump Z4 [1].", True),
+        ("The price of SKU-1003 is $24,750.00 [1].", True),  # "price" is the column's name
+        ("The price of SKU-1003 is $23,500.00 [1].", False),
+        ("Prices of the zephyrite line include installation [1].", True),
+    ],
+)
+def test_a_table_row_holds_what_its_cells_and_column_names_say(answer: str, held: bool) -> None:
+    """A table's rows are lines of their own (not a sentence run together, which put one row's model beside
+    the next row's key and badged it green), each read with its header's column names."""
+    assert claim_held(answer, PRICE_LIST).held is held
+
+
 def test_the_labelled_set_has_no_wrong_answer_green_and_keeps_most_right_ones() -> None:
     """The measure of `python -m rag bench --only badges`, held as a test: a change that lets a wrong
     answer through, or loses right ones, fails here."""
