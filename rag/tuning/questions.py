@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.errors import ModelError
+from rag.errors import ModelError, one_line
 from rag.evaluation.keyword import ChunkBM25
 from rag.evaluation.normalise import NormalisedText
 from rag.evaluation.questions import Question
@@ -147,10 +147,13 @@ def generate_questions(
         language = language_of(window.text)
         try:
             reply = _reply(model, window, language, stop)
-        except ModelError:
+        except ModelError as exc:
             if asked == 0:
                 raise
-            log.warning("question generation failed for the passage at %d", window.start, exc_info=True)
+            # The reason in one line, no traceback: formatting one in this thread runs `ast.parse` (CPython 3.11's
+            # caret anchors), which raced Streamlit compiling a page in its script thread ("SystemError: AST
+            # constructor recursion depth mismatch", python/cpython#106905) and failed a test's page once.
+            log.warning("question generation failed for the passage at %d: %s", window.start, one_line(exc, None))
             rejected.append(Rejected(checks.FAILED, "", "", window.start))
             if found is not None:
                 found(rejected[-1])
