@@ -70,13 +70,16 @@ ws_fragment = st.one_of(
 @hsettings(max_examples=50, deadline=None)
 @given(parts=st.lists(ws_fragment, min_size=30, max_size=150), data=st.data())
 def test_reencoded_length_equals_tiktoken_count(parts: list[str], data) -> None:
-    # The fast path's invariant: the token count of every prefix of a decoded window, as if re-encoded.
-    text = "".join(parts)
+    _every_cut_counts_as_encoded("".join(parts), data, shortest=1)
+
+
+def _every_cut_counts_as_encoded(text: str, data, shortest: int) -> None:
+    """The fast path's invariant: the token count of every prefix of a decoded window, as if re-encoded."""
     tt = tokenize(text)
     pos = data.draw(st.integers(0, max(0, len(tt) - 1)))
     window = tt.window_bytes(pos, len(tt))
     decoded = window.decode("utf-8", errors="replace")
-    for cut in range(1, len(decoded) + 1):
+    for cut in range(shortest, len(decoded) + 1):
         cut_text = decoded[:cut]
         assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), (
             cut_text
@@ -110,17 +113,9 @@ chinese_fragment = st.sampled_from(
 @hsettings(max_examples=60, deadline=None)
 @given(parts=st.lists(chinese_fragment, min_size=40, max_size=160), data=st.data())
 def test_reencoded_length_of_chinese_text_equals_tiktoken_count(parts: list[str], data) -> None:
-    """Chinese has no spaces: the places where every tokenisation agrees are an ideograph before punctuation."""
-    text = "".join(parts)
-    tt = tokenize(text)
-    pos = data.draw(st.integers(0, max(0, len(tt) - 1)))
-    window = tt.window_bytes(pos, len(tt))
-    decoded = window.decode("utf-8", errors="replace")
-    for cut in range(64, len(decoded) + 1):
-        cut_text = decoded[:cut]
-        assert chunk_strategies._reencoded_length(tt, pos, window, cut_text) == len(ENC.encode_ordinary(cut_text)), (
-            cut_text
-        )
+    """Chinese has no spaces: the places where every tokenisation agrees are an ideograph before punctuation.
+    (Cuts shorter than 64 characters are always encoded again whole.)"""
+    _every_cut_counts_as_encoded("".join(parts), data, shortest=64)
 
 
 def test_chinese_text_is_not_encoded_again_whole() -> None:
