@@ -29,7 +29,8 @@ merged into the index, each merge rewriting the posting lists of every term it t
 every few documents: the peers bench's 11,074 chunks, written a document a statement as an ingest writes them,
 cost 3.8 s of server time in the index against 1.4 s with 64 MB (and `WRITE_WORK_MEM` to merge in), plus 0.6 s
 when the last 64 MB are merged (by autovacuum, or the next writer that fills it). A keyword search reads the pending
-list too: 46 ms with it near full against 54 ms merged (four queries' counts over those chunks)."""
+list too: 46 ms with it near full against 54 ms merged (four queries' counts over those chunks). The cost is disk:
+the index keeps the pages its pending list filled, free for the next one (79 MB against 19 MB for those chunks)."""
 WRITE_WORK_MEM = "64MB"
 """work_mem of a transaction that writes chunks: the memory a merge of the pending list gathers terms in before
 it writes them (with PostgreSQL's 4 MB, a 64 MB pending list is merged in 16 rounds: the index's 1.4 s above
