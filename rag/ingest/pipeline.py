@@ -23,6 +23,7 @@ from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, failure_reason
 from rag.ingest.readahead import (
     READ_AHEAD_BYTES,
+    READ_AHEAD_FILES,
     READ_AHEAD_SUFFIXES,
     Chunked,
     ReadAhead,
@@ -628,11 +629,11 @@ def ingest_files(
     on_plan: Callable[[str], PlanCallback] | None = None,
     cancel: CancelSignal | None = None,
 ) -> Iterator[IngestResult]:
-    """Ingest each source, results in order, the stages of several files at once: the file after this one
-    is parsed and chunked in a worker process (`_Reader`, rag.ingest.readahead) while this one is embedded
-    here, and the files before it are written by `WRITERS` threads, each file in its own transaction, while
-    the database does its part (tsvector, HNSW and GIN inserts) in a server process per connection. Files
-    of more than `OVERLAP_BYTES` together are not written while the next is read.
+    """Ingest each source, results in order, the stages of several files at once: the files after this one
+    (`READ_AHEAD_FILES`) are parsed and chunked in a worker process (`_Reader`, rag.ingest.readahead) while
+    this one is embedded here, and the files before it are written by `WRITERS` threads, each file in its own
+    transaction, while the database does its part (tsvector, HNSW and GIN inserts) in a server process per
+    connection. Files of more than `OVERLAP_BYTES` together are not written while the next is read.
 
     A file stored before with the same bytes and settings is `unchanged`, told before it is parsed; a
     source's `parsed` document is used as it is. `on_stage(name)` and `on_plan(name)` give a file's
@@ -650,9 +651,9 @@ def ingest_files(
     with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="rag-ingest-write") as writers:
         try:
             pending: deque[_Write] = deque()
-            next_one: _Ahead | None = None
+            queued: deque[_Ahead] = deque()  # the files after this one, sent to the read-ahead worker
             while True:
-                this = next_one or _Ahead.of(next(upcoming, None))
+                this = queued.popleft() if queued else _Ahead.of(next(upcoming, None))
                 if this is None or (cancel is not None and cancel.is_set()):
                     break
                 source = this.source
@@ -660,8 +661,12 @@ def ingest_files(
                     yield relay.result(pending.popleft())
                 notify = on_stage(source.name) if on_stage else _quiet
                 data = this.data if this.data is not None else source.read()
-                # The file after this one goes to the read-ahead worker now: parsed there while this one is.
-                next_one = reader.ahead(next(upcoming, None))
+                # The files after this one go to the read-ahead worker now: parsed there while this one is.
+                while len(queued) < READ_AHEAD_FILES and sum(q.source.size() for q in queued) < READ_AHEAD_BYTES:
+                    following = reader.ahead(next(upcoming, None))
+                    if following is None:
+                        break
+                    queued.append(following)
                 ready: _Embedded | IngestResult
                 if isinstance(data, IngestResult):
                     ready = data

@@ -1,10 +1,11 @@
-"""The next file parsed and chunked in a worker process while this one is embedded and written.
+"""The next files parsed and chunked in a worker process while this one is embedded and written.
 
 PyMuPDF holds the GIL while it reads a page (two threads parsing took as long as one), so the parse
 of file n+1 overlaps the embedding of file n only in another process. On two cores the stages then
 share the machine: this process embeds, the worker parses, the database indexes what the writer
-threads send (`rag bench --only peers`). One worker, one file ahead: what it sends back is the file's
-chunks (their texts, pages and metadata), never the parsed document, which holds the text once more.
+threads send (`rag bench --only peers`). One worker (a second one cost more CPU than it saved: 18.1-19.7 s
+against 16.9-17.0 for that bench's ingest), up to `READ_AHEAD_FILES` files ahead: what it sends back is a
+file's chunks (their texts, pages and metadata), never the parsed document, which holds the text once more.
 
 The worker is started for an `ingest_files` that has a second file to parse, and stopped when it ends
 (terminated if it ended early: a stopped ingest does not wait for the parse of a file it will not
@@ -37,6 +38,11 @@ StageCallback = Callable[[str, float, str], None]
 READ_AHEAD_BYTES = 32 << 20
 """A file larger than this is parsed when its turn comes, not ahead: its bytes would be held twice
 (here and in the worker) beside the file being embedded."""
+
+READ_AHEAD_FILES = 3
+"""Files sent to the worker ahead of the one being embedded (fewer when they hold `READ_AHEAD_BYTES`
+together). One kept the worker idle whenever this process waited for a write (and this one idle for the
+worker after a long file): on the peers bench's 200 PDFs the embedding waited 4.7 s of 17.8 for the parse."""
 
 READ_AHEAD_SUFFIXES = (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls")
 """The kinds read ahead: those whose reading costs (MuPDF's pages, OCR, Office's XML). A text, Markdown, CSV

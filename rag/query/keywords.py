@@ -10,6 +10,7 @@ rank higher.
 from __future__ import annotations
 
 import re
+from operator import add
 
 from rag.scripts import CJK
 
@@ -19,7 +20,9 @@ _CJK = re.compile(f"[{CJK}]+")
 def _bigrams(run: str) -> str:
     if len(run) == 1:
         return run
-    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    # Each character added to the next (map over the run and the run shifted by one): 15-20 % faster than
+    # slicing the run at every index, on the text of 10 Chinese PDFs of the peers bench (0.085 -> 0.070 s).
+    return " ".join(map(add, run, run[1:]))
 
 
 def search_text(content: str) -> str:

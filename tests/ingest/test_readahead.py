@@ -86,6 +86,28 @@ def test_pdfs_read_ahead_are_stored_as_when_read_here(
     assert _stored(store, "ahead") == _stored(store, "here")
 
 
+def test_the_worker_is_given_several_files_ahead_and_results_stay_in_order(store: Store, submitted: list[str]) -> None:
+    """With one file ahead the worker idled whenever the embedding waited for a write: it is given
+    `READ_AHEAD_FILES` files before the first is embedded."""
+    names = [f"log-{i}.pdf" for i in range(6)]
+    seen_at_embed: dict[str, list[str]] = {}
+
+    def on_stage(name: str) -> pipeline.StageCallback:
+        def heard(stage: str, fraction: float, message: str) -> None:
+            if stage == "embed" and name not in seen_at_embed:
+                seen_at_embed[name] = list(submitted)
+
+        return heard
+
+    sources = [Source.upload(name, _pdf(f"Log {i}", 2 + i % 3)) for i, name in enumerate(names)]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "deep", SETTINGS, on_stage=on_stage))
+    assert [(r.filename, r.status) for r in results] == [(name, "stored") for name in names]
+    assert readahead.READ_AHEAD_FILES == 3
+    assert seen_at_embed["log-0.pdf"] == names[1:4]  # read here, while the next three are parsed there
+    assert seen_at_embed["log-1.pdf"] == names[1:5]
+    assert submitted == names[1:]
+
+
 def test_a_pdf_the_worker_cannot_read_fails_alone_with_the_reason_it_has_here(
     store: Store, submitted: list[str]
 ) -> None:
