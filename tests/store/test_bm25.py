@@ -320,6 +320,23 @@ def test_writes_merge_in_the_background_past_the_threshold(
     }
 
 
+def test_a_background_merge_asked_for_by_a_stale_count_merges_nothing(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write counts the pending rows as its transaction sees them, those a merge is folding in too: the merge
+    it asks for looks again once it starts, and does nothing while fewer than `MERGE_TERMS` are pending."""
+    import rag.store.store as store_module
+
+    monkeypatch.setattr(store_module, "MERGE_TERMS", 6)
+    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 4 terms pending
+    store._merge_soon(8)  # as a write that still saw rows since merged would
+    assert store._merging is not None
+    store._merging.join()
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 1
+    assert_exact(pg_uri)
+
+
 def test_a_rare_word_outranks_one_most_chunks_contain(store: Store) -> None:
     texts = [f"zorblat report number {i} about topic{i}" for i in range(40)]
     texts[7] += " with quixotic findings"
