@@ -275,7 +275,12 @@ def ranking(hit: Hit) -> str:
         parts.append(_("keyword #{rank}", rank=hit.keyword_rank) + score)
     elif hybrid:
         parts.append(_("keyword: not found"))
-    return " · ".join(parts) or _("score {score}", score=f"{hit.score:.3f}")
+    shown = " · ".join(parts) or _("score {score}", score=f"{hit.score:.3f}")
+    if hit.found_by == "rewrite":
+        return _("rewrite: {ranking}", ranking=shown)
+    if hit.found_by == "question":
+        return _("question: {ranking}", ranking=shown)
+    return shown
 
 
 _LINES = re.compile(r"^(?:(?P<heading>.*) · )?lines? (?P<lines>\d+(?:–\d+)?)$", re.DOTALL)

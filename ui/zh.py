@@ -107,6 +107,8 @@ ZH: dict[str, str] = {
     "vector: not found": "向量：未找到",
     "keyword: not found": "关键词：未找到",
     "score {score}": "得分 {score}",
+    "rewrite: {ranking}": "改写检索：{ranking}",
+    "question: {ranking}": "原问题检索：{ranking}",
     "p. {page}": "第 {page} 页",
     "pp. {first}-{last}": "第 {first}–{last} 页",
     "lines {lines}": "第 {lines} 行",

@@ -131,6 +131,10 @@ def find(store: Store, settings: Settings, query: str, request: Request) -> list
     )
 
 
+FOUND_BY = ("rewrite", "question")
+"""What `Hit.found_by` calls the searches of a rewritten turn: its rewrite and the question as asked."""
+
+
 def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) -> list[Hit]:
     """What a turn searches: its query, and when that is a rewrite the question as asked too, fused (a
     rewrite can miss what the question's own words find)."""
@@ -139,7 +143,7 @@ def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) ->
     from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
 
     lists = [find(store, settings, query, request) for query in (turn.query, turn.question)]
-    return fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k)
+    return fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k, FOUND_BY)
 
 
 def search(store: Store | None, settings: Settings, turn: Turn, request: Request, *, busy: Busy = _quietly) -> Turn:

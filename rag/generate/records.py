@@ -75,6 +75,7 @@ def _hit(hit: Hit) -> dict[str, Any]:
         "fused_rank": hit.fused_rank,
         "vector_rank": hit.vector_rank,
         "keyword_rank": hit.keyword_rank,
+        "found_by": hit.found_by,
     }
 
 
@@ -118,6 +119,7 @@ def _hit_from(data: dict[str, Any]) -> Hit:
         fused_rank=data.get("fused_rank"),
         vector_rank=data.get("vector_rank"),
         keyword_rank=data.get("keyword_rank"),
+        found_by=data.get("found_by"),
     )
 
 

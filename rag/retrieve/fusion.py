@@ -113,19 +113,26 @@ QUESTION_WEIGHT = 0.8
 """The question's list against the rewrite's (1.0): the rewrite carries what the question points back to."""
 
 
-def fuse_queries(ranked: Sequence[Sequence[Hit]], weights: Sequence[float], top_k: int) -> list[Hit]:
+def fuse_queries(
+    ranked: Sequence[Sequence[Hit]], weights: Sequence[float], top_k: int, names: Sequence[str] | None = None
+) -> list[Hit]:
     """The `top_k` best hits of several queries' ranked lists (a rewrite's and the question's), by
     weighted reciprocal rank (their scores come from different queries and are not comparable); each
-    hit is shown as the list that scored it best found it (its score and ranks there)."""
-    if len(ranked) != len(weights):
-        raise ValueError(f"{len(ranked)} lists of hits but {len(weights)} weights")
+    hit is shown as the list that gave it the most found it (its score and ranks there), named by `names`
+    (`Hit.found_by`): each list has its own "vector #1", and the walk of a follow-up showed two sources
+    ranked "vector #1" with nothing to tell which search put them there."""
+    if len(ranked) != len(weights) or (names is not None and len(names) != len(ranked)):
+        raise ValueError(
+            f"{len(ranked)} lists of hits but {len(weights)} weights"
+            + ("" if names is None else f" and {len(names)} names")
+        )
     scores: dict[object, float] = {}
-    best: dict[object, Hit] = {}
-    for hits, weight in zip(ranked, weights):
+    best: dict[object, tuple[float, Hit]] = {}
+    for i, (hits, weight) in enumerate(zip(ranked, weights)):
         for rank, hit in enumerate(hits, 1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (QUERY_RRF_K + rank)
-            seen = best.get(hit.id)
-            if seen is None or hit.score > seen.score:
-                best[hit.id] = hit
+            share = weight / (QUERY_RRF_K + rank)
+            scores[hit.id] = scores.get(hit.id, 0.0) + share
+            if hit.id not in best or share > best[hit.id][0]:
+                best[hit.id] = (share, hit if names is None else replace(hit, found_by=names[i]))
     ordered = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
-    return [best[key] for key in ordered]
+    return [best[key][1] for key in ordered]

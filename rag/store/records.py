@@ -69,6 +69,9 @@ class Hit:
     """1-based rank among the vector search's candidates; None where it did not find this chunk."""
     keyword_rank: int | None = None
     """1-based rank among the keyword search's candidates; None where it did not find this chunk."""
+    found_by: str | None = None
+    """Of several searches fused (a follow-up's rewrite and its question as asked: "rewrite", "question"), the
+    one whose ranks and scores these are; None for a single search."""
 
     @property
     def knowledge(self) -> str:
@@ -105,7 +108,7 @@ class Hit:
             out["vector_score"] = round(self.vector_score, 6)
         if self.keyword_score is not None:
             out["keyword_score"] = round(self.keyword_score, 6)
-        for key in ("fused_rank", "vector_rank", "keyword_rank"):
+        for key in ("fused_rank", "vector_rank", "keyword_rank", "found_by"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["ranking"] = self.ranking
@@ -127,7 +130,8 @@ class Hit:
                 parts.append(f"{name} #{rank}{shown}")
             elif self.fused_rank is not None:
                 parts.append(f"{name}: not found")
-        return " · ".join(parts) or f"score {self.score:.3f}"
+        shown = " · ".join(parts) or f"score {self.score:.3f}"
+        return shown if self.found_by is None else f"{self.found_by}: {shown}"
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,10 @@ def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     assert turn.query == "How much did the dividends rise?" and turn.rewritten and not turn.notes
     # The rewrite and the question as asked are both searched, the rewrite's list weighing more.
     lists = [retrieve.search(kb, settings, q, ["fin"], top_k=8) for q in (turn.query, turn.question)]
-    expected = fuse_queries(lists, (1.0, QUESTION_WEIGHT), 8)
-    assert [s.hit.id for s in turn.sources] == [h.id for h in expected]
+    expected = fuse_queries(lists, (1.0, QUESTION_WEIGHT), 8, ("rewrite", "question"))
+    # each source says which of the two searches ranked it as shown
+    assert [(s.hit.id, s.hit.found_by) for s in turn.sources] == [(h.id, h.found_by) for h in expected]
+    assert all(s.hit.ranking.startswith(f"{s.hit.found_by}: ") for s in turn.sources)
     assert turn.answer == "A dividend of 42 cents [1]." and turn.citations.cited == (1,)
     assert turn.budget is not None and turn.budget.limit == 4096 and turn.budget.history > 0
     assert turn.stats is not None and turn.stats.eval_count == 24 and not turn.stopped and not turn.error

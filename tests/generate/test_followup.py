@@ -4,6 +4,7 @@ the two searches of a rewritten follow-up are fused."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -188,12 +189,37 @@ def test_fused_queries_lead_with_the_rewrite_and_keep_the_questions_best() -> No
     question = [_hit(f"q{i}", 0.9 - i / 10) for i in range(1, 9)]
     fused = fuse_queries([rewrite, question], (1.0, QUESTION_WEIGHT), 8)
     assert [h.content for h in fused] == ["r1", "r2", "r3", "q1", "r4", "r5", "q2", "r6"]
-    # Found by both: ahead of what either found alone, shown with its best score.
+    # Found by both: ahead of what either found alone, shown as the list that gave it the most found it (the
+    # question's first, 0.8 / 11, against the rewrite's fourth, 1 / 14).
     both = [_hit("shared", 0.3)]
     fused = fuse_queries([rewrite[:3] + both, [_hit("shared", 0.95), *question[:3]]], (1.0, QUESTION_WEIGHT), 3)
     assert fused[0].content == "shared" and fused[0].score == 0.95
     with pytest.raises(ValueError, match="2 lists of hits but 1 weights"):
         fuse_queries([rewrite, question], (1.0,), 8)
+    with pytest.raises(ValueError, match="2 lists of hits but 2 weights and 1 names"):
+        fuse_queries([rewrite, question], (1.0, QUESTION_WEIGHT), 8, ("rewrite",))
+
+
+def test_each_fused_source_names_the_search_whose_ranks_it_shows() -> None:
+    """Both lists have a first hit: the sources of a follow-up showed "vector #1" twice, with nothing to tell
+    which search ranked them."""
+    ranked = [
+        replace(_hit(f"r{rank}", 0.9 - rank / 10), vector_rank=rank, vector_score=0.9 - rank / 10)
+        for rank in range(1, 5)
+    ]
+    asked = [replace(ranked[3], vector_rank=1, vector_score=0.75), replace(_hit("q1", 0.7), vector_rank=2)]
+    fused = fuse_queries([ranked, asked], (1.0, QUESTION_WEIGHT), 5, ("rewrite", "question"))
+    assert [(h.content, h.found_by, h.vector_rank) for h in fused] == [
+        ("r4", "question", 1),  # fourth in the rewrite's list (1 / 14), first in the question's (0.8 / 11)
+        ("r1", "rewrite", 1),
+        ("r2", "rewrite", 2),
+        ("r3", "rewrite", 3),
+        ("q1", "question", 2),
+    ]
+    assert [h.ranking for h in fused[:2]] == ["question: vector #1 (0.75)", "rewrite: vector #1 (0.80)"]
+    assert fused[1].as_dict()["found_by"] == "rewrite"  # the MCP search tool's field
+    single = fuse_queries([ranked], (1.0,), 3)
+    assert single[0].found_by is None and single[0].ranking == "vector #1 (0.80)"
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,11 @@ def test_a_turn_survives_its_json_record() -> None:
     back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(turn))))
     assert back == turn
     assert back.grounding.cited == turn.grounding.cited == (1,)  # the badges check the same text again
+    # a follow-up's source keeps which of its two searches ranked it
+    found = dataclasses.replace(SOURCES[0].hit, vector_rank=1, vector_score=0.8, found_by="question")
+    fused = dataclasses.replace(turn, sources=(dataclasses.replace(SOURCES[0], hit=found), SOURCES[1]))
+    back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(fused))))
+    assert back == fused and back.sources[0].hit.ranking == "question: vector #1 (0.80)"
     with pytest.raises(RagError, match="record version 99"):
         generate.turn_from_record({**generate.turn_record(turn), "version": 99})
     with pytest.raises(RagError, match="cannot be read"):

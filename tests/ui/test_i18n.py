@@ -405,7 +405,10 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         " hit('g.md', location='line 7'), hit('d.pptx', location='slide 3'), hit('b.xlsx', location='sheet Sales'),"
         " hit('w.docx', location='sheet metal · lines 2–3'), hit('w.docx', location='Report › Results')]\n"
         "st.json([i18n.location(h) for h in hits])\n"
-        "st.json([i18n.ranking(hits[0]), i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.25))])\n"
+        "st.json([i18n.ranking(hits[0]), i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.25)),"
+        " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, vector_rank=1, vector_score=0.7, found_by='rewrite')),"
+        " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, fused_rank=3, keyword_rank=2, keyword_score=7.0,"
+        " found_by='question'))])\n"
     )
     at = AppTest.from_string(script)
     at.query_params["lang"] = "zh"
@@ -422,10 +425,20 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "sheet metal · lines 2–3",
         "Report › Results",
     ]
-    assert json.loads(at.json[1].value) == ["混合 #2 · 向量：未找到 · 关键词 #1 (BM25 7.4)", "得分 0.250"]
+    assert json.loads(at.json[1].value) == [
+        "混合 #2 · 向量：未找到 · 关键词 #1 (BM25 7.4)",
+        "得分 0.250",
+        "改写检索：向量 #1 (0.70)",  # which of a follow-up's two searches ranked it
+        "原问题检索：混合 #3 · 向量：未找到 · 关键词 #2 (BM25 7.0)",
+    ]
     at.query_params["lang"] = "en"
     at.run()
     locations = json.loads(at.json[0].value)
     assert locations[:5] == ["p. 4", "pp. 4-5", "第二回 · lines 120–164", "line 7", "slide 3"]
     # English: word for word what the library says (the CLI and the MCP tools show Hit.ranking).
-    assert json.loads(at.json[1].value) == ["hybrid #2 · vector: not found · keyword #1 (BM25 7.4)", "score 0.250"]
+    assert json.loads(at.json[1].value) == [
+        "hybrid #2 · vector: not found · keyword #1 (BM25 7.4)",
+        "score 0.250",
+        "rewrite: vector #1 (0.70)",
+        "question: hybrid #3 · vector: not found · keyword #2 (BM25 7.0)",
+    ]
