@@ -8,6 +8,7 @@ chunk and the splitters can cut between rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from rag.documents.model import HEADING_JOIN, Page
@@ -25,19 +26,35 @@ def cell_text(value: object) -> str:
     return text.replace("|", "\\|")
 
 
+_VALUE = re.compile(r"[(+\-−]?[$€£¥￥]?\s?\d[\d,.\s]*%?\)?")
+"""A cell that is a number, an amount or a share ("$24,750.00", "12.5 %", "(3)"): data, not a column's name."""
+_YEAR = re.compile(r"(?:1[89]|2[01])\d\d")
+"""A year, which names a column as often as it fills one ("Region | 2023 | 2024")."""
+
+
+def is_header(row: Sequence[str]) -> bool:
+    """Whether a table's first row names its columns: not when a cell of it is a value other than a year. A
+    price list without a header row had its first item's cells shown as the column names, and the claim check
+    read every other row under them ("SKU-1003 ... Pump Z3" from the first row's model beside the third's SKU)."""
+    return not any(_VALUE.fullmatch(cell) and not _YEAR.fullmatch(cell) for cell in row)
+
+
 def markdown_table(rows: Iterable[Sequence[object]]) -> str:
-    """Rows of cells as a Markdown table (the first non-empty row as the header); empty rows and
-    empty trailing columns are dropped. '' when no row holds text."""
+    """Rows of cells as a Markdown table: the first non-empty row as the header where it names the columns
+    (`is_header`), else an empty header above all the rows; empty rows and empty trailing columns are
+    dropped. '' when no row holds text."""
     cleaned = [[cell_text(v) for v in row] for row in rows]
     cleaned = [row for row in cleaned if any(row)]
     if not cleaned:
         return ""
     width = max(max((i + 1 for i, v in enumerate(row) if v), default=0) for row in cleaned)
     lines = []
-    for number, row in enumerate(cleaned):
+    if not is_header(cleaned[0]):
+        lines += ["|" + " |" * width, "|" + "---|" * width]
+    for row in cleaned:
         cells = (row + [""] * width)[:width]
         lines.append("| " + " | ".join(cells) + " |")
-        if number == 0:
+        if len(lines) == 1:
             lines.append("|" + "---|" * width)
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from rag.documents import load_bytes, ocr
+from rag.documents.sections import is_header, markdown_table
 from tests.docgen import make_pdf, make_pptx, make_real_docx, make_scan_pdf, make_table_pdf, make_xlsx
 from tests.documents.reasons import reason_of
 
@@ -137,6 +138,15 @@ def test_pdf_tables_keep_each_row_on_one_line_ruled_or_not() -> None:
         assert lines[0] == "Prices of our products in 2024.", ruled
         assert "| SKU-6717 | Model 3 | $21,000.00 |" in lines, (ruled, lines)
         assert doc.reader == "MuPDF (1 table as rows)"
+        assert lines[lines.index("| SKU | Product | Price |") + 1] == "|---|---|---|"
+    # Without a header row, the first item is a row like the others, under an empty header (shown as
+    # columns (1), (2), (3)): its cells are no column names (the claim check reads each row under them).
+    for ruled in (True, False):
+        doc = load_bytes(make_table_pdf("Prices of our products in 2024.", rows[1:], ruled=ruled), "prices.pdf")
+        lines = doc.pages[0].text.splitlines()
+        first = lines.index("| SKU-6639 | Model 1 | $7,000.00 |")
+        assert lines[first - 2 : first] == ["| | | |", "|---|---|---|"], (ruled, lines)
+        assert "| SKU-6717 | Model 3 | $21,000.00 |" in lines[first:]
     # Prose is not taken for a table, in one column or two (whose lines have a wide gap too).
     prose = load_bytes(make_pdf(["Revenue grew by twelve percent in 2023. " * 30]), "prose.pdf")
     assert "|" not in prose.text and prose.reader == "MuPDF"
@@ -148,6 +158,22 @@ def test_pdf_tables_keep_each_row_on_one_line_ruled_or_not() -> None:
         page.insert_textbox(pymupdf.Rect(305, 60, 545, 800), "Right column about hiring plans. " * 40, fontsize=9)
         columns = load_bytes(two.tobytes(), "columns.pdf")
     assert "|" not in columns.text and columns.reader == "MuPDF"
+
+
+@pytest.mark.parametrize(
+    ("row", "header"),
+    [
+        (["SKU", "Model", "Price ($)"], True),
+        (["Region", "2023", "2024"], True),  # years name columns
+        (["Top 10", "Q1 2024", ""], True),
+        (["SKU-1002", "Zephyrite Pump Z3", "$23,500.00"], False),
+        (["1", "Introduction", "3"], False),  # a table of contents
+        (["Growth", "12.5 %", "(3)"], False),
+    ],
+)
+def test_a_tables_first_row_is_its_header_unless_it_holds_values(row: list[str], header: bool) -> None:
+    assert is_header(row) is header
+    assert markdown_table([row, ["a", "b", "c"]]).startswith("| | | |\n") is not header
 
 
 ENGLISH_SCAN = (

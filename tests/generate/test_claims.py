@@ -12,6 +12,7 @@ from pytest_httpserver import HTTPServer
 
 from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, measure
 from rag import generate
+from rag.documents.sections import markdown_table
 from rag.generate.claims import claim_held, holding_sources
 from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
 from rag.llms import OllamaChatModel
@@ -166,6 +167,24 @@ def test_a_table_row_holds_what_its_cells_and_column_names_say(answer: str, held
     """A table's rows are lines of their own (not a sentence run together, which put one row's model beside
     the next row's key and badged it green), each read with its header's column names."""
     assert claim_held(answer, PRICE_LIST).held is held
+
+
+@pytest.mark.parametrize(
+    ("answer", "held"),
+    [
+        ("The pump model for SKU-1003 is Zephyrite Pump Z3 [1].", False),  # the first row's model
+        ("SKU-1002 costs $24,750.00 [1].", False),  # the first row's SKU, the second's price
+        ("SKU-1003 is the Zephyrite Pump Z4 [1].", True),
+        ("SKU-1002 is the Zephyrite Pump Z3 [1].", True),
+    ],
+)
+def test_a_table_without_a_header_row_reads_each_row_alone(answer: str, held: bool) -> None:
+    """A price list whose first row is an item, as a document's table (rag.documents.sections.markdown_table)
+    writes it: that row is not the other rows' column names, so no row is read with its cells."""
+    items = ("SKU-1002 | Zephyrite Pump Z3 | $23,500.00", "SKU-1003 | Zephyrite Pump Z4 | $24,750.00")
+    rows = [line.split(" | ") for line in (*items, "SKU-1004 | Zephyrite Pump Z5 | $26,000.00")]
+    source = "Price list for the zephyrite line.\n\n" + markdown_table(rows) + "\n\nAll prices are subject to change."
+    assert claim_held(answer, source).held is held
 
 
 def test_the_labelled_set_has_no_wrong_answer_green_and_keeps_most_right_ones() -> None:
