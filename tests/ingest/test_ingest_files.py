@@ -171,6 +171,35 @@ def test_a_stop_finishes_the_write_in_flight_and_results_after_stop_says_what_is
     ]
 
 
+def test_a_slow_write_holds_up_neither_the_next_files_nor_the_order_of_the_results(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write that moves the keyword index's pending list took ~2 s while the ingest waited for it with a
+    core idle: the next files are embedded and written by the other writer meanwhile, their results given
+    after the slow one's."""
+    import threading
+
+    write_document = type(store).write_document
+    third_written = threading.Event()
+    finished: list[str] = []
+
+    def write(self, **kwargs):
+        if kwargs["filename"] == "log-0.txt":
+            third_written.wait(20)  # as long as the files after it need (never, had they waited for it)
+        result = write_document(self, **kwargs)
+        finished.append(kwargs["filename"])
+        if kwargs["filename"] == "log-3.txt":
+            third_written.set()
+        return result
+
+    monkeypatch.setattr(type(store), "write_document", write)
+    names = [f"log-{i}.txt" for i in range(6)]
+    sources = [Source.upload(name, LOG + name.encode()) for name in names]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "logs", SETTINGS))
+    assert [(r.filename, r.status) for r in results] == [(name, "stored") for name in names]
+    assert third_written.is_set() and finished.index("log-3.txt") < finished.index("log-0.txt")
+
+
 def test_two_files_are_written_at_once_and_the_results_come_in_order(store, monkeypatch: pytest.MonkeyPatch) -> None:
     """`WRITERS` transactions at once (the database's share of an ingest is one server process per
     connection), never more, each file whole; the results in the order of the files."""
