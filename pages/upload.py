@@ -784,19 +784,22 @@ def _ingesting(
                         icon="🚫",
                     )
         failed = sum(not r.ok for r in results)
-        counts = ", ".join(
-            _status_count(s, sum(r.status == s for r in results))
-            for s in ("stored", "replaced", "unchanged", "failed")
-            if any(r.status == s for r in results)
-        )
         status.update(
-            label=_("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts),
-            state="error" if failed == total else "complete",
-            expanded=bool(failed),
+            label=_ingested(knowledge, results), state="error" if failed == total else "complete", expanded=bool(failed)
         )
     st.session_state.pop(RUNNING_KEY, None)
     stop_slot.empty()
     return results
+
+
+def _ingested(knowledge: str, results: list[IngestResult]) -> str:
+    """ "Ingested into 'finance': 2 stored, 1 failed": the label of an ingest's status once it ended."""
+    counts = ", ".join(
+        _status_count(s, sum(r.status == s for r in results))
+        for s in ("stored", "replaced", "unchanged", "failed")
+        if any(r.status == s for r in results)
+    )
+    return _("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts)
 
 
 def _status_count(status: str, n: int) -> str:
@@ -847,6 +850,9 @@ def _show_results() -> None:
         return
     results: list[dict] = last["results"]
     failed = [r for r in results if r["status"] == "failed"]
+    ended = last.pop("ended", None)  # the status line of an ingest that ended just before this run
+    if ended:
+        st.status(ended, state="error" if len(failed) == len(results) else "complete", expanded=False)
     done = sum(IngestResult(**r).ok for r in results)
     message = _(
         "Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.",
@@ -868,6 +874,12 @@ def _show_results() -> None:
         st.warning(message + _(" See the reasons below; fix them and ingest again."), icon="⚠️")
     else:
         st.success(message + _(" See it in the **Library** tab."), icon="✅")
+    if last.get("lab"):
+        kind, text = last["lab"]
+        if kind == "success":
+            st.success(text, icon="🧪")
+        else:
+            st.error(text, icon="🚫")
     frame = pd.DataFrame(
         [
             {
@@ -988,6 +1000,12 @@ def _ingest_bar(
         results = _run_ingest(store, target.name, target.embedder, settings, previews, target.kb is None)
         _record(target.name, results, target.kb is None)
         _save_lab_questions(store, target.name, results)
+        if "_upload_kb_pending" in st.session_state:
+            # The new knowledge base exists now: the page drawn above still offered to create it and said "new"
+            # of each file (an Ingest pressed again then said "unchanged"). Drawn again as it is; the results
+            # are kept for `_show_results`, and the ingest's last status line with them.
+            st.session_state["upload_results"]["ended"] = _ingested(target.name, results)
+            st.rerun()
     _show_results()
 
 
@@ -996,13 +1014,15 @@ def _save_lab_questions(store: Store, knowledge: str, results: list[IngestResult
     lab = st.session_state.get(LAB_QUESTIONS)
     if lab is None or not any(r.ok and r.filename == lab["document"] for r in results):
         return
+    # Told with the results (`_show_results`): the page may be drawn again at once (a new knowledge base).
     try:
         total = kb_check.save_questions(store, knowledge, lab["document"], lab["questions"])
     except RagError as exc:
-        widgets.show_error(exc, _("Questions from the Chunk Lab"))
+        st.session_state["upload_results"]["lab"] = ("error", f"{_('Questions from the Chunk Lab')}: {tr(exc)}")
         return
     st.session_state.pop(LAB_QUESTIONS, None)
-    st.success(
+    st.session_state["upload_results"]["lab"] = (
+        "success",
         _(
             "Saved {n} questions from the Chunk Lab as the question set of {kb} ({total} in all): "
             "`python -m rag eval --kb {kb}` re-runs them.",
@@ -1010,7 +1030,6 @@ def _save_lab_questions(store: Store, knowledge: str, results: list[IngestResult
             kb=knowledge,
             total=total,
         ),
-        icon="🧪",
     )
 
 

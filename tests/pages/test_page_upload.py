@@ -600,7 +600,9 @@ def test_the_page_ingests_through_the_pipeline_with_the_previews_parse(
         ["locked.pdf", "failed"],
         ["report.pdf", "stored"],
     ]
-    assert "**locked.pdf** failed: password-protected PDF: remove the password and try again" in errors(app)
+    # The new base drawn as existing at once: the summary tells the failure's reason (the bars are gone).
+    assert summary["reason"].tolist()[1] == "password-protected PDF: remove the password and try again"
+    assert app.selectbox(key="upload_kb_choice").value == "leases"
     assert (counted["parse:lease.pdf"], counted["ocr"]) == (1, 1)  # not read again
     [sources] = handed
     assert [(s.name, s.parsed is not None) for s in sources] == [
