@@ -939,7 +939,8 @@ def _ingest_bar(
         and not blockers
     )
     button, plan = st.columns([1, 5], vertical_alignment="center")
-    clicked = button.button(
+    slot = button.empty()
+    clicked = slot.button(
         _("Ingest"),
         key="upload_ingest",
         type="primary",
@@ -997,15 +998,24 @@ def _ingest_bar(
             )
         )
     if clicked:
+        # Not pressed again while it runs (a click would rerun the page: a stop, then the same ingest anew).
+        slot.button(
+            _("Ingest"),
+            key="upload_ingest_running",
+            type="primary",
+            icon="📥",
+            disabled=True,
+            width="stretch",
+            help=_("Ingesting: **Stop ingesting** ends it early."),
+        )
         results = _run_ingest(store, target.name, target.embedder, settings, previews, target.kb is None)
         _record(target.name, results, target.kb is None)
         _save_lab_questions(store, target.name, results)
-        if "_upload_kb_pending" in st.session_state:
-            # The new knowledge base exists now: the page drawn above still offered to create it and said "new"
-            # of each file (an Ingest pressed again then said "unchanged"). Drawn again as it is; the results
-            # are kept for `_show_results`, and the ingest's last status line with them.
-            st.session_state["upload_results"]["ended"] = _ingested(target.name, results)
-            st.rerun()
+        # The page above was drawn before the ingest: a new knowledge base still offered to be created, each file
+        # said "new" (an Ingest pressed again then said "unchanged"). Drawn again as it is now; the results are
+        # kept for `_show_results`, and the ingest's last status line with them.
+        st.session_state["upload_results"]["ended"] = _ingested(target.name, results)
+        st.rerun()
     _show_results()
 
 

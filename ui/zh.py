@@ -277,6 +277,7 @@ ZH: dict[str, str] = {
     "Ingest": "入库",
     "Parse, chunk, embed and store every file above. A file already stored with the same content and settings is skipped.": "解析、分块、嵌入并保存上面的每个文件。内容和设置都相同且已保存的文件会被跳过。",
     "Stop ingesting": "停止入库",
+    "Ingesting: **Stop ingesting** ends it early.": "正在入库：**停止入库** 可提前结束。",
     "Stops at the next step of the file being ingested: that file is stored whole or not at all (the chunks it embedded by then are kept, and the next Ingest goes on from there), the files done before stay, the rest are not started.": "在正在入库的文件进入下一步时停止：该文件要么完整保存要么完全不保存（已嵌入的分块会保留，下次入库从那里继续），之前完成的文件保留，其余的不再开始。",
     "**Stop ingesting** ends it early; the files done by then stay.": "**停止入库** 可提前结束；已完成的文件会保留。",
     "Ingesting {files} into '{kb}'…": "正在把 {files}入库到“{kb}”…",

@@ -241,6 +241,8 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
         state="attached", timeout=180_000
     )
     shot(page, "upload-running")
+    # Ingest cannot be pressed again while it runs (a click would rerun the page: a stop, then the same ingest).
+    expect(page.get_by_role("button", name=re.compile(r"^\W*Ingest$"))).to_be_disabled()
     page.get_by_role("button", name="Stop ingesting").click()
     page.get_by_text("It was stopped").first.wait_for(timeout=60_000)
     wait_idle(page)
