@@ -571,7 +571,7 @@ ZH: dict[str, str] = {
     "budget": "预算",
     "keywords": "关键词",
     "what for": "用途",
-    "tokens": "token",
+    "tokens": "词元数",
     "characters": "字符",
     "pages": "页",
     "first words": "开头",
