@@ -350,8 +350,21 @@ def _stored_copies(store: Store | None, uploads: dict[str, bytes]) -> None:
     except RagError as exc:
         widgets.show_error(exc, _("Documents"))
         return
-    if copies:
-        st.info("  \n".join(fmt.md(tr(c.note)) for c in copies), icon="📍")
+    lines = "  \n".join(fmt.md(tr(c.note)) for c in copies)
+    if len(copies) > ingest.LISTED_COPIES:
+        places = ingest.copies_by_base(copies)
+        st.info(
+            _(
+                "{n} of the files are already stored: {where}.",
+                n=len({c.filename for c in copies}),
+                where=_("; ").join(_("{n} in '{kb}'", n=n, kb=fmt.md(kb)) for kb, n in places),
+            ),
+            icon="📍",
+        )
+        with st.expander(_("Which files, where")):
+            st.markdown(lines)
+    elif copies:
+        st.info(lines, icon="📍")
 
 
 def _kb_settings_hint(target: Target, settings: ChunkSettings | None) -> None:

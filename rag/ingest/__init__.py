@@ -28,12 +28,14 @@ from rag.ingest.pipeline import (
     validate_kb_name,
 )
 from rag.ingest.preview import (
+    LISTED_COPIES,
     READ_TYPES,
     Blocker,
     Destiny,
     PlanNotes,
     StoredCopy,
     all_fail,
+    copies_by_base,
     destiny,
     duration_note,
     embedder_blocker,
@@ -46,6 +48,7 @@ from rag.ingest.preview import (
 from rag.ingest.sync import SyncPlan, SyncReport, dry_run, sync
 
 __all__ = [
+    "LISTED_COPIES",
     "READ_TYPES",
     "STAGES",
     "Blocker",
@@ -62,6 +65,7 @@ __all__ = [
     "SyncReport",
     "after_stop",
     "all_fail",
+    "copies_by_base",
     "destiny",
     "dry_run",
     "duration_note",

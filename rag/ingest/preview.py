@@ -82,6 +82,20 @@ class StoredCopy:
         return Text("{file} is already in '{kb}' (stored {date}).", **values)
 
 
+LISTED_COPIES = 4
+"""Stored copies told one line each; more are summed up by knowledge base (`copies_by_base`): twenty files
+already stored made twenty lines above the preview."""
+
+
+def copies_by_base(copies: list[StoredCopy]) -> list[tuple[str, int]]:
+    """(knowledge base, how many of the uploads it holds), by name: what `LISTED_COPIES` or more copies are
+    summed up as."""
+    places: dict[str, set[str]] = {}
+    for copy in copies:
+        places.setdefault(copy.stored.knowledge, set()).add(copy.filename)
+    return [(kb, len(names)) for kb, names in sorted(places.items())]
+
+
 def stored_copies(store: Store, uploads: dict[str, str]) -> list[StoredCopy]:
     """Where the knowledge bases already hold the content of `uploads` (filename -> SHA-256), whatever
     the name it was stored under: a file that went into one base is told before it goes into another

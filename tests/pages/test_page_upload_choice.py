@@ -103,6 +103,27 @@ def test_a_file_already_stored_says_in_which_knowledge_base(store: Store) -> Non
     assert any("hongloumeng.txt is already in 'hlm'" in i.value for i in app.info)
 
 
+def test_many_files_already_stored_are_summed_up_by_knowledge_base(store: Store) -> None:
+    """Twenty files already stored made twenty lines above the preview: more than `LISTED_COPIES` are one line a
+    knowledge base, the files listed in an expander."""
+    names = [f"note-{i}.txt" for i in range(6)]
+    for i, name in enumerate(names):
+        _base_with(store, "hlm" if i < 4 else "office", name)
+    app = new_session()
+    upload(app, *((name, name.encode()) for name in names), ("report.pdf", REPORT))
+    notes = [i.value for i in app.info if "already" in i.value]
+    assert notes == ["6 of the files are already stored: 4 in 'hlm'; 2 in 'office'."]
+    [listed] = [e for e in app.expander if e.label == "Which files, where"]
+    assert (
+        len(listed.markdown[0].value.split("  \n")) == 6
+        and "note-5.txt is already in 'office'" in listed.markdown[0].value
+    )
+
+    app.query_params["lang"] = "zh"
+    run(app)
+    assert "其中 6 个文件已经保存过：4 个在“hlm”；2 个在“office”。" in [i.value for i in app.info]
+
+
 def test_the_notes_are_in_chinese_in_the_chinese_ui(store: Store) -> None:
     _base_with(store, "hlm", "hongloumeng.txt")
     app = AppTest.from_file(APP, default_timeout=120)
