@@ -604,15 +604,11 @@ class _Relay:
 
     def wait_any(self) -> None:
         """The callbacks heard until one more write is over (call it while one runs)."""
-        while True:
-            key, notify, stage, fraction, message = self._heard.get()
-            if notify is None:
-                self._over.add(key)
-                return
-            notify(stage, fraction, message)
+        self._deliver(until=_ANY_WRITE)
 
     def _deliver(self, until: int | None) -> None:
-        """The callbacks heard so far; with `until`, and then those heard until that write is over."""
+        """The callbacks heard so far; with `until`, and then those heard until that write is over (`_ANY_WRITE`:
+        until one more write is)."""
         while until is None or until not in self._over:
             try:
                 key, notify, stage, fraction, message = self._heard.get(block=until is not None)
@@ -620,8 +616,14 @@ class _Relay:
                 return
             if notify is None:
                 self._over.add(key)
+                if until == _ANY_WRITE:
+                    return
             else:
                 notify(stage, fraction, message)
+
+
+_ANY_WRITE = -1
+"""`_Relay._deliver`'s `until` for whichever write is over next (keys count from 0)."""
 
 
 @dataclass(frozen=True)
@@ -721,16 +723,13 @@ def ingest_files(
                 # as much: its writes then overlap the index's move).
                 relay.drain()
                 while pending and (
-                    isinstance(ready, IngestResult)
-                    or relay.running(pending) >= WRITERS
-                    or len(pending) >= UNTOLD_WRITES
+                    isinstance(ready, IngestResult) or len(pending) >= UNTOLD_WRITES or relay.over(pending[0])
                 ):
-                    if relay.over(pending[0]) or isinstance(ready, IngestResult) or len(pending) >= UNTOLD_WRITES:
-                        yield relay.result(pending.popleft())
-                    else:
-                        relay.wait_any()
-                while pending and relay.over(pending[0]):
                     yield relay.result(pending.popleft())
+                while relay.running(pending) >= WRITERS:
+                    relay.wait_any()
+                    while pending and relay.over(pending[0]):
+                        yield relay.result(pending.popleft())
                 if isinstance(ready, IngestResult):
                     yield ready
                 else:
