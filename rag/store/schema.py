@@ -36,6 +36,18 @@ WRITE_WORK_MEM = "64MB"
 it writes them (with PostgreSQL's 4 MB, a 64 MB pending list is merged in 16 rounds: the index's 1.4 s above
 were 2.4 s)."""
 
+
+def _storage(column: str, storage: str) -> str:
+    """`vector_store.column` set to `storage` (MAIN, EXTERNAL) where it is not yet: checked first, as the ALTER
+    would take an exclusive lock on the table each time a process starts."""
+    return f"""DO $$ BEGIN
+    IF (SELECT attstorage FROM pg_attribute
+        WHERE attrelid = 'vector_store'::regclass AND attname = '{column}') <> '{storage[0].lower()}' THEN
+        ALTER TABLE vector_store ALTER COLUMN {column} SET STORAGE {storage};
+    END IF;
+END $$;"""
+
+
 SCHEMA = (
     f"""
 SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
@@ -89,22 +101,12 @@ END $$;
 -- went from 27.8 to 9.1 ms and p95 from 79 to 25 ms at 100,000 bench chunks. Checked first: the
 -- ALTER would take an exclusive lock on the table each time a process starts. Rows written
 -- before keep their storage until rewritten.
-DO $$ BEGIN
-    IF (SELECT attstorage FROM pg_attribute
-        WHERE attrelid = 'vector_store'::regclass AND attname = 'fts') <> 'm' THEN
-        ALTER TABLE vector_store ALTER COLUMN fts SET STORAGE MAIN;
-    END IF;
-END $$;
+{_storage("fts", "MAIN")}
 -- The CJK bigrams a Chinese chunk is indexed by are written once, read by no search (the tsvector is), and
 -- compressed they cost pglz at every write: stored as they are (EXTERNAL: out of line when large, never
 -- compressed), the server's share of the peers bench's ingest went from 14.3 to 13.5 s (mean of two runs each),
 -- the table and its indexes from 235 to 248 MB. Checked first, as above; rows written before stay compressed.
-DO $$ BEGIN
-    IF (SELECT attstorage FROM pg_attribute
-        WHERE attrelid = 'vector_store'::regclass AND attname = 'search_text') <> 'e' THEN
-        ALTER TABLE vector_store ALTER COLUMN search_text SET STORAGE EXTERNAL;
-    END IF;
-END $$;
+{_storage("search_text", "EXTERNAL")}
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)
