@@ -807,7 +807,7 @@ def _ingesting(
 
 def _ingested(knowledge: str, results: list[IngestResult]) -> str:
     """ "Ingested into 'finance': 2 stored, 1 failed": the label of an ingest's status once it ended."""
-    counts = ", ".join(
+    counts = _(", ").join(
         _status_count(s, sum(r.status == s for r in results))
         for s in ("stored", "replaced", "unchanged", "failed")
         if any(r.status == s for r in results)

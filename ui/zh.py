@@ -286,6 +286,7 @@ ZH: dict[str, str] = {
     "failed during {stage}": "在{stage}阶段失败",
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",
     "Ingested into '{kb}': {counts}": "已入库到“{kb}”：{counts}",
+    ", ": "，",
     "parse": "解析",
     "chunk": "分块",
     "embed": "嵌入",

@@ -111,3 +111,15 @@ def test_after_an_ingest_the_library_shows_the_base_just_ingested_into(store: St
     app.button(key="upload_ingest").click()
     run(app)
     assert app.selectbox(key="lib_kb").value == "c-reports"
+
+
+def test_the_ingests_status_line_counts_in_chinese_with_a_chinese_comma(store: Store) -> None:
+    _base_with(store, "hlm", "hongloumeng.txt")
+    app = switch_to_chinese(new_session())
+    upload(app, ("hongloumeng.txt", b"hongloumeng.txt"), ("report.pdf", REPORT))
+    app.selectbox(key="upload_kb_choice").set_value("hlm")
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)
+    # (the stored copy was cut with other settings: replaced)
+    assert "已入库到“hlm”：已保存 1 个，已替换 1 个" in [s.label for s in app.status]
