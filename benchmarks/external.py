@@ -27,7 +27,7 @@ from benchmarks import datasets
 from benchmarks.report import Report
 from benchmarks.sessions import free_port
 from rag.cores import usable_cores
-from rag.store.schema import hnsw_index_name, hnsw_index_sql
+from rag.store import graphs
 
 
 @contextmanager
@@ -128,11 +128,12 @@ def _hnsw_builds(uri: str, dim: int) -> list[tuple[str, float]]:
         rows = conn.execute("SELECT count(*) FROM vector_store").fetchone()[0]
         sized = f"{datasets.graph_megabytes(rows, dim)}MB"
         for memory, workers in (("64MB", 0), ("64MB", cores - 1), (sized, 0), (sized, cores - 1)):
-            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw_index_name(dim))))
+            for index in graphs.graph_indexes(conn, dim):
+                conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
             conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(memory)))
             conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(workers)))
             t = time.perf_counter()
-            conn.execute(hnsw_index_sql(dim))
+            datasets.build_graphs_now(conn, dim)
             out.append(
                 (
                     f"maintenance_work_mem={memory} (default 64MB), max_parallel_maintenance_workers={workers}",

@@ -445,7 +445,6 @@ def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> f
     from pgvector.psycopg import register_vector
 
     from rag.store import copy_rows
-    from rag.store.schema import create_hnsw_index
 
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(len(texts), dim)).astype(np.float32)
@@ -458,7 +457,6 @@ def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> f
 
     with psycopg.connect(uri) as conn:
         register_vector(conn)
-        create_hnsw_index(conn, dim)
         conn.execute("CREATE TABLE IF NOT EXISTS bench_copy (LIKE vector_store INCLUDING DEFAULTS INCLUDING GENERATED)")
         conn.commit()
 

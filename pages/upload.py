@@ -775,9 +775,17 @@ def _ingesting(
 
             return update
 
+        def on_index(name: str, chunks: int) -> None:  # after the last file, where the base outgrew exact search
+            status.update(
+                label=_("Building the vector index of '{kb}' ({chunks})…", kb=name, chunks=count(chunks, "chunk"))
+            )
+
         # closing: a stop (the RerunException a click raises in a callback, or here) ends the run only once
         # the file being written is stored whole or rolled back.
-        with closing(ingest.ingest_files(store, embedder, sources, knowledge, settings, on_stage=on_stage)) as run:
+        run_files = ingest.ingest_files(
+            store, embedder, sources, knowledge, settings, on_stage=on_stage, on_index=on_index
+        )
+        with closing(run_files) as run:
             for result in run:
                 results.append(result)
                 box, bar = rows[result.filename]

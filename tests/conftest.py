@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from rag.settings import Settings
 from rag.store import Store, embedded_server_uri, stop_embedded_server
@@ -79,6 +80,10 @@ def wipe(uri: str) -> None:
         exists = conn.execute("SELECT to_regclass('vector_store') IS NOT NULL").fetchone()[0]
         if exists:
             conn.execute("TRUNCATE vector_store, documents, knowledge_bases CASCADE")
+            for (index,) in conn.execute(  # the knowledge bases' graphs (rag.store.graphs)
+                "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'vector\\_store\\_hnsw\\_%'"
+            ).fetchall():
+                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
         if conn.execute("SELECT to_regclass('conversations') IS NOT NULL").fetchone()[0]:
             conn.execute("TRUNCATE conversations, messages")
         if conn.execute("SELECT to_regclass('embedding_cache') IS NOT NULL").fetchone()[0]:

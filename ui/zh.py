@@ -282,6 +282,7 @@ ZH: dict[str, str] = {
     "**Stop ingesting** ends it early; the files done by then stay.": "**停止入库** 可提前结束；已完成的文件会保留。",
     "Ingesting {files} into '{kb}'…": "正在把 {files}入库到“{kb}”…",
     "Ingesting {number}/{total}: {file}…": "正在入库 {number}/{total}：{file}…",
+    "Building the vector index of '{kb}' ({chunks})…": "正在为“{kb}”建立向量索引（{chunks}）…",
     "waiting": "等待中",
     "failed during {stage}": "在{stage}阶段失败",
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",

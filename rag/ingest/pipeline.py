@@ -62,6 +62,8 @@ def status_word(status: str) -> str:
 # (chunks about to be embedded, those kept from a stopped ingest left out, the seconds that should take:
 # None when not worth estimating)
 PlanCallback = Callable[[int, "float | None"], None]
+IndexCallback = Callable[[str, int], None]
+"""Told a knowledge base's name and chunks before its vector index is built (`ingest_files`)."""
 
 
 @dataclass(frozen=True)
@@ -636,7 +638,7 @@ class _Write:
 
 WRITERS = 2
 """Files written at once, each in its own transaction and connection: the database's share of an ingest
-(tsvector, HNSW and GIN inserts) is one server process per connection, and one of them set the pace of a
+(tsvector, BM25 and GIN inserts) is one server process per connection, and one of them set the pace of a
 whole ingest (23 of its 28 s on the peers bench's 200 PDFs, with the parse read ahead)."""
 
 
@@ -655,11 +657,12 @@ def ingest_files(
     on_stage: Callable[[str], StageCallback] | None = None,
     on_plan: Callable[[str], PlanCallback] | None = None,
     cancel: CancelSignal | None = None,
+    on_index: IndexCallback | None = None,
 ) -> Iterator[IngestResult]:
     """Ingest each source, results in order, the stages of several files at once: the files after this one
     (`READ_AHEAD_FILES`) are parsed and chunked in a worker process (`_Reader`, rag.ingest.readahead) while
     this one is embedded here, and the files before it are written by `WRITERS` threads, each file in its own
-    transaction, while the database does its part (tsvector, HNSW and GIN inserts) in a server process per
+    transaction, while the database does its part (tsvector, BM25 and GIN inserts) in a server process per
     connection. Files of more than `OVERLAP_BYTES` together are not written while the next is read.
 
     A file stored before with the same bytes and settings is `unchanged`, told before it is parsed; a
@@ -671,7 +674,8 @@ def ingest_files(
     starts.
     Stopped otherwise (KeyboardInterrupt, an exception from a callback, the generator closed), the file
     being written is finished or rolled back whole before this returns, and the one being embedded keeps
-    the batches done: `results_after_stop` tells which."""
+    the batches done: `results_after_stop` tells which. After the last file, `on_index(knowledge base, chunks)`
+    is told before the knowledge base's vector index is built (once it has grown past exact search)."""
     relay = _Relay()
     reader = _Reader(store, embedder, knowledge, settings)
     upcoming = iter(sources)
@@ -740,6 +744,9 @@ def ingest_files(
             # What this ingest left pending of the BM25 statistics, merged once it is written (its writes merge
             # them in the background past MERGE_TERMS: rag.store.bm25_stats), so that searches read little.
             store.merge_bm25()
+            # A knowledge base grown past exact search gets its graph now, built in bulk over all its rows (an
+            # ingest writes none row by row: rag.store.graphs).
+            store.build_graphs([knowledge], on_build=on_index)
         finally:
             reader.close()
 

@@ -14,12 +14,12 @@ target's knowledge base whole or absent at every moment:
 - The import stages the rows in the target in batches of documents, each committed, in a schema of its own
   (`kb_staging_<digest of the name>`, which nothing in the app reads), then moves them into the knowledge base in
   one transaction (the old one deleted there with `replace`: it is searched until the commit), with the BM25
-  statistics counted by the triggers, the HNSW index of the dimension built after the rows where the target has
-  none yet (otherwise the rows go into the one there is, partial per dimension and shared by every knowledge base
-  of that dimension) and the GIN index of the keyword search by the target's schema; both are checked once the
-  rows are in. A run after a killed one resumes after the last committed batch when the carrier's content is the
-  same ("resuming" in the progress; the result line says how many chunks were there already); a staging of other
-  content is dropped by the next copy of the name, and `restart` drops the staging and the carrier first.
+  statistics counted by the triggers, the knowledge base's HNSW index built after the commit where it is large
+  enough to have one (rag.store.graphs) and the GIN index of the keyword search by the target's schema; both are
+  checked once the rows are in. A run after a killed one resumes after the last committed batch when the carrier's
+  content is the same ("resuming" in the progress; the result line says how many chunks were there already); a
+  staging of other content is dropped by the next copy of the name, and `restart` drops the staging and the
+  carrier first.
 A staging schema rather than a staging knowledge base in `vector_store`: the rows of a base being replaced hold
 the same ids (primary keys) as the new one's, and every chunk row carries its knowledge base's name in its
 metadata (the searches' filter, the BM25 statistics' key), so renaming a staged base would rewrite every row and
@@ -50,15 +50,14 @@ from rag.errors import RagError, StoreError, one_line
 from rag.portable.importer import ImportResult, NameTakenError, import_staged
 from rag.portable.manifest import PortableFileError
 from rag.portable.writer import Progress, contents, export_knowledge_base
-from rag.store import Store
-from rag.store.schema import hnsw_index_name
+from rag.store import Store, graphs
 from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.settings import Settings
 
 MIN_PGVECTOR = (0, 5, 0)
-"""The oldest pgvector the copy writes to: HNSW indexes, which the schema builds per dimension, came in 0.5.0
+"""The oldest pgvector the copy writes to: HNSW indexes, which a large knowledge base is searched by, came in 0.5.0
 (pgvector/pgvector images and the embedded server ship 0.8)."""
 GIN_INDEX = "vector_store_fts_idx"
 """The keyword search's index (rag.store.schema)."""
@@ -129,7 +128,7 @@ class CopyResult:
     pgvector: str
     """The target's pgvector version."""
     indexes: tuple[str, ...]
-    """The target's indexes that the knowledge base's searches use (HNSW of its dimension, GIN)."""
+    """The target's indexes that the knowledge base's searches use (its HNSW index where it has one, GIN)."""
     replaced: bool
     ids_kept: bool
     size_bytes: int
@@ -222,7 +221,7 @@ def copy_knowledge_base(
         chunks=imported.chunks,
         questions=imported.questions,
         pgvector=pgvector,
-        indexes=_search_indexes(target, imported.dimension),
+        indexes=_search_indexes(target, imported.name, imported.dimension),
         replaced=imported.replaced,
         ids_kept=imported.ids_kept,
         size_bytes=size,
@@ -283,12 +282,14 @@ def source_fingerprint(store: Store, name: str) -> str | None:
     return hashlib.sha256(json.dumps([name, *row], default=str).encode("utf-8")).hexdigest()
 
 
-def _search_indexes(target: Store, dimension: int) -> tuple[str, ...]:
-    """The HNSW index of `dimension` and the GIN index, as the target has them; a StoreError when one is missing
-    (the import's transaction makes the first, the target's schema the second: only a server that dropped one
-    gets here)."""
-    wanted = (hnsw_index_name(dimension), GIN_INDEX)
+def _search_indexes(target: Store, name: str, dimension: int) -> tuple[str, ...]:
+    """The knowledge base's HNSW index (where it is large enough to have one: rag.store.graphs) and the GIN
+    index, as the target has them; a StoreError when one is missing (the import builds the first, the target's
+    schema the second: only a server that dropped one, or a build that failed, gets here)."""
     with target.connection() as conn:
+        base, _ = graphs.bases(conn, [name], dimension)
+        graph = [graphs.graph_name(dimension, b.key) for b in base if b.rows >= graphs.GRAPH_ROWS]
+        wanted = (*graph, GIN_INDEX)
         found = {
             row[0]
             for row in conn.execute(

@@ -8,10 +8,10 @@ In order, so that a refusal writes nothing:
 4. one full read of every part: checksums, counts, records, finite vectors, and which ids are taken;
 5. with `reembed`, the new vectors, into a temporary file (no transaction stays open for the hours a
    million chunks take on a CPU);
-6. one transaction: the HNSW index of the dimension (before any row: see schema.create_hnsw_index; after
-   them, built in bulk, where the database has none yet), the old knowledge base deleted if replaced, then
-   the new one's rows, every part read and checked again.
-   Until it commits the old knowledge base is what every reader sees; a kill at any moment rolls it back.
+6. one transaction: the old knowledge base deleted if replaced, then the new one's rows, every part read and
+   checked again. Until it commits the old knowledge base is what every reader sees; a kill at any moment
+   rolls it back. Then, once it is large enough for one (rag.store.graphs), its HNSW index built in bulk
+   (a kill then leaves it searched row by row until a search builds it).
 
 Ids: a document's and a chunk's id are kept, so that search results and citations (chunk ids) are the
 same after a round trip into another database. Where any of them is taken already by a row outside the
@@ -45,22 +45,13 @@ from rag.errors import EmbedderMismatchError, RagError, StoreError
 from rag.portable.manifest import CHUNKS, DOCUMENTS, QUESTION_RUNS, QUESTIONS, Manifest, PortableFileError
 from rag.portable.reader import Archive
 from rag.portable.writer import Progress, contents
-from rag.store import Store, copy_rows
-from rag.store.schema import (
-    graph_megabytes,
-    hnsw_index_exists,
-    hnsw_index_sql,
-    lock_new_dimension,
-)
+from rag.store import Store, copy_rows, graphs
 from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.embeddings import Embedder
     from rag.settings import Settings
 
-MAX_INDEX_MEGABYTES = 1024
-"""maintenance_work_mem for an index built after the rows, at most: the whole graph of ~400k 384-d chunks; a
-bigger one is built partly on disk (slower) rather than take more of a shared server's memory."""
 COPY_ROWS = 5_000
 """Chunk rows per COPY statement: each statement's BM25 trigger aggregates its rows' terms at once, so
 one COPY of a million rows would hold all their tsvectors in the server's memory together."""
@@ -199,8 +190,8 @@ def import_staged(
     The staging schema (`_Staging`) holds the rows as they will be written (their ids, metadata and vectors), in
     the file's order; nothing in the app reads it, so it is invisible to listing, search and the UI. The last
     transaction deletes the old knowledge base (`replace`), moves the rows into `documents` and `vector_store`
-    (INSERT ... SELECT in the server: the triggers count the BM25 statistics, the indexes take the rows, or the
-    HNSW index of a new dimension is built after them, as in `import_knowledge_base`), writes the saved
+    (INSERT ... SELECT in the server: the triggers count the BM25 statistics, the indexes take the rows; the
+    HNSW index of a large knowledge base is built after the commit, as in `import_knowledge_base`), writes the saved
     questions, and drops the staging schema: the knowledge base is whole or absent at every moment, and one
     being replaced is searched until the commit. Where the target refuses CREATE SCHEMA (a role without CREATE
     on the database), the import is made in one transaction instead, as `import_knowledge_base` makes it.
@@ -555,7 +546,7 @@ class _Import:
         total = m.documents + m.chunks + m.questions + m.question_runs
         self.progress("write", 0, total)
         with self.store.connection() as conn, conn.transaction():
-            index_last = self._make_room(conn, embedder, dimension, replace)
+            self._make_room(conn, embedder, dimension, replace)
             done = 0
             ids = self._write_documents(conn, keep_ids)
             done += m.documents
@@ -567,8 +558,7 @@ class _Import:
                 self.progress("write", done, total)
             done += self._write_questions(conn)
             self.progress("write", done, total)
-            if index_last:
-                self._build_index(conn, dimension)
+        self._build_index()
 
     def stage(self, staging: _Staging, keep_ids: bool, documents: int, chunks: int) -> None:
         """The rows into `staging`, after the first `documents` documents and `chunks` chunks of the file (staged
@@ -663,7 +653,7 @@ class _Import:
         total = m.documents + m.chunks + m.questions + m.question_runs
         self.progress("write", 0, total)
         with self.store.connection() as conn, conn.transaction():
-            index_last = self._make_room(conn, embedder, dimension, replace)
+            self._make_room(conn, embedder, dimension, replace)
             columns = sql.SQL(
                 "id, knowledge, original_filename, path, sha256, content, size_bytes, page_count, chunk_count, "
                 "chunk_settings, ingested_at"
@@ -709,24 +699,13 @@ class _Import:
                 )
             done += self._write_questions(conn)
             self.progress("write", done, total)
-            if index_last:
-                self._build_index(conn, dimension)
             staging.drop(conn)
+        self._build_index()
 
-    def _make_room(self, conn: psycopg.Connection, embedder: str, dimension: int, replace: bool) -> bool:
-        """In the writing transaction, before any chunk: the dimension's advisory lock where it has no HNSW
-        index yet, the old knowledge base deleted (`replace`; else a name taken since is refused), the new one's
-        row. True when the index is to be built after the rows (`_build_index`)."""
+    def _make_room(self, conn: psycopg.Connection, embedder: str, dimension: int, replace: bool) -> None:
+        """In the writing transaction, before any chunk: the old knowledge base deleted (`replace`; else a name
+        taken since is refused), the new one's row."""
         m = self.manifest
-        # A dimension with no index yet (a fresh database) gets it after the rows, built in bulk: one
-        # graph build instead of an insert into it per row (100k 384-d chunks: 672 s imported with the
-        # index first, against pg_restore's 439 s, which builds it last). Writers of that dimension wait on
-        # its advisory lock, taken before any write, so the index's share lock at the end waits for
-        # nobody who waits for this transaction. Otherwise the rows go into the index there is.
-        index_last = not hnsw_index_exists(conn, dimension)
-        if index_last:
-            lock_new_dimension(conn, dimension)
-            index_last = not hnsw_index_exists(conn, dimension)  # made while this waited for the lock
         if conn.execute("SELECT 1 FROM knowledge_bases WHERE name = %s FOR UPDATE", (self.target,)).fetchone():
             if not replace:  # made since it was looked for
                 raise NameTakenError(self.target)
@@ -745,16 +724,16 @@ class _Import:
                 m.source_folder,
             ),
         )
-        return index_last
 
-    def _build_index(self, conn: psycopg.Connection, dimension: int) -> None:
-        """The HNSW index of `dimension` over the rows just written, in the writing transaction."""
+    def _build_index(self) -> None:
+        """The knowledge base's HNSW index, built in bulk after its rows are in (one graph build instead of an
+        insert into it per row: 100k 384-d chunks imported in 672 s with the index first, against pg_restore's
+        439 s, which builds it last), where it is large enough to have one (rag.store.graphs)."""
         chunks = self.manifest.chunks
+        if chunks < graphs.GRAPH_ROWS:
+            return
         self.progress("index", 0, chunks)
-        memory = min(graph_megabytes(chunks, dimension), MAX_INDEX_MEGABYTES)
-        # Set for this transaction only (set_config(..., true)).
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (f"{memory}MB",))
-        conn.execute(hnsw_index_sql(dimension))
+        self.store.build_graphs([self.target])
         self.progress("index", chunks, chunks)
 
     def _write_documents(self, conn: psycopg.Connection, keep_ids: bool) -> dict[uuid.UUID, uuid.UUID]:

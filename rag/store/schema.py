@@ -2,12 +2,12 @@
 
 `vector_store` keeps the Spring AI layout (id, content, metadata, embedding) so the seed
 project's SQL runs unchanged. Knowledge bases may differ in dimension, and HNSW needs a
-fixed one, so there is one partial HNSW index per dimension on `embedding::vector(d)`.
+fixed one: a large knowledge base has a partial HNSW index of its own on `embedding::vector(d)`
+(`graphs`).
 """
 
 from __future__ import annotations
 
-import psycopg
 from psycopg import sql
 
 from rag.errors import StoreError
@@ -107,6 +107,13 @@ END $$;
 -- compressed), the server's share of the peers bench's ingest went from 14.3 to 13.5 s (mean of two runs each),
 -- the table and its indexes from 235 to 248 MB. Checked first, as above; rows written before stay compressed.
 {_storage("search_text", "EXTERNAL")}
+-- The embedding and the metadata kept in the row (MAIN): the tsvector, kept there (above), makes most rows larger
+-- than the 2 KB past which PostgreSQL moves the other columns out, and a row read for its distance or its
+-- knowledge base then fetched each from the TOAST table (11,006 of the peers bench's 11,074 rows had their
+-- metadata there, 11,065 their embedding). Comparing a query with all of a knowledge base's rows took 35 ms
+-- with them out of line, 16 with them in (that bench's 11,074 rows, 256-d); rows stay under a page.
+{_storage("embedding", "MAIN")}
+{_storage("metadata", "MAIN")}
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)
@@ -145,42 +152,3 @@ def graph_megabytes(rows: int, dim: int) -> int:
     vectors measured), at least PostgreSQL's default 64 MB: a graph that outgrows it is built on disk,
     several times slower (pgvector says so in a NOTICE)."""
     return max(64, int(rows * (dim * 4 + 300) * 1.3 / 1e6))
-
-
-def hnsw_index_exists(conn: psycopg.Connection, dimension: int) -> bool:
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (hnsw_index_name(dimension),)).fetchone()
-    assert row is not None, "a SELECT without FROM returns one row"
-    return bool(row[0])
-
-
-def lock_new_dimension(conn: psycopg.Connection, dimension: int) -> None:
-    """The advisory lock (until the transaction ends) that writers of a dimension whose index is missing take
-    turns on (`create_hnsw_index`)."""
-    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (SCHEMA_LOCK % 2**31, dimension))
-
-
-def hnsw_index_name(dimension: int) -> str:
-    return f"vector_store_hnsw_{dimension}"
-
-
-def hnsw_index_sql(dimension: int) -> sql.Composed:
-    """The partial HNSW index of one dimension, as the app and the benchmarks build it."""
-    dim = dimension_sql(dimension)
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON vector_store USING hnsw "
-        "((embedding::vector({})) vector_cosine_ops) WITH ({}) WHERE vector_dims(embedding) = {}"
-    ).format(sql.Identifier(hnsw_index_name(dimension)), dim, sql.SQL(HNSW_OPTIONS), dim)
-
-
-def create_hnsw_index(conn: psycopg.Connection, dimension: int) -> None:
-    """The partial HNSW index of one dimension (if missing), inside the caller's transaction.
-
-    Call it before the transaction writes any chunk: CREATE INDEX takes a share lock on
-    `vector_store`, which, taken after a write, deadlocked two concurrent ingests (each holding
-    its row-exclusive lock while waiting for the other's). It is only taken when the index is
-    missing, and the first two ingests of a new dimension take turns on an advisory lock.
-    """
-    if hnsw_index_exists(conn, dimension):
-        return
-    lock_new_dimension(conn, dimension)
-    conn.execute(hnsw_index_sql(dimension))

@@ -33,6 +33,7 @@ from rag.store.binary_copy import copy_rows
 from rag.store.bm25_stats import MERGE_TERMS
 from rag.store.conversations import Conversations
 from rag.store.embedded import embedded_server_uri, revive_embedded_server
+from rag.store.graphs import build_graphs, drop_graphs, legacy_graphs
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
 from rag.store.records import (
     Hit,
@@ -43,7 +44,7 @@ from rag.store.records import (
     chunk_metadata,
     mismatch_message,
 )
-from rag.store.schema import SCHEMA, WRITE_WORK_MEM, create_hnsw_index
+from rag.store.schema import SCHEMA, WRITE_WORK_MEM
 from rag.store.vector_cache import VectorCache
 from rag.text import Text
 
@@ -103,6 +104,7 @@ class Store:
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 conn.execute(SCHEMA)
+                migrate = bool(legacy_graphs(conn))
         except psycopg.OperationalError as exc:
             raise StoreError(
                 Text(
@@ -135,6 +137,11 @@ class Store:
         )
         self._merging: threading.Thread | None = None
         self._merging_lock = threading.Lock()
+        self._graphing: threading.Thread | None = None
+        self._graphing_names: set[str] | None = set()
+        """What the next background build is for (None: every knowledge base)."""
+        if migrate:  # a database of versions before: one graph a dimension, until each large base has its own
+            self._graph_soon(None)
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
@@ -147,6 +154,8 @@ class Store:
         merging = self._merging
         if merging is not None:
             merging.join()  # a merge is one transaction: finished, not cut off
+        # A graph being built in the background is not waited for (minutes for a large base, after a CLI search):
+        # the server finishes the statement on its own connection, and one left invalid is built anew.
         self._pool.close()
 
     def __enter__(self) -> Store:
@@ -284,6 +293,11 @@ class Store:
             cur = conn.execute("DELETE FROM knowledge_bases WHERE name = %s", (name,))
             deleted, pending = cur.rowcount > 0, _pending_terms(conn)
         self._merge_soon(pending)
+        if deleted:
+            try:  # its graph, empty now (after the commit: DROP INDEX would hold every search of the table)
+                drop_graphs(self.conninfo, name)
+            except psycopg.Error as exc:
+                log.warning("the deleted knowledge base's vector index stays: %s", one_line(exc, None))
         return deleted
 
     def check_embedder(self, knowledge: str, embedder: str) -> None:
@@ -396,7 +410,6 @@ class Store:
                 )
             )
         with self._conn() as conn, conn.transaction():
-            create_hnsw_index(conn, dimension)  # first: its lock must come before any write
             kb = self._lock_knowledge_base(conn, knowledge, embedder, dimension, chunk_settings, filename)
             if kb["embedder"] != embedder:
                 raise EmbedderMismatchError(mismatch_message(knowledge, kb["embedder"], embedder))
@@ -481,6 +494,37 @@ class Store:
         if pending > MERGE_TERMS:
             self.merge_bm25(wait=False)
 
+    def build_graphs(
+        self, knowledge_bases: Sequence[str] | None = None, on_build: Callable[[str, int], None] | None = None
+    ) -> list[str]:
+        """The HNSW graph of each of `knowledge_bases` (None: all) that has outgrown exact search and has none
+        (`graphs.build_graphs`; `on_build(name, chunks)` before each); the names of those built. A failure is
+        logged, not raised: searches read the rows exactly until a later build succeeds."""
+        try:
+            return build_graphs(self.conninfo, knowledge_bases, on_build)
+        except psycopg.Error as exc:
+            log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
+            return []
+
+    def _graph_soon(self, knowledge_bases: Sequence[str] | None) -> None:
+        """`build_graphs` in a thread of its own (one at a time; what is asked meanwhile is built next)."""
+        with self._merging_lock:
+            if self._graphing_names is not None:
+                self._graphing_names = None if knowledge_bases is None else self._graphing_names | set(knowledge_bases)
+            if self._graphing is not None and self._graphing.is_alive():
+                return
+            self._graphing = threading.Thread(target=self._build_asked, name="rag-graphs", daemon=True)
+            self._graphing.start()
+
+    def _build_asked(self) -> None:
+        while True:
+            with self._merging_lock:
+                names, self._graphing_names = self._graphing_names, set()
+                if names is not None and not names:
+                    self._graphing = None
+                    return
+            self.build_graphs(None if names is None else sorted(names))
+
     def _lock_knowledge_base(
         self,
         conn: psycopg.Connection,
@@ -534,7 +578,9 @@ class Store:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         vector = np.asarray(query_embedding, dtype=np.float32)
         with self._conn() as conn:
-            hits = vector_sql.vector_search(conn, vector, knowledge_bases, top_k, sql_filter, exact)
+            hits, waiting = vector_sql.vector_search(conn, vector, knowledge_bases, top_k, sql_filter, exact)
+        if waiting:  # read row by row meanwhile: an ingest stopped before its end, or an import
+            self._graph_soon(waiting)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         return hits

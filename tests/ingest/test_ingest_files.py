@@ -17,6 +17,7 @@ from rag.chunking import ChunkSettings
 from rag.documents import ocr
 from rag.embeddings.local import LocalEmbedder
 from rag.ingest import Source, ingest_bytes, ingest_files, results_after_stop
+from rag.store import graphs
 from tests.docgen import make_scan_pdf
 from ui.zh import ZH
 
@@ -229,3 +230,33 @@ def test_two_files_are_written_at_once_and_the_results_come_in_order(store, monk
     assert [(r.filename, r.status) for r in results] == [(name, "stored") for name in names]
     assert most[0] == pipeline.WRITERS == 2
     assert sorted(d.original_filename for d in store.list_documents("logs")) == names
+
+
+def test_an_ingest_that_takes_a_knowledge_base_past_exact_search_builds_its_graph_at_the_end(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No chunk goes into a graph row by row (rag.store.graphs): the base's graph is built once, over all its
+    rows, when the ingest that took it past GRAPH_ROWS ends, and the caller is told first (the Upload page says
+    so in its status line). The next ingest builds none: its rows went into the graph as they came."""
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 12)
+    told: list[tuple[str, int]] = []
+
+    def run(names: list[str]) -> list[ingest.IngestResult]:
+        sources = [Source.upload(name, LOG + name.encode()) for name in names]
+        return list(
+            ingest_files(
+                store, LocalEmbedder(), sources, "harbour", SETTINGS, on_index=lambda *told_: told.append(told_)
+            )
+        )
+
+    first = run(["a.txt"])
+    assert first[0].status == "stored" and 0 < first[0].chunks < 12 and told == []
+    with store.connection() as conn:
+        assert not graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
+    second = run(["b.txt", "c.txt"])
+    chunks = sum(r.chunks for r in first + second)
+    assert told == [("harbour", chunks)]
+    with store.connection() as conn:
+        assert graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
+    run(["d.txt"])
+    assert told == [("harbour", chunks)]

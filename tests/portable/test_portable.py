@@ -16,14 +16,12 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from psycopg import sql
 
 from rag.errors import EmbedderMismatchError, RagError
 from rag.portable import Archive, PortableFileError, embedder_for_import, export_knowledge_base, import_knowledge_base
 from rag.portable.reader import MAX_RATIO
 from rag.settings import Settings
-from rag.store import Store
-from rag.store.schema import hnsw_index_exists, hnsw_index_name
+from rag.store import Store, graphs
 from tests.conftest import PYTHON, ROOT, wipe
 from tests.portable.helpers import (
     DIM,
@@ -70,10 +68,10 @@ def searches(store: Store, kb: str) -> list[list[tuple[str, str, float]]]:
 
 
 def test_a_round_trip_into_another_database_keeps_every_row_id_and_search_result(
-    store: Store, other_store: Store, exported: Path, settings: Settings
+    store: Store, other_store: Store, exported: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps: list[tuple[str, int, int]] = []
-    drop_index(other_store)  # a fresh database: the index is built after the rows
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 5)  # its 10 chunks: a knowledge base large enough for a graph
     result = import_knowledge_base(other_store, exported, settings=settings, progress=lambda *a: steps.append(a))
     assert (result.name, result.documents, result.chunks, result.questions, result.question_runs) == (
         "harbour",
@@ -87,7 +85,7 @@ def test_a_round_trip_into_another_database_keeps_every_row_id_and_search_result
     assert snapshot(other_store, "harbour") == snapshot(store, "harbour")
     assert searches(other_store, "harbour") == searches(store, "harbour")
     assert list(dict.fromkeys(s for s, _, _ in steps)) == ["verify", "write", "index"]
-    assert steps[-1] == ("index", 10, 10) and has_index(other_store)
+    assert steps[-1] == ("index", 10, 10) and has_index(other_store, "harbour")
     assert other_store.question_sets.last_run("harbour", "hybrid") == store.question_sets.last_run("harbour", "hybrid")
     assert result.line() == (f"imported 'harbour': 3 documents, 10 chunks, 1 saved question ({EMBEDDER}, 256-d)")
 
@@ -316,37 +314,34 @@ def test_a_file_changed_between_the_check_and_the_write_is_refused_and_nothing_c
     assert snapshot(store, "harbour") == before
 
 
-def drop_index(store: Store) -> None:
-    with psycopg.connect(store.conninfo, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw_index_name(DIM))))
-
-
-def has_index(store: Store) -> bool:
+def has_index(store: Store, name: str) -> bool:
     with psycopg.connect(store.conninfo) as conn:
-        return hnsw_index_exists(conn, DIM)
+        return any(b.graphed for b in graphs.bases(conn, [name], DIM)[0])
 
 
-def test_where_the_index_exists_rows_go_into_it_and_none_is_built(
+def test_a_small_knowledge_base_is_imported_without_an_index(
     other_store: Store, exported: Path, settings: Settings
 ) -> None:
-    drop_index(other_store)
-    import_knowledge_base(other_store, exported, settings=settings)
+    """Below graphs.GRAPH_ROWS chunks a knowledge base is searched row by row: the import builds nothing."""
     steps: list[tuple[str, int, int]] = []
     import_knowledge_base(other_store, exported, settings=settings, name="again", progress=lambda *a: steps.append(a))
-    assert {s for s, _, _ in steps} == {"verify", "write"} and has_index(other_store)
-    assert searches(other_store, "again")  # found through it
+    assert {s for s, _, _ in steps} == {"verify", "write"} and not has_index(other_store, "again")
+    assert searches(other_store, "again")  # found row by row
 
 
-def test_an_import_killed_while_its_index_is_built_leaves_neither(
-    other_store: Store, exported: Path, settings: Settings
+def test_an_import_killed_while_its_index_is_built_leaves_it_whole_and_searchable(
+    other_store: Store, exported: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    drop_index(other_store)
+    """The index is built after the rows commit: a kill then leaves the knowledge base whole, searched row by row,
+    and its next search builds the index."""
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
         from rag.portable import import_knowledge_base
         from rag.settings import Settings
-        from rag.store import Store
+        from rag.store import Store, graphs
+
+        graphs.GRAPH_ROWS = 5
 
         def die(stage, done, total):
             if stage == "index":
@@ -358,7 +353,15 @@ def test_an_import_killed_while_its_index_is_built_leaves_neither(
         """)
     killed = subprocess.run([PYTHON, "-c", script], cwd=ROOT, capture_output=True, timeout=120)
     assert killed.returncode == -9, killed.stderr.decode()
-    assert other_store.list_knowledge_bases() == [] and not has_index(other_store)
+    assert [kb.name for kb in other_store.list_knowledge_bases()] == ["harbour"] and not has_index(
+        other_store, "harbour"
+    )
+    assert searches(other_store, "harbour")
+    graphs.GRAPH_ROWS, before = 5, graphs.GRAPH_ROWS
+    try:
+        assert other_store.build_graphs(["harbour"]) == ["harbour"] and has_index(other_store, "harbour")
+    finally:
+        graphs.GRAPH_ROWS = before
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
 from rag.query.filters import to_sql
-from rag.store import Store
+from rag.store import Store, graphs
 from rag.store.schema import GIN_PENDING_KB
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
@@ -183,29 +183,101 @@ def test_search_min_score_and_filter(store: Store) -> None:
     assert sorted(h.metadata["chunk_index"] for h in filtered) == [0, 1, 2, 9, 10, 11]
 
 
-def test_kb_filtered_search_uses_hnsw_and_still_returns_k_rows(store: Store, pg_uri: str) -> None:
-    dim, per_kb, kbs = 24, 400, 10
-    for k in range(kbs):
+def test_a_large_knowledge_base_is_searched_by_a_graph_of_its_own_built_in_bulk(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes insert into no graph; `build_graphs` gives each base past GRAPH_ROWS its own, built over its rows
+    at once, which its searches then use: unfiltered by base (the graph holds its rows alone)."""
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 300)
+    dim, per_kb = 24, 400
+    for k in range(4):
         write(store, kb=f"kb{k}", n=per_kb, dim=dim, filename=f"f{k}.pdf")
+    write(store, kb="small", n=40, dim=dim, filename="small.pdf")
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         conn.execute("ANALYZE vector_store")
-    plan = store.explain_search(dim, "kb3", top_k=10)  # 10 % of the rows: more than EXACT_SHARE
-    assert f"vector_store_hnsw_{dim}" in plan, plan
+        key = conn.execute("SELECT hashtext('kb3')").fetchone()[0]
+        assert graphs.graph_indexes(conn, dim) == []  # the writes built none
+    before = store.explain_search(dim, "kb3", top_k=10)
+    assert "hnsw" not in before and "on documents" in before, before
+    assert store.build_graphs(["kb3", "small"]) == ["kb3"]  # the small base is read row by row
+    assert store.build_graphs(["kb3"]) == []  # built once
+    plan = store.explain_search(dim, "kb3", top_k=10)
+    assert graphs.graph_name(dim, key) in plan, plan
     with psycopg.connect(pg_uri) as conn:  # the graph built wide enough to leave no islands (schema.HNSW_OPTIONS)
-        options = conn.execute(
-            "SELECT reloptions FROM pg_class WHERE relname = %s", (f"vector_store_hnsw_{dim}",)
+        options, predicate = conn.execute(
+            "SELECT c.reloptions, pg_get_expr(i.indpred, i.indrelid) FROM pg_class c "
+            "JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
+            (graphs.graph_name(dim, key),),
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT count(*) FROM vector_store WHERE hashtext(metadata->>'knowledge') = %s", (key,)
         ).fetchone()[0]
     assert sorted(options) == ["ef_construction=128", "m=16"]
-    hits = store.search(unit(1, dim)[0], ["kb3"], top_k=10)
+    assert str(key) in predicate and rows == per_kb
+    query = unit(1, dim)[0]
+    hits = store.search(query, ["kb3"], top_k=10)
     assert len(hits) == 10 and {h.knowledge for h in hits} == {"kb3"}
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # A graph's base and a base read row by row, searched together: the nearest of both, as an exact search.
+    both = store.search(query, ["kb3", "small", "kb1"], top_k=15)
+    assert [h.id for h in both] == [h.id for h in store.search(query, ["kb3", "small", "kb1"], top_k=15, exact=True)]
+    assert {h.knowledge for h in both} <= {"kb3", "small", "kb1"}
 
 
-def test_a_knowledge_base_with_a_small_share_of_the_rows_is_searched_exactly_through_its_documents(
-    store: Store, pg_uri: str
+def test_a_search_of_a_large_base_without_a_graph_builds_it_in_the_background(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An ingest stopped before its end, or a base that grew by the agent's one-file adds, has no graph: its
+    search reads its rows meanwhile (exact) and asks for the graph."""
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 300)
+    dim = 24
+    write(store, kb="grown", n=400, dim=dim, filename="g.pdf")
+    query = unit(1, dim)[0]
+    first = store.search(query, ["grown"], top_k=10)
+    assert first == store.search(query, ["grown"], top_k=10, exact=True)
+    thread = store._graphing
+    assert thread is not None
+    thread.join(timeout=60)
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        key = conn.execute("SELECT hashtext('grown')").fetchone()[0]
+        assert graphs.graph_indexes(conn, dim) == [graphs.graph_name(dim, key)]
+    assert graphs.graph_name(dim, key) in store.explain_search(dim, "grown", top_k=10)
+
+
+def test_the_old_graph_of_a_dimension_serves_until_the_large_bases_have_theirs(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database of versions before has one graph per dimension: kept for its large bases' searches until
+    each has a graph of its own, then dropped (the writes stop paying for it); a Store opened on it builds them."""
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 300)
+    dim = 24
+    write(store, kb="big", n=400, dim=dim, filename="big.pdf")
+    write(store, kb="small", n=40, dim=dim, filename="small.pdf")
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE INDEX {graphs.legacy_name(dim)} ON vector_store USING hnsw ((embedding::vector({dim})) "
+            f"vector_cosine_ops) WHERE vector_dims(embedding) = {dim}"
+        )
+        conn.execute("ANALYZE vector_store")
+    assert graphs.legacy_name(dim) in store.explain_search(dim, "big", top_k=10)
+    assert "hnsw" not in store.explain_search(dim, "small", top_k=10)
+    opened = Store(pg_uri)
+    try:
+        assert opened._graphing is not None
+        opened._graphing.join(timeout=60)
+    finally:
+        opened.close()
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        key = conn.execute("SELECT hashtext('big')").fetchone()[0]
+        assert graphs.legacy_graphs(conn) == []
+        assert graphs.graph_indexes(conn, dim) == [graphs.graph_name(dim, key)]
+    query = unit(1, dim)[0]
+    assert len(store.search(query, ["big", "small"], top_k=10)) == 10
+
+
+def test_a_knowledge_base_below_graph_rows_is_searched_exactly_through_its_documents(store: Store, pg_uri: str) -> None:
     """HNSW with a filter keeping 1 % of the rows missed true neighbours (recall@10 0.907 at 100,000
-    rows) and was slower than a full scan; the few rows are read through their documents' index."""
+    rows) and was slower than a full scan; a small base's rows are read through their documents' index."""
     dim = 24
     write(store, kb="big", n=3000, dim=dim, filename="big.pdf")
     small = unit(40, dim)
@@ -213,9 +285,7 @@ def test_a_knowledge_base_with_a_small_share_of_the_rows_is_searched_exactly_thr
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         conn.execute("ANALYZE vector_store")
     plan = store.explain_search(dim, "small", top_k=10)
-    # At this size the planner reads the 3,040 rows in one sweep rather than by the document index.
-    assert f"vector_store_hnsw_{dim}" not in plan and "on documents" in plan, plan
-    assert f"vector_store_hnsw_{dim}" in store.explain_search(dim, "big", top_k=10)
+    assert "hnsw" not in plan and "on documents" in plan, plan
     query = unit(1, dim)[0]
     hits = store.search(query, ["small"], top_k=10)
     expected = np.argsort(-(small @ query))[:10]
