@@ -97,7 +97,7 @@ def _plan(
     if read:
         where = sql.SQL(
             "vector_dims(embedding) = {} AND metadata->>'knowledge' = ANY(%s) "
-            "AND document_id IN (SELECT id FROM documents WHERE knowledge = ANY(%s))"
+            "AND document_id = ANY(ARRAY(SELECT id FROM documents WHERE knowledge = ANY(%s)))"
         ).format(dim)
         parts.append(_part(where, [read, read], vector, top_k, sql_filter, None))
         # Their rows of no document (written by Spring AI alone), found by the same index (IS NULL), as a graph
