@@ -97,6 +97,8 @@ def store(pg_uri: str) -> Iterator[Store]:
     try:
         yield s
     finally:
+        if s._graphing is not None:  # a graph a search asked for: built before the next test wipes the table
+            s._graphing.join(timeout=120)
         s.close()
 
 

@@ -48,6 +48,30 @@ def _storage(column: str, storage: str) -> str:
 END $$;"""
 
 
+def _unless_column(table: str, column: str, ddl: str) -> str:
+    """`ddl` (which adds `table.column`) where the column is missing."""
+    return f"""DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{table}'::regclass AND attname = '{column}'
+                   AND NOT attisdropped) THEN
+        {ddl};
+    END IF;
+END $$;"""
+
+
+def _unless_index(name: str, ddl: str) -> str:
+    """`ddl` (which creates index `name`) where it is missing."""
+    return f"""DO $$ BEGIN
+    IF to_regclass('{name}') IS NULL THEN
+        {ddl};
+    END IF;
+END $$;"""
+
+
+_FTS_COLUMN = """ALTER TABLE vector_store ADD COLUMN fts tsvector
+            GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED"""
+_FTS_INDEX = f"""CREATE INDEX vector_store_fts_idx ON vector_store USING gin (fts)
+            WITH (gin_pending_list_limit = {GIN_PENDING_KB})"""
+
 SCHEMA = (
     f"""
 SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
@@ -60,7 +84,7 @@ CREATE TABLE IF NOT EXISTS knowledge_bases (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 -- The folder `rag sync` keeps the knowledge base in step with (NULL: built from uploads).
-ALTER TABLE knowledge_bases ADD COLUMN IF NOT EXISTS source_folder text;
+{_unless_column("knowledge_bases", "source_folder", "ALTER TABLE knowledge_bases ADD COLUMN source_folder text")}
 CREATE TABLE IF NOT EXISTS documents (
     id uuid PRIMARY KEY,
     knowledge text NOT NULL REFERENCES knowledge_bases(name) ON DELETE CASCADE,
@@ -82,12 +106,14 @@ CREATE TABLE IF NOT EXISTS vector_store (
     embedding vector,
     document_id uuid REFERENCES documents(id) ON DELETE CASCADE
 );
-CREATE INDEX IF NOT EXISTS vector_store_document_idx ON vector_store (document_id);
-ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS search_text text;
-ALTER TABLE vector_store ADD COLUMN IF NOT EXISTS fts tsvector
-    GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED;
-CREATE INDEX IF NOT EXISTS vector_store_fts_idx ON vector_store USING gin (fts)
-    WITH (gin_pending_list_limit = {GIN_PENDING_KB});
+-- What exists is looked up first (here and below): CREATE INDEX, ALTER TABLE and CREATE STATISTICS lock the table
+-- even when IF NOT EXISTS then finds nothing to do, and this script is one transaction. Held while a knowledge
+-- base's graph is built concurrently (rag.store.graphs), that lock and the build waited for each other: a
+-- deadlock, or a process that could not start until the build ended.
+{_unless_index("vector_store_document_idx", "CREATE INDEX vector_store_document_idx ON vector_store (document_id)")}
+{_unless_column("vector_store", "search_text", "ALTER TABLE vector_store ADD COLUMN search_text text")}
+{_unless_column("vector_store", "fts", _FTS_COLUMN)}
+{_unless_index("vector_store_fts_idx", _FTS_INDEX)}
 -- An index made before it had the option gets it (checked first: the ALTER waits for the table's writers).
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = 'vector_store_fts_idx'::regclass
@@ -118,7 +144,8 @@ END $$;
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)
 DO $$ BEGIN
-    IF current_setting('server_version_num')::int >= 140000 THEN
+    IF current_setting('server_version_num')::int >= 140000
+       AND NOT EXISTS (SELECT 1 FROM pg_statistic_ext WHERE stxname = 'vector_store_knowledge_stats') THEN
         EXECUTE 'CREATE STATISTICS IF NOT EXISTS vector_store_knowledge_stats '
                 'ON ((metadata->>''knowledge'')) FROM vector_store';
     END IF;

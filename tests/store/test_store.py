@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import numpy as np
@@ -222,6 +223,8 @@ def test_a_large_knowledge_base_is_searched_by_a_graph_of_its_own_built_in_bulk(
     both = store.search(query, ["kb3", "small", "kb1"], top_k=15)
     assert [h.id for h in both] == [h.id for h in store.search(query, ["kb3", "small", "kb1"], top_k=15, exact=True)]
     assert {h.knowledge for h in both} <= {"kb3", "small", "kb1"}
+    assert store._graphing is not None  # kb1 is large and has no graph yet: asked for in the background
+    store._graphing.join(timeout=60)
 
 
 def test_a_search_of_a_large_base_without_a_graph_builds_it_in_the_background(
@@ -422,3 +425,37 @@ def test_keyword_index_keeps_a_large_pending_list_also_on_an_older_database(stor
     assert options() == []
     Store(pg_uri).close()
     assert options() == [f"gin_pending_list_limit={GIN_PENDING_KB}"]
+
+
+def test_a_store_opens_while_a_graph_is_built(store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schema's statements lock `vector_store` only where they have something to make: a graph built
+    concurrently holds its lock until every older transaction ends, and a process starting meanwhile (a CLI
+    command beside the app) waited for it, or the two deadlocked."""
+    import threading
+
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 300)
+    write(store, kb="big", n=400, dim=24, filename="big.pdf")
+    with psycopg.connect(pg_uri) as reader:  # a writer's open transaction: the build waits for it
+        reader.execute("DELETE FROM vector_store WHERE false")
+        building = threading.Thread(target=store.build_graphs, args=(["big"],))
+        building.start()
+        with psycopg.connect(pg_uri, autocommit=True) as conn:
+            for _ in range(200):  # until the build holds its lock on the table
+                if conn.execute(
+                    "SELECT 1 FROM pg_stat_progress_create_index WHERE relid = 'vector_store'::regclass"
+                ).fetchone():
+                    break
+                time.sleep(0.05)
+            else:
+                pytest.fail("the build did not start")
+        opened: list[Store] = []
+        opening = threading.Thread(target=lambda: opened.append(Store(pg_uri)))
+        opening.start()
+        opening.join(timeout=30)
+        assert not opening.is_alive() and opened, "the Store waited for the graph's build"
+        assert building.is_alive()  # still waiting for `reader`
+        reader.rollback()
+    building.join(timeout=60)
+    opened[0].close()
+    with psycopg.connect(pg_uri) as conn:
+        assert any(b.graphed for b in graphs.bases(conn, ["big"], 24)[0])
