@@ -225,6 +225,10 @@ def test_a_large_knowledge_base_is_searched_by_a_graph_of_its_own_built_in_bulk(
     assert {h.knowledge for h in both} <= {"kb3", "small", "kb1"}
     assert store._graphing is not None  # kb1 is large and has no graph yet: asked for in the background
     store._graphing.join(timeout=60)
+    assert store.delete_knowledge_base("kb3")  # its graph goes with it; kb1's stays
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        kb1 = conn.execute("SELECT hashtext('kb1')").fetchone()[0]
+        assert graphs.graph_indexes(conn, dim) == [graphs.graph_name(dim, kb1)]
 
 
 def test_a_search_of_a_large_base_without_a_graph_builds_it_in_the_background(
