@@ -23,6 +23,7 @@ import numpy as np
 import tiktoken
 
 from rag.cores import usable_cores
+from rag.process import no_main_script
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,8 @@ def _worker_start() -> None:
 
 def _warm(pool: ProcessPoolExecutor, workers: int) -> None:
     try:
-        list(pool.map(len, ["started"] * workers))
+        with no_main_script():  # the workers are spawned here, by the first tasks
+            list(pool.map(len, ["started"] * workers))
         _ready.set()
     except Exception as exc:  # noqa: BLE001 - without workers every text is encoded here, as before
         log.warning("cl100k workers did not start (%s): encoding on one core", exc)

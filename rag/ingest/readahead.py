@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, failure_reason
+from rag.process import no_main_script
 from rag.text import Text, pages_text
 
 if TYPE_CHECKING:
@@ -146,7 +147,8 @@ class ReadAhead:
         self._process: BaseProcess = context.Process(
             target=_serve, args=(self._tasks, self._results), name="rag-read-ahead", daemon=True
         )
-        self._process.start()
+        with no_main_script():  # under `streamlit run` the worker would run the app's page again
+            self._process.start()
         self._next = 0
         self._taken = 0
         self._done: dict[int, Chunked | Refused] = {}
