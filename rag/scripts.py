@@ -17,12 +17,12 @@ CJK = HAN + KANA + HANGUL
 """Characters of Chinese, Japanese and Korean text (a regex character-class body)."""
 
 
-_HAN_CHAR = re.compile(f"[{HAN}]")
+HAN_CHAR = re.compile(f"[{HAN}]")
 
 
 def language_of(text: str) -> str:
     """'zh' when Han characters carry the text (two Latin letters weigh one character), else 'en': the
     language a web search's fallback and a conversation's summary are written in."""
-    han = len(_HAN_CHAR.findall(text))
+    han = len(HAN_CHAR.findall(text))
     latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
     return "zh" if han >= 2 and 2 * han >= latin else "en"

@@ -25,8 +25,8 @@ def size(n: float) -> str:
 
 
 def plural(count: int, noun: str) -> str:
-    """'1 page', '3 pages'."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    """'1 page', '3 pages', '10,001 chunks' (grouped by thousands, as the app's other counts)."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def first_words(text: str, words: int = 12, chars: int = 90) -> str:

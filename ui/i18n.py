@@ -227,9 +227,9 @@ UNITS = {
 
 
 def count(n: int, unit: str) -> str:
-    """'3 turns' / '3 轮'."""
+    """'3 turns' / '3 轮'; '10,001 chunks' / '10,001 个分块'."""
     english, chinese = UNITS[unit]
-    return f"{n} {chinese}" if language() == "zh" else plural(n, english)
+    return f"{n:,} {chinese}" if language() == "zh" else plural(n, english)
 
 
 def ordinal(n: int) -> str:

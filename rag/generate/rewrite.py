@@ -18,7 +18,7 @@ from rag.errors import ModelError
 from rag.generate.followup import added_words, keeps_question, repeats_earlier
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
-from rag.scripts import language_of
+from rag.scripts import HAN_CHAR, language_of
 from rag.text import Text, text_of
 
 REWRITE_PROMPT = (
@@ -97,10 +97,13 @@ def answered_instead(rewrite: str, question: str) -> bool:
 
 
 def other_script(rewrite: str, question: str) -> bool:
-    """Whether `rewrite` is written in another language than `question` (`rag.scripts.language_of`, which a name
-    in Latin letters in a Chinese question does not turn): Qwen 1.5B rewrote a Chinese follow-up in English,
-    which the Chinese passages' keywords do not match."""
-    return language_of(rewrite) != language_of(question)
+    """Whether `rewrite` is written in another language than `question`: Qwen 1.5B rewrote a Chinese follow-up in
+    English, which the Chinese passages' keywords do not match. A Chinese question's rewrite is Chinese where it
+    holds Chinese words at all: by `rag.scripts.language_of` alone, "Tobias Marrin 哪一年退休？" (a name in Latin
+    letters outweighing the Chinese) was refused as English."""
+    if language_of(question) == "zh":
+        return len(HAN_CHAR.findall(rewrite)) < 2
+    return language_of(rewrite) != "en"
 
 
 def rewrite_query(

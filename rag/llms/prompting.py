@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from rag.llms.types import Message
-from rag.scripts import HAN
+from rag.scripts import HAN_CHAR
 
 PROMPT_STOP = (
     "Question:",
@@ -43,13 +43,12 @@ CITATION_EXAMPLE_ZH = (
     "[2] 常见问题.pdf p. 1\n三十天内可以退货。\n\n"
     "Question: 保修期多长？\nAnswer: 保修期为自购买之日起两年，包括零件和人工 [1]。"
 )
-_HAN_CHAR = re.compile(f"[{HAN}]")
 _NUMBERED_SOURCE = re.compile(r"^\[1\] ", re.MULTILINE)
 
 
 def asks_in_chinese(question: str) -> bool:
     """Whether a question gets the Chinese system prompt and worked example (one rule for both)."""
-    return bool(_HAN_CHAR.search(question))
+    return bool(HAN_CHAR.search(question))
 
 
 def citation_example(messages: Sequence[Message]) -> str | None:

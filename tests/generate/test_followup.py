@@ -171,10 +171,11 @@ def test_a_subject_an_earlier_search_named_is_no_guess() -> None:
         ("它在HTTP/1.1里是什么意思？", "HEAD在HTTP/1.1里是什么意思？", False),  # names in Latin letters
         ("When was it built?", "When was 美庐别墅 built?", False),  # a Chinese name in an English question
         ("When was it built?", "美庐别墅是哪一年建成的？", True),
+        ("他哪一年退休？", "Tobias Marrin 哪一年退休？", False),  # a long Latin name outweighs the Chinese words
     ],
 )
 def test_a_rewrite_in_another_language_than_the_question_is_refused(question: str, rewrite: str, refused: bool) -> None:
-    history = [Message("user", "赛里木湖 美庐别墅 HEAD Sayram Lake"), Message("assistant", "[1]")]
+    history = [Message("user", "赛里木湖 美庐别墅 HEAD Sayram Lake Tobias Marrin"), Message("assistant", "[1]")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
     assert ("not in the question's language" in result.note) is refused
     assert (result.query == rewrite) is not refused
@@ -300,3 +301,13 @@ def test_the_rewrite_and_the_summary_tell_their_place_in_line() -> None:
     places.clear()
     summary = summarize(ScriptedModel([*line, StreamEvent("content", "问了林黛玉。")]), history, on_place=places.append)
     assert summary == "问了林黛玉。" and places == [2, 1, 0]
+
+
+def test_an_answer_in_the_questions_language_is_refused_as_an_answer_not_as_another_language() -> None:
+    """The walk's "那他哪一年退休？" got "Tobias Marrin 在 1906 年退休。" (an invented answer), which the app called
+    a rewrite "not in the question's language"."""
+    history = [Message("user", "Tobias Marrin 是哪一年被任命的？"), Message("assistant", "1901 年 [1]。")]
+    model = ScriptedModel([StreamEvent("content", "Tobias Marrin 在 1906 年退休。")])
+    result = rewrite_query(model, history, "那他哪一年退休？")
+    assert result.query != "Tobias Marrin 在 1906 年退休。" and result.note
+    assert "language" not in result.note and ("answer" in result.note or "1906" in result.note), result.note

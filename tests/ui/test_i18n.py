@@ -442,3 +442,17 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "rewrite: vector #1 (0.70)",
         "question: hybrid #3 · vector: not found · keyword #2 (BM25 7.0)",
     ]
+
+
+def test_counts_are_grouped_by_thousands_in_both_languages(monkeypatch) -> None:
+    """'Building the vector index of 'big' (10001 chunks)' beside '1,442 of 4,096 tokens' (a walk saw both)."""
+    from ui import i18n
+
+    monkeypatch.setattr(i18n, "language", lambda: "en")
+    assert (i18n.count(10_001, "chunk"), i18n.count(1, "chunk"), i18n.count(999, "page")) == (
+        "10,001 chunks",
+        "1 chunk",
+        "999 pages",
+    )
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    assert i18n.count(10_001, "chunk") == "10,001 个分块"
