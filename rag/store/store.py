@@ -138,6 +138,8 @@ class Store:
         self._merging: threading.Thread | None = None
         self._merging_lock = threading.Lock()
         self._graphing: threading.Thread | None = None
+        """The last background build's thread (a test joins it)."""
+        self._graphs_asked = False
         self._graphing_names: set[str] | None = set()
         """What the next background build is for (None: every knowledge base)."""
         if migrate:  # a database of versions before: one graph a dimension, until each large base has its own
@@ -511,8 +513,9 @@ class Store:
         with self._merging_lock:
             if self._graphing_names is not None:
                 self._graphing_names = None if knowledge_bases is None else self._graphing_names | set(knowledge_bases)
-            if self._graphing is not None and self._graphing.is_alive():
-                return
+            if self._graphs_asked:
+                return  # the running thread builds them next
+            self._graphs_asked = True
             self._graphing = threading.Thread(target=self._build_asked, name="rag-graphs", daemon=True)
             self._graphing.start()
 
@@ -521,7 +524,7 @@ class Store:
             with self._merging_lock:
                 names, self._graphing_names = self._graphing_names, set()
                 if names is not None and not names:
-                    self._graphing = None
+                    self._graphs_asked = False  # decided under the lock: what is asked after starts a thread
                     return
             self.build_graphs(None if names is None else sorted(names))
 
