@@ -108,11 +108,8 @@ def _hnsw_settings(conn: psycopg.Connection, rows: int, dim: int) -> str:
 def build_graphs_now(conn: psycopg.Connection, dim: int) -> None:
     """The graph of every knowledge base past `graphs.GRAPH_ROWS`, as an ingest leaves them, built one after the
     other in this transaction (nobody else writes a bench database; the app builds them concurrently)."""
-    for (key,) in conn.execute(
-        "SELECT hashtext(knowledge) FROM documents GROUP BY knowledge HAVING sum(chunk_count) >= %s",
-        (graphs.GRAPH_ROWS,),
-    ).fetchall():
-        conn.execute(graphs.graph_sql(dim, int(key), concurrently=False))
+    for _name, _dimension, key, _rows in graphs.large_bases(conn, dimension=dim):
+        conn.execute(graphs.graph_sql(dim, key, concurrently=False))
 
 
 def fill(uri: str, rows: int, dim: int, *, bulk: bool) -> tuple[float, float, str]:

@@ -58,9 +58,35 @@ class Base:
     """hashtext(name): what its graph's predicate names it by."""
     graphed: bool
 
+    @property
+    def large(self) -> bool:
+        """Whether it has outgrown exact search (`GRAPH_ROWS`): it has, or is to have, a graph."""
+        return self.rows >= GRAPH_ROWS
+
 
 def graph_name(dimension: int, key: int) -> str:
-    return f"vector_store_hnsw_{dimension}_{key & 0xFFFFFFFF:08x}"
+    return f"vector_store_hnsw_{dimension}_{_hex(key)}"
+
+
+def _hex(key: int) -> str:
+    """A base's hash as its graphs' names end (hashtext is a signed 32-bit integer)."""
+    return f"{key & 0xFFFFFFFF:08x}"
+
+
+def large_bases(
+    conn: psycopg.Connection, names: Sequence[str] | None = None, dimension: int | None = None
+) -> list[tuple[str, int, int, int]]:
+    """(name, dimension, hash, chunks) of each knowledge base with `GRAPH_ROWS` chunks or more, of `names` (None:
+    all) and of `dimension` (None: any)."""
+    rows = conn.execute(
+        "SELECT k.name, k.dimension, hashtext(k.name), sum(d.chunk_count) FROM knowledge_bases k "
+        "JOIN documents d ON d.knowledge = k.name "
+        "WHERE (%(names)s::text[] IS NULL OR k.name = ANY(%(names)s)) "
+        "AND (%(dimension)s::int IS NULL OR k.dimension = %(dimension)s) "
+        "GROUP BY k.name HAVING sum(d.chunk_count) >= %(rows)s ORDER BY k.name",
+        {"names": None if names is None else list(names), "dimension": dimension, "rows": GRAPH_ROWS},
+    ).fetchall()
+    return [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 
 def legacy_name(dimension: int) -> str:
@@ -152,14 +178,8 @@ def build_graphs(
     meanwhile, searches of this one read its rows exactly until the graph is valid."""
     built: list[str] = []
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        wanted = conn.execute(
-            "SELECT k.name, k.dimension, hashtext(k.name), coalesce(sum(d.chunk_count), 0) FROM knowledge_bases k "
-            "JOIN documents d ON d.knowledge = k.name WHERE %s::text[] IS NULL OR k.name = ANY(%s) "
-            "GROUP BY k.name HAVING coalesce(sum(d.chunk_count), 0) >= %s ORDER BY k.name",
-            (None if names is None else list(names), None if names is None else list(names), GRAPH_ROWS),
-        ).fetchall()
-        for name, dimension, key, rows in wanted:
-            if _build(conn, name, int(dimension), int(key), int(rows), on_build):
+        for name, dimension, key, rows in large_bases(conn, names):
+            if _build(conn, name, dimension, key, rows, on_build):
                 built.append(name)
         for dimension in legacy_graphs(conn):
             _drop_legacy(conn, dimension)
@@ -174,10 +194,9 @@ def drop_graphs(conninfo: str, name: str) -> None:
         assert key is not None, "a SELECT without FROM returns one row"
         if conn.execute("SELECT 1 FROM knowledge_bases WHERE hashtext(name) = %s", (key[0],)).fetchone():
             return
-        suffix = graph_name(0, int(key[0])).rsplit("_", 1)[1]
         for (index,) in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'vector_store' AND indexname ~ %s",
-            (f"^vector_store_hnsw_[0-9]+_{suffix}$",),
+            (f"^vector_store_hnsw_[0-9]+_{_hex(int(key[0]))}$",),
         ).fetchall():
             conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(index)))
 
@@ -215,10 +234,6 @@ def _drop_legacy(conn: psycopg.Connection, dimension: int) -> None:
     """The dimension's old graph, once every base of it with `GRAPH_ROWS` chunks has its own."""
     if not legacy_exists(conn, dimension):
         return
-    large = conn.execute(
-        "SELECT k.name FROM knowledge_bases k JOIN documents d ON d.knowledge = k.name WHERE k.dimension = %s "
-        "GROUP BY k.name HAVING sum(d.chunk_count) >= %s",
-        (dimension, GRAPH_ROWS),
-    ).fetchall()
-    if all(b.graphed for b in bases(conn, [r[0] for r in large], dimension)[0]):
+    large = [name for name, *_ in large_bases(conn, dimension=dimension)]
+    if all(b.graphed for b in bases(conn, large, dimension)[0]):
         conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(legacy_name(dimension))))

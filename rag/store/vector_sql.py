@@ -78,7 +78,7 @@ def _plan(
         scanned = [*(b.name for b in known), *unknown]
     else:
         scanned = unknown
-        large = [b for b in known if not b.graphed and b.rows >= graphs.GRAPH_ROWS]
+        large = [b for b in known if not b.graphed and b.large]
         waiting = [b.name for b in large]
         legacy = large if large and graphs.legacy_exists(conn, dimension) else []
         for b in known:
