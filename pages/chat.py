@@ -749,9 +749,21 @@ def _source_card(turn: Turn, source: Source) -> None:
             return
         page = hit.pages[0]
         if len(hit.pages) > 1:
+            options = list(hit.pages)
+            try:
+                loaded = _document(str(document_id), hit.original_filename)
+            except (RagError, ValueError, RuntimeError):
+                loaded = None  # the page's rendering below says why
+            claims = [turn.answer[s.start : s.end] for s in turn.grounding.sentences if source.n in s.numbers]
+            first = (
+                generate.cited_page(claims, render.chunk_pages(loaded[1], int(meta["start"]), int(meta["end"])))
+                if loaded is not None
+                else None
+            )
             page = st.radio(
                 _("Page"),
-                list(hit.pages),
+                options,
+                index=options.index(first) if first in options else 0,
                 key=f"chat_pageno_{turn.id}_{source.n}",
                 horizontal=True,
                 format_func={p: _("Page {number}", number=p) for p in hit.pages}.get,

@@ -156,7 +156,12 @@ def _remember() -> None:
 
 def language_switch() -> None:
     """The sidebar's language switch (English / 中文). A choice stays for the session and goes back
-    into the URL after a page change (Streamlit's navigation drops query parameters), so a reload keeps it."""
+    into the URL after a page change (Streamlit's navigation drops query parameters), so a reload keeps it.
+    A language the URL named when the session began counts as chosen: a link with `?lang=zh` fell back to the
+    browser's English at the first click in the sidebar."""
+    state = st.session_state
+    if not state.get(CHOICE_KEY) and st.query_params.get(QUERY_KEY) in LANGUAGES:
+        state[CHOICE_KEY] = st.query_params[QUERY_KEY]
     current = language()
     if st.session_state.get(CHOICE_KEY) and st.query_params.get(QUERY_KEY) != current:
         st.query_params[QUERY_KEY] = current
@@ -288,16 +293,16 @@ _UNIT = re.compile(r"^(?P<unit>slides?|sheets?) (?P<which>.+)$", re.DOTALL)
 
 
 def location(hit: Hit) -> str:
-    """Where a hit is in its file (`Hit.location`: 'p. 4', 'pp. 4-5', 'slide 3', 'sheet Sales', a heading
+    """Where a hit is in its file (`Hit.location`: 'p. 4', 'pp. 4–5', 'slide 3', 'sheet Sales', a heading
     path, 'Guide › Install · lines 7–9') in the user's language: '第 4 页', '第 7–9 行'; a heading or a
     sheet's name as it is."""
     where = hit.location
     if language() != "zh" or not where:
         return where
-    if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4-5')
+    if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4–5')
         pages = hit.pages
         first, last = pages[0], pages[-1]
-        return _("p. {page}", page=first) if len(pages) == 1 else _("pp. {first}-{last}", first=first, last=last)
+        return _("p. {page}", page=first) if len(pages) == 1 else _("pp. {first}–{last}", first=first, last=last)
     return place(where, hit.original_filename)
 
 

@@ -110,7 +110,7 @@ ZH: dict[str, str] = {
     "rewrite: {ranking}": "改写检索：{ranking}",
     "question: {ranking}": "原问题检索：{ranking}",
     "p. {page}": "第 {page} 页",
-    "pp. {first}-{last}": "第 {first}–{last} 页",
+    "pp. {first}–{last}": "第 {first}–{last} 页",
     "lines {lines}": "第 {lines} 行",
     "slides {numbers}": "第 {numbers} 张幻灯片",
     "sheets {names}": "工作表 {names}",

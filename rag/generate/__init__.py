@@ -19,6 +19,7 @@ from rag.generate.citations import (
     check_citations,
     check_grounding,
     citation_numbers,
+    cited_page,
     cites_by_itself,
     marker_spans,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "check_citations",
     "check_grounding",
     "citation_numbers",
+    "cited_page",
     "cites_by_itself",
     "clean_rewrite",
     "context_budget",

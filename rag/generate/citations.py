@@ -255,6 +255,20 @@ def check_grounding(
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
 
 
+def cited_page(claims: Sequence[str], parts: Sequence[tuple[int, str]]) -> int | None:
+    """Of the pages a cited chunk spans (`parts`: each page's number and its part of the chunk), the one that
+    shares the most content words with the sentences citing it (`claims`): the page a reader should see first.
+    The first page on a tie or without claims; None without parts. A chunk across pp. 1-2 whose cited fact
+    is on page 2 opened on page 1 before, where the fact is not."""
+    wanted = set().union(*(content_terms(claim) for claim in claims)) if claims else set()
+    best, shared = None, -1
+    for number, text in parts:
+        score = len(wanted & content_terms(text)) if wanted else 0
+        if score > shared:
+            best, shared = number, score
+    return best
+
+
 def attribute_citations(answer: str, sources: Sequence[Source], *, threshold: float = SUPPORTED) -> str:
     """Add `[n]` to each sentence whose words mostly come from one source.
 

@@ -88,14 +88,14 @@ class Hit:
     @property
     def location(self) -> str:
         """Where the chunk is, for a citation: 'slide 3', 'sheet Sales', 'Report › Results', or the
-        pages ('p. 4', 'pp. 4-5'); '' when unknown."""
+        pages ('p. 4', 'pp. 4–5'); '' when unknown."""
         where = self.metadata.get("location")
         if where:
             return str(where)
         pages = self.pages
         if not pages:
             return ""
-        return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}-{pages[-1]}"
+        return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}–{pages[-1]}"
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

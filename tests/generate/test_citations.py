@@ -186,3 +186,23 @@ def test_a_marker_on_a_sentence_too_short_to_judge_is_unchecked_and_text_is_neve
     assert grounding.sentences[0].status == "short" and grounding.sentences[0].kind(1) == "unchecked"
     shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n}>", "<no source>")
     assert shown == "Sources: <1>\nThe splitter <1> <2> cuts chunks."
+
+
+def test_the_page_shown_first_is_the_one_the_citing_sentences_draw_on() -> None:
+    from rag.documents import load_bytes, render
+    from rag.generate import cited_page
+    from tests.docgen import make_pdf
+
+    doc = load_bytes(
+        make_pdf(
+            ["The harbour opened in 1887 for the grain trade.", "黛玉的父亲是林如海，任巡盐御史。"], fontname="china-s"
+        ),
+        "two.pdf",
+    )
+    parts = render.chunk_pages(doc, 0, len(doc.text))
+    assert parts == [(1, doc.pages[0].text), (2, doc.pages[1].text)]
+    assert render.chunk_pages(doc, doc.page_starts[1] + 2, len(doc.text)) == [(2, doc.pages[1].text[2:])]
+    assert cited_page(["林如海是巡盐御史 [1]。"], parts) == 2  # Chinese, by its bigrams
+    assert cited_page(["It opened in 1887 [1]."], parts) == 1
+    assert cited_page([], parts) == 1 and cited_page(["Nothing shared [1]."], parts) == 1  # a tie: the first
+    assert cited_page(["x"], []) is None

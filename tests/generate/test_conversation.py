@@ -107,7 +107,7 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
             "n": 2,
             "original_filename": "notes.md",
             "pages": [1, 2],
-            "location": "pp. 1-2",
+            "location": "pp. 1–2",
             "score": 0.5,
             "chunk_id": str(SOURCES[1].hit.id),
             "supported": False,

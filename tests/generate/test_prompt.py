@@ -10,9 +10,9 @@ from tests.generate.samples import SOURCES, hit
 
 
 def test_sources_are_numbered_with_file_and_pages() -> None:
-    assert [s.label for s in SOURCES] == ["[1] report.pdf p. 3", "[2] notes.md pp. 1-2"]
+    assert [s.label for s in SOURCES] == ["[1] report.pdf p. 3", "[2] notes.md pp. 1–2"]
     text = generate.format_sources(SOURCES)
-    assert text.index("[1] report.pdf p. 3\nRevenue rose") < text.index("[2] notes.md pp. 1-2\nThe board")
+    assert text.index("[1] report.pdf p. 3\nRevenue rose") < text.index("[2] notes.md pp. 1–2\nThe board")
 
 
 def test_system_prompt_comes_first_then_history_then_question() -> None:

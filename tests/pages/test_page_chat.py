@@ -149,10 +149,10 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert panel == [f"📚 3 sources · hybrid search in fin · {turn.search_ms:.0f} ms"]
     cards = [label for label in labels(at) if "report.pdf" in label]
     # Written for Markdown: [ ] and # escaped, so that "[1]" is no link and "#1" no heading.
-    assert cards[0].startswith("\\[1\\] report.pdf pp. 1-2 · hybrid \\#1 · vector \\#1 (")
+    assert cards[0].startswith("\\[1\\] report.pdf pp. 1–2 · hybrid \\#1 · vector \\#1 (")
     assert len(cards) == 3 and all(
         re.fullmatch(
-            rf"\\\[{n}\\\] report\.pdf pp?\. \d(-\d)? · hybrid \\#{n} · vector \\#\d \(-?\d\.\d\d\) · "
+            rf"\\\[{n}\\\] report\.pdf pp?\. \d(–\d)? · hybrid \\#{n} · vector \\#\d \(-?\d\.\d\d\) · "
             r"keyword(: not found| \\#\d \(BM25 [\d.]+\))",
             card,
         )
@@ -177,7 +177,7 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     system = body["messages"][0]["content"]
     assert system.startswith(generate.SYSTEM_PROMPT_EN.split("{cite}")[0])
-    top = "[1] report.pdf pp. 1-2\nQuarterly report. Revenue rose eleven percent on subscriptions"
+    top = "[1] report.pdf pp. 1–2\nQuarterly report. Revenue rose eleven percent on subscriptions"
     assert top in system and system.index(top) < system.index("[2] report.pdf p. 2\n")
     assert body["messages"][1]["content"] == QUESTION
     # The badge [1] opens the top hit's card and draws its page with the passage.
@@ -186,6 +186,29 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert at.session_state[f"chat_src_{turn.id}_1"] is True
     (image,) = at.image
     assert image.proto.imgs[0].caption == "report.pdf, page 1"
+
+
+@pytest.mark.parametrize(
+    "answer, page_shown",
+    [("The board approved a dividend of 42 cents per share [1].", 2), ("Revenue rose eleven percent [1].", 1)],
+)
+def test_a_chunk_across_two_pages_opens_on_the_page_its_citing_sentence_draws_on(
+    store: Store, ollama: HTTPServer, answer: str, page_shown: int
+) -> None:
+    """report.pdf in one chunk (pp. 1-2): the dividend is on page 2, and its citation opened page 1."""
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    assert ingest.ingest_bytes(store, embedder, REPORT, "report.pdf", "fin", ChunkSettings()).ok
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk(answer), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    assert [s.hit.pages for s in turn.sources] == [(1, 2)]
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    assert at.radio(key=f"chat_pageno_{turn.id}_1").value == page_shown
+    (image,) = at.image
+    assert image.proto.imgs[0].caption == f"report.pdf, page {page_shown}"
 
 
 def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, ollama: HTTPServer) -> None:

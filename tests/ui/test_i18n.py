@@ -247,6 +247,19 @@ def test_the_sidebar_and_navigation_follow_the_language(lang: str, expected: str
         assert any(line.startswith("🟠 **模型服务**: 无法连接 Ollama") for line in lines), lines
 
 
+def test_a_language_named_by_the_url_stays_after_a_click_in_the_sidebar(store: Store) -> None:
+    """Opened with `?lang=zh` and never switched: Streamlit's navigation drops the query parameters, and the
+    next page fell back to the browser's language (English here)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
+    at.query_params["lang"] = "zh"
+    at.run()
+    assert any(m.value == "### 状态" for m in at.sidebar.markdown)
+    at.query_params.clear()  # what a click on a page of the sidebar does to the URL
+    at.switch_page("pages/upload.py")
+    at.run()
+    assert [t.value for t in at.title] == ["📄 上传与预览"]  # "📄 Upload & preview" before
+
+
 def test_the_upload_page_in_chinese_shows_no_english_of_its_own(store: Store) -> None:
     """A PDF and a scan previewed in Chinese; the chunk settings' own words (rag.chunking.FIELDS),
     the status lines and the library's warnings are English for now (the issue's note says so)."""
@@ -434,7 +447,7 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
     at.query_params["lang"] = "en"
     at.run()
     locations = json.loads(at.json[0].value)
-    assert locations[:5] == ["p. 4", "pp. 4-5", "第二回 · lines 120–164", "line 7", "slide 3"]
+    assert locations[:5] == ["p. 4", "pp. 4–5", "第二回 · lines 120–164", "line 7", "slide 3"]
     # English: word for word what the library says (the CLI and the MCP tools show Hit.ranking).
     assert json.loads(at.json[1].value) == [
         "hybrid #2 · vector: not found · keyword #1 (BM25 7.4)",
