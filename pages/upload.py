@@ -475,7 +475,7 @@ def _overview(
                 "file": p.name,
                 "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
                 "read by": _read_by(doc) if doc else "",
-                "size": fmt.size(len(p.data)),
+                "size": i18n.size(len(p.data)),
                 "pages": doc.page_count if doc else None,
                 "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
                 "check": ("❌ " + tr(p.error))
@@ -520,7 +520,7 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
             "{kind} · read by {reader} · {size} · sha256 {sha}…",
             kind=doc.kind.upper(),
             reader=_read_by(doc),
-            size=fmt.size(len(p.data)),
+            size=i18n.size(len(p.data)),
             sha=p.sha256[:12],
         )
     )
@@ -1119,7 +1119,7 @@ def _files_column() -> dict[str, bytes]:
             _(
                 "{files}, {size} in this session.",
                 files=count(len(uploads), "file"),
-                size=fmt.size(sum(len(d) for d in uploads.values())),
+                size=i18n.size(sum(len(d) for d in uploads.values())),
             )
         )
     return uploads
@@ -1343,7 +1343,7 @@ def _library(store: Store) -> bool:
                     "filename": d.original_filename,
                     "pages": d.page_count,
                     "chunks": d.chunk_count,
-                    "size": fmt.size(d.size_bytes),
+                    "size": i18n.size(d.size_bytes),
                     "ingested at": d.ingested_at,
                     "chunk settings": tr(chunking.summary(d.chunk_settings, short=True)),
                 }
@@ -1578,7 +1578,7 @@ def _export_panel(store: Store, kb: KnowledgeBase) -> None:
     result = view.result
     file_name = f"{export.file_stem(kb.name)}.zip"
     st.download_button(
-        _("Download {file} ({size})", file=file_name, size=fmt.size(result.size_bytes)),
+        _("Download {file} ({size})", file=file_name, size=i18n.size(result.size_bytes)),
         data=result.path.read_bytes,  # read when clicked, from the file in the data folder
         file_name=file_name,
         mime="application/zip",

@@ -16,11 +16,12 @@ def md(text: str) -> str:
 
 
 def size(n: float) -> str:
-    """Bytes as '812 bytes', '1.5 KB', '3.2 MB'."""
+    """Bytes as '812 bytes', '1.5 KB', '3.2 MB', in decimal units as Streamlit's file uploader counts them: a file
+    listed as 2.6MB there was "2.5 MB" (MiB) beside it."""
     for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
+        if n < 1000 or unit == "GB":
             return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
+        n /= 1000
     return str(n)  # pragma: no cover
 
 

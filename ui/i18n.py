@@ -16,6 +16,7 @@ import streamlit as st
 
 from rag.text import shown_name
 from ui.format import no_images, plural
+from ui.format import size as byte_size
 from ui.zh import ZH
 
 if TYPE_CHECKING:
@@ -235,6 +236,12 @@ def count(n: int, unit: str) -> str:
     """'3 turns' / '3 轮'; '10,001 chunks' / '10,001 个分块'."""
     english, chinese = UNITS[unit]
     return f"{n:,} {chinese}" if language() == "zh" else plural(n, english)
+
+
+def size(n: int) -> str:
+    """'688 bytes' / '688 字节'; '2.6 MB' in both."""
+    shown = byte_size(n)
+    return shown.replace(" bytes", " 字节") if language() == "zh" else shown
 
 
 def ordinal(n: int) -> str:

@@ -22,12 +22,12 @@ def test_a_documents_markdown_table_becomes_cells_as_its_text() -> None:
 
 
 def test_sizes_counts_words_lines_and_clips() -> None:
-    assert [fmt.size(n) for n in (0, 1023, 1536, 5 * 1024**2, 3 * 1024**4)] == [
+    assert [fmt.size(n) for n in (0, 999, 1536, 2.5 * 1024**2, 3 * 1000**4)] == [
         "0 bytes",
-        "1,023 bytes",
+        "999 bytes",
         "1.5 KB",
-        "5.0 MB",
-        "3072.0 GB",
+        "2.6 MB",  # 2.5 MiB, which the file uploader shows as 2.6MB
+        "3000.0 GB",
     ]
     assert (fmt.plural(1, "page"), fmt.plural(0, "page"), fmt.plural(2, "chunk")) == ("1 page", "0 pages", "2 chunks")
     assert fmt.first_words("one two three", words=2) == "one two…"

@@ -151,14 +151,14 @@ def test_every_message_has_its_chinese_with_the_same_placeholders_and_none_is_st
 
 def test_counted_things_and_the_language_choice() -> None:
     at = AppTest.from_string(
-        "from ui.i18n import _, count, language\nimport streamlit as st\n"
-        "st.write(language(), _('Stop'), count(3, 'turn'), count(1, 'turn'))"
+        "from ui.i18n import _, count, language, size\nimport streamlit as st\n"
+        "st.write(language(), _('Stop'), count(3, 'turn'), count(1, 'turn'), size(688), size(2_621_440))"
     )
     at.run()
-    assert at.markdown[0].value == "en Stop 3 turns 1 turn"
+    assert at.markdown[0].value == "en Stop 3 turns 1 turn 688 bytes 2.6 MB"
     at.query_params["lang"] = "zh"
     at.run()
-    assert at.markdown[0].value == "zh 停止 3 轮 1 轮"
+    assert at.markdown[0].value == "zh 停止 3 轮 1 轮 688 字节 2.6 MB"
 
 
 _CODE = re.compile(r"`[^`]*`|https?://\S+|\*\*|\\|:[a-z]+-badge\[")
