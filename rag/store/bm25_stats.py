@@ -15,7 +15,7 @@ server time (1.4 ms a chunk against 0.7 without it; a bare table 0.4) and made w
 queue on its term rows. So a statement's chunks only append what they change: one `bm25_pending` row per
 knowledge base, with its chunks, their length and each term's count as two arrays (3.4 ms a document of 51
 chunks against 13 ms for the upserts, no row lock, no advisory lock). A search adds the pending counts to the
-tables' (`keyword_sql`; ~100 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
+tables' (`keyword_sql`; ~50 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
 into the tables in one transaction, where a term common to many documents is one upsert instead of one per
 document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
 the background once a write leaves more than `MERGE_TERMS` pending, and an ingest merges at its end.
@@ -45,12 +45,14 @@ base of 63,000 term rows). The table is twice the size for it, and its rows are 
 
 MERGE_TERMS = 1_000_000
 """Pending (term, knowledge base) counts beyond which a write starts a merge of them into the tables in the
-background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~100 ms more at a million
-(1.5 ms with none pending; 34 ms at 255,000, 204 ms at 2 million), which only a search during a large ingest
-meets, as an ingest merges what it left at its end. The merges are what this trades against: at 200,000 they
-ran back to back through the peers bench's 200 PDFs (2.1 million pending counts; a window of ~10 documents
-shares few Chinese bigrams) and the server's CPU went from 31 s to 32-36; at a million, one merge and the last:
-21-23 s, the ingest 38-42 s -> 31.5-31.9 s."""
+background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~50 ms more at a million
+(the document frequencies of a 7-term query over the peers bench's 2.34 million: 0.11 s; 0.28-0.32 s while they
+were unnested in FROM), which only a search during a large ingest meets, as an ingest merges what it left at its
+end. The merges are what this trades against: at 200,000 they ran back to back through the peers bench's 200
+PDFs (2.1 million pending counts; a window of ~10 documents shares few Chinese bigrams) and the server's CPU went
+from 31 s to 32-36; at a million, one merge and the last: 21-23 s, the ingest 38-42 s -> 31.5-31.9 s. At 3
+million (no merge until the ingest's end, and searches no slower than at a million before) the last merge of all
+200 took 1.2 s where the ingest waited, against 0.3 s: 14.2-15.0 s against 13.4-14.7 (alternating runs)."""
 
 BM25_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS bm25_pending (
@@ -74,15 +76,17 @@ BEGIN
     IF kbs IS NULL THEN
         RETURN;
     END IF;
-    -- The lexemes alone (tsvector_to_array), not unnest(tsvector), which builds every position list.
+    -- The lexemes alone (tsvector_to_array), not unnest(tsvector), which builds every position list; unnested in
+    -- the select list, which streams them (in FROM, each chunk's go through a tuplestore first: 12 % slower).
     INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
     SELECT c.k, c.n, c.len, coalesce(t.terms, '{{}}'), coalesce(t.counts, '{{}}'), coalesce(cardinality(t.terms), 0)
     FROM (SELECT d.k, sum(d.s) AS n, sum(d.s * length(d.v)) AS len
           FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL GROUP BY d.k) c
     LEFT JOIN (SELECT x.k, array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
-               FROM (SELECT d.k, u.lexeme, sum(d.s) AS n
-                     FROM unnest(kbs, vectors, signs) d(k, v, s), unnest(tsvector_to_array(d.v)) u(lexeme)
-                     WHERE d.k IS NOT NULL GROUP BY d.k, u.lexeme HAVING sum(d.s) <> 0) x
+               FROM (SELECT u.k, u.lexeme, sum(u.s) AS n
+                     FROM (SELECT d.k, d.s, unnest(tsvector_to_array(d.v)) AS lexeme
+                           FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL) u
+                     GROUP BY u.k, u.lexeme HAVING sum(u.s) <> 0) x
                GROUP BY x.k) t ON t.k = c.k
     WHERE c.n <> 0 OR t.terms IS NOT NULL;
 END
@@ -110,16 +114,20 @@ BEGIN
     GROUP BY p.knowledge
     ON CONFLICT (knowledge) DO UPDATE
         SET chunks = s.chunks + excluded.chunks, total_length = s.total_length + excluded.total_length;
+    -- The arrays unnested in the select list (zipped, as unnest(a, b) in FROM would, which goes through a
+    -- tuplestore a row: the 2.3 million pending counts of the peers bench grouped in 0.35 s instead of 0.60).
     INSERT INTO bm25_terms AS s (term, knowledge, chunks)
-    SELECT u.term, p.knowledge, sum(u.n)
-    FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n) WHERE p.id = ANY(ids)
-    GROUP BY u.term, p.knowledge
+    SELECT u.term, u.knowledge, sum(u.n)
+    FROM (SELECT p.knowledge, unnest(p.terms) AS term, unnest(p.counts) AS n
+          FROM bm25_pending p WHERE p.id = ANY(ids)) u
+    GROUP BY u.term, u.knowledge
     ON CONFLICT (term, knowledge) DO UPDATE SET chunks = s.chunks + excluded.chunks;
     IF EXISTS (SELECT 1 FROM bm25_pending p WHERE p.id = ANY(ids) AND (p.chunks < 0 OR 0 > ANY(p.counts))) THEN
         DELETE FROM bm25_terms t
-        USING (SELECT DISTINCT u.term, p.knowledge
-               FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)
-               WHERE p.id = ANY(ids) AND u.n < 0) z
+        USING (SELECT DISTINCT u.term, u.knowledge
+               FROM (SELECT p.knowledge, unnest(p.terms) AS term, unnest(p.counts) AS n
+                     FROM bm25_pending p WHERE p.id = ANY(ids)) u
+               WHERE u.n < 0) z
         WHERE t.term = z.term AND t.knowledge = z.knowledge AND t.chunks <= 0;
         DELETE FROM bm25_knowledge WHERE chunks <= 0;
     END IF;

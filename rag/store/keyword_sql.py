@@ -64,7 +64,8 @@ WITH q AS (SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(to_tsvector('eng
 df AS (
     SELECT t.term, t.knowledge, t.chunks FROM bm25_terms t WHERE t.term IN (SELECT lexeme FROM q)
     UNION ALL
-    SELECT u.term, p.knowledge, u.n FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)
+    SELECT u.term, u.knowledge, u.n
+    FROM (SELECT p.knowledge, unnest(p.terms) AS term, unnest(p.counts) AS n FROM bm25_pending p) u
     WHERE u.term IN (SELECT lexeme FROM q)
 ), kb AS (
     SELECT knowledge, chunks, total_length FROM bm25_knowledge
