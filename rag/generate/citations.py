@@ -258,7 +258,7 @@ def check_grounding(
 def cited_page(claims: Sequence[str], parts: Sequence[tuple[int, str]]) -> int | None:
     """Of the pages a cited chunk spans (`parts`: each page's number and its part of the chunk), the one that
     shares the most content words with the sentences citing it (`claims`): the page a reader should see first.
-    The first page on a tie or without claims; None without parts. A chunk across pp. 1-2 whose cited fact
+    The first page on a tie or without claims; None without parts. A chunk across pp. 1–2 whose cited fact
     is on page 2 opened on page 1 before, where the fact is not."""
     wanted = set().union(*(content_terms(claim) for claim in claims)) if claims else set()
     best, shared = None, -1
