@@ -28,17 +28,40 @@ export default function (component) {
   if (state.onClick) {
     return () => {};
   }
+  // The card is scrolled to once it is there, again once it is open, and kept with its head in view while what
+  // the rerun adds (its page image) grows the page: the chat's end was kept in view, the card's head above the
+  // screen. A wheel, touch or key of the user's own ends the keeping.
   const scrollTo = (selector) => {
     const until = Date.now() + 15000;
     let scrolled = false;
+    let keepUntil = 0;
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+    };
+    for (const kind of ["wheel", "touchmove", "keydown"]) {
+      window.addEventListener(kind, stop, { once: true, passive: true });
+    }
     const step = () => {
+      if (stopped) {
+        return;
+      }
       const card = document.querySelector(selector);
       if (card) {
         const details = card.matches("details") ? card : card.querySelector("details");
-        if (!scrolled || (details && details.open)) {
+        const open = !details || details.open;
+        if (!scrolled || (open && !keepUntil)) {
           card.scrollIntoView({ block: "start" });
           scrolled = true;
-          if (!details || details.open) {
+          if (open) {
+            keepUntil = Date.now() + 4000;
+          }
+        } else if (keepUntil) {
+          const top = card.getBoundingClientRect().top;
+          if (top < -2 || top > window.innerHeight / 2) {
+            card.scrollIntoView({ block: "start" });
+          }
+          if (Date.now() > keepUntil) {
             return;
           }
         }

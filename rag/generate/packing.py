@@ -94,7 +94,7 @@ class Packed:
                     Text(
                         "Passages {which} of the {found} found were left out so that the prompt fits "
                         "({room}; {given} tokens of sources given).",
-                        which=f"{numbers[0]}-{numbers[-1]}",
+                        which=f"{numbers[0]}–{numbers[-1]}",
                         found=found,
                         room=room,
                         given=given,

@@ -173,6 +173,11 @@ def open_card_by_its_marker(page, answer, n: int) -> None:
     expect(card.locator("details").first).to_have_attribute("open", "", timeout=60_000)
     expect(card).to_be_in_viewport(timeout=30_000)
     wait_idle(page)
+    # Its head in view, not only the bottom of its page image: the chat's end stayed in view (the walk of
+    # session 23: the passage and the page picker above the screen).
+    page.wait_for_timeout(1500)
+    box = card.bounding_box()
+    assert box is not None and 0 <= box["y"] < page.viewport_size["height"] / 2, (box, page.viewport_size)
 
 
 def open_card_by_its_header(page, answer, n: int) -> None:

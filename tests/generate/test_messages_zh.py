@@ -50,7 +50,7 @@ def test_a_problem_a_note_and_an_error_are_texts_whose_templates_have_chinese(se
     assert turn.problem == "Search failed: the database is not available (see above)."
     notes = _packed().notes()
     assert notes == [
-        "Passages 2-3 of the 3 found were left out so that the prompt fits (window 4,096 tokens; "
+        "Passages 2–3 of the 3 found were left out so that the prompt fits (window 4,096 tokens; "
         "1,200 tokens of sources given).",
         "Left out the 2 oldest exchanges of the conversation so that the prompt fits the model's window.",
     ]
@@ -73,7 +73,7 @@ def test_tr_shows_them_in_chinese_with_their_inner_texts_translated() -> None:
     at.run()
     assert [m.value for m in at.markdown] == [
         "检索失败：数据库不可用（见上方）。",
-        "找到的 3 段中，第 2-3 段未放入，以使提示放得下（窗口 4,096 个词元；已提供 1,200 个词元的来源）。",
+        "找到的 3 段中，第 2–3 段未放入，以使提示放得下（窗口 4,096 个词元；已提供 1,200 个词元的来源）。",
         "省略了对话中最早的 2 轮，使提示能放进模型的窗口。",
         "无法连接 http://127.0.0.1:9 上的 Ollama（连接被拒绝）：请用 'ollama serve' 启动它，或设置 OLLAMA_HOST",
     ]

@@ -120,7 +120,7 @@ def test_whole_passages_first_then_the_best_part_of_the_next_and_the_rest_said()
     assert "The warranty covers parts and labour for two years." in part
     assert part.startswith(ELLIPSIS) and part.endswith(ELLIPSIS)
     notes = " ".join(packed.notes())
-    assert "Passages 3-4 of the 4 found were left out" in notes and "in part" in notes and "[2]" in notes
+    assert "Passages 3–4 of the 4 found were left out" in notes and "in part" in notes and "[2]" in notes
     assert packed.budget.fits
 
 
