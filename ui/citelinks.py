@@ -30,9 +30,10 @@ export default function (component) {
   }
   // The card is scrolled to once it is there, again once it is open, and kept with its head in view while what
   // the rerun adds (its page image) grows the page: the chat's end was kept in view, the card's head above the
-  // screen. A wheel, touch or key of the user's own ends the keeping.
+  // screen. A wheel, touch or key of the user's own ends the keeping, as does the next citation clicked.
   const scrollTo = (selector) => {
     const until = Date.now() + 15000;
+    const turn = (state.scrolls = (state.scrolls || 0) + 1);
     let scrolled = false;
     let keepUntil = 0;
     let stopped = false;
@@ -43,7 +44,7 @@ export default function (component) {
       window.addEventListener(kind, stop, { once: true, passive: true });
     }
     const step = () => {
-      if (stopped) {
+      if (stopped || state.scrolls !== turn) {
         return;
       }
       const card = document.querySelector(selector);
