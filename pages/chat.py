@@ -756,7 +756,7 @@ def _source_card(turn: Turn, source: Source) -> None:
                 loaded = None  # the page's rendering below says why
             claims = [turn.answer[s.start : s.end] for s in turn.grounding.sentences if source.n in s.numbers]
             first = (
-                generate.cited_page(claims, render.chunk_pages(loaded[1], int(meta["start"]), int(meta["end"])))
+                generate.cited_page(claims, loaded[1].page_parts(int(meta["start"]), int(meta["end"])))
                 if loaded is not None
                 else None
             )

@@ -213,6 +213,16 @@ class Document:
         lines = f"line {top}" if top == bottom else f"lines {top}–{bottom}"
         return f"{heading} · {lines}" if heading else lines
 
+    def page_parts(self, start: int, end: int) -> list[tuple[int, str]]:
+        """The part of [start, end) of `text` on each page it overlaps: (page number, its text), in order (a
+        chunk's pages, each with what the chunk holds of it)."""
+        parts: list[tuple[int, str]] = []
+        for page, base in zip(self.pages, self.page_starts):
+            lo, hi = max(start, base), min(end, base + len(page.text))
+            if lo < hi:
+                parts.append((page.number, page.text[lo - base : hi - base]))
+        return parts
+
     def pages_for_span(self, start: int, end: int) -> tuple[int, ...]:
         """Page numbers whose text overlaps [start, end) of `text`.
 

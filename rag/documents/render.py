@@ -93,16 +93,6 @@ def _word_offsets(page_text: str, words: Sequence[tuple]) -> list[tuple[int, tup
     return found
 
 
-def chunk_pages(doc: Document, start: int, end: int) -> list[tuple[int, str]]:
-    """The part of `doc.text[start:end]` (a chunk) on each page it spans: (page number, text), in order."""
-    parts: list[tuple[int, str]] = []
-    for page, base in zip(doc.pages, doc.page_starts):
-        lo, hi = max(start, base), min(end, base + len(page.text))
-        if lo < hi:
-            parts.append((page.number, page.text[lo - base : hi - base]))
-    return parts
-
-
 def render_page(
     data: bytes,
     doc: Document,

@@ -189,7 +189,7 @@ def test_a_marker_on_a_sentence_too_short_to_judge_is_unchecked_and_text_is_neve
 
 
 def test_the_page_shown_first_is_the_one_the_citing_sentences_draw_on() -> None:
-    from rag.documents import load_bytes, render
+    from rag.documents import load_bytes
     from rag.generate import cited_page
     from tests.docgen import make_pdf
 
@@ -199,9 +199,9 @@ def test_the_page_shown_first_is_the_one_the_citing_sentences_draw_on() -> None:
         ),
         "two.pdf",
     )
-    parts = render.chunk_pages(doc, 0, len(doc.text))
+    parts = doc.page_parts(0, len(doc.text))
     assert parts == [(1, doc.pages[0].text), (2, doc.pages[1].text)]
-    assert render.chunk_pages(doc, doc.page_starts[1] + 2, len(doc.text)) == [(2, doc.pages[1].text[2:])]
+    assert doc.page_parts(doc.page_starts[1] + 2, len(doc.text)) == [(2, doc.pages[1].text[2:])]
     assert cited_page(["林如海是巡盐御史 [1]。"], parts) == 2  # Chinese, by its bigrams
     assert cited_page(["It opened in 1887 [1]."], parts) == 1
     assert cited_page([], parts) == 1 and cited_page(["Nothing shared [1]."], parts) == 1  # a tie: the first
