@@ -137,6 +137,8 @@ class Store:
         )
         self._merging: threading.Thread | None = None
         self._merging_lock = threading.Lock()
+        self._graphs_lock = threading.Lock()
+        """Guards what the background graph build is asked for (`_graph_soon`)."""
         self._graphing: threading.Thread | None = None
         """The last background build's thread (a test joins it)."""
         self._graphs_asked = False
@@ -510,7 +512,7 @@ class Store:
 
     def _graph_soon(self, knowledge_bases: Sequence[str] | None) -> None:
         """`build_graphs` in a thread of its own (one at a time; what is asked meanwhile is built next)."""
-        with self._merging_lock:
+        with self._graphs_lock:
             if self._graphing_names is not None:
                 self._graphing_names = None if knowledge_bases is None else self._graphing_names | set(knowledge_bases)
             if self._graphs_asked:
@@ -521,7 +523,7 @@ class Store:
 
     def _build_asked(self) -> None:
         while True:
-            with self._merging_lock:
+            with self._graphs_lock:
                 names, self._graphing_names = self._graphing_names, set()
                 if names is not None and not names:
                     self._graphs_asked = False  # decided under the lock: what is asked after starts a thread
