@@ -1320,7 +1320,8 @@ def _library(store: Store) -> bool:
     m[0].metric(_("Documents"), kb.documents)
     m[1].metric(_("Chunks"), kb.chunks)
     m[2].metric(_("Dimension"), kb.dimension)
-    m[3].metric(_("Embedder"), kb.embedder)  # whole: 'local:e5' and 'local:wordllama-…' are both 'local'
+    # The model's short name (the whole one cut to "local:wordll…"); the caption below and the help say it whole.
+    m[3].metric(_("Embedder"), embeddings.short_name(kb.embedder), help=f"`{kb.embedder}`")
     st.caption(
         _(
             "Embedder `{embedder}` · chunk settings of the latest ingest: {settings}",

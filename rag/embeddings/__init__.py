@@ -73,6 +73,7 @@ __all__ = [
     "keeps_built_embedder",
     "local_fallback_reason",
     "resolve_embedder",
+    "short_name",
     *_LAZY,
 ]
 
@@ -82,6 +83,16 @@ WORDLLAMA_NAME = "local:wordllama-l2_supercat-256"
 LOCAL_CHOICES = ("local", "local:e5", "local:wordllama")
 """The local names a user sets in RAG_EMBEDDER (the recorded names are accepted as well)."""
 _WORDLLAMA_NAMES = ("local:wordllama", WORDLLAMA_NAME)
+
+
+def short_name(name: str) -> str:
+    """The model a recorded embedder name means, short enough for a figure's headline ("local:wordllama-l2_supercat-256"
+    was cut to "local:wordll…" in the Library's metric): `e5`, `WordLlama`, or the Ollama model."""
+    if name == E5_NAME:
+        return "e5"
+    if name in _WORDLLAMA_NAMES:
+        return "WordLlama"
+    return name.removeprefix("ollama:")
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

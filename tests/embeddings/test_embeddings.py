@@ -24,6 +24,7 @@ from rag.embeddings import (
     ollama_has_model,
     ollama_models,
     resolve_embedder,
+    short_name,
 )
 from rag.errors import EmbedderError
 from rag.settings import Settings
@@ -157,6 +158,9 @@ def test_identity_and_limits() -> None:
     # Both satisfy the protocol (checked by type checkers; isinstance would probe Ollama).
     embedders: list[Embedder] = [embedder, LocalEmbedder()]
     assert [e.name for e in embedders] == ["ollama:nomic-embed-text", "local:wordllama-l2_supercat-256"]
+    # What the Library's headline shows of each (the whole name was cut to "local:wordll…").
+    names = [*(e.name for e in embedders), "local:wordllama", "local:e5", "ollama:bge-m3:567m"]
+    assert [short_name(n) for n in names] == ["nomic-embed-text", "WordLlama", "WordLlama", "e5", "bge-m3:567m"]
 
 
 def test_missing_model_says_how_to_pull_it(httpserver: HTTPServer) -> None:
