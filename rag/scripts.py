@@ -15,6 +15,9 @@ KANA = "\u3040-\u30ff"
 HANGUL = "\uac00-\ud7af"
 CJK = HAN + KANA + HANGUL
 """Characters of Chinese, Japanese and Korean text (a regex character-class body)."""
+UNSPACED = HAN + KANA + "\u3000-\u303f\uff00-\uffef"
+"""Characters written without spaces between them: ideographs, kana, CJK punctuation and full-width forms
+(Korean puts spaces between words); a space or newline beside one is a layout's, not the text's."""
 
 
 HAN_CHAR = re.compile(f"[{HAN}]")

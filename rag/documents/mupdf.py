@@ -21,6 +21,7 @@ import pymupdf
 from rag.documents import ocr
 from rag.documents.model import KIND_LABELS, Progress, page_label
 from rag.documents.sections import markdown_table
+from rag.documents.wraps import join_wrapped_lines
 from rag.errors import DocumentError
 from rag.text import Text
 
@@ -306,7 +307,7 @@ def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | Non
 def _ocr_page(page: pymupdf.Page, prefer: str | None) -> tuple[RawPage, str]:
     pixmap = page.get_pixmap(dpi=ocr.DPI, colorspace=pymupdf.csGRAY)
     read = ocr.read_image(pixmap.tobytes("png"), prefer)
-    return RawPage(read.text, round(read.confidence, 1)), read.language
+    return RawPage(join_wrapped_lines(read.text), round(read.confidence, 1)), read.language
 
 
 TEXT_PER_BYTE = 100
@@ -359,6 +360,7 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                 elif kind == "pdf":
                     text, found = _with_tables(page, text, textpage)
                     tables += found
+                text = join_wrapped_lines(text)  # "盛大游\n戏" is one word: no newline (a space later) in it
                 pages.append(RawPage(text))
                 extracted += len(text)
                 if extracted > limit:

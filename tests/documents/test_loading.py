@@ -7,6 +7,7 @@ import io
 import zipfile
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from rag.documents import PAGE_SEPARATOR, SUPPORTED_EXTENSIONS, Page, load_bytes, load_path, sha256_hex
@@ -60,6 +61,23 @@ def test_chinese_pdf_text_is_extracted() -> None:
     text = "检索增强生成：把文档切成块，再用向量检索。"
     doc = load_bytes(make_pdf([text, "第二页"], fontname="china-s"), "中文.pdf")
     assert [(page.number, page.text) for page in doc.pages] == [(1, text), (2, "第二页")]
+
+
+def test_chinese_lines_the_page_wrapped_are_one_line_again_and_english_ones_are_not() -> None:
+    """A newline inside a Chinese word became a space downstream ("盛大游 戏": a walk's source card, and
+    9 of 10 passages copied from the PDF not found in its chunks); a heading and a paragraph's end stay."""
+    paragraph = (
+        "泡泡战士是基于跑跑卡丁车与泡泡堂所开发的游戏，由韩国开发与发行。中国大陆由盛大游戏运营，这是时隔六年"
+        "再次授予盛大网络其游戏运营权。玩家以水枪、小枪、锤子或是水炸弹泡封敌人，即为一泡封，将水泡击破为一踢爆。"
+    )
+    english = " ".join(["Retrieval augmented generation cuts documents into chunks and searches them."] * 4)
+    data = make_pdf([f"泡泡战士\n{paragraph}\n第二段。", english], fontname="china-s")
+    with pymupdf.open(stream=data, filetype="pdf") as pdf:
+        raw = [page.get_text() for page in pdf]
+    assert raw[0].count("\n") > 4  # the page wrapped the paragraph: MuPDF reads it as several lines
+    first, second = (page.text for page in load_bytes(data, "游戏.pdf").pages)
+    assert first == f"泡泡战士\n{paragraph}\n第二段。"
+    assert second == raw[1].strip() and second.count("\n") >= 3  # English lines as MuPDF reads them
 
 
 def test_encrypted_pdf_is_refused() -> None:

@@ -379,6 +379,22 @@ def test_target_found_whatever_the_case_and_line_breaks() -> None:
     assert target_chunks(chunks, "the quick brown fox") == {0}  # from the chunk texts alone
 
 
+def test_a_chinese_passage_is_found_where_a_line_break_or_space_fell_inside_a_word() -> None:
+    """Spring turns newlines into spaces ("盛大游 戏"), and a wrapped line that reached a chunk so was not
+    the passage the user copied: 9 of 10 expected passages of a Chinese PDF counted as misses."""
+    text = "泡泡战士是基于泡泡堂开发的游戏。中国大陆由盛大游\n戏运营，台湾由游戏橘子运营。玩家以水枪\n、小枪攻击。"
+    chunks = split(text, ChunkSettings(strategy="spring", chunk_size=200, keep_separator=False)).chunks
+    assert "盛大游 戏" in chunks[0].text  # what the splitter makes of the newline
+    assert target_chunks(chunks, "中国大陆由盛大游戏运营，台湾由游戏橘子运营。", text) == {0}
+    assert target_chunks(chunks, "玩家以水枪、小枪攻击") == {0}  # from the chunk texts alone
+    folded = NormalisedText.of(text)
+    assert folded.text == normalise(text) and "盛大游戏运营" in folded.text
+    [(start, end)] = folded.find_all(normalise("盛大游戏运营"))
+    assert text[start:end] == "盛大游\n戏运营"
+    # Spaces between Latin words stay; only those beside a character written without spaces go.
+    assert normalise("Nexon 开发 the game 游戏 ,由") == "nexon开发the game游戏,由"
+
+
 def test_every_chunk_that_holds_the_passage_is_a_target() -> None:
     text = " ".join(f"Sentence number {i} is here." for i in range(40))
     chunk_set = split(text, ChunkSettings(strategy="token", chunk_size=40, chunk_overlap=20))

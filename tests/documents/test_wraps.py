@@ -1,0 +1,37 @@
+"""Lines a page wrapped inside Chinese text are joined again; real line ends and English lines are kept."""
+
+from __future__ import annotations
+
+from rag.documents.wraps import join_wrapped_lines
+
+FULL = "基于跑跑卡丁车与泡泡堂上所开发的游戏由韩国开发与发行中国大陆由盛大游"  # a full line, 35 characters
+NEXT = "戏运营这是时隔六年再次授予盛大网络其游戏运营权台湾由游戏橘子运营玩家。"  # ends a sentence
+
+
+def test_a_full_line_ending_inside_a_word_is_joined_to_the_next() -> None:
+    text = f"标题\n{FULL}\n{NEXT}\n最后一行。"
+    assert join_wrapped_lines(text) == f"标题\n{FULL}{NEXT}\n最后一行。"
+
+
+def test_a_heading_a_short_last_line_and_a_sentence_end_keep_their_newlines() -> None:
+    short = "短的一行"
+    ended = FULL[:-1] + "。"
+    text = f"{short}\n{FULL}\n{short}\n{ended}\n{NEXT}"
+    assert join_wrapped_lines(text) == f"{short}\n{FULL}{short}\n{ended}\n{NEXT}"
+
+
+def test_a_number_or_latin_word_wrapped_inside_chinese_is_joined() -> None:
+    text = f"{FULL[:-3]}天文1\n5年出生{NEXT[4:]}\n{FULL[:-5]}韩国Nex\non开发与发行"
+    assert join_wrapped_lines(text) == f"{FULL[:-3]}天文15年出生{NEXT[4:]}\n{FULL[:-5]}韩国Nexon开发与发行"
+
+
+def test_punctuation_that_never_starts_a_line_is_joined_to_the_line_before() -> None:
+    assert join_wrapped_lines("钻石、大师)\n，可选择经典模式") == "钻石、大师)，可选择经典模式"
+    assert join_wrapped_lines("玩家以水枪\n、小枪") == "玩家以水枪、小枪"
+
+
+def test_english_lines_and_spaced_words_keep_their_newlines() -> None:
+    english = "Born in 1999\n2000 people came to the town\nthat year."
+    assert join_wrapped_lines(english) == english
+    mixed = f"{FULL[:-6]}在 Python\n3 里写的程序"  # a space before the number: the newline is a space
+    assert join_wrapped_lines(mixed) == mixed
