@@ -38,7 +38,7 @@ from rag.tuning.runner import QuestionsJob, SweepJob
 from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid, typed_numbers
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, columns, count, relabel, tr
+from ui.i18n import _, columns, count, pages_place, relabel, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -650,7 +650,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
     fig.update_layout(
         barmode="group",
         height=340,
-        yaxis=dict(range=[0, 1.12], title="share / score"),
+        yaxis=dict(range=[0, 1.12], title=_("share / score")),
         margin=dict(l=10, r=10, t=20, b=10),
         legend=dict(orientation="h", y=-0.15),
     )
@@ -732,6 +732,13 @@ def _per_question(report: EvaluationReport, key: str, *, single: bool = False) -
             "rank": st.column_config.NumberColumn(_("Rank")),
             "score": st.column_config.NumberColumn(_("Score"), format="%.3f"),
         }
+    else:  # a setting's letter and what its column holds ("A rank"), translated here
+        for r in report.results:
+            letter = name(r.label)
+            config[f"{letter} rank"] = st.column_config.NumberColumn(_("{setting} rank", setting=letter))
+            config[f"{letter} score"] = st.column_config.NumberColumn(
+                _("{setting} score", setting=letter), format="%.3f"
+            )
     st.dataframe(per_question, hide_index=True, key=key, column_config=columns(per_question, config))
 
 
@@ -756,10 +763,10 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
             top = by_index[q.top_index]
             left.caption(
                 _(
-                    "Ranked first: chunk {index} (score {score}, pages {pages})",
+                    "Ranked first: chunk {index} (score {score}, {pages})",
                     index=top.index,
                     score=f"{q.top_score:.3f}",
-                    pages=", ".join(map(str, top.pages)) or "–",
+                    pages=pages_place(top.pages),
                 )
             )
             left.text(fmt.clip(top.text))
@@ -1223,7 +1230,9 @@ def _sweep_progress() -> None:
         done, total = (p.embedded, p.to_embed) if p is not None else (0, 0)
         bar.progress(
             done / total if total else 0.0,
-            text=_("Embedding chunks and questions: {done}/{total}", done=done, total=total),
+            text=_("Embedding chunks and questions: {done}/{total}", done=done, total=total)
+            if total
+            else _("Cutting the document with each setting…"),  # before the count is known ("0/0")
         )
     else:
         bar.progress(

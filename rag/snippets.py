@@ -16,7 +16,7 @@ def python_snippet(settings: ChunkSettings, filename: str = "report.pdf") -> str
         "from rag.documents import load_path\n"
         "\n"
         f"settings = ChunkSettings(\n{body})\n"
-        f"document = load_path({filename!r})  # PDF, EPUB, XPS, TXT or MD\n"
+        f"document = load_path({filename!r})  # any kind the app reads: PDF, Word, web page, text…\n"
         "chunk_set = split(document.text, settings, document.pages_for_span)\n"
         "summary = stats(chunk_set)\n"
         'print(f"{summary.count} chunks, {summary.mean_tokens:.0f} tokens on average, "\n'

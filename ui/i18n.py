@@ -20,6 +20,8 @@ from ui.format import size as byte_size
 from ui.zh import ZH
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
     from rag.generate import Source
@@ -307,10 +309,17 @@ def location(hit: Hit) -> str:
     if language() != "zh" or not where:
         return where
     if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4–5')
-        pages = hit.pages
-        first, last = pages[0], pages[-1]
-        return _("p. {page}", page=first) if len(pages) == 1 else _("pp. {first}–{last}", first=first, last=last)
+        return pages_place(hit.pages)
     return place(where, hit.original_filename)
+
+
+def pages_place(pages: Sequence[int]) -> str:
+    """Pages from the first to the last of `pages` in the user's language: 'p. 4', 'pp. 4–5', '第 4–5 页';
+    '–' for none."""
+    if not pages:
+        return "–"
+    first, last = min(pages), max(pages)
+    return _("p. {page}", page=first) if first == last else _("pp. {first}–{last}", first=first, last=last)
 
 
 def place(where: str, filename: str) -> str:

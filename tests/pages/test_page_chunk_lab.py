@@ -7,6 +7,8 @@ the settings in its columns, not by running the page's evaluate() and best_label
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 
 import pandas as pd
@@ -39,8 +41,10 @@ _FIELDS = {
 }
 
 
-def open_lab(uploads: dict[str, bytes] | None = None) -> AppTest:
+def open_lab(uploads: dict[str, bytes] | None = None, lang: str | None = None) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    if lang is not None:
+        at.query_params["lang"] = lang
     at.session_state["uploads"] = {FILENAME: PDF} if uploads is None else uploads
     at.run()
     assert not at.exception
@@ -175,6 +179,11 @@ def test_retrieval_check_figures_follow_its_ranks_and_the_best_is_applied() -> N
     assert lead > bound > 0
     assert any(f"Best: **{best}**" in s.value for s in at.success)
     assert not any("tie" in i.value for i in at.info)
+    # Why not first: where the chunk ranked first is, as a citation says it ("pages 1" before).
+    firsts = [c.value for c in at.caption if c.value.startswith("Ranked first")]
+    assert firsts and all(
+        re.fullmatch(r"Ranked first: chunk \d+ \(score [0-9.]+, (p\. \d+|pp\. \d+–\d+)\)", c) for c in firsts
+    )
 
     at.button(key="lab_apply_best").click().run()
     assert not at.exception
@@ -185,6 +194,20 @@ def test_retrieval_check_figures_follow_its_ranks_and_the_best_is_applied() -> N
     else:  # the switch reached the Upload page, which put the settings into its widgets
         assert at.session_state["upload_strategy"] == applied.strategy
         assert at.session_state["upload_chunk_size"] == applied.chunk_size
+
+
+def test_the_chinese_check_labels_its_chart_and_per_question_columns_in_chinese() -> None:
+    """A walk found "share / score" and "A rank", "B score" in the Chinese UI."""
+    at = open_lab(lang="zh")
+    upload_questions(at, QUESTIONS)
+    at.button(key="lab_run_check").click().run()
+    assert not at.exception
+    frame = next(d for d in at.dataframe if "Question" in d.value.columns)
+    config = json.loads(frame.proto.columns or "{}")
+    labels = {name: (config.get(name) or {}).get("label") for name in map(str, frame.value.columns)}
+    assert {labels[c] for c in ("A rank", "A score", "B rank", "B score")} == {"A 排名", "A 得分", "B 排名", "B 得分"}
+    [chart] = at.get("plotly_chart")
+    assert json.loads(chart.proto.spec)["layout"]["yaxis"]["title"]["text"] == "比例 / 得分"
 
 
 def test_typed_questions_and_the_sample_when_nothing_is_uploaded(store) -> None:
