@@ -3,7 +3,8 @@
 An answer is only as trustworthy as its markers: a marker that points at no source is flagged, a
 marker whose source does not support its sentence is flagged, a sentence no source supports is
 flagged, and for the embedded base model (which cannot follow the citation instruction) each sentence
-is matched to the source its words came from: shown as "matched", never as cited.
+is matched to the source its words came from: shown as "matched", never as cited. A sentence any model left
+without a marker is shown beside the source that holds its claim the same way.
 
 A cited source supports its sentence when it shares most of its words (rag.generate.support, the first
 filter) and holds its claim: the same names, numbers, negation and relation within one sentence of it
@@ -89,7 +90,8 @@ class SentenceCheck:
     """The source that supports it best (the cited ones when it cites some)."""
     status: str
     backing: tuple[int, ...] = ()
-    """The cited numbers whose source supports the sentence (the others are padding)."""
+    """The cited numbers whose source supports the sentence (the others are padding); of a sentence that cites
+    nothing, the source that holds its claim (shown as matched)."""
 
     @property
     def flagged(self) -> bool:
@@ -160,8 +162,9 @@ class Grounding:
 
 def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str], flag: str) -> str:
     """The answer with each marker number replaced by `badge(n, kind)` (kind: `SentenceCheck.kind`,
-    or "unknown" for a number that points at no source), and `flag` after each sentence that cites
-    nothing and that no source supports."""
+    or "unknown" for a number that points at no source), `flag` after each sentence that cites nothing and
+    that no source supports, and `badge(n, Status.MATCHED)` after one that cites nothing where source n holds
+    its claim."""
     spans = marker_spans(answer)
     parts: list[str] = []
     for sentence in grounding.sentences:
@@ -176,9 +179,17 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
             tail = f"{body} {flag}{tail[len(body) :]}"
+        elif sentence.status == Status.UNCITED and sentence.backing:
+            core = tail.rstrip().rstrip(_SENTENCE_END)  # where a marker would stand, as attribute_citations adds it
+            matched = " ".join(badge(n, Status.MATCHED) for n in sentence.backing)
+            tail = f"{core} {matched}{tail[len(core) :]}"
         parts.append(tail)
     covered = grounding.sentences[-1].end if grounding.sentences else 0
     return "".join(parts) + answer[covered:]
+
+
+_SENTENCE_END = ".!?。！？\"'”’」』）)"
+"""What ends a sentence after its last word: a marker goes before it ("… header [1].")."""
 
 
 def source_terms(sources: Sequence[Source]) -> dict[int, set[str]]:
@@ -238,8 +249,12 @@ def check_grounding(
             source = max(valid, key=lambda n: shares[n] or 0.0) if valid else None
             share = union
         else:
-            backing = ()
             source, share = best_support(said, terms.items())
+            # The source that holds an uncited sentence's claim is shown beside it as matched, never as cited
+            # (a right sentence copied from [1] without its marker had no badge at all: a walk of the chat).
+            backing = ()
+            if source is not None and share is not None and share >= threshold and len(said) >= FLAG_TERMS:
+                backing = holding_sources(answer[start:end], {source: texts[source]}) if claims else (source,)
         if share is None:
             status = Status.SHORT
         elif numbers:
@@ -287,7 +302,7 @@ def attribute_citations(answer: str, sources: Sequence[Source], *, threshold: fl
             parts.append(sentence)
             continue
         body = sentence.rstrip()
-        core = body.rstrip(".!?。！？\"'”’」』）)")
+        core = body.rstrip(_SENTENCE_END)
         parts.append(f"{core} [{n}]{body[len(core) :]}{sentence[len(body) :]}")
     return "".join(parts)
 

@@ -153,6 +153,18 @@ def test_matched_markers_are_shown_as_matched_and_never_count_as_cited() -> None
     assert shown == "A trace tree is a tree of traces anchored at a loop header <1 matched>."
 
 
+def test_a_sentence_that_cites_nothing_shows_the_source_holding_its_claim_as_matched() -> None:
+    """A right sentence copied from [1] without its marker had no badge, though the legend promises "≈ n";
+    one whose words come from a source but not its claim gets none, and neither counts as cited."""
+    answer = "A trace tree is a tree of traces anchored at a loop header. 甄士隐有一个女儿，乳名英莲，年方五岁。"
+    grounding = generate.check_grounding(answer, PAPER)
+    assert [(s.status, s.backing) for s in grounding.sentences] == [("uncited", (1,)), ("uncited", ())]
+    assert grounding.cited == () and not grounding.grounded
+    shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    copied, wrong = answer.split(". ")
+    assert shown == f"{copied} <1 matched>. {wrong}"
+
+
 def test_badges_follow_each_sentence_and_flag_the_unsupported_one() -> None:
     answer = (
         "TraceMonkey is between 2x and 20x faster than SpiderMonkey [1]. It was written in Rust. "

@@ -188,6 +188,21 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     assert image.proto.imgs[0].caption == "report.pdf, page 1"
 
 
+def test_a_sentence_copied_without_its_marker_is_shown_matched_to_its_source(kb: Store, ollama: HTTPServer) -> None:
+    """The legend promises "grey ≈ n: matched to a source afterwards"; an uncited sentence the source holds had
+    no badge at all (a walk: a Chinese answer copied from [1] word for word read only "uncited")."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent on subscriptions in the third quarter."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    assert turn.citations.cited == () and turn.citations.uncited
+    shown = (
+        f"Revenue rose eleven percent on subscriptions in the third quarter [:gray-badge[≈ 1]](#source-{turn.id}-1)."
+    )
+    assert shown in markdown(at)
+
+
 @pytest.mark.parametrize(
     "answer, page_shown",
     [("The board approved a dividend of 42 cents per share [1].", 2), ("Revenue rose eleven percent [1].", 1)],
