@@ -565,6 +565,8 @@ ZH: dict[str, str] = {
     "expected": "期望",
     "Notes": "备注",
     "share / score": "比例 / 得分",
+    "{share} of the chunks end inside a sentence: Spring cuts only after . ? ! or a line break, and Chinese sentences end in 。！？. The “Recursive 400 / 40” preset cuts at them.": "{share} 的分块在句子中间结束：Spring 只在 . ? ! 或换行之后切开，而中文句子以 。！？ 结尾。“递归 400 / 40”预设会在这些地方切开。",
+    "{share} of the chunks end inside a sentence: a window of {size} tokens holds about {chars} characters of this text, no more than the {min} characters Spring wants before a separator (. ? ! or a line break), so no window is cut at one. Lower “Min chunk size (chars)” to about {suggest}, or raise the chunk size.": "{share} 的分块在句子中间结束：{size} 个词元的窗口只装得下这段文字约 {chars} 个字符，不超过 Spring 在分隔符（. ? ! 或换行）之前要求的 {min} 个字符，所以没有窗口在分隔符处切开。把“最小分块长度（字符）”降到约 {suggest}，或调大分块大小。",
     "Cutting the document with each setting…": "正在按每种设置切分文档…",
     "{setting} rank": "{setting} 排名",
     "{setting} score": "{setting} 得分",

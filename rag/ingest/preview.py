@@ -15,6 +15,7 @@ from rag.documents import READ_TYPES, SUPPORTED_EXTENSIONS, page_label
 from rag.documents.model import KIND_LABELS
 from rag.embeddings.timing import Estimate, Load, duration_text
 from rag.model_ref import ModelRef
+from rag.scripts import language_of
 from rag.text import Text
 
 if TYPE_CHECKING:
@@ -302,6 +303,9 @@ def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
                     )
                 )
     stats = chunking.stats(chunk_set)
+    uncut = _never_cut_at_a_separator(chunk_set, stats.mid_sentence_share)
+    if uncut is not None:
+        out.append(uncut)
     if stats.over_size:
         out.append(
             Text(
@@ -312,6 +316,41 @@ def warnings(prepared: Prepared, window: InputWindow | None) -> list[str]:
             )
         )
     return out
+
+
+MID_SENTENCE_WARNING = 0.5
+"""Share of chunks ending inside a sentence from which a preview says why, when Spring could cut at no
+separator (a Chinese PDF under the 320-token preset: 92 % of its chunks ended mid-word, no hint given)."""
+
+
+def _never_cut_at_a_separator(chunk_set: chunking.ChunkSet, mid_sentence: float) -> Text | None:
+    """Why Spring's windows end inside sentences, when they could not be cut at a separator: Chinese sentences
+    end in 。！？, which Spring does not cut at (only . ? ! and line breaks), or a window of chunk-size tokens
+    holds no more characters than `min_chunk_size_chars` and is kept whole."""
+    settings, full = chunk_set.settings, chunk_set.chunks[:-1]  # the last one is the rest of the text
+    if not chunking.is_spring(settings.strategy) or len(full) < 2 or mid_sentence < MID_SENTENCE_WARNING:
+        return None
+    sample = "".join(c.text for c in full[:20])
+    if language_of(sample) == "zh" and any(end in sample for end in "。！？"):
+        return Text(
+            "{share} of the chunks end inside a sentence: Spring cuts only after . ? ! or a line break, and "
+            "Chinese sentences end in 。！？. The “Recursive 400 / 40” preset cuts at them.",
+            share=f"{mid_sentence:.0%}",
+        )
+    chars = sorted(len(c.text) for c in full)[len(full) // 2]
+    separated = sum(any(sep in c.text for sep in ".?!\n") for c in full)
+    if chars > settings.min_chunk_size_chars or 2 * separated < len(full):  # a lower minimum would find no cut
+        return None
+    return Text(
+        "{share} of the chunks end inside a sentence: a window of {size} tokens holds about {chars} characters of "
+        "this text, no more than the {min} characters Spring wants before a separator (. ? ! or a line break), so "
+        "no window is cut at one. Lower “Min chunk size (chars)” to about {suggest}, or raise the chunk size.",
+        share=f"{mid_sentence:.0%}",
+        size=settings.chunk_size,
+        chars=chars,
+        min=settings.min_chunk_size_chars,
+        suggest=max(chars // 2, 1),
+    )
 
 
 @dataclass(frozen=True)

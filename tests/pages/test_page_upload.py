@@ -392,7 +392,9 @@ def test_chinese_text_keeps_whole_characters_with_the_default_preset(app: AppTes
     assert app.radio(key="upload_strategy").options[1] == "Spring AI exact (may split characters)"
     [flag] = [w.value for w in app.warning if "U+FFFD" in w.value]
     assert "the `spring-exact` strategy cut inside a character" in flag
-    assert table(app, "upload_overview")["check"].tolist() == ["⚠️ 1 warning"]
+    # and, as under `spring`, that its chunks end inside sentences (Spring does not cut at 。！？).
+    assert any("The “Recursive 400 / 40” preset cuts at them." in w.value for w in app.warning)
+    assert table(app, "upload_overview")["check"].tolist() == ["⚠️ 2 warnings"]
 
 
 def test_the_page_starts_on_the_default_preset_whose_chunks_the_embedder_reads_whole(app: AppTest) -> None:
