@@ -93,6 +93,19 @@ def _word_offsets(page_text: str, words: Sequence[tuple]) -> list[tuple[int, tup
     return found
 
 
+def _part_in(word: tuple, at: int, lo: int, hi: int) -> pymupdf.Rect | None:
+    """The box of the part of `word` (MuPDF's, starting at offset `at` of the page text) within [lo, hi), its
+    width shared out evenly among its characters; None when none of it is. A Chinese line is one MuPDF
+    "word": a chunk that starts inside it was drawn over the whole line, in the colour of the chunk before."""
+    length = len(word[4])
+    start, end = max(lo, at), min(hi, at + length)
+    if start >= end:
+        return None
+    x0, y0, x1, y1 = word[:4]
+    step = (x1 - x0) / max(length, 1)
+    return pymupdf.Rect(x0 + step * (start - at), y0, x0 + step * (end - at), y1)
+
+
 def render_page(
     data: bytes,
     doc: Document,
@@ -116,9 +129,9 @@ def render_page(
                 lo, hi = chunk.start - base, chunk.end - base
                 lines: dict[tuple[int, int], pymupdf.Rect] = {}
                 for at, word in words:
-                    if lo <= at < hi:
+                    rect = _part_in(word, at, lo, hi)
+                    if rect is not None:
                         key = (word[5], word[6])
-                        rect = pymupdf.Rect(word[:4])
                         lines[key] = lines[key] | rect if key in lines else rect
                 colour = BOX_COLOURS[chunk.index % len(BOX_COLOURS)]
                 shape = page.new_shape()
