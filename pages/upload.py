@@ -429,6 +429,11 @@ def _issues(p: FilePreview, window: InputWindow | None) -> list[str]:
     return ingest.warnings(p.prepared, window) if p.prepared is not None else []
 
 
+def _parts_label(unit: str) -> str:
+    """The Pages metric's name for a file read in other parts (`Document.unit`)."""
+    return {"slide": _("Slides"), "sheet": _("Sheets"), "section": _("Sections")}.get(unit, _("Tables"))
+
+
 def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataFrame:
     # PDF pages by number; slides, sheets, sections and text lines by where they are ('slide 3',
     # 'sheet Sales', '第二回 … · lines 120–164'): what the chunk's citation will say.
@@ -525,11 +530,14 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
         )
     )
     m = st.columns(5)
-    m[0].metric(
-        _("Pages"),
-        f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
-        help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"),
-    )
+    if doc.unit == "page":
+        m[0].metric(
+            _("Pages"),
+            f"{len(doc.pages)}/{doc.page_count}" if doc.dropped_pages else doc.page_count,
+            help=_("Pages with text / pages in the file") if doc.dropped_pages else _("Pages in the file"),
+        )
+    else:  # a Word file's parts are its headings' sections, not its pages ("Pages 12" for 12 headings)
+        m[0].metric(_parts_label(doc.unit), doc.page_count, help=_("What a chunk's citation names"))
     m[1].metric(_("Chunks"), stats.count, help=f"{tr(chunking.summary(settings))}")
     m[2].metric(
         _("Tokens per chunk"),

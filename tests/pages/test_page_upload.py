@@ -481,6 +481,9 @@ def test_office_files_and_a_scan_say_what_read_them_and_where_each_chunk_is(app:
     assert chunks["where"].iloc[0] == "Annual Report 2023 › Results"
     assert table(app, "upload_chunks_lease.pdf")["pages"].tolist() == ["1"]
     assert any(c.startswith("🔎 Read from the page image by OCR (Tesseract") for c in captions(app))
+    # Each file's parts by their name: a Word file's are its headings' sections, not pages.
+    parts = [m.label for m in app.metric if m.label in ("Pages", "Sections", "Slides")]
+    assert sorted(parts) == ["Pages", "Sections", "Slides"]
     assert not app.exception
 
 
