@@ -369,7 +369,7 @@ def verdict(report: EvaluationReport) -> Verdict:
         )
     else:
         reason = Text(
-            "{names} tie: {leader} leads by {lead} in MRR at most, within the noise of {n} questions "
+            "{names} tie: {leader} leads the others by at most {lead} in MRR, within the noise of {n} questions "
             "(±{bound}, 1.96 standard errors of the per-question differences). More questions may tell them apart.",
             names=names,
             leader=leader.label,

@@ -178,7 +178,7 @@ def test_equal_hits_and_a_tiny_mrr_difference_are_a_tie_not_a_best() -> None:
     assert found.best is None and best_label(report) is None
     assert found.tied == ("A", "B", "C")
     assert found.reason is not None
-    assert found.reason.startswith("A, B, C tie: A leads by 0.002 in MRR at most, within the noise of 24 questions")
+    assert found.reason.startswith("A, B, C tie: A leads the others by at most 0.002 in MRR, within the noise of 24")
     assert found.reason.endswith("Of them, B has the fewest chunks (30): the cheapest to store and search.")
 
 

@@ -128,7 +128,7 @@ ZH: dict[str, str] = {
     "A first guess: nothing was timed here yet.": "这是初步估计：这里还没有计时过。",
     "{names} rank every question's passage alike: they tie.": "{names} 对每个问题的段落排名都相同：它们并列。",
     "{names} tie: one question cannot tell settings apart. Add more questions to compare them.": "{names} 并列：一个问题无法区分各设置。请添加更多问题再比较。",
-    "{names} tie: {leader} leads by {lead} in MRR at most, within the noise of {n} questions (±{bound}, 1.96 standard errors of the per-question differences). More questions may tell them apart.": "{names} 并列：{leader} 的 MRR 最多领先 {lead}，在 {n} 个问题的随机波动之内（±{bound}，即逐题差值的 1.96 个标准误）。更多问题也许能区分它们。",
+    "{names} tie: {leader} leads the others by at most {lead} in MRR, within the noise of {n} questions (±{bound}, 1.96 standard errors of the per-question differences). More questions may tell them apart.": "{names} 并列：{leader} 的 MRR 最多领先 {lead}，在 {n} 个问题的随机波动之内（±{bound}，即逐题差值的 1.96 个标准误）。更多问题也许能区分它们。",
     "{first} Of them, {label} has the fewest chunks ({chunks}): the cheapest to store and search.": "{first} 其中 {label} 的分块最少（{chunks} 个）：存储和检索的开销最小。",
     "keep must not be negative, got {keep}": "keep 不能为负数，实际为 {keep}",
     # -- the chunk settings sweep (rag.tuning.sweep, rag.tuning.recommend)
