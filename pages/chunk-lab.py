@@ -773,9 +773,18 @@ def _misses(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> None:
             if q.targets:
                 target = by_index[q.targets[0]]
                 right.caption(
-                    _("Holds the passage: chunk {index} (score {score})", index=target.index, score=f"{q.score:.3f}")
+                    _(
+                        "Holds the passage: chunk {index} (score {score}, {pages})",
+                        index=target.index,
+                        score=f"{q.score:.3f}",
+                        pages=pages_place(target.pages),
+                    )
                     if q.score is not None
-                    else _("Holds the passage: chunk {index}", index=target.index)
+                    else _(
+                        "Holds the passage: chunk {index} ({pages})",
+                        index=target.index,
+                        pages=pages_place(target.pages),
+                    )
                 )
                 right.text(evaluation.excerpt(target.text, q.question.expected))
             else:
@@ -1572,7 +1581,7 @@ def main() -> None:
         widgets.show_error(exc, _("Document"))
         return
     doc = source.doc
-    st.caption(
+    shape = (
         _(
             "{kind} · {with_text} page(s) with text of {total} · {chars} characters",
             kind=doc.kind.upper(),
@@ -1580,8 +1589,15 @@ def main() -> None:
             total=doc.page_count,
             chars=f"{len(doc.text):,}",
         )
-        + (f" · ⚠️ {'; '.join(tr(w) for w in doc.warnings)}" if doc.warnings else "")
+        if doc.unit == "page"
+        else _(  # a Word file's parts are its headings' sections, not pages
+            "{kind} · {parts} · {chars} characters",
+            kind=doc.kind.upper(),
+            parts=count(doc.page_count, doc.unit),
+            chars=f"{len(doc.text):,}",
+        )
     )
+    st.caption(shape + (f" · ⚠️ {'; '.join(tr(w) for w in doc.warnings)}" if doc.warnings else ""))
 
     settings = _pick_settings()
     if not settings:

@@ -230,6 +230,9 @@ UNITS = {
     "warning": ("warning", "个警告"),
     "table": ("table", "个表格"),
     "tool": ("tool", "个工具"),
+    "section": ("section", "个章节"),
+    "slide": ("slide", "张幻灯片"),
+    "sheet": ("sheet", "个工作表"),
 }
 """Counted things: English singular (an 's' is added) and the Chinese measure word with its noun."""
 

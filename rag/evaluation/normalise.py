@@ -33,24 +33,25 @@ class _Fold(dict[int, str]):
 
 
 _FOLD = _Fold()
-_UNSPACED_CHAR = re.compile(f"[{UNSPACED}]")
-_SPACE_BESIDE_UNSPACED = re.compile(f" (?=[{UNSPACED}])|(?<=[{UNSPACED}]) ")
-"""A space with a Chinese or Japanese character on either side: a layout's (a PDF's wrapped line read as
-"盛大游 戏", Spring's splitter turning newlines into spaces), not the text's, which the user copied
-without it; 9 of 10 passages copied from a Chinese PDF were not found before."""
+_UNSPACED_OR_MARK = re.compile(f"[{UNSPACED}]|[^\\w\\s]")
+_LAYOUT_SPACE = re.compile(f" (?=[{UNSPACED}]|[^\\w\\s])|(?<=[{UNSPACED}]) |(?<=[^\\w\\s]) ")
+"""A space with a Chinese or Japanese character or a punctuation mark on either side: a layout's (a PDF's
+wrapped line read as "盛大游 戏", Spring's splitter turning newlines into spaces; NFKC has made "，" a ","
+by then), not the text's, which the user copied without it; 9 of 10 passages copied from a Chinese PDF were
+not found before."""
 
 
 def normalise(text: str) -> str:
     """Text as compared by the retrieval check: NFKC, case-folded, whitespace runs -> one space, none
-    beside a character written without spaces (`UNSPACED`)."""
-    return _SPACE_BESIDE_UNSPACED.sub("", " ".join(text.translate(_FOLD).split()))
+    beside a character written without spaces (`UNSPACED`) or a punctuation mark."""
+    return _LAYOUT_SPACE.sub("", " ".join(text.translate(_FOLD).split()))
 
 
 def _beside_unspaced(codes: np.ndarray) -> np.ndarray:
     """For each of `codes` (spaces never two in a row, none first or last): whether it is a space with a
-    character of `UNSPACED` before or after it."""
+    character of `UNSPACED` or a punctuation mark before or after it."""
     present, index = np.unique(codes, return_inverse=True)
-    unspaced = np.array([_UNSPACED_CHAR.match(chr(c)) is not None for c in present.tolist()], dtype=bool)[index]
+    unspaced = np.array([_UNSPACED_OR_MARK.match(chr(c)) is not None for c in present.tolist()], dtype=bool)[index]
     beside = np.zeros(len(codes), dtype=bool)
     beside[1:-1] = unspaced[:-2] | unspaced[2:]
     beside &= codes == 32

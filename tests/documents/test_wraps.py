@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.documents.wraps import join_wrapped_lines
+from rag.documents.wraps import _width, join_wrapped_lines
 
 FULL = "基于跑跑卡丁车与泡泡堂上所开发的游戏由韩国开发与发行中国大陆由盛大游"  # a full line, 35 characters
 NEXT = "戏运营这是时隔六年再次授予盛大网络其游戏运营权台湾由游戏橘子运营玩家。"  # ends a sentence
@@ -35,3 +35,12 @@ def test_english_lines_and_spaced_words_keep_their_newlines() -> None:
     assert join_wrapped_lines(english) == english
     mixed = f"{FULL[:-6]}在 Python\n3 里写的程序"  # a space before the number: the newline is a space
     assert join_wrapped_lines(mixed) == mixed
+
+
+def test_a_wrapped_line_narrowed_by_digits_is_still_full() -> None:
+    """Digits and Latin letters are narrower than half a Chinese character: such a wrapped line measured ~0.8 of
+    the page's lines in cells, and "男子10\\n0米" stayed cut."""
+    dates = "比赛于2008年8月15日至2008年8月16日在北京举行男子10"
+    assert 0.6 * _width(FULL) <= _width(dates) < 0.85 * _width(FULL)
+    text = f"{FULL}\n{NEXT}\n{dates}\n0米决赛打破世界纪录。"
+    assert join_wrapped_lines(text) == f"{FULL}{NEXT}\n{dates}0米决赛打破世界纪录。"

@@ -393,6 +393,8 @@ def test_a_chinese_passage_is_found_where_a_line_break_or_space_fell_inside_a_wo
     assert text[start:end] == "盛大游\n戏运营"
     # Spaces between Latin words stay; only those beside a character written without spaces go.
     assert normalise("Nexon 开发 the game 游戏 ,由") == "nexon开发the game游戏,由"
+    # Nor beside punctuation: NFKC makes "，" a "," before the check ("大师) ，可选择" was a miss).
+    assert normalise("大师) ，可选择") == normalise("大师)，可选择") == "大师),可选择"
 
 
 def test_every_chunk_that_holds_the_passage_is_a_target() -> None:

@@ -182,8 +182,11 @@ def test_retrieval_check_figures_follow_its_ranks_and_the_best_is_applied() -> N
     # Why not first: where the chunk ranked first is, as a citation says it ("pages 1" before).
     firsts = [c.value for c in at.caption if c.value.startswith("Ranked first")]
     assert firsts and all(
-        re.fullmatch(r"Ranked first: chunk \d+ \(score [0-9.]+, (p\. \d+|pp\. \d+–\d+)\)", c) for c in firsts
+        re.fullmatch(r"Ranked first: chunk \d+ \(score -?[0-9.]+, (p\. \d+|pp\. \d+–\d+)\)", c) for c in firsts
     )
+
+    holding = [c.value for c in at.caption if c.value.startswith("Holds the passage")]
+    assert holding and all(re.search(r"\((score -?[0-9.]+, )?(p\. \d+|pp\. \d+–\d+)\)$", c) for c in holding), holding
 
     at.button(key="lab_apply_best").click().run()
     assert not at.exception
@@ -347,3 +350,14 @@ def test_a_tables_pictures_and_links_are_shown_as_text_not_fetched() -> None:
     (expander,) = [e for e in at.expander if e.label.startswith("1 table on this")]
     shown = expander.dataframe[0].value
     assert list(shown.columns) == cells[0] and shown.values.tolist() == cells[1:]
+
+
+def test_a_word_file_is_counted_in_sections_not_pages() -> None:
+    """A .docx is read in its headings' sections: the caption said "12 page(s) with text of 12"."""
+    from tests.docgen import make_real_docx
+
+    data = make_real_docx()
+    at = open_lab({"report.docx": data})
+    sections = load_bytes(data, "report.docx").page_count
+    [shape] = [c.value for c in at.caption if c.value.startswith("DOCX · ")]
+    assert shape.startswith(f"DOCX · {sections} section{'s' if sections > 1 else ''} · ") and "page" not in shape

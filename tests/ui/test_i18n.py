@@ -319,7 +319,7 @@ def test_the_upload_pages_tables_and_statuses_are_in_chinese(store: Store) -> No
     run(at)
     overview = table(at, "upload_overview")
     assert overview[["file", "read by", "check", "on ingest"]].values.tolist() == [
-        ["notes.txt", "纯文本", "✅ 完成", "新增"],
+        ["notes.txt", "纯文本", "✅ 正常", "新增"],
         ["report.pdf", "MuPDF", "⚠️ 1 个警告", "新增"],
     ]
     captions = [c.value for c in at.caption]
