@@ -102,8 +102,12 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
     base = st.session_state.get(f"{key}_preset_base")
     # Labels made now, in this run's language (a format_func may be called outside the script run).
     presets = {name: _(name) for name in chunking.PRESETS}
+    # '<preset>, changed' only while it is the choice: listed under an unchanged preset, the menu offered the
+    # preset twice, once as "changed" (a walk).
     presets[chunking.CUSTOM] = (
-        _("{preset}, changed", preset=_(base)) if base in chunking.PRESETS else _(chunking.CUSTOM)
+        _("{preset}, changed", preset=_(base))
+        if current == chunking.CUSTOM and base in chunking.PRESETS
+        else _(chunking.CUSTOM)
     )
     preset_help = _(chunking.PRESET_HELP[current]) if current in chunking.PRESET_HELP else ""
     i18n.relabel(f"{key}_preset")

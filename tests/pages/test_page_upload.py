@@ -431,7 +431,7 @@ def test_a_file_stored_with_the_old_default_is_replaced_unless_the_bases_setting
 
 def test_the_preset_box_says_when_the_settings_were_changed(app: AppTest) -> None:
     preset = app.selectbox(key="upload_preset")
-    assert preset.value == DEFAULT_PRESET
+    assert preset.value == DEFAULT_PRESET and preset.options[-1] == "Custom"
     assert "character boundary" in preset.help
 
     app.number_input(key="upload_chunk_size").set_value(500)
@@ -442,7 +442,9 @@ def test_the_preset_box_says_when_the_settings_were_changed(app: AppTest) -> Non
 
     app.number_input(key="upload_chunk_size").set_value(800)
     run(app)
-    assert app.selectbox(key="upload_preset").value == "Spring AI default"  # the default but 800 tokens
+    preset = app.selectbox(key="upload_preset")
+    assert preset.value == "Spring AI default"  # the default but 800 tokens
+    assert preset.options[-1] == "Custom"  # nothing is changed now: no preset is offered a second time
 
     app.selectbox(key="upload_preset").set_value("Recursive 400 / 40")
     run(app)
