@@ -16,6 +16,8 @@ STRATEGIES = ("spring", "spring-exact", "token", "recursive")
 SPRING_STRATEGIES = ("spring", "spring-exact")
 """Spring AI's TokenTextSplitter: `spring` snaps every cut to a character boundary (the only
 difference from Spring AI), `spring-exact` cuts where Spring AI does, even inside a character."""
+SPRING_SEPARATORS = ".?!\n"
+"""What Spring AI's TokenTextSplitter cuts a window after (its last one beyond `min_chunk_size_chars`)."""
 STRATEGY_LABELS: dict[str, str] = {
     "spring": "Spring AI",
     "spring-exact": "Spring AI exact (may split characters)",

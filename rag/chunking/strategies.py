@@ -16,7 +16,7 @@ import numpy as np
 from rag.chunking import long as long_texts
 from rag.chunking.chunks import Chunk, ChunkSet
 from rag.chunking.long import LongText
-from rag.chunking.settings import SPRING_DEFAULT, ChunkSettings, is_spring
+from rag.chunking.settings import SPRING_DEFAULT, SPRING_SEPARATORS, ChunkSettings, is_spring
 from rag.chunking.tokens import (
     TokenizedText,
     boundary_at_or_after,
@@ -163,7 +163,7 @@ def _java_trim_span(text: str) -> tuple[int, int]:
 
 
 def _last_separator(text: str) -> int:
-    return max(text.rfind("."), text.rfind("?"), text.rfind("!"), text.rfind("\n"))
+    return max(text.rfind(separator) for separator in SPRING_SEPARATORS)
 
 
 def _last_separator_between_rows(text: str) -> int:

@@ -33,8 +33,9 @@ class _Fold(dict[int, str]):
 
 
 _FOLD = _Fold()
-_UNSPACED_OR_MARK = re.compile(f"[{UNSPACED}]|[^\\w\\s]")
-_LAYOUT_SPACE = re.compile(f" (?=[{UNSPACED}]|[^\\w\\s])|(?<=[{UNSPACED}]) |(?<=[^\\w\\s]) ")
+_BESIDE_LAYOUT_SPACE = f"[{UNSPACED}]|[^\\w\\s]"
+_UNSPACED_OR_MARK = re.compile(_BESIDE_LAYOUT_SPACE)
+_LAYOUT_SPACE = re.compile(f" (?={_BESIDE_LAYOUT_SPACE})|(?<={_BESIDE_LAYOUT_SPACE}) ")
 """A space with a Chinese or Japanese character or a punctuation mark on either side: a layout's (a PDF's
 wrapped line read as "盛大游 戏", Spring's splitter turning newlines into spaces; NFKC has made "，" a ","
 by then), not the text's, which the user copied without it; 9 of 10 passages copied from a Chinese PDF were
@@ -47,7 +48,7 @@ def normalise(text: str) -> str:
     return _LAYOUT_SPACE.sub("", " ".join(text.translate(_FOLD).split()))
 
 
-def _beside_unspaced(codes: np.ndarray) -> np.ndarray:
+def _layout_spaces(codes: np.ndarray) -> np.ndarray:
     """For each of `codes` (spaces never two in a row, none first or last): whether it is a space with a
     character of `UNSPACED` or a punctuation mark before or after it."""
     present, index = np.unique(codes, return_inverse=True)
@@ -89,7 +90,7 @@ class NormalisedText:
             kept = kept[1:]
         if len(kept) and space[kept[-1]]:
             kept = kept[:-1]
-        kept = kept[~_beside_unspaced(folded_codes[kept])]
+        kept = kept[~_layout_spaces(folded_codes[kept])]
         text = folded_codes[kept].tobytes().decode("utf-32-le", "surrogatepass")
         return cls(text, origin[kept], n)
 

@@ -338,7 +338,7 @@ def _never_cut_at_a_separator(chunk_set: chunking.ChunkSet, mid_sentence: float)
             share=f"{mid_sentence:.0%}",
         )
     chars = sorted(len(c.text) for c in full)[len(full) // 2]
-    separated = sum(any(sep in c.text for sep in ".?!\n") for c in full)
+    separated = sum(any(sep in c.text for sep in chunking.SPRING_SEPARATORS) for c in full)
     if chars > settings.min_chunk_size_chars or 2 * separated < len(full):  # a lower minimum would find no cut
         return None
     return Text(
