@@ -487,7 +487,7 @@ def store_profile(report: Report, uri: str, texts: Sequence[str], dim: int) -> f
     parts = [f"everything {everything * per_row:.1f} ms"]
     if no_triggers is not None:
         parts.append(f"without the BM25 statistics triggers {no_triggers * per_row:.1f} ms")
-    parts.append(f"bare table (tsvector column, no index, no trigger) {bare * per_row:.1f} ms")
+    parts.append(f"bare table (no index, no trigger) {bare * per_row:.1f} ms")
     report.line(f"our store stage per chunk, {len(texts)} of the corpus's chunks copied again: " + "; ".join(parts))
     return bare / max(len(texts), 1)
 

@@ -311,7 +311,12 @@ class _Staging:
     def state(self) -> tuple[str, int, int] | None:
         """(content, documents, chunks) staged, or None: no staging, or one whose tables a crash emptied."""
         with self.store.connection() as conn, conn.transaction():
-            found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.schema}.state",)).fetchone()
+            # A staging made before `cjk_terms` (an older version of the app) is made again.
+            found = conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = "
+                "to_regclass(%s) AND attname = 'cjk_terms' AND NOT attisdropped)",
+                (f"{self.schema}.state", f"{self.schema}.vector_store"),
+            ).fetchone()
             if not (found and found[0]):
                 return None
             row = conn.execute(
@@ -353,7 +358,7 @@ class _Staging:
         conn.execute(
             sql.SQL(
                 "CREATE UNLOGGED TABLE {} (ordinal bigserial PRIMARY KEY, id uuid NOT NULL, content text, "
-                "metadata jsonb, embedding vector, document_id uuid, search_text text)"
+                "metadata jsonb, embedding vector, document_id uuid, search_text text, cjk_terms tsvector)"
             ).format(self.table("vector_store"))
         )
         conn.execute(
@@ -679,8 +684,9 @@ class _Import:
                 # COPY_ROWS rows a statement, as the import's COPYs: each one's BM25 trigger holds its rows' terms.
                 written = conn.execute(
                     sql.SQL(
-                        "INSERT INTO vector_store (id, content, metadata, embedding, document_id, search_text) "
-                        "SELECT id, content, metadata, embedding, document_id, search_text FROM {} "
+                        "INSERT INTO vector_store (id, content, metadata, embedding, document_id, search_text, "
+                        "cjk_terms) SELECT id, content, metadata, embedding, document_id, search_text, cjk_terms "
+                        "FROM {} "
                         "WHERE ordinal > %s AND ordinal <= %s ORDER BY ordinal"
                     ).format(staging.table("vector_store")),
                     (last, row[0]),

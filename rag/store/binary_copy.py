@@ -12,7 +12,7 @@ import psycopg
 from psycopg import sql
 
 from rag.errors import StoreError
-from rag.query import keywords
+from rag.store.cjk_terms import split_terms
 
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
@@ -33,9 +33,10 @@ def copy_rows(
     table: str = "vector_store",
     flush_bytes: int = 8 << 20,
 ) -> int:
-    """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip;
-    `search_text` (CJK bigrams for full-text search) is derived from the content here, and left
-    NULL where it would equal the content.
+    """Binary COPY of (id, content, metadata, embedding, document_id) rows in one round trip. What keyword search
+    indexes is derived from the content here (`cjk_terms.split_terms`, for all the rows at once): `search_text`,
+    the text the server is to parse for its English terms (NULL where it would equal the content), and
+    `cjk_terms`, the CJK bigrams as a tsvector (the table's trigger moves them into `fts`).
 
     The binary tuples are packed here rather than through per-value dumpers: for 768-d vectors
     that halves the client's share of an ingest. A field of `flush_bytes` or more goes to the COPY
@@ -49,7 +50,8 @@ def copy_rows(
         conn.cursor() as cur,
         cur.copy(
             sql.SQL(
-                "COPY {} (id, content, metadata, embedding, document_id, search_text) FROM STDIN WITH (FORMAT BINARY)"
+                "COPY {} (id, content, metadata, embedding, document_id, search_text, cjk_terms) "
+                "FROM STDIN WITH (FORMAT BINARY)"
             ).format(sql.Identifier(table))
         ) as copy,
     ):
@@ -64,25 +66,27 @@ def copy_rows(
             buffer.clear()
             copy.write(value)
 
-        for row_id, content, metadata, vector, document_id in rows:
+        rows = list(rows)
+        # Stored only where it differs (CJK, or a giant chunk's first INDEXED_CHARS): `fts` falls back to the
+        # content, and a second copy of an English chunk would push its tsvector out of the row (see schema).
+        terms = split_terms([row[1][:INDEXED_CHARS] for row in rows])
+        for (row_id, content, metadata, vector, document_id), (parsed, cjk) in zip(rows, terms, strict=True):
             meta = b"\x01" + json.dumps(metadata, ensure_ascii=False).encode("utf-8")
             vec = np.asarray(vector, dtype=">f4")
             vec_bytes = struct.pack("!hh", vec.shape[0], 0) + vec.tobytes()
-            # Stored only where it differs (CJK bigrams, or a giant chunk's first INDEXED_CHARS):
-            # `fts` falls back to the content, and a second copy of an English chunk would push its
-            # tsvector out of the row (see schema).
-            indexed = keywords.search_text(content[:INDEXED_CHARS])
-            searchable = None if indexed == content else indexed.encode("utf-8")
-            buffer += b"\x00\x06"
+            buffer += b"\x00\x07"
             buffer += pack_field(16) + row_id.bytes
             field(content.encode("utf-8"))
             buffer += pack_field(len(meta)) + meta
             buffer += pack_field(len(vec_bytes)) + vec_bytes
             buffer += pack_field(-1) if document_id is None else pack_field(16) + document_id.bytes
-            if searchable is None:
+            if parsed is None and len(content) > INDEXED_CHARS:
+                parsed = content[:INDEXED_CHARS]
+            if parsed is None:
                 buffer += pack_field(-1)
             else:
-                field(searchable)
+                field(parsed.encode("utf-8"))
+            buffer += pack_field(-1) if cjk is None else pack_field(len(cjk)) + cjk
             written += 1
             if len(buffer) >= flush_bytes:
                 copy.write(bytes(buffer))

@@ -37,6 +37,11 @@ it writes them (with PostgreSQL's 4 MB, a 64 MB pending list is merged in 16 rou
 were 2.4 s)."""
 
 
+TOAST_TARGET = 8160
+"""Bytes a row of `vector_store` may have before PostgreSQL compresses it or moves parts of it out of line (the
+largest it accepts: a page less its header and one line pointer)."""
+
+
 def _storage(column: str, storage: str) -> str:
     """`vector_store.column` set to `storage` (MAIN, EXTERNAL) where it is not yet: checked first, as the ALTER
     would take an exclusive lock on the table each time a process starts."""
@@ -67,8 +72,51 @@ def _unless_index(name: str, ddl: str) -> str:
 END $$;"""
 
 
-_FTS_COLUMN = """ALTER TABLE vector_store ADD COLUMN fts tsvector
-            GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_text, content, ''))) STORED"""
+_FTS_COLUMN = "ALTER TABLE vector_store ADD COLUMN fts tsvector"
+_CJK_TERMS_COLUMN = "ALTER TABLE vector_store ADD COLUMN cjk_terms tsvector"
+
+# `fts` is what keyword search reads: the English lexemes of `search_text` (or of the content, where the writer
+# left it NULL) and the CJK bigrams a writer sent ready in `cjk_terms` (rag.store.cjk_terms; moved into `fts`,
+# not kept). Kept by a trigger rather than as a generated column, which can read only stored columns: sent as
+# text for the server to parse, the bigrams were the largest part of its work on a Chinese chunk. It was
+# generated before: the expression is dropped (PostgreSQL 13), the values stay.
+_FTS_TRIGGER = """
+CREATE OR REPLACE FUNCTION vector_store_fts() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF NEW.content IS NOT DISTINCT FROM OLD.content AND NEW.search_text IS NOT DISTINCT FROM OLD.search_text
+           AND NEW.cjk_terms IS NULL THEN
+            NEW.fts := OLD.fts;  -- a new embedding or metadata: the terms are those of the same text
+            RETURN NEW;
+        END IF;
+        IF NEW.search_text IS NOT DISTINCT FROM OLD.search_text THEN
+            NEW.search_text := NULL;  -- new content (Spring AI's upsert): the old content's text would be stale
+        END IF;
+    END IF;
+    IF NEW.cjk_terms IS NULL THEN
+        NEW.fts := to_tsvector('english', coalesce(NEW.search_text, NEW.content, ''));
+    ELSE
+        NEW.fts := to_tsvector('english', coalesce(NEW.search_text, NEW.content, '')) || NEW.cjk_terms;
+        NEW.cjk_terms := NULL;
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+DO $$ BEGIN
+    IF (SELECT attgenerated FROM pg_attribute WHERE attrelid = 'vector_store'::regclass AND attname = 'fts') = 's'
+    THEN
+        IF current_setting('server_version_num')::int < 130000 THEN
+            RAISE EXCEPTION 'this database was made by an older version of the app and needs PostgreSQL 13 or later';
+        END IF;
+        ALTER TABLE vector_store ALTER COLUMN fts DROP EXPRESSION;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'vector_store'::regclass AND tgname = 'vector_store_fts')
+    THEN
+        CREATE TRIGGER vector_store_fts BEFORE INSERT OR UPDATE ON vector_store
+            FOR EACH ROW EXECUTE FUNCTION vector_store_fts();
+    END IF;
+END $$;
+"""
 _FTS_INDEX = f"""CREATE INDEX vector_store_fts_idx ON vector_store USING gin (fts)
             WITH (gin_pending_list_limit = {GIN_PENDING_KB})"""
 
@@ -113,6 +161,8 @@ CREATE TABLE IF NOT EXISTS vector_store (
 {_unless_index("vector_store_document_idx", "CREATE INDEX vector_store_document_idx ON vector_store (document_id)")}
 {_unless_column("vector_store", "search_text", "ALTER TABLE vector_store ADD COLUMN search_text text")}
 {_unless_column("vector_store", "fts", _FTS_COLUMN)}
+{_unless_column("vector_store", "cjk_terms", _CJK_TERMS_COLUMN)}
+{_FTS_TRIGGER}
 {_unless_index("vector_store_fts_idx", _FTS_INDEX)}
 -- An index made before it had the option gets it (checked first: the ALTER waits for the table's writers).
 DO $$ BEGIN
@@ -128,10 +178,10 @@ END $$;
 -- ALTER would take an exclusive lock on the table each time a process starts. Rows written
 -- before keep their storage until rewritten.
 {_storage("fts", "MAIN")}
--- The CJK bigrams a Chinese chunk is indexed by are written once, read by no search (the tsvector is), and
--- compressed they cost pglz at every write: stored as they are (EXTERNAL: out of line when large, never
--- compressed), the server's share of the peers bench's ingest went from 14.3 to 13.5 s (mean of two runs each),
--- the table and its indexes from 235 to 248 MB. Checked first, as above; rows written before stay compressed.
+-- `search_text` (what the server parses where it is not the content: a Chinese chunk's text but its bigrams, a
+-- giant chunk's first characters) is written once and read by no search (`fts` is): stored as it is (EXTERNAL:
+-- out of line when large, never compressed). When it held a Chinese chunk's bigrams, compressing them was
+-- 0.8 of the server's 14.3 CPU s on the peers bench. Checked first, as above; rows written before stay compressed.
 {_storage("search_text", "EXTERNAL")}
 -- The embedding and the metadata kept in the row (MAIN): the tsvector, kept there (above), makes most rows larger
 -- than the 2 KB past which PostgreSQL moves the other columns out, and a row read for its distance or its
@@ -140,6 +190,17 @@ END $$;
 -- with them out of line, 16 with them in (that bench's 11,074 rows, 256-d); rows stay under a page.
 {_storage("embedding", "MAIN")}
 {_storage("metadata", "MAIN")}
+-- A row is compressed and moved out in parts only past TOAST_TARGET bytes, not PostgreSQL's 2 KB: an 800-token
+-- chunk's row (its tsvector, embedding and metadata, ~6 KB) filled a page of its own anyway, and its content
+-- (1.5-2.5 KB) was compressed (or tried: Chinese text rarely shrinks) and moved to the TOAST table beside it
+-- for nothing. Inserting the peers bench's 12,014 rows took the server 1.2-1.3 CPU s against 1.8-2.1, the table
+-- 103 MB against 115. Checked first, as above.
+DO $$ BEGIN
+    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'vector_store'::regclass)
+                    @> ARRAY['toast_tuple_target={TOAST_TARGET}'], false) THEN
+        ALTER TABLE vector_store SET (toast_tuple_target = {TOAST_TARGET});
+    END IF;
+END $$;
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)

@@ -16,7 +16,7 @@ from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
 from rag.query.filters import to_sql
 from rag.store import Store, graphs
-from rag.store.schema import GIN_PENDING_KB
+from rag.store.schema import GIN_PENDING_KB, TOAST_TARGET
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
 RNG = np.random.default_rng(7)
@@ -429,6 +429,46 @@ def test_keyword_index_keeps_a_large_pending_list_also_on_an_older_database(stor
     assert options() == []
     Store(pg_uri).close()
     assert options() == [f"gin_pending_list_limit={GIN_PENDING_KB}"]
+
+
+def test_a_chunks_row_stays_whole_in_its_page_also_on_an_older_table(store: Store, pg_uri: str) -> None:
+    """An 800-token chunk's row (~6 KB with its tsvector and embedding) is not compressed nor cut into the TOAST
+    table past PostgreSQL's 2 KB (that cost the peers bench's ingest ~2 CPU s of the server's for nothing: the
+    row filled its page anyway); a table made before gets the option when a Store opens."""
+    words = " ".join(f"keeper{i}" for i in range(200))  # 1.8 KB: with its tsvector and embedding ~6 KB
+    store.write_document(
+        knowledge="kb",
+        embedder="local:test",
+        dimension=256,
+        chunk_settings={},
+        filename="a.txt",
+        path=None,
+        data=b"x",
+        sha256="x",
+        page_count=1,
+        chunks=[Chunk(0, words, 800, 0, len(words), (1,))],
+        embeddings=np.ones((1, 256), dtype=np.float32),
+    )
+
+    def options() -> list[str]:
+        with psycopg.connect(pg_uri) as conn:
+            row = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'vector_store'::regclass").fetchone()
+        return [o for o in (row[0] or []) if o.startswith("toast")] if row else []
+
+    with psycopg.connect(pg_uri) as conn:
+        size, compressed, toast = conn.execute(
+            "SELECT pg_column_size(v.*), pg_column_compression(v.content), "
+            "(SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'vector_store'::regclass) "
+            "FROM vector_store v"
+        ).fetchone()
+        toasted = conn.execute(psycopg.sql.SQL("SELECT count(*) FROM {}").format(psycopg.sql.SQL(toast))).fetchone()
+    assert size > 4000 and compressed is None and toasted == (0,)
+    assert options() == [f"toast_tuple_target={TOAST_TARGET}"]
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("ALTER TABLE vector_store RESET (toast_tuple_target)")
+    assert options() == []
+    Store(pg_uri).close()
+    assert options() == [f"toast_tuple_target={TOAST_TARGET}"]
 
 
 def test_a_store_opens_while_a_graph_is_built(store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,192 @@
+"""A chunk's CJK bigrams as a ready tsvector (PostgreSQL's binary form), made here for a document at once.
+
+Chinese is indexed as overlapping character bigrams (`rag.query.keywords`). Written as text ("检索 索质 质量")
+for the server to parse, they cost it more than anything else a Chinese chunk brings: PostgreSQL's parser and
+its English dictionary looked at each of the ~1,000 bigrams of an 800-token chunk: writing the peers bench's
+12,014 chunks (200 PDFs, 9,503 of the chunks Chinese) a document a COPY took the server 9.9-10.1 CPU s with
+the bigrams as text, 8.2-8.7 with them as a tsvector (+0.1 s here). Numpy makes them for all the chunks of a
+document in one pass (0.8 s for those PDFs, where the bigram text took 1.0).
+
+The lexemes are exactly the parser's: a run of CJK characters all of which are letters of their own (Unicode
+category Lo: ideographs, kana, hangul) becomes its bigrams (or itself, when one character long), which the
+parser reads as words and the dictionary keeps as they are; a run holding anything else (a katakana middle dot
+or prolonged sound mark, an unassigned code point), whose words the parser may cut elsewhere, is left in the
+text, as bigrams, for the server to parse as before. A lexeme keeps at most `MAX_POSITIONS` positions, as
+to_tsvector does: the positions count a term's occurrences in the chunk (BM25's tf, `keyword_sql`), their
+values say nothing. A chunk whose positions could pass PostgreSQL's last (16,383, where to_tsvector stops
+counting them apart) is left to the server whole.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag.query.keywords import search_text
+from rag.scripts import CJK
+
+MAX_POSITIONS = 255
+"""Positions to_tsvector keeps of one lexeme in one document (PostgreSQL's MAXNUMPOS - 1)."""
+LAST_POSITION = 16_383
+"""The largest position a tsvector holds; to_tsvector gives every later word this one."""
+
+
+def _ranges(pattern: str) -> list[tuple[int, int]]:
+    """The code point ranges of a regex character-class body made of single characters and a-b ranges."""
+    found = []
+    for match in re.finditer(r"(.)(?:-(.))?", pattern, flags=re.DOTALL):
+        low = ord(match.group(1))
+        found.append((low, ord(match.group(2)) if match.group(2) else low))
+    return found
+
+
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    """Per code point of the Basic Multilingual Plane (where every CJK character of `rag.scripts` is): whether
+    it is one, and whether it is one the parser reads as a letter everywhere (category Lo)."""
+    cjk = np.zeros(0x10000, dtype=bool)
+    letter = np.zeros(0x10000, dtype=bool)
+    for low, high in _ranges(CJK):
+        cjk[low : high + 1] = True
+        for code in range(low, high + 1):
+            letter[code] = unicodedata.category(chr(code)) == "Lo"
+    return cjk, letter
+
+
+_IS_CJK, _IS_LETTER = _tables()
+_RUN = re.compile(f"[{CJK}]+")
+
+
+def _class(mask: np.ndarray) -> str:
+    """A regex character-class body of the code points where `mask` is set."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    return "".join(f"{re.escape(chr(low))}-{re.escape(chr(high - 1))}" for low, high in edges.reshape(-1, 2))
+
+
+_NOT_LETTER = re.compile(f"[{_class(_IS_CJK & ~_IS_LETTER)}]")
+
+
+def _letters_only(run: str) -> bool:
+    return _NOT_LETTER.search(run) is None
+
+
+def _rest(text: str) -> str:
+    """`text` with the runs made into lexemes here taken out (a space each), the other runs as bigrams."""
+    return _RUN.sub(lambda m: " " if _letters_only(m.group()) else f" {search_text(m.group())} ", text)
+
+
+def split_terms(texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
+    """For each text: what the server is to parse (None: the text itself) and its CJK lexemes as a binary
+    tsvector (None: none made here). `to_tsvector('english', parsed) || lexemes` holds the same lexemes, each
+    with as many positions, as `to_tsvector('english', keywords.search_text(text))`."""
+    out: list[tuple[str | None, bytes | None]] = []
+    wanted: list[int] = []
+    for i, text in enumerate(texts):
+        if not text.isascii() and len(text) < LAST_POSITION:  # fewer characters than positions: none passed
+            wanted.append(i)
+    encoded = _encode([texts[i] for i in wanted]) if wanted else []
+    made = dict(zip(wanted, encoded, strict=True))
+    for i, text in enumerate(texts):
+        vector = made.get(i)
+        if vector is None:
+            parsed = search_text(text)
+            out.append((None if parsed == text else parsed, None))
+        else:
+            parsed = _rest(text)
+            out.append((None if parsed == text else parsed, vector))
+    return out
+
+
+MAX_ROWS = 1 << 18
+"""Texts encoded at once, at most (a row number's bits in the sort key)."""
+
+
+def _encode(texts: list[str]) -> list[bytes | None]:
+    """The tsvector (binary send format) of each text's letter-only CJK runs' bigrams, None where it has none."""
+    if len(texts) > MAX_ROWS:
+        return _encode(texts[:MAX_ROWS]) + _encode(texts[MAX_ROWS:])
+    joined = "\n".join(texts)
+    code = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")
+    starts = np.zeros(len(texts) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(t) + 1 for t in texts])
+    bmp = code < 0x10000
+    small = np.where(bmp, code, 0)
+    cjk = _IS_CJK[small] & bmp
+    letter = _IS_LETTER[small] & cjk
+    # Runs of CJK characters: a run with any character not a letter is left to the server whole.
+    begins = cjk.copy()
+    begins[1:] &= ~cjk[:-1]
+    run = np.cumsum(begins)
+    spoilt = np.zeros(int(run[-1]) + 1 if len(run) else 1, dtype=bool)
+    spoilt[run[cjk & ~letter]] = True
+    kept = cjk & ~spoilt[run]
+    after = np.zeros_like(kept)
+    after[:-1] = kept[1:]
+    before = np.zeros_like(kept)
+    before[1:] = kept[:-1]
+    bigram = kept & after
+    single = kept & ~after & ~before
+    at = np.flatnonzero(bigram | single)
+    if not len(at):
+        return [None] * len(texts)
+    second = np.where(bigram[at], small[np.minimum(at + 1, len(small) - 1)], 0).astype(np.uint64)
+    key = (small[at].astype(np.uint64) << np.uint64(16)) | second
+    row = np.searchsorted(starts, at, side="right") - 1
+    first_of_row = np.searchsorted(row, np.arange(len(texts)), side="left")
+    position = np.arange(len(at)) - first_of_row[row] + 1
+    # Grouped by row, then lexeme (UTF-8 byte order, a prefix first: the order of code points, and a single
+    # character's key, its second half 0, before its bigrams'), positions ascending within each lexeme.
+    # One integer sorted (row, lexeme, position: 18 + 32 + 14 bits): a lexsort of the three took 3x as long.
+    packed = np.sort((row.astype(np.uint64) << np.uint64(46)) | (key << np.uint64(14)) | position.astype(np.uint64))
+    row = (packed >> np.uint64(46)).astype(np.int64)
+    key = (packed >> np.uint64(14)) & np.uint64(0xFFFFFFFF)
+    position = (packed & np.uint64(0x3FFF)).astype(np.int64)
+    new = np.ones(len(key), dtype=bool)
+    new[1:] = (key[1:] != key[:-1]) | (row[1:] != row[:-1])
+    lexeme = np.cumsum(new) - 1
+    lexeme_start = np.flatnonzero(new)
+    rank = np.arange(len(key)) - lexeme_start[lexeme]
+    keep = rank < MAX_POSITIONS
+    counts = np.bincount(lexeme[keep], minlength=len(lexeme_start))
+    lex_key = key[lexeme_start]
+    lex_row = row[lexeme_start]
+    two = (lex_key & np.uint64(0xFFFF)) != 0
+    lex_len = np.where(two, 6, 3)
+    size = lex_len + 3 + 2 * counts  # the lexeme, its NUL, npos, the positions
+    # Each row's bytes: its lexeme count (int32), then its lexemes one after another.
+    per_row = np.bincount(lex_row, minlength=len(texts))
+    row_bytes = np.bincount(lex_row, weights=size, minlength=len(texts)).astype(np.int64) + 4 * (per_row > 0)
+    row_offset = np.zeros(len(texts) + 1, dtype=np.int64)
+    row_offset[1:] = np.cumsum(row_bytes)
+    buffer = np.zeros(int(row_offset[-1]), dtype=np.uint8)
+    has = np.flatnonzero(per_row)
+    header = row_offset[has]
+    for shift, offset in ((24, 0), (16, 1), (8, 2), (0, 3)):
+        buffer[header + offset] = (per_row[has] >> shift) & 0xFF
+    lex_offset = np.cumsum(size) - size  # within the rows' lexemes, from the first row's
+    first_lexeme_of_row = np.searchsorted(lex_row, np.arange(len(texts)), side="left")
+    lex_offset = lex_offset - lex_offset[first_lexeme_of_row[lex_row]]
+    lex_offset = lex_offset + row_offset[lex_row] + 4
+    first = (lex_key >> np.uint64(16)).astype(np.int64)
+    second_char = (lex_key & np.uint64(0xFFFF)).astype(np.int64)
+    _utf8(buffer, lex_offset, first)
+    _utf8(buffer, lex_offset[two] + 3, second_char[two])
+    npos_at = lex_offset + lex_len + 1
+    buffer[npos_at] = counts >> 8
+    buffer[npos_at + 1] = counts & 0xFF
+    kept_position = position[keep]
+    kept_lexeme = lexeme[keep]
+    at_byte = npos_at[kept_lexeme] + 2 + 2 * rank[keep]
+    buffer[at_byte] = kept_position >> 8
+    buffer[at_byte + 1] = kept_position & 0xFF
+    data = buffer.tobytes()
+    return [data[row_offset[i] : row_offset[i + 1]] if per_row[i] else None for i in range(len(texts))]
+
+
+def _utf8(buffer: np.ndarray, at: np.ndarray, code: np.ndarray) -> None:
+    """Three-byte UTF-8 (U+0800-U+FFFF, every CJK character here) of `code` written at `at`."""
+    buffer[at] = 0xE0 | (code >> 12)
+    buffer[at + 1] = 0x80 | ((code >> 6) & 0x3F)
+    buffer[at + 2] = 0x80 | (code & 0x3F)
