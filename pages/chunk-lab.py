@@ -727,19 +727,21 @@ def _per_question(report: EvaluationReport, key: str, *, single: bool = False) -
     config: dict[str, object] = {
         c: st.column_config.NumberColumn(format="%.3f") for c in per_question.columns if c.endswith("score")
     }
+    unranked = _("—: no chunk in the ranking holds the passage.")
     if "rank" in per_question.columns:  # one setting: plain headers, translated here
         config = {
-            "rank": st.column_config.NumberColumn(_("Rank")),
+            "rank": st.column_config.NumberColumn(_("Rank"), help=unranked),
             "score": st.column_config.NumberColumn(_("Score"), format="%.3f"),
         }
     else:  # a setting's letter and what its column holds ("A rank"), translated here
         for r in report.results:
             letter = name(r.label)
-            config[f"{letter} rank"] = st.column_config.NumberColumn(_("{setting} rank", setting=letter))
+            config[f"{letter} rank"] = st.column_config.NumberColumn(_("{setting} rank", setting=letter), help=unranked)
             config[f"{letter} score"] = st.column_config.NumberColumn(
                 _("{setting} score", setting=letter), format="%.3f"
             )
-    st.dataframe(per_question, hide_index=True, key=key, column_config=columns(per_question, config))
+    # A question whose passage no chunk holds has no rank: "—", not Streamlit's "None" (a walk read it as a bug).
+    st.dataframe(per_question, hide_index=True, key=key, column_config=columns(per_question, config), placeholder="—")
 
 
 def _letter(label: str) -> str:

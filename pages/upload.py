@@ -434,6 +434,26 @@ def _parts_label(unit: str) -> str:
     return {"slide": _("Slides"), "sheet": _("Sheets"), "section": _("Sections")}.get(unit, _("Tables"))
 
 
+def _parts_column(filenames: list[str]) -> str:
+    """The key of a table's count of each file's parts: "pages" where every file is read in pages, else "parts"
+    (a Word file's 12 headings' sections were headed "pages" beside a PDF's pages)."""
+    return "pages" if all(documents.unit_of(f) == "page" for f in filenames) else "parts"
+
+
+def _parts_config(column: str) -> dict[str, object]:
+    if column != "parts":
+        return {}
+    return {
+        "parts": st.column_config.NumberColumn(
+            "parts",
+            help=_(
+                "Pages of a PDF or text file; sections of a Word file or web page (one per heading); slides; "
+                "sheets; a CSV's table."
+            ),
+        )
+    }
+
+
 def _chunk_table(chunks: tuple[Chunk, ...], doc: documents.Document) -> pd.DataFrame:
     # PDF pages by number; slides, sheets, sections and text lines by where they are ('slide 3',
     # 'sheet Sales', '第二回 … · lines 120–164'): what the chunk's citation will say.
@@ -472,6 +492,7 @@ def _overview(
     kb_name: str | None,
 ) -> None:
     rows = []
+    parts = _parts_column([p.name for p in previews])
     for p in previews:
         doc = p.prepared.document if p.prepared else None
         issues = _issues(p, window)
@@ -481,7 +502,7 @@ def _overview(
                 "type": doc.kind.upper() if doc else p.name.rsplit(".", 1)[-1].upper(),
                 "read by": _read_by(doc) if doc else "",
                 "size": i18n.size(len(p.data)),
-                "pages": doc.page_count if doc else None,
+                parts: doc.page_count if doc else None,
                 "chunks": len(p.prepared.chunk_set.chunks) if p.prepared else None,
                 "check": ("❌ " + tr(p.error))
                 if p.error
@@ -504,7 +525,8 @@ def _overview(
                     "settings · unchanged: already stored exactly so (skipped)"
                 ),
             )
-        },
+        }
+        | _parts_config(parts),
     )
 
 
@@ -909,26 +931,27 @@ def _show_results() -> None:
             st.success(text, icon="🧪")
         else:
             st.error(text, icon="🚫")
+    parts = _parts_column([r["filename"] for r in results])
     frame = pd.DataFrame(
         [
             {
                 "": STATUS_ICONS.get(r["status"], ""),
                 "file": r["filename"],
                 "status": _(r["status"]),
-                "pages": None if r["status"] == "failed" else r["pages"],
+                parts: None if r["status"] == "failed" else r["pages"],
                 "chunks": None if r["status"] == "failed" else r["chunks"],
                 "reason": tr(r["reason"]),
             }
             for r in results
         ],
-        columns=["", "file", "status", "pages", "chunks", "reason"],
+        columns=["", "file", "status", parts, "chunks", "reason"],
     )
     widgets.table(
         "upload_summary",
         frame,
         hide_index=True,
         width="stretch",
-        column_config={"reason": st.column_config.TextColumn("reason", width="large")},
+        column_config={"reason": st.column_config.TextColumn("reason", width="large")} | _parts_config(parts),
     )
 
 
@@ -1344,13 +1367,14 @@ def _library(store: Store) -> bool:
     except RagError as exc:
         widgets.show_error(exc, _("Documents"))
         return True
+    parts = _parts_column([d.original_filename for d in docs])
     widgets.table(
         "lib_docs",
         pd.DataFrame(
             [
                 {
                     "filename": d.original_filename,
-                    "pages": d.page_count,
+                    parts: d.page_count,
                     "chunks": d.chunk_count,
                     "size": i18n.size(d.size_bytes),
                     "ingested at": d.ingested_at,
@@ -1358,11 +1382,12 @@ def _library(store: Store) -> bool:
                 }
                 for d in docs
             ],
-            columns=["filename", "pages", "chunks", "size", "ingested at", "chunk settings"],
+            columns=["filename", parts, "chunks", "size", "ingested at", "chunk settings"],
         ),
         hide_index=True,
         width="stretch",
-        column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")},
+        column_config={"ingested at": st.column_config.DatetimeColumn("ingested at", format="YYYY-MM-DD HH:mm")}
+        | _parts_config(parts),
     )
     stem = export.file_stem(name)
     d1, d2, _spare = st.columns([1, 1, 3])

@@ -99,6 +99,7 @@ COLUMNS = (
     "tokens",
     "characters",
     "pages",
+    "parts",
     "first words",
     "file",
     "type",

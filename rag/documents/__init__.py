@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from rag.documents.loading import READ_TYPES, SUPPORTED_EXTENSIONS, load_bytes, load_path, sha256_hex
-from rag.documents.model import PAGE_SEPARATOR, Document, Page, Progress, page_label
+from rag.documents.model import PAGE_SEPARATOR, Document, Page, Progress, page_label, unit_of
 from rag.documents.sections import tables_in
 from rag.errors import DocumentError
 
@@ -35,4 +35,5 @@ __all__ = [
     "page_label",
     "sha256_hex",
     "tables_in",
+    "unit_of",
 ]

@@ -47,6 +47,12 @@ UNITS = {
 """What a `Page` of each kind is (the rest: a page). A Word file or a web page has no pages: each
 heading starts a section, whose title is the heading path."""
 
+
+def unit_of(filename: str) -> str:
+    """What the parts of a file of this name are read as ('page', 'section', 'slide', 'sheet', 'table')."""
+    return UNITS.get(filename.rsplit(".", 1)[-1].lower() if "." in filename else "", "page")
+
+
 HEADING_JOIN = " › "
 
 LINE_KINDS = ("txt", "md")

@@ -813,3 +813,24 @@ def test_a_language_switch_keeps_the_search_mode_and_says_it_in_chinese(kb: Stor
     mode = at.radio(key="chat_mode")
     assert mode.value == "hybrid"
     assert mode.proto.set_value and mode.proto.raw_value == mode.format_func("hybrid") != "Hybrid"
+
+
+def test_the_default_prompt_is_shown_in_the_uis_language(kb: Store) -> None:
+    """A walk found the English default prompt in the Chinese UI's text area (either default is used to match the
+    question's language). A default follows a language switch; an edited prompt and a button's choice stay."""
+    from ui import i18n
+
+    at = new_app()
+    assert at.text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_EN
+    at.session_state[i18n.CHOICE_KEY] = "zh"
+    run(at)
+    assert at.text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_ZH
+    at.button(key="chat_prompt_en").click()
+    run(at)
+    assert at.text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_EN  # the button's, kept
+    at.text_area(key="chat_system_prompt").input("Answer in haiku. {sources}")
+    run(at)
+    at.session_state[i18n.CHOICE_KEY] = "en"
+    run(at)
+    assert at.text_area(key="chat_system_prompt").value == "Answer in haiku. {sources}"
+    assert not at.exception

@@ -213,6 +213,22 @@ def test_the_chinese_check_labels_its_chart_and_per_question_columns_in_chinese(
     assert json.loads(chart.proto.spec)["layout"]["yaxis"]["title"]["text"] == "比例 / 得分"
 
 
+def test_a_question_no_chunk_answers_reads_a_dash_not_none() -> None:
+    """A walk found "None" in the per-question table's rank column for a passage no chunk held."""
+    from types import SimpleNamespace
+
+    missing = SimpleNamespace(text="Who painted the lighthouse?", expected="a passage this guide never says")
+    at = open_lab()
+    upload_questions(at, [QUESTIONS[0], missing])
+    at.button(key="lab_run_check").click().run()
+    assert not at.exception
+    frame = next(d for d in at.dataframe if "Question" in d.value.columns)
+    assert pd.isna(frame.value.iloc[1]["A rank"]) and not pd.isna(frame.value.iloc[0]["A rank"])
+    assert frame.proto.placeholder == "—"
+    config = json.loads(frame.proto.columns or "{}")
+    assert config["A rank"]["help"] == "—: no chunk in the ranking holds the passage."
+
+
 def test_typed_questions_and_the_sample_when_nothing_is_uploaded(store) -> None:
     # `store` empties the database: nothing uploaded, nothing stored -> the built-in sample.
     at = open_lab(uploads={})

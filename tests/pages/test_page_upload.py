@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -486,6 +487,11 @@ def test_office_files_and_a_scan_say_what_read_them_and_where_each_chunk_is(app:
     # Each file's parts by their name: a Word file's are its headings' sections, not pages.
     parts = [m.label for m in app.metric if m.label in ("Pages", "Sections", "Slides")]
     assert sorted(parts) == ["Pages", "Sections", "Slides"]
+    # The overview counts them under "parts" (it said "pages" of the Word file's sections), and says what they are.
+    assert "pages" not in overview.columns and overview["parts"].notna().all()
+    [frame] = [d for d in app.dataframe if "parts" in d.value.columns]
+    help_text = json.loads(frame.proto.columns)["parts"]["help"]
+    assert help_text.startswith("Pages of a PDF or text file; sections of a Word file")
     assert not app.exception
 
 
