@@ -208,8 +208,21 @@ def _pick_settings() -> dict[str, ChunkSettings]:
             if settings is not None:
                 # Kept outside the widgets, so hiding a column and showing it again restores it.
                 st.session_state[f"lab_saved_s{i}"] = settings
-                chosen[f"{LETTERS[i]}: {evaluation.describe(settings)}"] = settings
+                chosen[f"{LETTERS[i]}: {_setting_name(settings)}"] = settings
     return chosen
+
+
+def _setting_name(settings: ChunkSettings) -> str:
+    """A setting's short name ('spring 800', 'recursive 256/32'), its strategy in the UI's language (the Chinese
+    UI named them 'A: spring 320', 'B: recursive 256/32' beside the strategy buttons' 'Spring AI' and '递归')."""
+    words = {
+        "spring": _("spring"),
+        "spring-exact": _("spring-exact"),
+        "token": _("token"),
+        "recursive": _("recursive"),
+    }
+    name, strategy = chunking.label(settings), settings.strategy
+    return words.get(strategy, strategy) + name[len(strategy) :] if name.startswith(strategy) else name
 
 
 # --- views -----------------------------------------------------------------------------------
@@ -1135,7 +1148,7 @@ def _search_name(search: Search) -> str:
 
 
 def _point_name(point: PointResult) -> str:
-    return f"{chunking.label(point.settings)} · {_search_name(point.search)}"
+    return f"{_setting_name(point.settings)} · {_search_name(point.search)}"
 
 
 def _grid_editor(embedder_grid: Grid) -> Grid | None:
@@ -1266,7 +1279,7 @@ def _sweep_progress() -> None:
         table = pd.DataFrame(
             [
                 {
-                    "Setting": chunking.label(point.settings),
+                    "Setting": _setting_name(point.settings),
                     "Search": _search_name(point.search),
                     "hit@5": point.hit_at(5),
                     "MRR": point.mrr,
@@ -1375,7 +1388,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
         return
     (st.success if found.sure else st.info)(("🏆 " if found.sure else "⚖️ ") + _reason(found, points))
     if st.button(
-        _("Use {setting} on the Upload page", setting=chunking.label(found.recommended.settings)),
+        _("Use {setting} on the Upload page", setting=_setting_name(found.recommended.settings)),
         key="lab_apply_recommended",
         type="primary",
         help=_(
@@ -1387,7 +1400,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
 
     rows = [
         {
-            "Setting": chunking.label(p.settings),
+            "Setting": _setting_name(p.settings),
             "Search": _search_name(p.search),
             "hit@1": p.hit_at(1),
             "hit@3": p.hit_at(3),

@@ -211,6 +211,14 @@ def test_the_chinese_check_labels_its_chart_and_per_question_columns_in_chinese(
     assert {labels[c] for c in ("A rank", "A score", "B rank", "B score")} == {"A 排名", "A 得分", "B 排名", "B 得分"}
     [chart] = at.get("plotly_chart")
     assert json.loads(chart.proto.spec)["layout"]["yaxis"]["title"]["text"] == "比例 / 得分"
+    # The settings are named with their strategy in Chinese too ("A: spring 320" beside the buttons' "Spring AI").
+    names = {"spring": "Spring", "recursive": "递归", "token": "词元"}
+    expected = [
+        f"{'AB'[i]}: {names[s.strategy]} {s.chunk_size}" + ("" if s.strategy == "spring" else f"/{s.chunk_overlap}")
+        for i, s in enumerate(settings_of(at, i) for i in range(2))
+    ]
+    summary = next(d.value for d in at.dataframe if "hit@1" in d.value.columns)
+    assert summary["Setting"].tolist() == expected
 
 
 def test_a_question_no_chunk_answers_reads_a_dash_not_none() -> None:
