@@ -86,8 +86,9 @@ def split_terms(texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
     for i, text in enumerate(texts):
         if not text.isascii() and len(text) < LAST_POSITION:  # fewer characters than positions: none passed
             wanted.append(i)
-    encoded = _encode([texts[i] for i in wanted]) if wanted else []
-    made = dict(zip(wanted, encoded, strict=True))
+    made: dict[int, bytes | None] = {}
+    for group in _groups(wanted, texts):
+        made.update(zip(group, _encode([texts[i] for i in group]), strict=True))
     for i, text in enumerate(texts):
         vector = made.get(i)
         if vector is None:
@@ -101,12 +102,27 @@ def split_terms(texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
 
 MAX_ROWS = 1 << 18
 """Texts encoded at once, at most (a row number's bits in the sort key)."""
+GROUP_CHARS = 1_000_000
+"""Characters encoded at once, at most (but one text longer alone): numpy holds ~75 bytes a character meanwhile.
+The peers bench's 12,014 chunks (13.3 M characters) encoded at once grew the process by 997 MB, in groups of
+this size by 115 MB, in about a third of the time (1.1 against 3.7 s)."""
+
+
+def _groups(wanted: list[int], texts: Sequence[str]) -> list[list[int]]:
+    """`wanted` in runs of at most `GROUP_CHARS` characters and `MAX_ROWS` texts."""
+    groups: list[list[int]] = []
+    size = 0
+    for i in wanted:
+        if not groups or size + len(texts[i]) > GROUP_CHARS or len(groups[-1]) >= MAX_ROWS:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += len(texts[i])
+    return groups
 
 
 def _encode(texts: list[str]) -> list[bytes | None]:
     """The tsvector (binary send format) of each text's letter-only CJK runs' bigrams, None where it has none."""
-    if len(texts) > MAX_ROWS:
-        return _encode(texts[:MAX_ROWS]) + _encode(texts[MAX_ROWS:])
     joined = "\n".join(texts)
     code = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")
     starts = np.zeros(len(texts) + 1, dtype=np.int64)

@@ -63,6 +63,17 @@ def test_the_terms_equal_the_parsers_on_real_and_odd_text(store: Store, pg_uri: 
     assert "哈哈:255" in expected_of(pg_uri, ODD_TEXTS[8])
 
 
+def test_texts_are_encoded_in_groups_with_the_same_result(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large document's chunks are encoded a group at a time (memory), each text as if alone."""
+    from rag.store import cjk_terms
+
+    whole = split_terms(texts)
+    monkeypatch.setattr(cjk_terms, "GROUP_CHARS", 700)
+    assert len(cjk_terms._groups(list(range(len(texts))), texts)) > 100
+    assert split_terms(texts) == whole
+    assert [split_terms([t])[0] for t in texts[:40]] == whole[:40]
+
+
 def expected_of(uri: str, text: str) -> list[str]:
     with psycopg.connect(uri) as conn:
         return _terms(conn, "to_tsvector('english', %s)", search_text(text))
