@@ -333,7 +333,7 @@ def _sizes_view(chunk_sets: dict[str, ChunkSet]) -> None:
                 x=target,
                 line_dash="dash",
                 line_color="#1d2433",
-                annotation_text=f"target {target}",
+                annotation_text=_("target {size}", size=target),
                 annotation_position="top left",
             )
             fig.update_layout(
@@ -341,8 +341,8 @@ def _sizes_view(chunk_sets: dict[str, ChunkSet]) -> None:
                 height=320,
                 margin=dict(l=10, r=10, t=40, b=10),
                 bargap=0.05,
-                xaxis_title="tokens per chunk",
-                yaxis_title="chunks",
+                xaxis_title=_("tokens per chunk"),
+                yaxis_title=_("chunks"),
                 showlegend=False,
                 xaxis_range=[0, max([target, *sizes]) * 1.12],
             )
@@ -1436,7 +1436,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
         mode="markers",
         name=_("Settings"),
         text=[_point_name(p) for p in points],
-        hovertemplate="%{text}<br>MRR %{y:.3f} · %{x:.0f} tokens<extra></extra>",
+        hovertemplate="%{text}<br>MRR %{y:.3f} · " + _("%{x:.0f} tokens") + "<extra></extra>",
         marker=dict(color=COLOURS[0], size=9, opacity=0.7),
     )
     fig.add_scatter(
@@ -1445,7 +1445,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
         mode="lines+markers",
         name=_("Pareto front"),
         text=[_point_name(p) for p in front],
-        hovertemplate="%{text}<br>MRR %{y:.3f} · %{x:.0f} tokens<extra></extra>",
+        hovertemplate="%{text}<br>MRR %{y:.3f} · " + _("%{x:.0f} tokens") + "<extra></extra>",
         line=dict(color=COLOURS[1], width=2),
         marker=dict(color=COLOURS[1], size=11),
     )

@@ -221,6 +221,22 @@ def test_the_chinese_check_labels_its_chart_and_per_question_columns_in_chinese(
     assert summary["Setting"].tolist() == expected
 
 
+def test_the_chunk_size_charts_speak_chinese() -> None:
+    """A walk found "tokens per chunk", "chunks" and "target 320" on the Chinese UI's histograms."""
+    from ui.zh import ZH
+
+    at = open_lab(lang="zh")
+    at.session_state["lab_view"] = ZH["Chunk sizes"]  # a tab is chosen by its label
+    at.run()
+    assert not at.exception
+    charts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    histograms = [c for c in charts if c.get("shapes")]  # the target's dashed line
+    assert histograms
+    for layout in histograms:
+        assert (layout["xaxis"]["title"]["text"], layout["yaxis"]["title"]["text"]) == ("每个分块的词元数", "分块")
+        assert layout["annotations"][0]["text"].startswith("目标 ")
+
+
 def test_a_question_no_chunk_answers_reads_a_dash_not_none() -> None:
     """A walk found "None" in the per-question table's rank column for a passage no chunk held."""
     from types import SimpleNamespace
