@@ -221,8 +221,8 @@ def _setting_name(settings: ChunkSettings) -> str:
         "token": _("token"),
         "recursive": _("recursive"),
     }
-    name, strategy = chunking.label(settings), settings.strategy
-    return words.get(strategy, strategy) + name[len(strategy) :] if name.startswith(strategy) else name
+    strategy = settings.strategy  # chunking.label starts with it
+    return words.get(strategy, strategy) + chunking.label(settings)[len(strategy) :]
 
 
 # --- views -----------------------------------------------------------------------------------

@@ -127,10 +127,9 @@ def _encode(texts: list[str]) -> list[bytes | None]:
     code = np.frombuffer(joined.encode("utf-32-le"), dtype="<u4")
     starts = np.zeros(len(texts) + 1, dtype=np.int64)
     starts[1:] = np.cumsum([len(t) + 1 for t in texts])
-    bmp = code < 0x10000
-    small = np.where(bmp, code, 0)
-    cjk = _IS_CJK[small] & bmp
-    letter = _IS_LETTER[small] & cjk
+    small = np.where(code < 0x10000, code, 0)  # beyond the plane: 0, no CJK character
+    cjk = _IS_CJK[small]
+    letter = _IS_LETTER[small]  # set only where _IS_CJK is
     # Runs of CJK characters: a run with any character not a letter is left to the server whole.
     begins = cjk.copy()
     begins[1:] &= ~cjk[:-1]

@@ -63,6 +63,17 @@ def _unless_column(table: str, column: str, ddl: str) -> str:
 END $$;"""
 
 
+def _unless_option(kind: str, name: str, option: str) -> str:
+    """`option` ('name=value') set on table or index `name` (`kind`: TABLE, INDEX) where it is not yet: checked
+    first, as the ALTER waits for the table's writers and takes a lock at every start."""
+    return f"""DO $$ BEGIN
+    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = '{name}'::regclass) @> ARRAY['{option}'], false)
+    THEN
+        ALTER {kind} {name} SET ({option});
+    END IF;
+END $$;"""
+
+
 def _unless_index(name: str, ddl: str) -> str:
     """`ddl` (which creates index `name`) where it is missing."""
     return f"""DO $$ BEGIN
@@ -165,12 +176,7 @@ CREATE TABLE IF NOT EXISTS vector_store (
 {_FTS_TRIGGER}
 {_unless_index("vector_store_fts_idx", _FTS_INDEX)}
 -- An index made before it had the option gets it (checked first: the ALTER waits for the table's writers).
-DO $$ BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_class WHERE oid = 'vector_store_fts_idx'::regclass
-                   AND 'gin_pending_list_limit={GIN_PENDING_KB}' = ANY(coalesce(reloptions, '{{}}'))) THEN
-        ALTER INDEX vector_store_fts_idx SET (gin_pending_list_limit = {GIN_PENDING_KB});
-    END IF;
-END $$;
+{_unless_option("INDEX", "vector_store_fts_idx", f"gin_pending_list_limit={GIN_PENDING_KB}")}
 -- BM25 reads every candidate's tsvector twice (its terms and its length). Left EXTENDED it is the
 -- row's largest column after the embedding and is moved to the TOAST table, fetched once per
 -- read; kept in the row (MAIN: compressed at most, out of line only as a last resort), keyword p50
@@ -195,12 +201,7 @@ END $$;
 -- (1.5-2.5 KB) was compressed (or tried: Chinese text rarely shrinks) and moved to the TOAST table beside it
 -- for nothing. Inserting the peers bench's 12,014 rows took the server 1.2-1.3 CPU s against 1.8-2.1, the table
 -- 103 MB against 115. Checked first, as above.
-DO $$ BEGIN
-    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'vector_store'::regclass)
-                    @> ARRAY['toast_tuple_target={TOAST_TARGET}'], false) THEN
-        ALTER TABLE vector_store SET (toast_tuple_target = {TOAST_TARGET});
-    END IF;
-END $$;
+{_unless_option("TABLE", "vector_store", f"toast_tuple_target={TOAST_TARGET}")}
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)

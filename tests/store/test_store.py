@@ -42,6 +42,7 @@ def write(
     embedder: str = "local:test",
     vectors: np.ndarray | None = None,
     settings: dict | None = None,
+    chunks: list[Chunk] | None = None,
 ):
     vectors = unit(n, dim) if vectors is None else vectors
     return store.write_document(
@@ -54,7 +55,7 @@ def write(
         data=data,
         sha256=str(hash(data)),
         page_count=2,
-        chunks=make_chunks(n),
+        chunks=make_chunks(n) if chunks is None else chunks,
         embeddings=vectors,
     )
 
@@ -436,19 +437,7 @@ def test_a_chunks_row_stays_whole_in_its_page_also_on_an_older_table(store: Stor
     table past PostgreSQL's 2 KB (that cost the peers bench's ingest ~2 CPU s of the server's for nothing: the
     row filled its page anyway); a table made before gets the option when a Store opens."""
     words = " ".join(f"keeper{i}" for i in range(200))  # 1.8 KB: with its tsvector and embedding ~6 KB
-    store.write_document(
-        knowledge="kb",
-        embedder="local:test",
-        dimension=256,
-        chunk_settings={},
-        filename="a.txt",
-        path=None,
-        data=b"x",
-        sha256="x",
-        page_count=1,
-        chunks=[Chunk(0, words, 800, 0, len(words), (1,))],
-        embeddings=np.ones((1, 256), dtype=np.float32),
-    )
+    write(store, "kb", "a.txt", n=1, dim=256, chunks=[Chunk(0, words, 800, 0, len(words), (1,))])
 
     def options() -> list[str]:
         with psycopg.connect(pg_uri) as conn:
