@@ -18,7 +18,7 @@ chunks against 13 ms for the upserts, no row lock, no advisory lock). A search a
 tables' (`keyword_sql`; ~50 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
 into the tables in one transaction, where a term common to many documents is one upsert instead of one per
 document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
-the background once a write leaves more than `MERGE_TERMS` pending, and an ingest merges at its end.
+the background once a write leaves more than `MERGE_TERMS` pending, and after an ingest (`merge_bm25_later`).
 
 Statement-level triggers with transition tables keep them in the transaction that writes the
 chunks, whoever writes them (an ingest, a cascade from `documents`, the benchmark's COPY,
@@ -43,16 +43,16 @@ kept 34 % of the updates HOT, 50 kept 99.8 %: the store stage's server CPU went 
 when each document upserted its terms (70: 2.53; 40 documents of 30 eval-passage chunks into a knowledge
 base of 63,000 term rows). The table is twice the size for it, and its rows are only ever read by key."""
 
-MERGE_TERMS = 1_000_000
+MERGE_TERMS = 3_000_000
 """Pending (term, knowledge base) counts beyond which a write starts a merge of them into the tables in the
-background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~50 ms more at a million
-(the document frequencies of a 7-term query over the peers bench's 2.34 million: 0.11 s; 0.28-0.32 s while they
-were unnested in FROM), which only a search during a large ingest meets, as an ingest merges what it left at its
-end. The merges are what this trades against: at 200,000 they ran back to back through the peers bench's 200
-PDFs (2.1 million pending counts; a window of ~10 documents shares few Chinese bigrams) and the server's CPU went
-from 31 s to 32-36; at a million, one merge and the last: 21-23 s, the ingest 38-42 s -> 31.5-31.9 s. At 3
-million (no merge until the ingest's end, and searches no slower than at a million before) the last merge of all
-200 took 1.2 s where the ingest waited, against 0.3 s: 14.2-15.0 s against 13.4-14.7 (alternating runs)."""
+background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~100 ms more a million (a keyword
+search over the peers bench's 12,014 chunks: p50 225-260 ms with its 2.36 million pending, 12-16 ms merged),
+which only a search during a large ingest meets, as an ingest merges what it left once it is done. The merges are
+what this trades against, each folding in most of the vocabulary again: at 200,000 they ran back to back through
+the peers bench's 200 PDFs and the server's CPU went from 31 s to 32-36; at a million, two merges during the ingest
+and the last took ~2.3 s of the server's CPU; at 3 million none runs during it, and the one after it merges all
+2.36 million counts (78,712 terms) in 1.25 s. (While an ingest waited for its last merge, 3 million was no faster
+than a million: 14.2-15.0 s against 13.4-14.7, the last merge 1.2 s against 0.3.)"""
 
 BM25_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS bm25_pending (

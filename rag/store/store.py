@@ -472,6 +472,20 @@ class Store:
             log.warning("the pending BM25 statistics stay pending: %s", one_line(exc, None))
             return 0
 
+    def merge_bm25_later(self) -> None:
+        """Merge what is pending in a thread of its own, after the merge running now if one is (an ingest's end:
+        its knowledge base is searchable, and exact, before its counts are folded in; `close` waits for it)."""
+        with self._merging_lock:
+            before = self._merging
+
+            def merge() -> None:
+                if before is not None:
+                    before.join()
+                self.merge_bm25()
+
+            self._merging = threading.Thread(target=merge, name="rag-bm25-merge", daemon=True)
+            self._merging.start()
+
     def _merge_soon(self, pending: int) -> None:
         """Merge the pending BM25 counts in a thread of its own once they hold more than `MERGE_TERMS` terms
         (`pending`, as the write that just committed counted them): the write does not wait for it (their rows

@@ -7,6 +7,7 @@ The parser and the OCR engine are the real ones; the spies only count their call
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -260,3 +261,38 @@ def test_an_ingest_that_takes_a_knowledge_base_past_exact_search_builds_its_grap
         assert graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
     run(["d.txt"])
     assert told == [("harbour", chunks)]
+
+
+def test_an_ingest_is_done_before_the_merge_of_its_bm25_counts_which_follows_it(store) -> None:
+    """The BM25 counts an ingest leaves pending are merged in the background once it is done (searches read them
+    pending, exact): a merge that cannot start (another holds the merges' lock) holds up neither the ingest nor a
+    search, and `close` waits for it."""
+    from rag.store.bm25_stats import LOCK_NAMESPACE
+
+    sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt")]
+    results: list[ingest.IngestResult] = []
+    with store.connection() as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, 0)", (LOCK_NAMESPACE,))
+        try:
+            ingesting = threading.Thread(
+                target=lambda: results.extend(ingest_files(store, LocalEmbedder(), sources, "harbour", SETTINGS))
+            )
+            ingesting.start()
+            ingesting.join(timeout=60)
+            done = not ingesting.is_alive()
+            with store.connection() as conn:
+                pending = conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0]
+            hits = store.keyword_search("keeper lit the lamp", ["harbour"], top_k=2)
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s, 0)", (LOCK_NAMESPACE,))
+    ingesting.join(timeout=60)
+    assert done, "the ingest waited for the merge"
+    assert [r.status for r in results] == ["stored", "stored"] and pending == 2
+    assert len(hits) == 2 and all(h.score > 0 for h in hits)
+    merging = store._merging
+    assert merging is not None
+    merging.join(timeout=60)
+    with store.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
+    merged = store.keyword_search("keeper lit the lamp", ["harbour"], top_k=2)
+    assert [(h.content, round(h.score, 9)) for h in merged] == [(h.content, round(h.score, 9)) for h in hits]
