@@ -5,6 +5,7 @@ every third page took 25-40 s to preview, 2-3 s after). Counted, not timed."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.documents import load_bytes
-from rag.documents.mupdf import COLUMN_GAP, _cell_rows
+from rag.documents import mupdf as mupdf_module
+from rag.documents.mupdf import CELL_SHARE, COLUMN_GAP, _cell_rows, _line_boxes, _table_hints
+from tests.docgen import make_table_pdf
 
 PROSE = " ".join(
     f"Im Profil {i} reicht die Schichtenfolge des Beckens vom Zechstein über Buntsandstein und Muschelkalk "
@@ -190,3 +193,76 @@ def test_rows_of_cells_are_counted_as_word_by_word(boxes: list[tuple[float, floa
     over the words gives (the hints decide which pages the table finder reads)."""
     array = np.array(boxes, dtype=np.float64).reshape(-1, 4)
     assert _cell_rows(array, widest) == _cell_rows_one_by_one(boxes, widest)
+
+
+def _words(page: pymupdf.Page, textpage: pymupdf.TextPage) -> np.ndarray:
+    return np.array([w[:4] for w in page.get_text("words", textpage=textpage)], dtype=np.float64).reshape(-1, 4)
+
+
+def test_the_line_boxes_are_mupdfs_lines_to_an_eighth_of_a_point() -> None:
+    """Read from MuPDF's JSON of the text page: text that looks like that JSON, quotes and backslashes, Chinese and
+    a table's cells give the lines MuPDF has, in its order."""
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 60, 523, 300), PROSE, fontname="helv", fontsize=9)
+        mimic = 'It said "wmode":0,"bbox":{"x":1,"y":2,"w":3,"h":4} and "size":99 \\ too'
+        page.insert_text((72, 320), mimic, fontsize=9)
+        page.insert_text((72, 340), "中文的句子在这里，表格在下面。", fontname="china-s", fontsize=10)
+        for r, row in enumerate(ROWS):
+            for c, cell in enumerate(row):
+                page.insert_text((72 + c * 130, 380 + r * 16), cell, fontname="helv", fontsize=9)
+        textpage = page.get_textpage()
+        boxes = _line_boxes(textpage)
+        expected = [line["bbox"] for block in textpage.extractDICT()["blocks"] for line in block.get("lines", ())]
+    assert boxes is not None and boxes.shape == (len(expected), 4) and len(expected) > 3 * len(ROWS)
+    assert np.abs(boxes - np.array(expected)).max() <= 0.25
+
+
+def test_the_table_hints_read_from_lines_are_those_the_words_give() -> None:
+    """Where MuPDF's lines hold the same pieces as the words (text up to LINE_GAP_SIZE, no spaces in a row), the
+    hints read them: an unruled table and a ruled one's cells fall into rows of cells, prose in one column or two, a
+    plot's labels and a header do not."""
+    rows = [["SKU", "Product", "Price"]] + [[f"SKU-{6600 + i}", f"Model {i}", f"${i * 7:,}.00"] for i in range(1, 7)]
+    decided = []
+    for data in (make_table_pdf("Prices of our products in 2024.", rows, ruled=False), _book()):
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            for page in doc:
+                textpage = page.get_textpage()
+                lines, words = _line_boxes(textpage), _words(page, textpage)
+                assert lines is not None and 0 < len(lines) < len(words)
+                widest = CELL_SHARE * page.rect.width
+                decided.append((_cell_rows(lines, widest) >= 3, _cell_rows(words, widest) >= 3))
+    assert decided == [(True, True), (False, False), (False, False), (False, False), (True, True)]
+
+
+def _hidden_gaps() -> bytes:
+    """Two pages of price lists whose lines hold a column gap: aligned with spaces in a monospaced font, and set in
+    20 points (MuPDF keeps a 14-point gap in one line of such type)."""
+    items = [("SKU-6678", "$42,000.00"), ("SKU-1020", "$9,500.00"), ("SKU-3141", "$1,200.00"), ("SKU-2718", "$800.00")]
+    with pymupdf.open() as doc:
+        page = doc.new_page()
+        for r, (sku, price) in enumerate(items):
+            page.insert_text((72, 100 + 16 * r), f"{sku:<10}{price:>12}", fontname="cour", fontsize=11)
+        page = doc.new_page()
+        for r, (sku, price) in enumerate(items):
+            width = pymupdf.get_text_length(sku, fontname="helv", fontsize=20)
+            page.insert_text((72, 100 + 30 * r), sku, fontname="helv", fontsize=20)
+            page.insert_text((72 + width + 14, 100 + 30 * r), price, fontname="helv", fontsize=20)
+        return doc.tobytes()
+
+
+def test_lines_that_may_hold_a_column_gap_leave_the_hints_to_the_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pymupdf.open(stream=_hidden_gaps(), filetype="pdf") as doc:
+        for page in doc:
+            textpage = page.get_textpage()
+            assert _line_boxes(textpage) is None, page.number
+            assert _cell_rows(_words(page, textpage), CELL_SHARE * page.rect.width) == 4
+            assert _table_hints(page, textpage) == ([], True)
+    # A MuPDF whose JSON the pattern does not know: the words, not no hint.
+    monkeypatch.setattr(mupdf_module, "_JSON_LINE", re.compile(rb"(?!)"))
+    rows = [["SKU", "Price"]] + [[f"SKU-{6600 + i}", f"${i * 7:,}.00"] for i in range(1, 5)]
+    with pymupdf.open(stream=make_table_pdf("Prices.", rows, ruled=False), filetype="pdf") as doc:
+        page = doc[0]
+        textpage = page.get_textpage()
+        assert _line_boxes(textpage) is None
+        assert _table_hints(page, textpage) == ([], True)
