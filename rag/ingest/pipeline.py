@@ -25,7 +25,6 @@ from rag.ingest.readahead import (
     READ_AHEAD_BYTES,
     READ_AHEAD_FILES,
     READ_AHEAD_SUFFIXES,
-    Chunked,
     ReadAhead,
     Refused,
     StageCallback,
@@ -222,11 +221,11 @@ def _embedded(
     on_plan: PlanCallback | None,
     cancel: CancelSignal | None,
     parsed: Prepared | None = None,
-    ahead: Callable[[StageCallback], Chunked | Refused | None] | None = None,
+    ahead: Callable[[StageCallback], documents.Document | Refused | None] | None = None,
 ) -> _Embedded | IngestResult:
     """The parse, chunk and embed stages of one file, or its result when it ends there (unchanged, failed).
     `parsed`: the file as a preview parsed it (from these very bytes: `Source` checks), not parsed again;
-    `ahead(notify)`: the file as the read-ahead worker parsed and chunked it, waited for (None: the
+    `ahead(notify)`: the file as the read-ahead worker parsed it, waited for, chunked here (None: the
     worker died, so it is parsed here)."""
     # One spelling of a name: macOS writes "é" as e + U+0301 (NFD), Windows and browsers as U+00E9 (NFC), and
     # the two looked like one document stored twice.
@@ -253,7 +252,12 @@ def _embedded(
                 if outcome.unexpected:
                     return _unexpected(filename, outcome)
                 return IngestResult(filename, "failed", reason=outcome.reason)
-            chunked = outcome or parse_and_chunk(data, filename, settings, notify)
+            if outcome is None:
+                chunked = parse_and_chunk(data, filename, settings, notify)
+            else:
+                notify("chunk", 0.1, pages_text(len(outcome.pages)))
+                chunked = chunked_document(outcome, filename, settings)
+                del outcome
         chunk_set, page_count, extras = chunked.chunk_set, chunked.page_count, chunked.extras
         del chunked
         texts = [c.text for c in chunk_set.chunks]
@@ -660,8 +664,8 @@ def ingest_files(
     on_index: IndexCallback | None = None,
 ) -> Iterator[IngestResult]:
     """Ingest each source, results in order, the stages of several files at once: the files after this one
-    (`READ_AHEAD_FILES`) are parsed and chunked in a worker process (`_Reader`, rag.ingest.readahead) while
-    this one is embedded here, and the files before it are written by `WRITERS` threads, each file in its own
+    (`READ_AHEAD_FILES`) are parsed in a worker process (`_Reader`, rag.ingest.readahead) while this one is
+    chunked and embedded here, and the files before it are written by `WRITERS` threads, each file in its own
     transaction, while the database does its part (tsvector, BM25 and GIN inserts) in a server process per
     connection. Files of more than `OVERLAP_BYTES` together are not written while the next is read.
 
@@ -772,8 +776,8 @@ class _Ahead:
 
 
 class _Reader:
-    """`ingest_files`' read-ahead: the next file's bytes read and sent to a worker process to parse and
-    chunk (rag.ingest.readahead) while this one is embedded; not a file a preview parsed, one read in
+    """`ingest_files`' read-ahead: the next file's bytes read and sent to a worker process to parse
+    (rag.ingest.readahead) while this one is chunked and embedded; not a file a preview parsed, one read in
     milliseconds (`READ_AHEAD_SUFFIXES`), one larger than `READ_AHEAD_BYTES`, or one that would not be
     parsed (unchanged, or the knowledge base refuses it)."""
 
@@ -794,7 +798,7 @@ class _Reader:
             return _Ahead(source, data)
         if self._worker is None:
             self._worker = ReadAhead()
-        return _Ahead(source, data, self._worker.submit(data, source.name, self._settings))
+        return _Ahead(source, data, self._worker.submit(data, source.name))
 
     def _to_parse(self, name: str, data: bytes) -> bool:
         """Whether the file's turn will parse it (its `_embedded` checks the same first): not when it is stored
@@ -807,7 +811,7 @@ class _Reader:
             return False
         return not unchanged(existing, documents.sha256_hex(data), self._settings)
 
-    def taker(self, key: int | None) -> Callable[[StageCallback], Chunked | Refused | None] | None:
+    def taker(self, key: int | None) -> Callable[[StageCallback], documents.Document | Refused | None] | None:
         """What `_embedded` calls for the file of `key` (None: not read ahead, parse it there)."""
         if key is None or self._worker is None:
             return None

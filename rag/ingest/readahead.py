@@ -1,11 +1,14 @@
-"""The next files parsed and chunked in a worker process while this one is embedded and written.
+"""The next files parsed in a worker process while this one is chunked, embedded and written.
 
 PyMuPDF holds the GIL while it reads a page (two threads parsing took as long as one), so the parse
 of file n+1 overlaps the embedding of file n only in another process. On two cores the stages then
-share the machine: this process embeds, the worker parses, the database indexes what the writer
+share the machine: this process chunks and embeds, the worker parses, the database indexes what the writer
 threads send (`rag bench --only peers`). One worker (a second one cost more CPU than it saved: 18.1-19.7 s
-against 16.9-17.0 for that bench's ingest), up to `READ_AHEAD_FILES` files ahead: what it sends back is a
-file's chunks (their texts, pages and metadata), never the parsed document, which holds the text once more.
+against 16.9-17.0 for that bench's ingest), up to `READ_AHEAD_FILES` files ahead: what it sends back is the
+parsed document (its pages' text). It once chunked it too, and set the pace: on that bench's 200 PDFs it was
+busy 0.83-0.93 of a core throughout (the rest it waited for one) and this process waited ~5 s for it; with the
+chunking here (~2.5 of the worker's 13 CPU s) the ingest alone took 0.79-0.80 s per CPU second of this process
+and the worker against 0.84-0.86 (15.7-17.9 s against 17.0-17.7 s, alternating; the machine's speed drifted).
 
 The worker is started for an `ingest_files` that has a second file to parse, and stopped when it ends
 (terminated if it ended early: a stopped ingest does not wait for the parse of a file it will not
@@ -94,12 +97,9 @@ def chunked_document(
     return Chunked(doc.page_count, chunk_set, [doc.chunk_extras(c.pages, c.start, c.end) for c in chunk_set.chunks])
 
 
-def parse_and_chunk(
-    data: bytes, filename: str, settings: ChunkSettings, notify: StageCallback | None = None
-) -> Chunked:
-    """Parse `data` and cut it into chunks with `settings`; `notify` hears each page read (a stage
-    callback: "parse", fraction of the file in [0, 0.1], message) and the chunking. Raises what parsing
-    raises."""
+def parse(data: bytes, filename: str, notify: StageCallback | None = None) -> Document:
+    """Parse `data`; `notify` hears each page read (a stage callback: "parse", fraction of the file in [0, 0.1],
+    message). Raises what parsing raises."""
     from rag import documents
 
     tell = notify or (lambda stage, fraction, message: None)
@@ -113,14 +113,23 @@ def parse_and_chunk(
             tell("parse", 0.1 * done / max(total, 1), what)
         last["done"] = done
 
-    doc = documents.load_bytes(data, filename, page_read)
-    tell("chunk", 0.1, pages_text(len(doc.pages)))
+    return documents.load_bytes(data, filename, page_read)
+
+
+def parse_and_chunk(
+    data: bytes, filename: str, settings: ChunkSettings, notify: StageCallback | None = None
+) -> Chunked:
+    """Parse `data` and cut it into chunks with `settings`; `notify` hears each page read and the chunking.
+    Raises what parsing raises."""
+    doc = parse(data, filename, notify)
+    if notify is not None:
+        notify("chunk", 0.1, pages_text(len(doc.pages)))
     return chunked_document(doc, filename, settings)
 
 
 def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any]) -> None:
-    """The worker: each task (key, bytes, name, settings) parsed in turn; its pages' progress and then its
-    `Chunked` or `Refused` put on `results`, tagged with its key. None ends it."""
+    """The worker: each task (key, bytes, name) parsed in turn; its pages' progress and then its `Document` or
+    `Refused` put on `results`, tagged with its key. None ends it."""
     import signal
 
     from rag.chunking import cl100k
@@ -134,14 +143,14 @@ def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any
         task = tasks.get()
         if task is None:
             return
-        key, data, filename, settings = task
+        key, data, filename = task
 
         def progress(stage: str, fraction: float, message: str, key: int = key) -> None:
             results.put(("progress", key, stage, fraction, message))
 
-        outcome: Chunked | Refused
+        outcome: Document | Refused
         try:
-            outcome = parse_and_chunk(data, filename, settings, progress)
+            outcome = parse(data, filename, progress)
         except RagError as exc:
             outcome = Refused(failure_reason(exc))
         except Exception as exc:  # noqa: BLE001 - told to the main process, which fails this file alone
@@ -164,20 +173,20 @@ class ReadAhead:
             self._process.start()
         self._next = 0
         self._taken = 0
-        self._done: dict[int, Chunked | Refused] = {}
+        self._done: dict[int, Document | Refused] = {}
         self._dead = False
 
-    def submit(self, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
+    def submit(self, data: bytes, filename: str) -> int | None:
         """Queue a file; its key for `take`, or None when the worker is gone (parse it here)."""
         if self._dead or not self._process.is_alive():
             self._dead = True
             return None
         key = self._next
         self._next += 1
-        self._tasks.put((key, data, filename, settings))
+        self._tasks.put((key, data, filename))
         return key
 
-    def take(self, key: int, notify: StageCallback) -> Chunked | Refused | None:
+    def take(self, key: int, notify: StageCallback) -> Document | Refused | None:
         """The outcome of file `key`, waited for, the progress of its pages told to `notify` meanwhile;
         None when the worker died before it was done (parse it here)."""
         self._taken += 1

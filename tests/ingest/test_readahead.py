@@ -51,9 +51,9 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
     submit = readahead.ReadAhead.submit
 
-    def counting(self: readahead.ReadAhead, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
+    def counting(self: readahead.ReadAhead, data: bytes, filename: str) -> int | None:
         names.append(filename)
-        return submit(self, data, filename, settings)
+        return submit(self, data, filename)
 
     monkeypatch.setattr(readahead.ReadAhead, "submit", counting)
     return names
@@ -108,6 +108,27 @@ def test_the_worker_is_given_several_files_ahead_and_results_stay_in_order(store
     assert submitted == names[1:]
 
 
+def test_the_worker_parses_and_this_process_chunks(
+    store: Store, submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker set the pace of an ingest while it also chunked (bench --only peers: busy 0.83-0.93 of a core,
+    this process waiting ~5 s for it): it sends the parsed document back, and the chunking runs here, where the
+    embedding waited for it."""
+    from rag import chunking
+
+    split, cut = chunking.split, []
+
+    def counted(text: str, *args: object, **kwargs: object) -> chunking.ChunkSet:
+        cut.append(text[:12])
+        return split(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chunking, "split", counted)
+    sources = [Source.upload(name, data) for name, data in FILES.items()]
+    results = list(ingest_files(store, LocalEmbedder(), sources, "here", SETTINGS))
+    assert [r.status for r in results] == ["stored"] * 3 and submitted == ["b.pdf", "c.pdf"]
+    assert cut == ["Grain, page ", "Timber, page", "Coal, page 1"]
+
+
 def test_a_pdf_the_worker_cannot_read_fails_alone_with_the_reason_it_has_here(
     store: Store, submitted: list[str]
 ) -> None:
@@ -127,8 +148,8 @@ def test_a_worker_that_dies_leaves_the_rest_to_be_read_here(
 ) -> None:
     submit = readahead.ReadAhead.submit
 
-    def then_killed(self: readahead.ReadAhead, data: bytes, filename: str, settings: ChunkSettings) -> int | None:
-        key = submit(self, data, filename, settings)
+    def then_killed(self: readahead.ReadAhead, data: bytes, filename: str) -> int | None:
+        key = submit(self, data, filename)
         self._process.kill()  # the OOM killer, say, before the worker read its first file
         self._process.join()
         return key
