@@ -22,3 +22,18 @@ def test_the_bound_counts_the_embedders_cpu_and_plain_extraction_over_every_core
 def test_ours_against_the_bound() -> None:
     assert peers._against_bound(28.9, 22.3) == "ours 28.9 s is 1.30x the bound (goal <= 1.3x: met)"
     assert peers._against_bound(40.3, 15.5) == "ours 40.3 s is 2.60x the bound (goal <= 1.3x: NOT met)"
+
+
+def test_the_corpus_pdfs_hold_their_text_within_the_page(tmp_path) -> None:
+    """Every line of the corpus's PDFs ends on its page, English and Chinese: with English wrapped at 80 characters of
+    1-em type, a third of each line lay past the page's edge and was cut from every reader's text."""
+    import pymupdf
+
+    corpus = peers.make_corpus(tmp_path, 4, (2, 3), 4)
+    assert [p.name[:2] for p in corpus.files] == ["en", "zh", "en", "zh"]
+    for path in corpus.files:
+        with pymupdf.open(path) as doc:
+            for page in doc:
+                lines = [line for block in page.get_text("dict")["blocks"] for line in block.get("lines", ())]
+                assert lines, (path.name, page.number)
+                assert max(line["bbox"][2] for line in lines) <= page.rect.width - 40, (path.name, page.number)
