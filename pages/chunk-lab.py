@@ -289,7 +289,7 @@ def _text_view(source: Source, chunk_sets: dict[str, ChunkSet], page_index: int)
                 st.html(render.chunks_html(page.text, shown))
     tables = tables_in(page.text)
     if tables:
-        with st.expander(_("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))):
+        with st.expander(_("{tables} on this {unit}, rendered", tables=count(len(tables), "table"), unit=_(doc.unit))):
             for number, table in enumerate(tables):
                 widgets.document_table(f"lab_table_{page.number}_{number}", table)  # data: no picture is fetched
 

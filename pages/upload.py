@@ -694,7 +694,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
             tables = documents.tables_in(doc.pages[index].text)
             if tables:
                 with st.expander(
-                    _("{tables} on this {unit}, as tables", tables=count(len(tables), "table"), unit=_(doc.unit))
+                    _("{tables} on this {unit}, rendered", tables=count(len(tables), "table"), unit=_(doc.unit))
                 ):
                     for number, table in enumerate(tables):
                         widgets.document_table(f"upload_table_{p.name}_{page}_{number}", table)

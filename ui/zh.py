@@ -261,7 +261,7 @@ ZH: dict[str, str] = {
     "On this page: chunks #{chunks}": "本页上的分块：#{chunks}",
     " (continues from the page before)": "（接续上一页）",
     "No chunk covers this page (its pieces were dropped as too short).": "没有分块覆盖本页（其片段因太短被丢弃）。",
-    "{tables} on this {unit}, as tables": "本{unit}的{tables}（以表格显示）",
+    "{tables} on this {unit}, rendered": "本{unit}的 {tables}（渲染后）",
     "Draw the chunks on the page": "在页面上画出分块",
     "Each chunk's lines boxed in its colour, on the rendered page.": "在渲染的页面上用各分块的颜色框出其文字行。",
     "Page {number} could not be rendered ({error}).": "第 {number} 页无法渲染（{error}）。",

@@ -530,7 +530,7 @@ def test_a_pdf_table_is_shown_as_a_table_beside_its_chunks(app: AppTest) -> None
     rows = [["SKU", "Product", "Price"], ["SKU-6678", "Falcon X", "$42,000.00"], ["SKU-1020", "Osprey", "$9,500.00"]]
     upload(app, ("prices.pdf", make_table_pdf("Prices of our products in 2024.", rows)))
     assert table(app, "upload_overview")["read by"].tolist() == ["MuPDF (1 table as rows)"]
-    (expander,) = [e for e in app.expander if e.label == "1 table on this page, as tables"]
+    (expander,) = [e for e in app.expander if e.label == "1 table on this page, rendered"]
     shown = expander.dataframe[0].value
     assert list(shown.columns) == rows[0] and shown.values.tolist() == rows[1:]
 
