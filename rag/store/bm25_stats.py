@@ -15,7 +15,7 @@ server time (1.4 ms a chunk against 0.7 without it; a bare table 0.4) and made w
 queue on its term rows. So a statement's chunks only append what they change: one `bm25_pending` row per
 knowledge base, with its chunks, their length and each term's count as two arrays (3.4 ms a document of 51
 chunks against 13 ms for the upserts, no row lock, no advisory lock). A search adds the pending counts to the
-tables' (`keyword_sql`; ~50 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
+tables' (`keyword_sql`; ~100 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
 into the tables in one transaction, where a term common to many documents is one upsert instead of one per
 document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
 the background once a write leaves more than `MERGE_TERMS` pending, and after an ingest (`merge_bm25_later`).
