@@ -62,7 +62,7 @@ from rag.store import Store
 from rag.text import shown_name
 from ui import citelinks, i18n, resources, session, widgets
 from ui.format import md as _md
-from ui.format import no_images, no_math
+from ui.format import md_lines, no_images, no_math
 from ui.i18n import _, count, tr
 
 log = logging.getLogger("pages.chat")
@@ -736,7 +736,7 @@ def _source_card(turn: Turn, source: Source) -> None:
         if not whole:
             st.caption(_("Given to the model in part: the sentences that best match the question."))
         with st.container(border=True, height="content"):
-            st.markdown(_md(hit.content if whole else source.passage))
+            st.markdown(md_lines(hit.content if whole else source.passage))
         if source.n in turn.gone:
             st.warning(
                 _(

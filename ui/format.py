@@ -15,6 +15,17 @@ def md(text: str) -> str:
     return out
 
 
+def md_lines(text: str) -> str:
+    """`md(text)` with its line breaks kept: a chunk's text shown as stored (Markdown joins single lines, so a
+    table's rows read as one run-on line in a source card, a walk found)."""
+    lines = [md(line) if line.strip() else "" for line in text.split("\n")]
+    # A hard break (two spaces) between two lines with text; an empty line is a paragraph break already (and
+    # st.markdown empties a line of spaces).
+    return "\n".join(
+        f"{line}  " if line and following else line for line, following in zip(lines, [*lines[1:], ""], strict=True)
+    )
+
+
 def size(n: float) -> str:
     """Bytes as '812 bytes', '1.5 KB', '3.2 MB', in decimal units as Streamlit's file uploader counts them: a file
     listed as 2.6MB there was "2.5 MB" (MiB) beside it."""

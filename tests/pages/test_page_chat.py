@@ -651,6 +651,32 @@ def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, 
     assert not at.exception
 
 
+def test_a_source_card_shows_the_chunk_with_its_line_breaks(store: Store, ollama: HTTPServer) -> None:
+    """A table read as Markdown rows is one row a line in its source card, as stored: Markdown joined the lines, and
+    the rows read as one run-on line (a walk)."""
+    from tests.docgen import make_table_pdf
+
+    items = [[f"SKU-{6600 + i * 39}", f"Model {i}", f"${i * 7:,},000.00"] for i in range(1, 7)]
+    rows = [["SKU", "Product", "Price"], *items]
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    data = make_table_pdf("Prices of our products in 2024.", rows, ruled=False)
+    result = ingest.ingest_bytes(store, embedder, data, "prices.pdf", "prices", ChunkSettings())
+    assert result.ok, result.reason
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Model 3 costs $21,000.00 [1]."), FINAL)
+    at = new_app()
+    at.multiselect(key="chat_kbs").set_value(["prices"])
+    run(at)
+    ask(at, "What does Model 3 cost?")
+    (turn,) = turns(at)
+    assert "| SKU-6717 | Model 3 | $21,000.00 |" in turn.sources[0].hit.content.splitlines()
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    (card,) = [m.value for m in at.markdown if "SKU-6717" in m.value]
+    assert "\\| SKU \\| Product \\| Price \\|  \n\\|---\\|---\\|---\\|  \n" in card, card
+    assert "\\| SKU-6717 \\| Model 3 \\| \\$21,000.00 \\|" in card.split("  \n"), card
+
+
 def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the_passages(
     kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

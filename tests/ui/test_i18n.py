@@ -212,12 +212,12 @@ def test_the_chat_page_in_chinese_shows_no_english_of_its_own(kb: Store, ollama:
     run(at)
     (turn,) = turns(at)
     from rag.agent import agent_available
-    from ui.format import md
+    from ui.format import md, md_lines
 
     allowed = [turn.model, turn.model.removeprefix("ollama:"), "report.pdf", turn.answer]
     for source in turn.sources:  # (their ranking and location are the page's words: "hybrid #1", "p. 1")
         for text in (source.hit.content, source.passage):
-            allowed += [md(text), text]
+            allowed += [md(text), md_lines(text), text]
     # The library's own words are English for now (the note says so): its notes, and why a
     # model cannot run agent mode (the toggle's help).
     allowed += list(turn.notes) + [agent_available(turn.model)[1]]
