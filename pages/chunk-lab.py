@@ -255,7 +255,7 @@ def _stats_table(chunked: dict[str, Chunked]) -> None:
             stats,
             {
                 "Cut mid-sentence": st.column_config.NumberColumn(
-                    format="percent", help=_("Share of chunks whose text stops inside a sentence.")
+                    format="percent", help=_("Share of the cuts between chunks that fall inside a sentence.")
                 ),
                 "Dropped (too short)": st.column_config.NumberColumn(
                     format="percent", help=_("Share of pieces discarded as too short to embed.")

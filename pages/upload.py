@@ -574,8 +574,8 @@ def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow |
         _("Ends mid-sentence"),
         f"{stats.mid_sentence_share:.0%}" if stats.count else "–",
         help=_(
-            "Share of chunks whose text stops inside a sentence: such a chunk may lack the end "
-            "of the thought it starts."
+            "Share of the cuts between chunks that fall inside a sentence: such a chunk may lack the end "
+            "of the thought it starts (the last chunk ends where the document does)."
         ),
     )
     m[4].metric(_("Dropped pieces"), stats.dropped, help=_(chunking.HELP["min_chunk_length_to_embed"]))

@@ -734,7 +734,7 @@ def cmd_chunk(args: argparse.Namespace, settings: Settings, out: TextIO, err: Te
         print(
             f"{printable(doc.filename)}: {len(doc.pages)} pages, {st.count} chunks, tokens "
             f"mean {st.mean_tokens:.0f} min {st.min_tokens} max {st.max_tokens}, "
-            f"{st.mid_sentence_share:.0%} end mid-sentence, {st.dropped} dropped",
+            f"{st.mid_sentence_share:.0%} of the cuts mid-sentence, {st.dropped} dropped",
             file=out,
         )
         for c in chunk_set.chunks:

@@ -26,8 +26,8 @@ def test_stats_match_chunks(s: ChunkSettings) -> None:
     assert st_.mean_tokens == pytest.approx(sum(sizes) / len(sizes))
     assert (st_.min_tokens, st_.max_tokens) == (min(sizes), max(sizes))
     assert st_.sizes == tuple(sizes)
-    mids = [ends_mid_sentence(c.text) for c in result.chunks]
-    assert st_.mid_sentence_share == pytest.approx(sum(mids) / len(mids))
+    cuts = [ends_mid_sentence(c.text) for c in result.chunks[:-1]]  # the last chunk ends where the text does
+    assert st_.mid_sentence_share == pytest.approx(sum(cuts) / len(cuts) if cuts else 0.0)
     assert st_.dropped == result.dropped
     assert st_.dropped_share == pytest.approx(result.dropped / (result.dropped + len(sizes)))
     assert st_.over_size == sum(1 for t in sizes if t > s.chunk_size)
@@ -67,9 +67,21 @@ def test_stats_dropped_share_and_empty() -> None:
         ("trailing space.  \n", False),
         ("cut in the mid", True),
         ("ends with comma,", True),
+        ("| SKU-6717 | Model 3 | $21,000.00 |", False),  # a table's row
         ("", False),
         ("   ", False),
     ],
 )
 def test_ends_mid_sentence(text: str, mid: bool) -> None:
     assert ends_mid_sentence(text) is mid
+
+
+def test_the_end_of_the_text_is_no_cut() -> None:
+    """The last chunk ends where the document does: it lacks nothing that follows, whatever its last character."""
+    one = split("Prices\n| SKU | Price |\n|---|---|\n| SKU-6678 | $42,000.00 |\nValid until March", SPRING_DEFAULT)
+    assert len(one.chunks) == 1 and ends_mid_sentence(one.chunks[0].text)
+    assert stats(one).mid_sentence_share == 0.0
+    two = split(sentences(400, 3) + " and no end", spring_s(chunk_size=40))
+    assert len(two.chunks) > 2 and ends_mid_sentence(two.chunks[-1].text)
+    cut = [ends_mid_sentence(c.text) for c in two.chunks[:-1]]
+    assert stats(two).mid_sentence_share == pytest.approx(sum(cut) / len(cut))
