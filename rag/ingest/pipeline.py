@@ -29,7 +29,7 @@ from rag.ingest.readahead import (
     Refused,
     StageCallback,
     chunked_document,
-    parse_and_chunk,
+    parse,
 )
 from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
 from rag.text import Text, chunks_text, pages_text
@@ -240,11 +240,11 @@ def _embedded(
         if existing is not None and unchanged(existing, sha, settings):
             notify("store", 1.0, status_word("unchanged"))
             return IngestResult(filename, "unchanged", existing.chunk_count, existing.page_count)
+        same: ChunkSet | None = None
         if parsed is not None:
-            notify("chunk", 0.1, pages_text(len(parsed.document.pages)))
+            doc = parsed.document
             # The preview's chunks when they were cut with these settings (the page's always are).
             same = parsed.chunk_set if parsed.chunk_set.settings == settings else None
-            chunked = chunked_document(parsed.document, filename, settings, same)
         else:
             notify("parse", 0.0, Text("reading pages"))
             outcome = ahead(notify) if ahead is not None else None
@@ -252,14 +252,12 @@ def _embedded(
                 if outcome.unexpected:
                     return _unexpected(filename, outcome)
                 return IngestResult(filename, "failed", reason=outcome.reason)
-            if outcome is None:
-                chunked = parse_and_chunk(data, filename, settings, notify)
-            else:
-                notify("chunk", 0.1, pages_text(len(outcome.pages)))
-                chunked = chunked_document(outcome, filename, settings)
-                del outcome
+            doc = outcome if outcome is not None else parse(data, filename, notify)
+            del outcome
+        notify("chunk", 0.1, pages_text(len(doc.pages)))
+        chunked = chunked_document(doc, filename, settings, same)
         chunk_set, page_count, extras = chunked.chunk_set, chunked.page_count, chunked.extras
-        del chunked
+        del chunked, doc
         texts = [c.text for c in chunk_set.chunks]
         from rag.embeddings import EmbeddingCancelled, batches, expected_seconds
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rag.chunking import ChunkSet, ChunkSettings
 from rag.errors import RagError, failure_reason
 from rag.process import no_main_script
-from rag.text import Text, pages_text
+from rag.text import Text
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -114,17 +114,6 @@ def parse(data: bytes, filename: str, notify: StageCallback | None = None) -> Do
         last["done"] = done
 
     return documents.load_bytes(data, filename, page_read)
-
-
-def parse_and_chunk(
-    data: bytes, filename: str, settings: ChunkSettings, notify: StageCallback | None = None
-) -> Chunked:
-    """Parse `data` and cut it into chunks with `settings`; `notify` hears each page read and the chunking.
-    Raises what parsing raises."""
-    doc = parse(data, filename, notify)
-    if notify is not None:
-        notify("chunk", 0.1, pages_text(len(doc.pages)))
-    return chunked_document(doc, filename, settings)
 
 
 def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any]) -> None:

@@ -77,6 +77,7 @@ def test_pdfs_read_ahead_are_stored_as_when_read_here(
     assert submitted == ["b.pdf", "c.pdf"]  # the first is read here while the worker starts
     # the worker's pages reach the caller, then the chunking and the rest of the stages
     assert ("parse", "page 4 of 4") in heard["b.pdf"] and ("chunk", "4 pages") in heard["b.pdf"]
+    assert heard["a.pdf"][heard["a.pdf"].index(("parse", "page 3 of 3")) + 1] == ("chunk", "3 pages")  # read here
     assert [stage for stage, _ in heard["c.pdf"]][-1] == "store"
 
     monkeypatch.setattr(pipeline, "READ_AHEAD_SUFFIXES", ())  # nothing read ahead
@@ -213,6 +214,6 @@ def test_pages_read_are_told_at_most_twenty_a_second_but_the_last_and_an_ocr_sta
 
     monkeypatch.setattr(documents, "load_bytes", load)
     heard: list[str] = []
-    readahead.parse_and_chunk(_pdf("Ships", 2), "s.pdf", SETTINGS, lambda stage, f, message: heard.append(message))
-    assert heard[0] == "page 0 of 40" and "OCR of page 21 of 40" in heard and heard[-2:] == ["page 40 of 40", "2 pages"]
+    readahead.parse(_pdf("Ships", 2), "s.pdf", lambda stage, f, message: heard.append(message))
+    assert heard[0] == "page 0 of 40" and "OCR of page 21 of 40" in heard and heard[-1] == "page 40 of 40"
     assert len(heard) < 10  # 42 page messages within milliseconds
