@@ -88,6 +88,26 @@ def labels(at: AppTest) -> list[str]:
     return [e.label for e in at.expander]
 
 
+def ask_over(
+    store: Store, ollama: HTTPServer, kb: str, file: tuple[str, bytes, ChunkSettings], question: str, answer: str
+) -> tuple[AppTest, Any]:
+    """`file` (name, bytes, chunk settings) alone in knowledge base `kb`, `question` asked over it and answered
+    `answer` by the stand-in, and the card of source [1] opened: the page and the turn."""
+    name, data, settings = file
+    result = ingest.ingest_bytes(store, retrieve.embedder_named_or_default(get_settings()), data, name, kb, settings)
+    assert result.ok, result.reason
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk(answer), FINAL)
+    at = new_app()
+    at.multiselect(key="chat_kbs").set_value([kb])
+    run(at)
+    ask(at, question)
+    (turn,) = turns(at)
+    at.button(key=f"chat_cite_{turn.id}_1").click()
+    run(at)
+    return at, turn
+
+
 # -- fixtures ----------------------------------------------------------------------------------
 
 
@@ -630,20 +650,11 @@ def test_agent_mode_shows_the_tool_calls_and_the_passages_found(
 def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, ollama: HTTPServer) -> None:
     from tests.docgen import make_pptx
 
-    embedder = retrieve.embedder_named_or_default(get_settings())
-    result = ingest.ingest_bytes(store, embedder, make_pptx(), "review.pptx", "decks", SMALL_CHUNKS)
-    assert result.ok, result.reason
-    expect_show(ollama, ["completion"])
-    expect_chat(ollama, chunk("Bookings reached 3.4 million euros [1]."), FINAL)
-    at = new_app()
-    at.multiselect(key="chat_kbs").set_value(["decks"])
-    run(at)
-    ask(at, "How much were the bookings?")
-    (turn,) = turns(at)
+    file = ("review.pptx", make_pptx(), SMALL_CHUNKS)
+    answer = "Bookings reached 3.4 million euros [1]."
+    at, turn = ask_over(store, ollama, "decks", file, "How much were the bookings?", answer)
     top = turn.sources[0]
     assert top.hit.location.startswith("slide") and top.label == f"[1] review.pptx {top.hit.location}"
-    at.button(key=f"chat_cite_{turn.id}_1").click()
-    run(at)
     assert any(
         f"· {top.hit.location}" in c.value and c.value.startswith("knowledge base **decks**") for c in at.caption
     )
@@ -658,20 +669,10 @@ def test_a_source_card_shows_the_chunk_with_its_line_breaks(store: Store, ollama
 
     items = [[f"SKU-{6600 + i * 39}", f"Model {i}", f"${i * 7:,},000.00"] for i in range(1, 7)]
     rows = [["SKU", "Product", "Price"], *items]
-    embedder = retrieve.embedder_named_or_default(get_settings())
     data = make_table_pdf("Prices of our products in 2024.", rows, ruled=False)
-    result = ingest.ingest_bytes(store, embedder, data, "prices.pdf", "prices", ChunkSettings())
-    assert result.ok, result.reason
-    expect_show(ollama, ["completion"])
-    expect_chat(ollama, chunk("Model 3 costs $21,000.00 [1]."), FINAL)
-    at = new_app()
-    at.multiselect(key="chat_kbs").set_value(["prices"])
-    run(at)
-    ask(at, "What does Model 3 cost?")
-    (turn,) = turns(at)
+    file = ("prices.pdf", data, ChunkSettings())
+    at, turn = ask_over(store, ollama, "prices", file, "What does Model 3 cost?", "Model 3 costs $21,000.00 [1].")
     assert "| SKU-6717 | Model 3 | $21,000.00 |" in turn.sources[0].hit.content.splitlines()
-    at.button(key=f"chat_cite_{turn.id}_1").click()
-    run(at)
     (card,) = [m.value for m in at.markdown if "SKU-6717" in m.value]
     assert "\\| SKU \\| Product \\| Price \\|  \n\\|---\\|---\\|---\\|  \n" in card, card
     assert "\\| SKU-6717 \\| Model 3 \\| \\$21,000.00 \\|" in card.split("  \n"), card
