@@ -51,6 +51,8 @@ STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "fai
 # What an ingest has done so far, set while it runs: still set at the start of a script run, the
 # ingest before was stopped (by the Stop button or any other click, which end the run).
 RUNNING_KEY = "_upload_running"
+# The knowledge base (and its chunks) whose vector index the last ingest left being built in the background.
+INDEXING_KEY = "_upload_indexing"
 # How long the run after a Stop waits for the stopped one to end: Streamlit starts it at once (fast reruns)
 # while the stopped run finishes the batch it was embedding (seconds to tens of seconds with e5) and keeps it,
 # or the write it was waiting for; counted before, the stop said '39 kept' and the resume reused 44.
@@ -806,9 +808,7 @@ def _ingesting(
             return update
 
         def on_index(name: str, chunks: int) -> None:  # after the last file, where the base outgrew exact search
-            status.update(
-                label=_("Building the vector index of '{kb}' ({chunks})…", kb=name, chunks=count(chunks, "chunk"))
-            )
+            st.session_state[INDEXING_KEY] = (name, chunks)  # said with the results (`_show_results`)
 
         # closing: a stop (the RerunException a click raises in a callback, or here) ends the run only once
         # the file being written is stored whole or rolled back.
@@ -870,6 +870,7 @@ def _record(knowledge: str, results: list[IngestResult], new_kb: bool, stopped: 
         "at": datetime.now(),
         "stopped": stopped,
         "results": [dataclasses.asdict(r) for r in results],
+        "indexing": st.session_state.pop(INDEXING_KEY, None),
     }
     if new_kb and any(r.ok for r in results):
         st.session_state["_upload_kb_pending"] = knowledge
@@ -925,6 +926,17 @@ def _show_results() -> None:
         st.warning(message + _(" See the reasons below; fix them and ingest again."), icon="⚠️")
     else:
         st.success(message + _(" See it in the **Library** tab."), icon="✅")
+    if last.get("indexing"):
+        name, chunks = last["indexing"]
+        st.caption(
+            "🕸️ "
+            + _(
+                "The vector index of '{kb}' ({chunks}) is built in the background after the ingest: until it is "
+                "ready, a search compares the question with every chunk (exact, only slower).",
+                kb=name,
+                chunks=count(chunks, "chunk"),
+            )
+        )
     if last.get("lab"):
         kind, text = last["lab"]
         if kind == "success":

@@ -282,7 +282,9 @@ ZH: dict[str, str] = {
     "**Stop ingesting** ends it early; the files done by then stay.": "**停止入库** 可提前结束；已完成的文件会保留。",
     "Ingesting {files} into '{kb}'…": "正在把 {files}入库到“{kb}”…",
     "Ingesting {number}/{total}: {file}…": "正在入库 {number}/{total}：{file}…",
-    "Building the vector index of '{kb}' ({chunks})…": "正在为“{kb}”建立向量索引（{chunks}）…",
+    "The vector index of '{kb}' ({chunks}) is built in the background after the ingest: until it is ready, a search "
+    "compares the question with every chunk (exact, only slower).": "“{kb}”的向量索引（{chunks}）在入库完成后于后台建立："
+    "建好之前，检索会把问题与每个分块逐一比较（结果精确，只是较慢）。",
     "waiting": "等待中",
     "failed during {stage}": "在{stage}阶段失败",
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",

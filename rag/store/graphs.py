@@ -9,10 +9,10 @@ Why not one graph per dimension, kept up to date row by row as before: inserting
 the largest single part of an ingest's database time. On the peers bench's 200 PDFs (11,074 chunks) the server
 spent 15.4-18.6 CPU s with the graph and 9.3-10.1 without it (the ingest 16.8-20.2 s against 14.2-14.7 s, two
 alternating runs each), while the same graph built in bulk after the rows takes ~1.1 s. So an ingest writes
-no graph; when it ends, each base that has outgrown exact search and has no graph gets one
-(`build_graphs`: CREATE INDEX CONCURRENTLY, so writers of other bases go on), and rows written after that go
-into it as they come. That ingest, old and new one after the other: 20.5 / 20.7 s against 19.1 / 16.7 s with
-the build, the server's CPU 20.1 / 19.7 s against 15.9 / 13.0 s.
+no graph; when it ends, each base that has outgrown exact search and has no graph gets one, built in the
+background while its rows are searched exactly (`build_graphs`: CREATE INDEX CONCURRENTLY, so writers of other
+bases go on), and rows written after that go into it as they come. That ingest, old and new one after the
+other: 20.5 / 20.7 s against 19.1 / 16.7 s with the build, the server's CPU 20.1 / 19.7 s against 15.9 / 13.0 s.
 
 The index's predicate names its base by `hashtext(name)`, an integer the server computes, so no user text
 is written into SQL; a search of the base repeats the predicate as a literal, which is how PostgreSQL knows
@@ -87,6 +87,13 @@ def large_bases(
         {"names": None if names is None else list(names), "dimension": dimension, "rows": GRAPH_ROWS},
     ).fetchall()
     return [(r[0], int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+
+def unbuilt(conn: psycopg.Connection, names: Sequence[str]) -> list[tuple[str, int]]:
+    """(name, chunks) of each knowledge base of `names` that has outgrown exact search and has no graph ready."""
+    large = large_bases(conn, names)
+    ready = _valid(conn, [graph_name(dimension, key) for _, dimension, key, _ in large])
+    return [(name, rows) for name, dimension, key, rows in large if graph_name(dimension, key) not in ready]
 
 
 def legacy_name(dimension: int) -> str:

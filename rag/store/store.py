@@ -33,7 +33,7 @@ from rag.store.binary_copy import copy_rows
 from rag.store.bm25_stats import MERGE_TERMS
 from rag.store.conversations import Conversations
 from rag.store.embedded import embedded_server_uri, revive_embedded_server
-from rag.store.graphs import build_graphs, drop_graphs, legacy_graphs
+from rag.store.graphs import build_graphs, drop_graphs, legacy_graphs, unbuilt
 from rag.store.keyword_sql import DEFAULT_BM25, Bm25
 from rag.store.records import (
     Hit,
@@ -142,6 +142,8 @@ class Store:
         self._graphing: threading.Thread | None = None
         """The last background build's thread (a test joins it)."""
         self._graphs_asked = False
+        self._graphs_awaited = False
+        """Whether `close` waits for the background build: one an ingest asked for (`build_graphs_later`)."""
         self._graphing_names: set[str] | None = set()
         """What the next background build is for (None: every knowledge base)."""
         if migrate:  # a database of versions before: one graph a dimension, until each large base has its own
@@ -158,8 +160,11 @@ class Store:
         merging = self._merging
         if merging is not None:
             merging.join()  # a merge is one transaction: finished, not cut off
-        # A graph being built in the background is not waited for (minutes for a large base, after a CLI search):
-        # the server finishes the statement on its own connection, and one left invalid is built anew.
+        # A graph a search asked for is not waited for (minutes for a large base, after a CLI search): the server
+        # finishes the statement on its own connection, and one left invalid is built anew. One an ingest asked for
+        # is: it is part of that ingest's work (and the embedded server, stopped at exit, would cut it off).
+        if self._graphs_awaited:
+            self.wait_for_graphs()
         self._pool.close()
 
     def __enter__(self) -> Store:
@@ -523,6 +528,30 @@ class Store:
         except psycopg.Error as exc:
             log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
             return []
+
+    def build_graphs_later(self, knowledge_bases: Sequence[str]) -> list[tuple[str, int]]:
+        """`build_graphs` of `knowledge_bases` in the background, where one has outgrown exact search and has no
+        graph; (name, chunks) of each to be built (an ingest's end: its rows are searchable, read exactly, while
+        the graph is built; `close` waits for it). A failure to look is logged: a search asks again."""
+        try:
+            with self._conn() as conn:
+                due = unbuilt(conn, knowledge_bases)
+        except StoreError as exc:
+            log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
+            return []
+        if due:
+            self._graphs_awaited = True
+            self._graph_soon([name for name, _ in due])
+        return due
+
+    def wait_for_graphs(self) -> None:
+        """Wait for the graphs being built in the background (`build_graphs_later`, or asked for by a search)."""
+        while True:
+            with self._graphs_lock:
+                graphing = self._graphing
+            if graphing is None or not graphing.is_alive():
+                return
+            graphing.join()
 
     def _graph_soon(self, knowledge_bases: Sequence[str] | None) -> None:
         """`build_graphs` in a thread of its own (one at a time; what is asked meanwhile is built next)."""

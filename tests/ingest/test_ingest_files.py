@@ -233,34 +233,78 @@ def test_two_files_are_written_at_once_and_the_results_come_in_order(store, monk
     assert sorted(d.original_filename for d in store.list_documents("logs")) == names
 
 
-def test_an_ingest_that_takes_a_knowledge_base_past_exact_search_builds_its_graph_at_the_end(
+def test_an_ingest_that_takes_a_knowledge_base_past_exact_search_builds_its_graph_after_it_in_the_background(
     store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No chunk goes into a graph row by row (rag.store.graphs): the base's graph is built once, over all its
-    rows, when the ingest that took it past GRAPH_ROWS ends, and the caller is told first (the Upload page says
-    so in its status line). The next ingest builds none: its rows went into the graph as they came."""
+    rows, after the ingest that took it past GRAPH_ROWS, in the background, and the caller is told (the Upload
+    page says so with the results). A build that cannot start (another holds the base's build lock) holds up
+    neither the ingest nor a search, which reads every row meanwhile; `close` waits for it. The next ingest
+    builds none: its rows went into the graph as they came."""
     monkeypatch.setattr(graphs, "GRAPH_ROWS", 12)
     told: list[tuple[str, int]] = []
+    embedder = LocalEmbedder()
 
     def run(names: list[str]) -> list[ingest.IngestResult]:
         sources = [Source.upload(name, LOG + name.encode()) for name in names]
         return list(
-            ingest_files(
-                store, LocalEmbedder(), sources, "harbour", SETTINGS, on_index=lambda *told_: told.append(told_)
-            )
+            ingest_files(store, embedder, sources, "harbour", SETTINGS, on_index=lambda *told_: told.append(told_))
         )
+
+    def graphed() -> bool:
+        with store.connection() as conn:
+            return graphs.bases(conn, ["harbour"], embedder.dimension)[0][0].graphed
 
     first = run(["a.txt"])
     assert first[0].status == "stored" and 0 < first[0].chunks < 12 and told == []
-    with store.connection() as conn:
-        assert not graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
-    second = run(["b.txt", "c.txt"])
+    assert not graphed()
+    second: list[ingest.IngestResult] = []
+    with store.connection() as holder:
+        key = holder.execute("SELECT hashtext('harbour')").fetchone()[0]
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (graphs.BUILD_LOCK, key))
+        try:
+            ingesting = threading.Thread(target=lambda: second.extend(run(["b.txt", "c.txt"])))
+            ingesting.start()
+            ingesting.join(timeout=60)
+            done = not ingesting.is_alive()
+            building = graphed()
+            hits = store.search(embedder.embed_queries(["keeper lit the lamp"])[0], ["harbour"], top_k=3)
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s, %s)", (graphs.BUILD_LOCK, key))
+    ingesting.join(timeout=60)
+    assert done, "the ingest waited for the graph"
     chunks = sum(r.chunks for r in first + second)
-    assert told == [("harbour", chunks)]
-    with store.connection() as conn:
-        assert graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
+    assert told == [("harbour", chunks)] and not building and len(hits) == 3
+    store.wait_for_graphs()
+    assert graphed()
     run(["d.txt"])
     assert told == [("harbour", chunks)]
+
+
+def test_closing_the_store_waits_for_the_graph_an_ingest_left_being_built(
+    store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rag ingest` closes its store at exit, which stops the embedded server: the graph its ingest left being
+    built (here held up for a second by another holder of the base's build lock) is waited for, not cut off."""
+    import psycopg
+
+    from rag.store import Store
+
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", 12)
+    sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt")]
+    with psycopg.connect(pg_uri, autocommit=True) as holder:
+        key = holder.execute("SELECT hashtext('harbour')").fetchone()[0]
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (graphs.BUILD_LOCK, key))
+        results = list(ingest_files(store, LocalEmbedder(), sources, "harbour", SETTINGS))
+        release = threading.Timer(
+            1.0, lambda: holder.execute("SELECT pg_advisory_unlock(%s, %s)", (graphs.BUILD_LOCK, key))
+        )
+        release.start()
+        store.close()
+        release.join()
+    assert [r.status for r in results] == ["stored", "stored"]
+    with Store(pg_uri) as after, after.connection() as conn:
+        assert graphs.bases(conn, ["harbour"], LocalEmbedder().dimension)[0][0].graphed
 
 
 def test_an_ingest_is_done_before_the_merge_of_its_bm25_counts_which_follows_it(store) -> None:

@@ -169,6 +169,35 @@ def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTes
     assert app.selectbox(key="upload_kb_choice").options == [f"➕ {NEW_KB}"]
 
 
+def test_the_results_say_the_vector_index_is_built_in_the_background(
+    app: AppTest, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest that takes a knowledge base past exact search leaves its graph being built after it: the results
+    say so (and searches meanwhile read every chunk); below that size nothing is said."""
+    from rag.store import graphs
+
+    chunks = expected_chunks(REPORT, "report.pdf", DEFAULT)
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", chunks + 1)
+    upload(app, ("report.pdf", REPORT))
+    app.text_input(key="upload_kb_new").set_value("finance")
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)
+    assert not [c.value for c in app.caption if "vector index" in c.value]
+
+    monkeypatch.setattr(graphs, "GRAPH_ROWS", chunks)
+    upload(app, ("other.pdf", make_pdf([_page_text("third")])), ("report.pdf", REPORT))
+    app.selectbox(key="upload_kb_choice").set_value("finance")  # a new upload has none chosen
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)
+    total = store.list_knowledge_bases()[0].chunks
+    assert [c.value for c in app.caption if "vector index" in c.value] == [
+        f"🕸️ The vector index of 'finance' ({total} chunks) is built in the background after the ingest: until it "
+        "is ready, a search compares the question with every chunk (exact, only slower)."
+    ]
+
+
 def test_uploaded_files_survive_a_visit_to_the_chunk_lab(app: AppTest) -> None:
     upload(app, ("report.pdf", REPORT))
 

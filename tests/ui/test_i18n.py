@@ -458,7 +458,7 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
 
 
 def test_counts_are_grouped_by_thousands_in_both_languages(monkeypatch) -> None:
-    """'Building the vector index of 'big' (10001 chunks)' beside '1,442 of 4,096 tokens' (a walk saw both)."""
+    """'The vector index of 'big' (10001 chunks)' beside '1,442 of 4,096 tokens' (a walk saw both)."""
     from ui import i18n
 
     monkeypatch.setattr(i18n, "language", lambda: "en")
