@@ -759,7 +759,8 @@ def ingest_files(
                 # peers bench's 2.36 million, 12-16 ms merged), so waiting for the merge made the knowledge base
                 # searchable no sooner. That bench's 200 PDFs leave fewer than MERGE_TERMS, merged at once in
                 # 1.25 s of one server process, where merges during the ingest and the last one waited for took
-                # ~2.3 s of the server's CPU within it: the ingest alone 18.6-18.8 s against 20.6-24.4 s.
+                # ~2.3 s of the server's CPU within it: the ingest alone 18.6-18.8 s against 20.6-24.4 s. The keyword
+                # index's pending list is merged then too (schema.GIN_PENDING_KB).
                 store.merge_bm25_later()
         finally:
             reader.close()

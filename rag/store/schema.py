@@ -23,14 +23,21 @@ SCHEMA_LOCK = 7_283_105_514
 """The advisory lock held while the schema is created: processes starting at once take turns (the
 whole script is one implicit transaction), so CREATE OR REPLACE never races itself."""
 
-GIN_PENDING_KB = 65_536
-"""The keyword index's pending list (KB): new rows' terms wait there, unsorted, until it is full, and are then
-merged into the index, each merge rewriting the posting lists of every term it touches. The default 4 MB merged
-every few documents: the peers bench's 11,074 chunks, written a document a statement as an ingest writes them,
-cost 3.8 s of server time in the index against 1.4 s with 64 MB (and `WRITE_WORK_MEM` to merge in), plus 0.6 s
-when the last 64 MB are merged (by autovacuum, or the next writer that fills it). A keyword search reads the pending
-list too: 46 ms with it near full against 54 ms merged (four queries' counts over those chunks). The cost is disk:
-the index keeps the pages its pending list filled, free for the next one (79 MB against 19 MB for those chunks)."""
+GIN_PENDING_KB = 131_072
+"""The keyword index's pending list (KB): new rows' terms wait there, unsorted, until it is full or an ingest ends
+(`CLEAN_WORK_MEM`), and are then merged into the index, each merge rewriting the posting lists of every term it
+touches. The default 4 MB merged every few documents: the peers bench's 11,074 chunks, written a document a
+statement as an ingest writes them, cost 3.8 s of server time in the index against 1.4 s with 64 MB (and
+`WRITE_WORK_MEM` to merge in). With 64 MB the writer that filled the list merged it in the middle of that bench's
+ingest (~3 s of a core the other stages waited for); 128 MB hold the terms of its 11,630 chunks (90 MB, 3.6 million,
+0.4 s of the server's CPU to put there), merged once the ingest is done: the ingest alone 12.2/12.3 s against
+13.2/13.0 s (alternating). A keyword search reads the pending list too: 20-25 ms a query with those 90 MB pending
+against 0.2-1.8 ms merged. The cost is disk: the index keeps the pages its pending list filled, free for the next
+one (90 MB after that ingest; 79 MB against 19 MB for those 11,074 chunks with 64 MB)."""
+CLEAN_WORK_MEM = "128MB"
+"""maintenance_work_mem of the merge of the keyword index's pending list once an ingest is done
+(`Store.clean_keyword_index`): the whole list's terms gathered at once (the 90 MB above: 2.2 s of one server
+process, after the ingest)."""
 WRITE_WORK_MEM = "64MB"
 """work_mem of a transaction that writes chunks: the memory a merge of the pending list gathers terms in before
 it writes them (with PostgreSQL's 4 MB, a 64 MB pending list is merged in 16 rounds: the index's 1.4 s above

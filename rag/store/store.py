@@ -44,7 +44,7 @@ from rag.store.records import (
     chunk_metadata,
     mismatch_message,
 )
-from rag.store.schema import SCHEMA, WRITE_WORK_MEM
+from rag.store.schema import CLEAN_WORK_MEM, SCHEMA, WRITE_WORK_MEM
 from rag.store.vector_cache import VectorCache
 from rag.text import Text
 
@@ -477,9 +477,26 @@ class Store:
             log.warning("the pending BM25 statistics stay pending: %s", one_line(exc, None))
             return 0
 
+    def clean_keyword_index(self) -> int:
+        """The keyword index's pending list (`schema.GIN_PENDING_KB`) merged into the index; how many of its pages
+        were. A failure is logged, never raised: the list stays, read by searches, until a writer fills it."""
+        try:
+            with self._conn() as conn, conn.transaction():
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (CLEAN_WORK_MEM,))
+                # Only its owner (or a superuser) may: a role that is neither leaves the list to the writers.
+                cleaned = conn.execute(
+                    "SELECT gin_clean_pending_list(c.oid) FROM pg_class c "
+                    "WHERE c.oid = 'vector_store_fts_idx'::regclass AND pg_has_role(c.relowner, 'USAGE')"
+                ).fetchone()
+                return int(cleaned[0]) if cleaned else 0
+        except StoreError as exc:
+            log.warning("the keyword index's pending list stays pending: %s", one_line(exc, None))
+            return 0
+
     def merge_bm25_later(self) -> None:
-        """Merge what is pending in a thread of its own, after the merge running now if one is (an ingest's end:
-        its knowledge base is searchable, and exact, before its counts are folded in; `close` waits for it)."""
+        """Merge what is pending in a thread of its own, after the merge running now if one is, and clean the
+        keyword index's pending list (an ingest's end: its knowledge base is searchable, and exact, before its
+        counts are folded in and its terms sorted into the index; `close` waits for it)."""
         with self._merging_lock:
             before = self._merging
 
@@ -487,6 +504,7 @@ class Store:
                 if before is not None:
                     before.join()
                 self.merge_bm25()
+                self.clean_keyword_index()
 
             self._merging = threading.Thread(target=merge, name="rag-bm25-merge", daemon=True)
             self._merging.start()

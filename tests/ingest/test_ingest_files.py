@@ -309,8 +309,8 @@ def test_closing_the_store_waits_for_the_graph_an_ingest_left_being_built(
 
 def test_an_ingest_is_done_before_the_merge_of_its_bm25_counts_which_follows_it(store) -> None:
     """The BM25 counts an ingest leaves pending are merged in the background once it is done (searches read them
-    pending, exact): a merge that cannot start (another holds the merges' lock) holds up neither the ingest nor a
-    search, and `close` waits for it."""
+    pending, exact), and the keyword index's pending list after them: a merge that cannot start (another holds the
+    merges' lock) holds up neither the ingest nor a search, and `close` waits for it."""
     from rag.store.bm25_stats import LOCK_NAMESPACE
 
     sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt")]
@@ -340,3 +340,6 @@ def test_an_ingest_is_done_before_the_merge_of_its_bm25_counts_which_follows_it(
         assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
     merged = store.keyword_search("keeper lit the lamp", ["harbour"], top_k=2)
     assert [(h.content, round(h.score, 9)) for h in merged] == [(h.content, round(h.score, 9)) for h in hits]
+    # The keyword index's pending list, which held the ingest's terms, was merged into the index with them.
+    with store.connection() as conn:
+        assert conn.execute("SELECT gin_clean_pending_list('vector_store_fts_idx'::regclass)").fetchone()[0] == 0
