@@ -7,6 +7,7 @@ Imported only when such a file is loaded: pymupdf takes a while to import, and t
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
 import sys
@@ -188,7 +189,7 @@ def _grids(page: pymupdf.Page, words: np.ndarray) -> list[pymupdf.Rect] | None:
 
 
 def _table_hints(
-    page: pymupdf.Page, textpage: pymupdf.TextPage | None = None
+    page: pymupdf.Page, textpage: pymupdf.TextPage | None = None, lines: _Lines | None = None
 ) -> tuple[list[pymupdf.Rect] | None, bool]:
     """Where the page may hold a ruled table (`_grids`) and whether it may hold an unruled one
     (3 lines whose words fall into cells: pieces a column gap apart, on average narrower than
@@ -202,10 +203,11 @@ def _table_hints(
     The words' rows and pieces are worked out in numpy, and the grid's regular expression looks behind no byte:
     these looks took 0.54 ms a page against 0.42 (392 pages of real and generated PDFs, the same hints on each),
     0.2 ms of it the words themselves, on a text page read in ~1.5 ms in all (`bench --only peers`). They are
-    looked at as MuPDF's lines where those hold the same pieces (`_line_boxes`)."""
+    looked at as MuPDF's lines where those hold the same pieces (`_line_boxes`; `lines`: the text page's, read
+    already)."""
     if textpage is None:
         textpage = page.get_textpage()
-    boxes = _line_boxes(textpage)
+    boxes = _line_boxes(textpage, lines)
     if boxes is None:
         words = page.get_text("words", textpage=textpage)
         count = 4 * len(words)
@@ -217,37 +219,93 @@ _BOX = itemgetter(0, 1, 2, 3)
 
 _JSON_SCALE = 8
 """MuPDF's JSON gives coordinates as whole numbers of points times the scale it is given: eighths of a point."""
-_JSON_LINE = re.compile(rb'"wmode":\d+,"bbox":\{"x":(-?\d+),"y":(-?\d+),"w":(-?\d+),"h":(-?\d+)')
-"""A line of the text page in MuPDF's JSON, its box (a block's has no writing mode). A line's text is a JSON
-string, whose quotes are escaped: it cannot look like one, nor like a font's size (`_JSON_SIZE`)."""
-_JSON_SIZE = re.compile(rb'"size":(\d+)')
+_JSON_STRING = rb'[^"\\]*(?:\\.[^"\\]*)*'
+"""A JSON string's inside (its quotes and backslashes escaped), in the unrolled form Python's engine runs fast."""
+_JSON_LINE = re.compile(
+    rb'"wmode":(\d+),"bbox":\{"x":(-?\d+),"y":(-?\d+),"w":(-?\d+),"h":(-?\d+)(?:,"flags":\d+)?\},"font":\{[^}]*'
+    rb'"size":(\d+)\},"x":-?\d+,"y":-?\d+,"text":"(' + _JSON_STRING + rb')"\}'
+)
+"""A line of the text page in MuPDF's JSON: its writing mode, box, font size and text (a block's box has no
+writing mode; a line's text is a JSON string, whose quotes are escaped: it cannot look like a line; a font whose
+name holds a brace leaves that line unmatched, and the page to get_text and the words: `_page_lines`)."""
 LINE_GAP_SIZE = 15.0
 """MuPDF starts a new line at a gap wider than ~0.8 of the font size (measured: 9 pt text splits at 8 pt gaps,
 16 pt text at 13, 20 pt text not at 16): up to this size, no line holds a gap of `COLUMN_GAP`."""
+EDGE = 1.0
+"""Points from the page's edge within which a line's text is taken from get_text (`_lines_text`)."""
 
 
-def _line_boxes(textpage: pymupdf.TextPage) -> np.ndarray | None:
-    """The boxes (x0, y0, x1, y1) of the text page's lines, which hold the same pieces as its words (`_cell_rows`)
-    where no line has a gap of `COLUMN_GAP` inside: where each is set in at most `LINE_GAP_SIZE` points and holds
-    no two spaces in a row (columns aligned with spaces); else None (the words then). From MuPDF's JSON of the
-    page, written in C: 0.42 s for the lines of 2,166 pages of the peers bench against 0.72 s for their words (~280
-    a page, ~50 lines), whose rows and pieces cost more too; the hints of its 6,172 pages 2.77 -> 1.69 s (425 of
-    them with two spaces: the words), the read-ahead worker's CPU 12.5-12.7 -> 12.1 s, the same hint on every
-    page. None too where that JSON has no line the pattern knows (another MuPDF's format) and yet text."""
+@dataclass(frozen=True)
+class _Lines:
+    """A text page's lines as MuPDF's JSON gives them (`_page_lines`)."""
+
+    numbers: np.ndarray
+    """Each line's writing mode, x, y, width, height and font size (in eighths of a point), in the page's order."""
+    texts: list[bytes]
+    """Each line's text as the JSON escapes it."""
+    spaced: bool
+    """Whether two spaces follow each other somewhere (the JSON itself has no white space)."""
+
+
+def _page_lines(textpage: pymupdf.TextPage) -> _Lines | None:
+    """The text page's lines from MuPDF's JSON of it, written in C (~0.11 ms a page of the peers bench); None where
+    the pattern does not know every line (another MuPDF's format): the page's text and its hints are then read
+    otherwise."""
     buffer = pymupdf.mupdf.fz_new_buffer(16384)
     out = pymupdf.mupdf.FzOutput(buffer)
     pymupdf.mupdf.fz_print_stext_page_as_json(out, textpage.this, float(_JSON_SCALE))
     out.fz_close_output()
     data = buffer.fz_buffer_extract()
-    if b"  " in data:  # two spaces: within a line's text (the JSON itself has no white space)
-        return None
     found = _JSON_LINE.findall(data)
-    if not found and b'"text":"' in data:
+    if len(found) != data.count(b'"wmode":'):
         return None
-    if max(map(int, _JSON_SIZE.findall(data)), default=0) > LINE_GAP_SIZE * _JSON_SCALE:
+    numbers = np.fromiter(
+        map(int, chain.from_iterable(line[:6] for line in found)), dtype=np.int64, count=6 * len(found)
+    ).reshape(-1, 6)
+    return _Lines(numbers, [line[6] for line in found], b"  " in data)
+
+
+def _lines_text(lines: _Lines, page_box: pymupdf.Rect) -> str | None:
+    """The page's text as `page.get_text()` gives it (each line's characters and a newline), from its lines: the
+    text printed once, as JSON, for the lines' boxes and their text (get_text printed it again: 1.0 of the peers
+    bench's 8 s of parsing, against 0.1 s to take it from the JSON, all 6,172 pages the same text). None where
+    get_text may differ: a line within `EDGE` of the page's edge (get_text drops the characters outside it) or
+    written vertically."""
+    x0, y0, x1, y1 = ((v + d) * _JSON_SCALE for v, d in zip(page_box, (EDGE, EDGE, -EDGE, -EDGE), strict=True))
+    n = lines.numbers
+    if len(n) and (
+        n[:, 0].any()
+        or n[:, 1].min() < x0
+        or n[:, 2].min() < y0
+        or (n[:, 1] + n[:, 3]).max() > x1
+        or (n[:, 2] + n[:, 4]).max() > y1
+    ):
         return None
-    boxes = np.fromiter(map(int, chain.from_iterable(found)), dtype=np.float64, count=4 * len(found)).reshape(-1, 4)
-    boxes /= _JSON_SCALE
+    joined = b"\n".join(filter(None, lines.texts))  # an empty line adds nothing, not even its newline
+    try:
+        if b"\\" not in joined:  # no escape: no line holds a newline of its own
+            return (joined + b"\n").decode("utf-8") if joined else ""
+        parts = [json.loads(b'"' + raw + b'"') for raw in lines.texts if raw]
+    except ValueError:  # not UTF-8, or an escape JSON does not know: get_text's own way with it
+        return None
+    return "".join(text if text.endswith("\n") else text + "\n" for text in parts if text)
+
+
+def _line_boxes(textpage: pymupdf.TextPage, lines: _Lines | None = None) -> np.ndarray | None:
+    """The boxes (x0, y0, x1, y1) of the text page's lines (`lines`: read already), which hold the same pieces as
+    its words (`_cell_rows`) where no line has a gap of `COLUMN_GAP` inside: where each is set in at most
+    `LINE_GAP_SIZE` points and holds no two spaces in a row (columns aligned with spaces); else None (the words
+    then). From MuPDF's JSON of the page: 0.42 s for the lines of 2,166 pages of the peers bench against 0.72 s for
+    their words (~280 a page, ~50 lines), whose rows and pieces cost more too; the hints of its 6,172 pages 2.77 ->
+    1.69 s (425 of them with two spaces: the words), the read-ahead worker's CPU 12.5-12.7 -> 12.1 s, the same hint
+    on every page. None too where the pattern does not know that JSON's lines (`_page_lines`)."""
+    if lines is None:
+        lines = _page_lines(textpage)
+    if lines is None or lines.spaced:
+        return None
+    if len(lines.numbers) and lines.numbers[:, 5].max() > LINE_GAP_SIZE * _JSON_SCALE:
+        return None
+    boxes = lines.numbers[:, 1:5] / _JSON_SCALE
     boxes[:, 2:] += boxes[:, :2]
     return boxes
 
@@ -309,12 +367,14 @@ def _filled(rows: list[list[str]]) -> float:
     return sum(1 for cell in cells if cell) / max(len(cells), 1)
 
 
-def _with_tables(page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | None = None) -> tuple[str, int]:
+def _with_tables(
+    page: pymupdf.Page, text: str, textpage: pymupdf.TextPage | None = None, lines: _Lines | None = None
+) -> tuple[str, int]:
     """The page's text with each table written as Markdown rows (a row's cells on one line), and
     how many tables there were; the text is unchanged on a page without tables. Ruled tables are
     found by their lines; a page without any is searched for unruled ones by text alignment
     (no false table on 20 prose pages of the English eval set; an unruled 7-row price list found)."""
-    grids, aligned = _table_hints(page, textpage)
+    grids, aligned = _table_hints(page, textpage, lines)
     if grids == [] and not aligned:
         return text, 0
     try:
@@ -385,8 +445,11 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
             total = doc.page_count
             for page_number in range(1, total + 1):
                 page = doc.load_page(page_number - 1)
-                textpage = page.get_textpage()  # read once: the text and the table hints' words share it
-                text = page.get_text("text", textpage=textpage)
+                textpage = page.get_textpage()  # read once: the text and the table hints share it
+                lines = _page_lines(textpage) if kind == "pdf" else None
+                text = _lines_text(lines, textpage.rect) if lines is not None else None
+                if text is None:
+                    text = page.get_text("text", textpage=textpage)
                 if len(text.strip()) < SCANNED_CHARS and _image_share(page) >= IMAGE_SHARE:
                     ocr_wanted += 1
                     if ocr.available():
@@ -400,7 +463,7 @@ def extract_pages(data: bytes, filename: str, kind: str, progress: Progress | No
                         tell(page_number, total, Text("OCR of page {page} of {total}", page=page_number, total=total))
                         continue
                 elif kind == "pdf":
-                    text, found = _with_tables(page, text, textpage)
+                    text, found = _with_tables(page, text, textpage, lines)
                     tables += found
                 text = join_wrapped_lines(text)  # "盛大游\n戏" is one word: no newline (a space later) in it
                 pages.append(RawPage(text))

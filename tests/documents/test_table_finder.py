@@ -266,3 +266,45 @@ def test_lines_that_may_hold_a_column_gap_leave_the_hints_to_the_words(monkeypat
         textpage = page.get_textpage()
         assert _line_boxes(textpage) is None
         assert _table_hints(page, textpage) == ([], True)
+
+
+def _text_page_cases() -> bytes:
+    """Pages whose text MuPDF prints alike as text and as JSON: the book's (a header, prose, a plot's labels, two
+    columns, a table), escapes and the JSON's own look, Chinese, a tab; then a page with a line running off its
+    right edge (get_text drops what is outside)."""
+    with pymupdf.open(stream=_book(), filetype="pdf") as doc:
+        page = doc.new_page()
+        page.insert_text((72, 72), 'It said "wmode":0,"text":"x"} and a \\ backslash\tand a tab', fontsize=9)
+        page.insert_text((72, 92), "中文的句子在这里，“引号”也在。", fontname="china-s", fontsize=10)
+        page.insert_text((72, 112), "", fontsize=9)
+        page = doc.new_page()
+        page.insert_text((72, 72), "This line is inside the page.", fontsize=9)
+        page.insert_text((400, 92), "This line runs far beyond the right edge of the page and is cut.", fontsize=9)
+        return doc.tobytes()
+
+
+def test_a_pages_text_is_read_from_mupdfs_json_of_its_lines_as_get_text_gives_it() -> None:
+    """The text comes from the JSON the table hints read its lines from (get_text printed the page again): the
+    same text on every page; a page with a line at its edge, and a MuPDF whose JSON the pattern does not know, get
+    get_text's (which drops the characters outside the page)."""
+    with pymupdf.open(stream=_text_page_cases(), filetype="pdf") as doc:
+        *inside, edge = list(doc)
+        for page in inside:
+            textpage = page.get_textpage()
+            lines = mupdf_module._page_lines(textpage)
+            assert lines is not None
+            assert mupdf_module._lines_text(lines, textpage.rect) == page.get_text(textpage=textpage), page.number
+        textpage = edge.get_textpage()
+        lines = mupdf_module._page_lines(textpage)
+        assert lines is not None and mupdf_module._lines_text(lines, textpage.rect) is None
+    pages = load_bytes(_text_page_cases(), "cases.pdf").pages
+    assert '"wmode":0,"text":"x"} and a \\ backslash' in pages[4].text and "“引号”也在" in pages[4].text
+    assert "beyond the right" in pages[5].text and "is cut" not in pages[5].text
+
+
+def test_a_mupdf_whose_json_the_pattern_does_not_know_gives_get_texts_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = [p.text for p in load_bytes(_text_page_cases(), "cases.pdf").pages]
+    monkeypatch.setattr(mupdf_module, "_JSON_LINE", re.compile(rb"(?!)"))
+    with pymupdf.open(stream=_text_page_cases(), filetype="pdf") as doc:
+        assert mupdf_module._page_lines(doc[0].get_textpage()) is None
+    assert [p.text for p in load_bytes(_text_page_cases(), "cases.pdf").pages] == expected
