@@ -109,7 +109,10 @@ class LocalEmbedder:
             ids = np.array(encoding.ids, dtype=np.intp)
             if ids.size:
                 np.clip(ids, 0, table.shape[0] - 1, out=ids)  # as WordLlama does
-                np.sum(table[ids], axis=0, dtype=np.float32, out=row)
+                # Each distinct token's row once, weighted by its count: 0.076 s for 1,707 chunks of the peers bench
+                # against 0.118 s gathering a row per token and summing them (the same sums to 3e-7).
+                tokens, counts = np.unique(ids, return_counts=True)
+                np.dot(counts.astype(np.float32), table[tokens], out=row)
                 row /= ids.size
         return vectors
 
