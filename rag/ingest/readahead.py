@@ -127,7 +127,6 @@ def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any
     # one does not print a KeyboardInterrupt traceback of its own under the CLI's one-line message.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     cl100k.stay_single()  # this process is the other core's work already: no workers of its own
-    cl100k.encoding()  # its tables (0.5 s) load while the first file is read in the main process
     while True:
         task = tasks.get()
         if task is None:
