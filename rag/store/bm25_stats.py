@@ -136,9 +136,21 @@ BEGIN
 END
 $fn$;
 
+-- Inserted rows only add: their terms counted by the lexeme alone, per knowledge base (bm25_apply groups by the
+-- knowledge base, the lexeme and a sign): the peers bench's 11,630 rows written a document a statement took the
+-- server 1.85-1.87 CPU s against 2.38-2.43 through bm25_apply, the same pending counts.
 CREATE OR REPLACE FUNCTION bm25_track_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-    PERFORM bm25_apply(array_agg(n.metadata->>'knowledge'), array_agg(n.fts), array_agg(1)) FROM bm25_new n;
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
+    SELECT c.k, c.n, c.len, coalesce(t.terms, '{{}}'), coalesce(t.counts, '{{}}'), coalesce(cardinality(t.terms), 0)
+    FROM (SELECT n.metadata->>'knowledge' AS k, count(*) AS n, sum(length(n.fts)) AS len
+          FROM bm25_new n WHERE n.metadata->>'knowledge' IS NOT NULL GROUP BY 1) c
+    CROSS JOIN LATERAL (
+        SELECT array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
+        FROM (SELECT u.lexeme, count(*) AS n
+              FROM (SELECT unnest(tsvector_to_array(m.fts)) AS lexeme FROM bm25_new m
+                    WHERE m.metadata->>'knowledge' = c.k) u
+              GROUP BY u.lexeme) x) t;
     RETURN NULL;
 END
 $fn$;

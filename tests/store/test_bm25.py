@@ -141,10 +141,12 @@ def test_updates_and_truncate_by_other_tools_keep_statistics_exact(store: Store,
         conn.execute(
             "INSERT INTO vector_store (content, metadata, embedding) VALUES "
             "('Spring AI wrote this harbour row', '{\"knowledge\": \"docs\"}', '[1,0,0,0]'), "
-            "('no knowledge key', '{}', '[1,0,0,0]')"
+            "('no knowledge key', '{}', '[1,0,0,0]'), "
+            "('another base''s harbour row, in the same statement', '{\"knowledge\": \"other\"}', '[1,0,0,0]')"
         )
     stats = assert_exact(pg_uri)
     assert stats["moved"][0] == 1 and stats["docs"][2]["pilot"] == 1 and stats["docs"][2]["harbour"] == 2
+    assert stats["other"][0] == 1 and stats["other"][2]["harbour"] == 1
     with psycopg.connect(pg_uri) as conn:
         conn.execute("TRUNCATE vector_store CASCADE")
     assert stored(pg_uri) == {}
