@@ -77,17 +77,19 @@ BEGIN
         RETURN;
     END IF;
     -- The lexemes alone (tsvector_to_array), not unnest(tsvector), which builds every position list; unnested in
-    -- the select list, which streams them (in FROM, each chunk's go through a tuplestore first: 12 % slower).
+    -- the select list, which streams them (in FROM, each chunk's go through a tuplestore first: 12 % slower). Each
+    -- knowledge base's terms grouped by the lexeme alone (grouped by knowledge base and lexeme, the peers bench's
+    -- 11,630 rows written a document a statement took the server 2.1-2.5 CPU s against 1.8-1.9 so).
     INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
     SELECT c.k, c.n, c.len, coalesce(t.terms, '{{}}'), coalesce(t.counts, '{{}}'), coalesce(cardinality(t.terms), 0)
     FROM (SELECT d.k, sum(d.s) AS n, sum(d.s * length(d.v)) AS len
           FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL GROUP BY d.k) c
-    LEFT JOIN (SELECT x.k, array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
-               FROM (SELECT u.k, u.lexeme, sum(u.s) AS n
-                     FROM (SELECT d.k, d.s, unnest(tsvector_to_array(d.v)) AS lexeme
-                           FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k IS NOT NULL) u
-                     GROUP BY u.k, u.lexeme HAVING sum(u.s) <> 0) x
-               GROUP BY x.k) t ON t.k = c.k
+    CROSS JOIN LATERAL (
+        SELECT array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
+        FROM (SELECT u.lexeme, sum(u.s) AS n
+              FROM (SELECT d.s, unnest(tsvector_to_array(d.v)) AS lexeme
+                    FROM unnest(kbs, vectors, signs) d(k, v, s) WHERE d.k = c.k) u
+              GROUP BY u.lexeme HAVING sum(u.s) <> 0) x) t
     WHERE c.n <> 0 OR t.terms IS NOT NULL;
 END
 $fn$;
@@ -136,21 +138,9 @@ BEGIN
 END
 $fn$;
 
--- Inserted rows only add: their terms counted by the lexeme alone, per knowledge base (bm25_apply groups by the
--- knowledge base, the lexeme and a sign): the peers bench's 11,630 rows written a document a statement took the
--- server 1.85-1.87 CPU s against 2.38-2.43 through bm25_apply, the same pending counts.
 CREATE OR REPLACE FUNCTION bm25_track_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
-    SELECT c.k, c.n, c.len, coalesce(t.terms, '{{}}'), coalesce(t.counts, '{{}}'), coalesce(cardinality(t.terms), 0)
-    FROM (SELECT n.metadata->>'knowledge' AS k, count(*) AS n, sum(length(n.fts)) AS len
-          FROM bm25_new n WHERE n.metadata->>'knowledge' IS NOT NULL GROUP BY 1) c
-    CROSS JOIN LATERAL (
-        SELECT array_agg(x.lexeme) AS terms, array_agg(x.n) AS counts
-        FROM (SELECT u.lexeme, count(*) AS n
-              FROM (SELECT unnest(tsvector_to_array(m.fts)) AS lexeme FROM bm25_new m
-                    WHERE m.metadata->>'knowledge' = c.k) u
-              GROUP BY u.lexeme) x) t;
+    PERFORM bm25_apply(array_agg(n.metadata->>'knowledge'), array_agg(n.fts), array_agg(1)) FROM bm25_new n;
     RETURN NULL;
 END
 $fn$;
