@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
-from rag.generate.followup import added_words, keeps_question, repeats_earlier
+from rag.generate.followup import added_words, keeps_question, repeats_earlier, states_figure
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 from rag.scripts import HAN_CHAR, language_of
@@ -175,6 +175,16 @@ def rewrite_query(
                 "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched "
                 "for it with the question before it.",
                 rewrite=query,
+            ),
+        )
+    figures = states_figure(query, question, [*(m.content for m in history if m.role == "user"), *searched])
+    if figures:
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) states a figure from an answer ({figures}) instead of asking: "
+                "searched for it with the question before it.",
+                rewrite=query,
+                figures=", ".join(figures[:5]),
             ),
         )
     # The queries searched before are said too: "美庐别墅" named by an earlier rewrite is no guess of this one.

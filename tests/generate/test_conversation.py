@@ -120,3 +120,32 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
     ]  # a marker pointing at no source supports nothing
     assert out["grounded"] is False and out["unsupported_sentences"] == 2
     assert out["unknown_citations"] == [9] and out["citations_attributed"] is False
+
+
+def test_a_rewrite_stating_the_answers_figure_is_searched_with_the_question_before() -> None:
+    """Seen in a Chromium walk: "And Model 5?" came back as "Model 5 costs $21,000.00." (the figure of the answer
+    before), which `added_words` let pass because the conversation had said it."""
+    from rag.generate.followup import states_figure
+    from rag.generate.rewrite import rewrite_query
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    history = [
+        Message("user", "How much does Model 4 cost?"),
+        Message("assistant", "Model 4 costs $18,500.00 [1]; Model 5 costs $21,000.00 [2]."),
+    ]
+    stated = "Model 5 costs $21,000.00."
+    assert states_figure(stated, "And Model 5?", ["How much does Model 4 cost?"]) == ["21,000.00"]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", stated)]), history, "And Model 5?")
+    assert result.query == "How much does Model 4 cost? And Model 5?"
+    assert "states a figure from an answer (21,000.00)" in result.note
+    # A rewrite that asks, or names only years and counts, or a figure the user said, is a query.
+    assert states_figure("How much does Model 5 cost?", "And Model 5?", []) == []
+    assert states_figure("Model 5 price in 2023", "And Model 5?", []) == []
+    assert states_figure("Model 5 under $21,000.00", "And Model 5?", ["Which cost under $21,000.00?"]) == []
+    assert states_figure("Model 5 的价格为 21000 美元", "Model 5 呢？", []) == ["21000"]
+    assert states_figure("毛利率 12.5%", "那毛利率呢？", []) == ["12.5%"]
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "How much does Model 5 cost?")]), history, "And Model 5?"
+    )
+    assert result.query == "How much does Model 5 cost?" and result.note == ""
