@@ -288,7 +288,7 @@ def _search_indexes(target: Store, name: str, dimension: int) -> tuple[str, ...]
     schema the second: only a server that dropped one, or a build that failed, gets here)."""
     with target.connection() as conn:
         base, _ = graphs.bases(conn, [name], dimension)
-        graph = [graphs.graph_name(dimension, b.key) for b in base if b.large]
+        graph = [graphs.graph_name(dimension, b.key) for b in base if b.large and not b.exact]
         wanted = (*graph, GIN_INDEX)
         found = {
             row[0]

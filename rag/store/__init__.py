@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rag.store.binary_copy import copy_rows
 from rag.store.embedded import embedded_server_uri, stop_embedded_server
+from rag.store.graphs import ef_search_for
 from rag.store.keyword_sql import DEFAULT_BM25, KEYWORD_CANDIDATES, Bm25
 from rag.store.records import (
     Hit,
@@ -22,7 +23,6 @@ from rag.store.records import (
 )
 from rag.store.schema import MAX_DIMENSION
 from rag.store.store import Store
-from rag.store.vector_sql import ef_search_for
 
 __all__ = [
     "DEFAULT_BM25",

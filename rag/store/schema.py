@@ -209,6 +209,16 @@ CREATE TABLE IF NOT EXISTS vector_store (
 -- for nothing. Inserting the peers bench's 12,014 rows took the server 1.2-1.3 CPU s against 1.8-2.1, the table
 -- 103 MB against 115. Checked first, as above.
 {_unless_option("TABLE", "vector_store", f"toast_tuple_target={TOAST_TARGET}")}
+-- Each large knowledge base's graph as its check found it (rag.store.graphs: `_recall`).
+CREATE TABLE IF NOT EXISTS vector_graphs (
+    index_name text PRIMARY KEY,
+    rows bigint NOT NULL,
+    options text NOT NULL,
+    ef_search integer NOT NULL,
+    recall real NOT NULL,
+    exact boolean NOT NULL,
+    checked_at timestamptz NOT NULL DEFAULT now()
+);
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)

@@ -11,21 +11,9 @@ from psycopg import sql
 
 from rag.query.filters import SqlFilter
 from rag.store import graphs
+from rag.store.graphs import ef_search_for
 from rag.store.records import Hit
 from rag.store.schema import dimension_sql
-
-
-def ef_search_for(top_k: int, share: float, filtered: bool, rows: int = 0) -> int:
-    """HNSW candidate list size: a filter that keeps a share s of rows needs about k/s candidates
-    for the iterative scan to find the true neighbours rather than merely k matching rows."""
-    share = max(share, 1e-3) * (0.5 if filtered else 1.0)
-    # pgvector's default of 40 gave recall@10 between 0.90 and 0.997 on 100,000 clustered
-    # 768-d vectors from one index build to the next; 100 keeps it above 0.95 for a few ms. At a
-    # million 768-d rows (bench --only scale, the graph of schema.HNSW_OPTIONS) 100 gave 0.845, 3
-    # of 20 queries finding none of their neighbours, and 200 0.995 (p50 19 -> 63 ms, loaded); 400
-    # no more.
-    floor = 100 if rows <= 250_000 else 200
-    return int(min(1000, max(floor, 2 * top_k, 2 * top_k / share)))
 
 
 def vector_search(
@@ -40,7 +28,7 @@ def vector_search(
     exact search but have no graph of their own yet (for the caller to build: `graphs.build_graphs`).
 
     Each knowledge base with its own graph is searched by it; the others are read row by row through their
-    documents (`graphs.GRAPH_ROWS`); the nearest of all are kept. `exact` compares with every row of the
+    documents (`graphs.graph_rows`); the nearest of all are kept. `exact` compares with every row of the
     searched knowledge bases: the recall yardstick."""
     with conn.transaction():
         query, params, ef_search, waiting = _plan(conn, vector, knowledge_bases, top_k, sql_filter, exact)
@@ -78,14 +66,14 @@ def _plan(
         scanned = [*(b.name for b in known), *unknown]
     else:
         scanned = unknown
-        large = [b for b in known if not b.graphed and b.large]
+        large = [b for b in known if not b.graphed and b.large and not b.exact]
         waiting = [b.name for b in large]
         legacy = large if large and graphs.legacy_exists(conn, dimension) else []
         for b in known:
             if b.graphed:
                 where = sql.SQL("{} AND metadata->>'knowledge' = %s").format(graphs.base_predicate(dimension, b.key))
                 parts.append(_part(where, [b.name], vector, top_k, sql_filter, dim))
-                ef_search = max(ef_search, ef_search_for(top_k, 1.0, filtered, b.rows))
+                ef_search = max(ef_search, ef_search_for(top_k, 1.0, filtered, b.rows), b.ef_search)
             elif b not in legacy:
                 read.append(b.name)
     if legacy:

@@ -237,11 +237,11 @@ def test_an_ingest_that_takes_a_knowledge_base_past_exact_search_builds_its_grap
     store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No chunk goes into a graph row by row (rag.store.graphs): the base's graph is built once, over all its
-    rows, after the ingest that took it past GRAPH_ROWS, in the background, and the caller is told (the Upload
+    rows, after the ingest that took it past graph_rows, in the background, and the caller is told (the Upload
     page says so with the results). A build that cannot start (another holds the base's build lock) holds up
     neither the ingest nor a search, which reads every row meanwhile; `close` waits for it. The next ingest
     builds none: its rows went into the graph as they came."""
-    monkeypatch.setattr(graphs, "GRAPH_ROWS", 12)
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: 12)
     told: list[tuple[str, int]] = []
     embedder = LocalEmbedder()
 
@@ -290,7 +290,7 @@ def test_closing_the_store_waits_for_the_graph_an_ingest_left_being_built(
 
     from rag.store import Store
 
-    monkeypatch.setattr(graphs, "GRAPH_ROWS", 12)
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: 12)
     sources = [Source.upload(name, LOG + name.encode()) for name in ("a.txt", "b.txt")]
     with psycopg.connect(pg_uri, autocommit=True) as holder:
         key = holder.execute("SELECT hashtext('harbour')").fetchone()[0]

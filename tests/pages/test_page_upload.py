@@ -177,7 +177,7 @@ def test_the_results_say_the_vector_index_is_built_in_the_background(
     from rag.store import graphs
 
     chunks = expected_chunks(REPORT, "report.pdf", DEFAULT)
-    monkeypatch.setattr(graphs, "GRAPH_ROWS", chunks + 1)
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: chunks + 1)
     upload(app, ("report.pdf", REPORT))
     app.text_input(key="upload_kb_new").set_value("finance")
     run(app)
@@ -185,7 +185,7 @@ def test_the_results_say_the_vector_index_is_built_in_the_background(
     run(app)
     assert not [c.value for c in app.caption if "vector index" in c.value]
 
-    monkeypatch.setattr(graphs, "GRAPH_ROWS", chunks)
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: chunks)
     upload(app, ("other.pdf", make_pdf([_page_text("third")])), ("report.pdf", REPORT))
     app.selectbox(key="upload_kb_choice").set_value("finance")  # a new upload has none chosen
     run(app)

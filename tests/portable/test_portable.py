@@ -71,7 +71,8 @@ def test_a_round_trip_into_another_database_keeps_every_row_id_and_search_result
     store: Store, other_store: Store, exported: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     steps: list[tuple[str, int, int]] = []
-    monkeypatch.setattr(graphs, "GRAPH_ROWS", 5)  # its 10 chunks: a knowledge base large enough for a graph
+    # its 10 chunks: a knowledge base large enough for a graph
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: 5)
     result = import_knowledge_base(other_store, exported, settings=settings, progress=lambda *a: steps.append(a))
     assert (result.name, result.documents, result.chunks, result.questions, result.question_runs) == (
         "harbour",
@@ -322,7 +323,7 @@ def has_index(store: Store, name: str) -> bool:
 def test_a_small_knowledge_base_is_imported_without_an_index(
     other_store: Store, exported: Path, settings: Settings
 ) -> None:
-    """Below graphs.GRAPH_ROWS chunks a knowledge base is searched row by row: the import builds nothing."""
+    """Below graphs.graph_rows chunks a knowledge base is searched row by row: the import builds nothing."""
     steps: list[tuple[str, int, int]] = []
     import_knowledge_base(other_store, exported, settings=settings, name="again", progress=lambda *a: steps.append(a))
     assert {s for s, _, _ in steps} == {"verify", "write"} and not has_index(other_store, "again")
@@ -341,7 +342,7 @@ def test_an_import_killed_while_its_index_is_built_leaves_it_whole_and_searchabl
         from rag.settings import Settings
         from rag.store import Store, graphs
 
-        graphs.GRAPH_ROWS = 5
+        graphs.graph_rows = lambda dimension: 5
 
         def die(stage, done, total):
             if stage == "index":
@@ -357,11 +358,11 @@ def test_an_import_killed_while_its_index_is_built_leaves_it_whole_and_searchabl
         other_store, "harbour"
     )
     assert searches(other_store, "harbour")
-    graphs.GRAPH_ROWS, before = 5, graphs.GRAPH_ROWS
+    graphs.graph_rows, before = (lambda dimension: 5), graphs.graph_rows
     try:
         assert other_store.build_graphs(["harbour"]) == ["harbour"] and has_index(other_store, "harbour")
     finally:
-        graphs.GRAPH_ROWS = before
+        graphs.graph_rows = before
 
 
 @pytest.mark.parametrize(
