@@ -163,7 +163,9 @@ class Store:
         # A graph a search asked for is not waited for (minutes for a large base, after a CLI search): the server
         # finishes the statement on its own connection, and one left invalid is built anew. One an ingest asked for
         # is: it is part of that ingest's work (and the embedded server, stopped at exit, would cut it off).
-        if self._graphs_awaited:
+        with self._graphs_lock:
+            awaited = self._graphs_awaited
+        if awaited:
             self.wait_for_graphs()
         self._pool.close()
 
@@ -558,8 +560,7 @@ class Store:
             log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
             return []
         if due:
-            self._graphs_awaited = True
-            self._graph_soon([name for name, _ in due])
+            self._graph_soon([name for name, _ in due], awaited=True)
         return due
 
     def wait_for_graphs(self) -> None:
@@ -571,9 +572,11 @@ class Store:
                 return
             graphing.join()
 
-    def _graph_soon(self, knowledge_bases: Sequence[str] | None) -> None:
-        """`build_graphs` in a thread of its own (one at a time; what is asked meanwhile is built next)."""
+    def _graph_soon(self, knowledge_bases: Sequence[str] | None, awaited: bool = False) -> None:
+        """`build_graphs` in a thread of its own (one at a time; what is asked meanwhile is built next); `awaited`:
+        an ingest asked, so `close` waits for the thread (until it has built all it was asked)."""
         with self._graphs_lock:
+            self._graphs_awaited = self._graphs_awaited or awaited
             if self._graphing_names is not None:
                 self._graphing_names = None if knowledge_bases is None else self._graphing_names | set(knowledge_bases)
             if self._graphs_asked:
@@ -588,6 +591,7 @@ class Store:
                 names, self._graphing_names = self._graphing_names, set()
                 if names is not None and not names:
                     self._graphs_asked = False  # decided under the lock: what is asked after starts a thread
+                    self._graphs_awaited = False  # and is awaited only if an ingest asks again
                     return
             self.build_graphs(None if names is None else sorted(names))
 

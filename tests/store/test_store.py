@@ -292,6 +292,30 @@ def test_a_graph_that_misses_what_an_exact_scan_finds_is_dropped_and_its_base_se
         assert graphs.unbuilt(conn, ["versions"]) == [("versions", 2 * len(poor))]
 
 
+def test_close_waits_for_the_graphs_an_ingest_asked_for_until_they_are_built(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest's graph is awaited by `close` (the embedded server stops at exit); once built, a graph a search
+    asks for later is not (minutes for a large base after a CLI search)."""
+    dim = 24
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: 300)
+    write(store, kb="ingested", n=400, dim=dim, filename="i.pdf")
+    write(store, kb="searched", n=400, dim=dim, filename="s.pdf")
+    with psycopg.connect(pg_uri, autocommit=True) as holder:
+        key = holder.execute("SELECT hashtext('ingested')").fetchone()[0]
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (graphs.BUILD_LOCK, key))  # the build waits for it
+        try:
+            assert store.build_graphs_later(["ingested"]) == [("ingested", 400)]
+            assert store._graphs_awaited
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s, %s)", (graphs.BUILD_LOCK, key))
+    store.wait_for_graphs()
+    assert not store._graphs_awaited
+    store.search(unit(1, dim)[0], ["searched"], top_k=5)  # asks for its graph in the background
+    assert store._graphing is not None and not store._graphs_awaited
+    store.wait_for_graphs()
+
+
 def test_a_graph_below_graph_rows_is_not_searched(store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A graph built when the threshold was lower (5,000 chunks at any dimension, before): an exact search of its
     base costs little and finds what the graph misses."""
