@@ -750,7 +750,7 @@ def ingest_files(
                 # writes none row by row: rag.store.graphs), in the background once the ingest is done: its rows are
                 # searched exactly meanwhile (12 ms over the peers bench's 11,630 chunks). Waited for, the build was
                 # the last second of that bench's 15-second ingest, both cores busy with it and nothing else.
-                for name, chunks in store.build_graphs_later([knowledge]):
+                for name, chunks in store.build_graphs_later([knowledge], (embedder.name, embedder.embed_queries)):
                     if on_index is not None:
                         on_index(name, chunks)
             finally:

@@ -24,12 +24,15 @@ the graph (m 16, ef_construction 128) found 0.84 of the 8 nearest chunks of 80 q
 nearest of 15 at ef_search 100, still 0.87 / 11 at 800, and built denser (m 48, ef_construction 200) 0.90 / 9
 at 400 (the index forced: the planner scans a small table exactly at high ef_search, which had made earlier
 measures look perfect). So a base is searched exactly as long as that costs a chat turn little (`GRAPH_CELLS`),
-and a graph, once built, is checked against an exact scan (`_check`): searched with the smallest candidate
-list that finds `GRAPH_RECALL` of the probes' neighbours, or not at all (`vector_graphs` records each check).
+and a graph, once built, is checked against an exact scan (`_check`) for questions its base's embedder embedded
+(`PROBE_QUESTIONS`): searched with the smallest candidate list that finds `GRAPH_RECALL` of their neighbours, or
+not at all (`vector_graphs` records each check). The peers bench's graph fails it (0.82 at ef_search 800) and
+that base is searched exactly; e5's graph of 3,000 of its passages passes at 100.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -74,13 +77,52 @@ partly on disk (slower) rather than take more of a shared server's memory."""
 
 GRAPH_RECALL = 0.99
 """The share of an exact scan's `PROBE_K` nearest rows a graph must find for its probes (their mean) to be
-searched. The probes find more than questions do (peers bench base, m 16, ef_search 100: probes 0.953, the
-questions 0.844; at 800 0.976 / 0.869), so the bar is high: 3,000 distinct e5 chunks reach 0.985 at ef_search
-400, synthetic clusters 1.0 at 100."""
+searched with a candidate list: e5's graph of 3,000 passages found all of them for the questions at ef_search
+100-200; the wordllama graph of the peers bench never more than 0.95 for its own questions."""
+PROBE_QUESTIONS = (
+    "What is the main idea of the text?",
+    "Who wrote the report?",
+    "When did the project start?",
+    "How much does it cost?",
+    "Why did the company change its policy?",
+    "Where is the head office?",
+    "What risks are mentioned?",
+    "How many people took part?",
+    "Which method is recommended and why?",
+    "What happened after the meeting?",
+    "How long does the process take?",
+    "What are the requirements for an application?",
+    "Who is responsible for safety checks?",
+    "What was the result of the test?",
+    "How does the system handle errors?",
+    "What did the author learn from the experience?",
+    "这篇文章的主要内容是什么？",
+    "报告是谁写的？",
+    "项目是什么时候开始的？",
+    "费用是多少？",
+    "公司为什么改变了政策？",
+    "总部在哪里？",
+    "文中提到了哪些风险？",
+    "有多少人参加了？",
+    "推荐哪种方法，为什么？",
+    "会议之后发生了什么？",
+    "这个过程需要多长时间？",
+    "申请需要满足哪些条件？",
+    "谁负责安全检查？",
+    "测试的结果是什么？",
+    "系统如何处理错误？",
+    "作者从这段经历中学到了什么？",
+)
+"""Questions a new graph is checked with, embedded by its knowledge base's embedder (`Store.keep_probes`): about
+nothing in particular, they test what matters, whether the graph leads a question to its nearest rows. The peers
+bench's wordllama base: its own 80 questions found 0.71 / 0.77 of their 8 nearest at ef_search 100 / 200, eight of
+these English ones 0.67 / 0.75, probes between its rows 0.95 / 0.99 (so they passed it). 3,000 e5 passages of it:
+its questions and these 1.0 at 100, the probes between rows 0.81-0.87 (so they would have failed it)."""
 PROBES = 48
-"""Probe vectors a check searches: each halfway between two random rows of the base (unit length). A row's own
-vector finds itself and its neighbours even in a graph that misses questions (100 of 100); a probe between
-rows lies off them, as a question does."""
+"""Probe vectors a check searches where the base's embedder has left no questions (a graph built after an
+import, or on a Store opened without an ingest): each halfway between two random rows of the base (unit
+length). A row's own vector finds itself even in a graph that misses questions; a probe between rows lies off
+them, as a question does, but tells questions' fate only roughly (see `PROBE_QUESTIONS`)."""
 PROBE_K = 8
 """Nearest rows compared per probe: the chat's top_k."""
 EF_SEARCH_STEPS = (200, 400, 800)
@@ -329,12 +371,13 @@ def _build(
 
 
 def _check(conn: psycopg.Connection, name: str, dimension: int, key: int, rows: int) -> bool:
-    """Check the base's new graph against an exact scan (`_recall`) with the search's own candidate list, then
+    """Check the base's new graph against an exact scan (`_recall`) for its embedder's vectors of
+    `PROBE_QUESTIONS` (else probes between its rows), with the search's own candidate list, then
     larger ones (`EF_SEARCH_STEPS`): the first that finds `GRAPH_RECALL` is recorded for its searches; where none
     does, the graph is dropped and the base searched exactly (until it doubles: `searched_exactly`). Whether the
     graph is kept."""
     index = graph_name(dimension, key)
-    probes = _probes(conn, dimension, key)
+    probes = _question_probes(conn, name, dimension) or _probes(conn, dimension, key)
     own = ef_search_for(PROBE_K, 1.0, False, rows)
     ef_search, recall = own, 1.0
     for ef_search in (own, *(step for step in EF_SEARCH_STEPS if step > own)):
@@ -362,6 +405,45 @@ def _check(conn: psycopg.Connection, name: str, dimension: int, key: int, rows: 
         (index, rows, HNSW_OPTIONS, ef_search, recall, exact),
     )
     return not exact
+
+
+def probes_version() -> str:
+    """What the kept probe vectors were embedded from (`PROBE_QUESTIONS`): a new list is embedded again."""
+    return hashlib.sha256("\n".join(PROBE_QUESTIONS).encode("utf-8")).hexdigest()[:16]
+
+
+def has_probes(conn: psycopg.Connection, embedder: str) -> bool:
+    """Whether `embedder`'s vectors of `PROBE_QUESTIONS` are kept (`keep_probes`)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM graph_probes WHERE embedder = %s AND version = %s LIMIT 1", (embedder, probes_version())
+        ).fetchone()
+        is not None
+    )
+
+
+def keep_probes(conn: psycopg.Connection, embedder: str, vectors: Sequence[Sequence[float]]) -> None:
+    """`embedder`'s vectors of `PROBE_QUESTIONS` (in their order), kept for the checks of its bases' graphs."""
+    version = probes_version()
+    with conn.transaction():
+        conn.execute("DELETE FROM graph_probes WHERE embedder = %s", (embedder,))
+        for ordinal, vector in enumerate(vectors):
+            conn.execute(
+                "INSERT INTO graph_probes (embedder, version, ordinal, embedding) VALUES (%s, %s, %s, %s::vector)",
+                (embedder, version, ordinal, "[" + ",".join(repr(float(x)) for x in vector) + "]"),
+            )
+
+
+def _question_probes(conn: psycopg.Connection, name: str, dimension: int) -> list[str]:
+    """The kept vectors of `PROBE_QUESTIONS` by the embedder of knowledge base `name`, as pgvector's text."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT p.embedding::text FROM graph_probes p JOIN knowledge_bases k ON k.embedder = p.embedder "
+            "WHERE k.name = %s AND p.version = %s AND vector_dims(p.embedding) = %s ORDER BY p.ordinal",
+            (name, probes_version(), dimension),
+        )
+    ]
 
 
 def _probes(conn: psycopg.Connection, dimension: int, key: int) -> list[str]:

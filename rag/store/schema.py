@@ -219,6 +219,14 @@ CREATE TABLE IF NOT EXISTS vector_graphs (
     exact boolean NOT NULL,
     checked_at timestamptz NOT NULL DEFAULT now()
 );
+-- Each embedder's vectors of the questions a new graph is checked with (rag.store.graphs: PROBE_QUESTIONS).
+CREATE TABLE IF NOT EXISTS graph_probes (
+    embedder text NOT NULL,
+    version text NOT NULL,
+    ordinal integer NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (embedder, ordinal)
+);
 -- How many chunks each knowledge base has, for the planner: without it, a search filtered to
 -- knowledge bases holding most rows is planned as if it kept a handful. (Statistics on an
 -- expression need PostgreSQL 14; older servers plan without them.)

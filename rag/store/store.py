@@ -25,10 +25,10 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from rag.errors import EmbedderMismatchError, StoreBusyError, StoreError, one_line
+from rag.errors import EmbedderError, EmbedderMismatchError, StoreBusyError, StoreError, one_line
 from rag.query.filters import SqlFilter
 from rag.settings import Settings
-from rag.store import keyword_sql, vector_sql
+from rag.store import graphs, keyword_sql, vector_sql
 from rag.store.binary_copy import copy_rows
 from rag.store.bm25_stats import MERGE_TERMS
 from rag.store.conversations import Conversations
@@ -549,19 +549,38 @@ class Store:
             log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
             return []
 
-    def build_graphs_later(self, knowledge_bases: Sequence[str]) -> list[tuple[str, int]]:
+    def build_graphs_later(
+        self,
+        knowledge_bases: Sequence[str],
+        probes: tuple[str, Callable[[Sequence[str]], np.ndarray]] | None = None,
+    ) -> list[tuple[str, int]]:
         """`build_graphs` of `knowledge_bases` in the background, where one has outgrown exact search and has no
         graph; (name, chunks) of each to be built (an ingest's end: its rows are searchable, read exactly, while
-        the graph is built; `close` waits for it). A failure to look is logged: a search asks again."""
+        the graph is built; `close` waits for it). `probes`: (embedder name, its embed_queries) of the bases, which
+        embeds the questions their graphs are checked with once (`graphs.PROBE_QUESTIONS`), before a build. A
+        failure to look is logged: a search asks again."""
         try:
             with self._conn() as conn:
                 due = unbuilt(conn, knowledge_bases)
+                if due and probes is not None and not graphs.has_probes(conn, probes[0]):
+                    self._keep_probes(conn, *probes)
         except StoreError as exc:
             log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
             return []
         if due:
             self._graph_soon([name for name, _ in due], awaited=True)
         return due
+
+    @staticmethod
+    def _keep_probes(
+        conn: psycopg.Connection, embedder: str, embed_queries: Callable[[Sequence[str]], np.ndarray]
+    ) -> None:
+        try:
+            vectors = embed_queries(graphs.PROBE_QUESTIONS)
+        except EmbedderError as exc:  # the check probes between rows instead
+            log.warning("the questions a vector index is checked with were not embedded: %s", one_line(exc, None))
+            return
+        graphs.keep_probes(conn, embedder, [list(map(float, v)) for v in vectors])
 
     def wait_for_graphs(self) -> None:
         """Wait for the graphs being built in the background (`build_graphs_later`, or asked for by a search)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 
 import numpy as np
 import psycopg
@@ -290,6 +291,39 @@ def test_a_graph_that_misses_what_an_exact_scan_finds_is_dropped_and_its_base_se
     write(store, kb="versions", n=len(more), dim=dim, filename="v2.pdf", vectors=more)
     with psycopg.connect(pg_uri) as conn:
         assert graphs.unbuilt(conn, ["versions"]) == [("versions", 2 * len(poor))]
+
+
+def test_a_graph_is_checked_with_questions_its_embedder_embedded_once(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ingest hands its embedder over: the probe questions are embedded once per embedder, kept in the
+    database, and every later check of its bases' graphs (a search's, an import's) searches with them; a base
+    whose embedder left none is probed between its rows."""
+    dim = 24
+    monkeypatch.setattr(graphs, "graph_rows", lambda dimension: 300)
+    write(store, kb="first", n=400, dim=dim, filename="a.pdf")
+    write(store, kb="second", n=400, dim=dim, filename="b.pdf")
+    write(store, kb="other", n=400, dim=dim, filename="c.pdf", embedder="local:other")
+    embedded: list[int] = []
+
+    def embed_queries(texts: Sequence[str]) -> np.ndarray:
+        embedded.append(len(texts))
+        return unit(len(texts), dim)
+
+    probed: list[int] = []
+    recall = graphs._recall
+    monkeypatch.setattr(graphs, "_recall", lambda *a: probed.append(len(a[-1])) or recall(*a))
+    assert store.build_graphs_later(["first"], ("local:test", embed_queries)) == [("first", 400)]
+    store.wait_for_graphs()
+    assert store.build_graphs_later(["second"], ("local:test", embed_queries)) == [("second", 400)]
+    store.wait_for_graphs()
+    assert embedded == [len(graphs.PROBE_QUESTIONS)]  # once for the embedder
+    assert store.build_graphs(["other"]) == ["other"]
+    assert probed == [len(graphs.PROBE_QUESTIONS), len(graphs.PROBE_QUESTIONS), graphs.PROBES]
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM graph_probes WHERE embedder = 'local:test'").fetchone()[0] == len(
+            graphs.PROBE_QUESTIONS
+        )
 
 
 def test_close_waits_for_the_graphs_an_ingest_asked_for_until_they_are_built(
