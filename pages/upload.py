@@ -850,6 +850,8 @@ def _ingested(knowledge: str, results: list[IngestResult]) -> str:
         for s in ("stored", "replaced", "unchanged", "failed")
         if any(r.status == s for r in results)
     )
+    if results and all(r.status == "unchanged" for r in results):
+        return _("Nothing to ingest into '{kb}': {counts}, already stored so", kb=knowledge, counts=counts)
     return _("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts)
 
 
@@ -950,8 +952,9 @@ def _show_results() -> None:
                 "": STATUS_ICONS.get(r["status"], ""),
                 "file": r["filename"],
                 "status": _(r["status"]),
-                parts: None if r["status"] == "failed" else r["pages"],
-                "chunks": None if r["status"] == "failed" else r["chunks"],
+                # A file that failed or was stopped before it was stored has no pages or chunks in the base.
+                parts: None if r["status"] in ("failed", "stopped") else r["pages"],
+                "chunks": None if r["status"] in ("failed", "stopped") else r["chunks"],
                 "reason": tr(r["reason"]),
             }
             for r in results

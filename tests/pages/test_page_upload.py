@@ -145,6 +145,7 @@ def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTes
     app.button(key="upload_ingest").click()
     run(app)
     assert table(app, "upload_summary")["status"].tolist() == ["unchanged"]
+    assert "Nothing to ingest into 'finance': 1 unchanged, already stored so" in [s.label for s in app.status]
     assert store.list_knowledge_bases()[0].chunks == chunks
 
     # Deleting needs the confirmation first.
@@ -698,6 +699,7 @@ def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_b
         ["bravo.txt", "stopped", "stopped during embed: nothing of it was stored"],
         ["charlie.txt", "stopped", "not started"],
     ]
+    assert summary["chunks"].isna().tolist() == [False, True, True]  # none in the base, not 0 of them
     [info] = [i.value for i in app.info if "It was stopped" in i.value]
     assert "1 of 3 files in the knowledge base" in info
 
