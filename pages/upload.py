@@ -520,13 +520,15 @@ def _overview(
         hide_index=True,
         width="stretch",
         column_config={
+            # "MuPDF (1 table as rows)" was cut at the default width in the walk.
+            "read by": st.column_config.TextColumn("read by", width="medium"),
             "on ingest": st.column_config.TextColumn(
                 "on ingest",
                 help=_(
                     "new: added · replaces: same filename with other content or "
                     "settings · unchanged: already stored exactly so (skipped)"
                 ),
-            )
+            ),
         }
         | _parts_config(parts),
     )
