@@ -66,7 +66,13 @@ LEGEND = (
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)  # the caller says it, in the user's language
+CACHED_FILES = 256
+"""Files whose parse (and chunking) a rerun reuses. It was 16: with 37-57 files uploaded, each rerun (the Ingest
+click among them) found none of them left (an LRU read in the same order each time) and parsed them all again,
+so a walk's Stop button and progress came 4-11 s after the click."""
+
+
+@st.cache_resource(max_entries=CACHED_FILES, show_spinner=False)  # the caller says it, in the user's language
 def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | None, str]:
     """The parsed and tokenised file, once per (sha256, filename) whatever the settings; or a
     reason. The filename matters because it decides the type. Shared read-only."""
@@ -89,7 +95,7 @@ def _load(_data: bytes, sha256: str, filename: str) -> tuple[ingest.Loaded | Non
         bar.empty()
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=CACHED_FILES, show_spinner=False)
 def _prepare(_data: bytes, sha256: str, filename: str, settings: ChunkSettings) -> tuple[Prepared | None, str]:
     """Chunked file (without its bytes, which the session already holds) or a reason; immutable,
     so one copy serves every rerun (st.cache_data stored it pickled and unpickled it on each: for a

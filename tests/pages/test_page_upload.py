@@ -10,13 +10,14 @@ import csv
 import dataclasses
 import io
 import json
+import uuid
 
 import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rag import chunking, documents, export
+from rag import chunking, documents, export, ingest
 from rag.chunking import SPRING_DEFAULT, ChunkSettings
 from rag.chunking.settings import DEFAULT, DEFAULT_PRESET
 from rag.embeddings import LocalEmbedder
@@ -100,6 +101,26 @@ def test_a_broken_file_shows_its_reason_while_the_good_one_is_previewed(app: App
     overview = table(app, "upload_overview")
     assert overview["file"].tolist() == ["locked.pdf", "report.pdf"]
     assert overview["check"].tolist()[0].startswith("❌ password-protected PDF")
+
+
+def test_a_rerun_with_many_files_uploaded_parses_none_of_them_again(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in a walk with 57 files: each rerun (the Ingest click's too) parsed every file again, the cache
+    holding 16, so Stop and the progress came seconds late."""
+    loads: list[str] = []
+    load = ingest.load
+    monkeypatch.setattr(ingest, "load", lambda data, name, *a: loads.append(name) or load(data, name, *a))
+    files = [
+        (f"note-{uuid.uuid4().hex[:8]}-{i:02}.txt", f"Note {i}: {uuid.uuid4()} {_page_text('depots', 3)}".encode())
+        for i in range(24)
+    ]
+    upload(app, *files)
+    assert sorted(loads) == sorted(name for name, _ in files)
+    run(app)
+    app.number_input(key="upload_chunk_size").set_value(150)
+    run(app)
+    assert len(loads) == len(files)  # re-chunked from the kept tokens, read once
 
 
 def test_removing_a_file_from_the_uploader_removes_it_from_the_session(app: AppTest) -> None:
