@@ -66,10 +66,10 @@ LEGEND = (
 # -- cached work (so a rerun never parses or renders the same thing twice) -------------------
 
 
+# Files whose parse (and chunking) a rerun reuses. It was 16: with 37-57 files uploaded, each rerun (the Ingest
+# click among them) found none of them left (an LRU read in the same order each time) and parsed them all again,
+# so a walk's Stop button and progress came 4-11 s after the click. (A comment: a string here would be drawn.)
 CACHED_FILES = 256
-"""Files whose parse (and chunking) a rerun reuses. It was 16: with 37-57 files uploaded, each rerun (the Ingest
-click among them) found none of them left (an LRU read in the same order each time) and parsed them all again,
-so a walk's Stop button and progress came 4-11 s after the click."""
 
 
 @st.cache_resource(max_entries=CACHED_FILES, show_spinner=False)  # the caller says it, in the user's language
