@@ -51,6 +51,7 @@ from rag.portable.importer import ImportResult, NameTakenError, import_staged
 from rag.portable.manifest import PortableFileError
 from rag.portable.writer import Progress, contents, export_knowledge_base
 from rag.store import Store, graphs
+from rag.store.schema import FTS_INDEX
 from rag.text import Text
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 MIN_PGVECTOR = (0, 5, 0)
 """The oldest pgvector the copy writes to: HNSW indexes, which a large knowledge base is searched by, came in 0.5.0
 (pgvector/pgvector images and the embedded server ship 0.8)."""
-GIN_INDEX = "vector_store_fts_idx"
+GIN_INDEX = FTS_INDEX
 """The keyword search's index (rag.store.schema)."""
 
 

@@ -135,7 +135,9 @@ DO $$ BEGIN
     END IF;
 END $$;
 """
-_FTS_INDEX = f"""CREATE INDEX vector_store_fts_idx ON vector_store USING gin (fts)
+FTS_INDEX = "vector_store_fts_idx"
+"""The keyword search's GIN index on `fts`."""
+_FTS_INDEX = f"""CREATE INDEX {FTS_INDEX} ON vector_store USING gin (fts)
             WITH (gin_pending_list_limit = {GIN_PENDING_KB})"""
 
 SCHEMA = (
@@ -181,9 +183,9 @@ CREATE TABLE IF NOT EXISTS vector_store (
 {_unless_column("vector_store", "fts", _FTS_COLUMN)}
 {_unless_column("vector_store", "cjk_terms", _CJK_TERMS_COLUMN)}
 {_FTS_TRIGGER}
-{_unless_index("vector_store_fts_idx", _FTS_INDEX)}
+{_unless_index(FTS_INDEX, _FTS_INDEX)}
 -- An index made before it had the option gets it (checked first: the ALTER waits for the table's writers).
-{_unless_option("INDEX", "vector_store_fts_idx", f"gin_pending_list_limit={GIN_PENDING_KB}")}
+{_unless_option("INDEX", FTS_INDEX, f"gin_pending_list_limit={GIN_PENDING_KB}")}
 -- BM25 reads every candidate's tsvector twice (its terms and its length). Left EXTENDED it is the
 -- row's largest column after the embedding and is moved to the TOAST table, fetched once per
 -- read; kept in the row (MAIN: compressed at most, out of line only as a last resort), keyword p50

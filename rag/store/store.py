@@ -44,7 +44,7 @@ from rag.store.records import (
     chunk_metadata,
     mismatch_message,
 )
-from rag.store.schema import CLEAN_WORK_MEM, SCHEMA, WRITE_WORK_MEM
+from rag.store.schema import CLEAN_WORK_MEM, FTS_INDEX, SCHEMA, WRITE_WORK_MEM
 from rag.store.vector_cache import VectorCache
 from rag.text import Text
 
@@ -488,7 +488,8 @@ class Store:
                 # Only its owner (or a superuser) may: a role that is neither leaves the list to the writers.
                 cleaned = conn.execute(
                     "SELECT gin_clean_pending_list(c.oid) FROM pg_class c "
-                    "WHERE c.oid = 'vector_store_fts_idx'::regclass AND pg_has_role(c.relowner, 'USAGE')"
+                    "WHERE c.oid = %s::regclass AND pg_has_role(c.relowner, 'USAGE')",
+                    (FTS_INDEX,),
                 ).fetchone()
                 return int(cleaned[0]) if cleaned else 0
         except StoreError as exc:
