@@ -72,7 +72,9 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
             spans.append((token.rstrip("%"), start, match.end()))
         else:
             word = token.lower()
-            if word not in STOP_WORDS and len(word) > 2:
+            # Two capitals are a name ("UK", "EU", "AI"): "schools in the UK" was held by a passage that says
+            # "offered to schools" and, sentences away, "people in the UK" (a walk's wrong answer, badged green).
+            if word not in STOP_WORDS and (len(word) > 2 or (len(token) == 2 and token.isupper())):
                 spans.append((word[:5], start, match.end()))
     return spans
 

@@ -77,6 +77,12 @@ def test_wrong_chinese_answers_with_the_passages_words_are_not_supported(answer:
     assert claim_held(answer, LIN).reason == reason
 
 
+SCHOOLS = (
+    "Sleep experts say teenagers need more rest. The School Watch programme is offered to schools by volunteers. "
+    "In a separate study, people in the UK who suffer from short-sightedness were asked about screens."
+)
+
+
 @pytest.mark.parametrize(
     ("answer", "passage", "held"),
     [
@@ -103,6 +109,10 @@ def test_wrong_chinese_answers_with_the_passages_words_are_not_supported(answer:
         ),
         ("The Arden lighthouse was built in 1869 by the engineer Mara Quill [1].", LIGHTHOUSE, False),
         ("The Kelso lighthouse was built in 1868 by Mara Quill [1].", LIGHTHOUSE, False),  # Kelso names the bay
+        # Two capitals are a name: the walk's wrong answer took "UK" from another sentence of the passage.
+        ("The programme will be offered to schools in the UK [1].", SCHOOLS, False),
+        ("The programme will be offered to schools [1].", SCHOOLS, True),
+        ("People in the UK who suffer from short-sightedness were asked about screens [1].", SCHOOLS, True),
         # No determiner: a name and its verb ("Edison founded"), for which no pronoun stands.
         ("Edison founded the lab in 1876 [1].", "Edison founded GE. He built the lab in 1876.", False),
     ],
