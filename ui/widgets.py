@@ -45,6 +45,9 @@ def table(key: str, frame: pd.DataFrame, **kwargs: object) -> None:
     """A read-only table in a keyed container (a display dataframe has no key of its own), its column
     names in the user's language."""
     kwargs["column_config"] = i18n.columns(frame, kwargs.get("column_config"))  # type: ignore[arg-type]
+    # A missing value is an empty cell: Streamlit writes "None", English in the Chinese UI too (the Upload
+    # results of a stopped ingest in a walk).
+    kwargs.setdefault("placeholder", "")
     with st.container(key=key):
         st.dataframe(frame, **kwargs)
 

@@ -721,6 +721,7 @@ def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_b
         ["charlie.txt", "stopped", "not started"],
     ]
     assert summary["chunks"].isna().tolist() == [False, True, True]  # none in the base, not 0 of them
+    assert app.container(key="upload_summary").dataframe[0].proto.placeholder == ""  # an empty cell, not "None"
     [info] = [i.value for i in app.info if "It was stopped" in i.value]
     assert "1 of 3 files in the knowledge base" in info
 
