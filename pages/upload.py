@@ -152,18 +152,26 @@ def _sync_uploads() -> None:
     for file_id, name in previous.items():
         if file_id not in current and name not in current.values():
             uploads.pop(name, None)
+    first = not uploads  # nothing uploaded before: what was chosen meanwhile was chosen for these files
     for f in files:
         if f.file_id not in previous:
             uploads[f.name] = f.getvalue()
-            _choose_again()
+            _choose_again(keep_typed=first)
     st.session_state["_upload_ids"] = current
 
 
-def _choose_again() -> None:
+def _choose_again(keep_typed: bool = False) -> None:
     """A new file came: the knowledge base chosen for the files before it is not its own (a file was
     once preselected into 'office' while stored in 'hlm', another set to go where a stopped ingest
-    went), so nothing is chosen until the user chooses, and a new base's name is asked again."""
+    went), so nothing is chosen until the user chooses, and a new base's name is asked again.
+    `keep_typed`: no file came before, so a new base's name the user typed is for these files and stays
+    (a walk typed one, uploaded, and saw it erased)."""
     state = st.session_state
+    typed = str(state.get("upload_kb_new") or "")
+    if keep_typed and state.get("upload_kb_choice") == NEW_KB and typed.strip():
+        for key in ("upload_kb_last", "_upload_kb_pending", "_upload_kb_restored"):
+            state.pop(key, None)
+        return
     for key in ("upload_kb_choice", "upload_kb_last", "_upload_kb_pending", "_upload_kb_restored"):
         state.pop(key, None)
     state["upload_kb_new"] = ""
@@ -1148,10 +1156,11 @@ def _files_column() -> dict[str, bytes]:
     )
     st.caption(_("Read: {types}.", types=tr(ingest.READ_TYPES)) + f" {_ocr_note()}")
     uploads = _uploads()
+    first = not uploads
     for f in files:  # safety net: the callback normally did this already
         if f.name not in uploads:
             uploads[f.name] = f.getvalue()
-            _choose_again()
+            _choose_again(keep_typed=first)
     st.session_state["_upload_ids"] = {f.file_id: f.name for f in files}
     names = [f.name for f in files]
     duplicates = sorted({n for n in names if names.count(n) > 1})

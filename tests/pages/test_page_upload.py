@@ -123,6 +123,19 @@ def test_a_rerun_with_many_files_uploaded_parses_none_of_them_again(
     assert len(loads) == len(files)  # re-chunked from the kept tokens, read once
 
 
+def test_a_name_typed_before_the_first_upload_is_kept_and_asked_again_for_more_files(app: AppTest) -> None:
+    """A walk typed the new knowledge base's name, then uploaded, and saw the name erased; a name typed for
+    files uploaded before is still asked again when other files come."""
+    assert app.selectbox(key="upload_kb_choice").value == "New knowledge base…"  # no base yet
+    app.text_input(key="upload_kb_new").set_value("early")
+    run(app)
+    upload(app, ("report.pdf", REPORT))
+    assert app.text_input(key="upload_kb_new").value == "early"
+    assert not app.button(key="upload_ingest").disabled
+    upload(app, ("report.pdf", REPORT), ("extra.pdf", make_pdf(["Another page about depots."])))
+    assert app.text_input(key="upload_kb_new").value == ""
+
+
 def test_removing_a_file_from_the_uploader_removes_it_from_the_session(app: AppTest) -> None:
     upload(app, ("locked.pdf", LOCKED), ("report.pdf", REPORT))
     assert set(app.session_state["uploads"]) == {"locked.pdf", "report.pdf"}
