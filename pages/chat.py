@@ -728,6 +728,9 @@ def _source_card(turn: Turn, source: Source) -> None:
             _("knowledge base **{kb}** · chunk {chunk}", kb=_md(hit.knowledge), chunk=meta.get("chunk_index", "?"))
             + f"{where}{scanned}"
         )
+        if hit.copies:  # the same passage in other chunks, kept out of the sources (rag.retrieve.copies)
+            places = "; ".join(i18n.copy_place(c) for c in hit.copies)
+            st.caption(_("The same passage is also in: {places}", places=_md(places)))
         whole = source.text is None or st.toggle(
             _("Show the whole chunk"),
             key=f"chat_whole_{turn.id}_{source.n}",

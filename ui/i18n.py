@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rag.generate import Source
-    from rag.store import Hit
+    from rag.store import Copy, Hit
 
 LANGUAGES = {"en": "English", "zh": "中文"}
 QUERY_KEY = "lang"
@@ -315,6 +315,14 @@ def location(hit: Hit) -> str:
     if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4–5')
         return pages_place(hit.pages)
     return place(where, hit.original_filename)
+
+
+def copy_place(copy: Copy) -> str:
+    """Where a copy of a hit's passage stands ('report.pdf pp. 8–9', 'report.pdf 第 8–9 页')."""
+    if language() != "zh":
+        return copy.label
+    where = place(copy.location, copy.filename) if copy.location else pages_place(copy.pages) if copy.pages else ""
+    return f"{copy.filename} {where}".strip()
 
 
 def pages_place(pages: Sequence[int]) -> str:

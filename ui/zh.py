@@ -289,6 +289,7 @@ ZH: dict[str, str] = {
     "failed during {stage}": "在{stage}阶段失败",
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",
     "Ingested into '{kb}': {counts}": "已入库到“{kb}”：{counts}",
+    "The same passage is also in: {places}": "同一段落也见于：{places}",
     "Nothing to ingest into '{kb}': {counts}, already stored so": "无需入库到“{kb}”：{counts}，已按此保存",
     ", ": "，",
     "parse": "解析",

@@ -91,7 +91,9 @@ def mode_quality(
     ranks: list[int | None] = []
     for done, item in enumerate(questions, 1):
         question = as_question(item)
-        hits = search(store, settings, question.text, [knowledge_base], top_k=depth, mode=mode, fusion=fusion)
+        hits = search(
+            store, settings, question.text, [knowledge_base], top_k=depth, mode=mode, fusion=fusion, keep_copies=True
+        )
         ranks.append(rank_of(question, hits))
         if progress is not None:
             progress(done, len(questions))

@@ -140,10 +140,13 @@ def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) ->
     rewrite can miss what the question's own words find)."""
     if not turn.rewritten:
         return find(store, settings, turn.query, request)
+    from rag.retrieve import copies
     from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
 
     lists = [find(store, settings, query, request) for query in (turn.query, turn.question)]
-    return fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k, FOUND_BY)
+    # One list may hold a copy of a passage the other holds (each list keeps its passages once).
+    fused = fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k * copies.ROOM, FOUND_BY)
+    return copies.keep_once(fused, request.top_k)
 
 
 def search(store: Store | None, settings: Settings, turn: Turn, request: Request, *, busy: Busy = _quietly) -> Turn:

@@ -18,7 +18,7 @@ from rag.generate.budget import Budget
 from rag.generate.conversation import Turn
 from rag.generate.prompt import Source
 from rag.llms.types import GenerationStats
-from rag.store.records import Hit
+from rag.store.records import Copy, Hit
 from rag.text import Text
 
 VERSION = 1
@@ -76,6 +76,7 @@ def _hit(hit: Hit) -> dict[str, Any]:
         "vector_rank": hit.vector_rank,
         "keyword_rank": hit.keyword_rank,
         "found_by": hit.found_by,
+        "copies": [c.as_dict() for c in hit.copies],
     }
 
 
@@ -120,6 +121,7 @@ def _hit_from(data: dict[str, Any]) -> Hit:
         vector_rank=data.get("vector_rank"),
         keyword_rank=data.get("keyword_rank"),
         found_by=data.get("found_by"),
+        copies=tuple(Copy.from_dict(c) for c in data.get("copies") or () if isinstance(c, dict)),
     )
 
 

@@ -15,11 +15,12 @@ import numpy as np
 from rag.embeddings import Embedder
 from rag.errors import RagError
 from rag.query import filters
+from rag.retrieve import copies
 from rag.retrieve.embedders import embedder_named
 from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
 from rag.retrieve.modes import DEFAULT_MODE, MODES
 from rag.settings import Settings
-from rag.store import Hit, Store
+from rag.store import Hit, KnowledgeBase, Store
 from rag.text import Text
 
 _KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
@@ -47,8 +48,11 @@ def search(
     filter_expression: str | None = None,
     mode: str = DEFAULT_MODE,
     fusion: Fusion = DEFAULT_FUSION,
+    keep_copies: bool = False,
 ) -> list[Hit]:
-    """Top hits for a query; vector search uses each knowledge base's own embedder.
+    """Top hits for a query; vector search uses each knowledge base's own embedder. Copies of a passage in
+    several chunks are kept once (`copies.keep_once`), unless `keep_copies` (a measure that asks for one
+    document's chunk: rag.evaluation, the Chunk Lab's checks).
 
     `min_score` is a minimum cosine similarity: it applies to vector hits (also inside
     hybrid); keyword hits are kept on their own merit.
@@ -81,7 +85,37 @@ def search(
             Text("no knowledge base named {name} (existing: none yet; ingest a file first)", name=repr(missing[0]))
         )
     names = list(dict.fromkeys(knowledge_bases))
-    depth = top_k if mode != "hybrid" else max(top_k, fusion.depth)
+    if keep_copies:
+        args = (store, settings, query, names, known, top_k, top_k, min_score, sql_filter, mode, fusion)
+        return _ranked(*args, collapse=False)[0]
+    hits, full = _ranked(
+        store, settings, query, names, known, top_k, top_k * copies.ROOM, min_score, sql_filter, mode, fusion
+    )
+    if len(hits) < top_k and full:  # copies filled what was read: read deeper once
+        hits, _ = _ranked(
+            store, settings, query, names, known, top_k, top_k * copies.DEEPER, min_score, sql_filter, mode, fusion
+        )
+    return hits
+
+
+def _ranked(
+    store: Store,
+    settings: Settings,
+    query: str,
+    names: list[str],
+    known: dict[str, KnowledgeBase],
+    top_k: int,
+    wanted: int,
+    min_score: float | None,
+    sql_filter: filters.SqlFilter | None,
+    mode: str,
+    fusion: Fusion,
+    collapse: bool = True,
+) -> tuple[list[Hit], bool]:
+    """`top_k` hits of `wanted` candidates read from each list, copies of a passage kept once
+    (`copies.keep_once`, where `collapse`); and whether a list held all `wanted` (more may lie deeper)."""
+    wanted = min(MAX_TOP_K, wanted)
+    depth = wanted if mode != "hybrid" else max(wanted, fusion.depth)
     # Deeper where copies of a passage in several bases may fill the list (`once_across_bases`), cut back after.
     fetch = depth * min(len(names), COPIES)
     vector_hits: list[Hit] = []
@@ -105,13 +139,19 @@ def search(
         keyword_hits = store.keyword_search(query, names, top_k=fetch, sql_filter=sql_filter)
     vector_hits = once_across_bases(vector_hits, names)[:depth]
     keyword_hits = once_across_bases(keyword_hits, names)[:depth]
+    full = wanted < MAX_TOP_K and max(len(vector_hits), len(keyword_hits)) >= depth
     vector_hits = [replace(h, vector_rank=rank) for rank, h in enumerate(vector_hits, 1)]
     keyword_hits = [replace(h, keyword_rank=rank) for rank, h in enumerate(keyword_hits, 1)]
+
+    def once(hits: list[Hit]) -> list[Hit]:
+        return copies.keep_once(hits, top_k) if collapse else hits[:top_k]
+
     if mode == "vector":
-        return vector_hits[:top_k]
+        return once(vector_hits), full
     if mode == "keyword":
-        return keyword_hits[:top_k]
-    return fuse(vector_hits, keyword_hits, fusion, top_k)
+        return once(keyword_hits), full
+    kept = once(fuse(vector_hits, keyword_hits, fusion, wanted))
+    return [replace(h, fused_rank=rank) for rank, h in enumerate(kept, 1)], full  # the ranks of what is shown
 
 
 COPIES = 3

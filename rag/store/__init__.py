@@ -13,6 +13,7 @@ from rag.store.embedded import embedded_server_uri, stop_embedded_server
 from rag.store.graphs import ef_search_for
 from rag.store.keyword_sql import DEFAULT_BM25, KEYWORD_CANDIDATES, Bm25
 from rag.store.records import (
+    Copy,
     Hit,
     KnowledgeBase,
     ServerInfo,
@@ -29,6 +30,7 @@ __all__ = [
     "KEYWORD_CANDIDATES",
     "MAX_DIMENSION",
     "Bm25",
+    "Copy",
     "Hit",
     "KnowledgeBase",
     "ServerInfo",

@@ -52,6 +52,40 @@ class StoredDocument:
 
 
 @dataclass(frozen=True)
+class Copy:
+    """Where else a hit's passage stands: a chunk of another document (or place) that holds it too, left out of
+    the results (rag.retrieve.copies)."""
+
+    filename: str
+    pages: tuple[int, ...] = ()
+    location: str = ""
+    """The chunk's own `location` (a slide, a sheet, a heading path); '' where its pages say where it is."""
+
+    @property
+    def label(self) -> str:
+        """'report.pdf pp. 8–9', as a citation names a place."""
+        where = self.location or (
+            ""
+            if not self.pages
+            else f"p. {self.pages[0]}"
+            if len(self.pages) == 1
+            else f"pp. {self.pages[0]}–{self.pages[-1]}"
+        )
+        return f"{self.filename} {where}".strip()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"filename": self.filename, "pages": list(self.pages), "location": self.location}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Copy:
+        return cls(
+            str(data.get("filename", "")),
+            tuple(int(p) for p in data.get("pages") or ()),
+            str(data.get("location") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class Hit:
     id: uuid.UUID
     content: str
@@ -72,6 +106,9 @@ class Hit:
     found_by: str | None = None
     """Of several searches fused (a follow-up's rewrite and its question as asked: "rewrite", "question"), the
     one whose ranks and scores these are; None for a single search."""
+    copies: tuple[Copy, ...] = ()
+    """Where else the search found this passage: copies of it in other chunks, left out of the results
+    (rag.retrieve.copies)."""
 
     @property
     def knowledge(self) -> str:
@@ -111,6 +148,8 @@ class Hit:
         for key in ("fused_rank", "vector_rank", "keyword_rank", "found_by"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.copies:
+            out["copies"] = [c.as_dict() for c in self.copies]
         out["ranking"] = self.ranking
         return out
 

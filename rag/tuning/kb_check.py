@@ -130,7 +130,9 @@ def check_saved_set(
     missing = tuple(sorted({q.document for q in saved} - held))
     ranks: list[int | None] = []
     for done, question in enumerate(as_questions(saved), 1):
-        hits = search(store, settings, question.text, [knowledge], top_k=depth, mode=mode, fusion=DEFAULT_FUSION)
+        hits = search(
+            store, settings, question.text, [knowledge], top_k=depth, mode=mode, fusion=DEFAULT_FUSION, keep_copies=True
+        )
         ranks.append(rank_of(question, hits))
         if progress is not None:
             progress(done, len(saved))

@@ -16,7 +16,7 @@ from rag.errors import RagError
 from rag.generate import Budget, Turn
 from rag.llms.types import GenerationStats
 from rag.settings import Settings
-from rag.store import Store
+from rag.store import Copy, Store
 from tests.generate.samples import SOURCES
 
 
@@ -54,6 +54,11 @@ def test_a_turn_survives_its_json_record() -> None:
     fused = dataclasses.replace(turn, sources=(dataclasses.replace(SOURCES[0], hit=found), SOURCES[1]))
     back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(fused))))
     assert back == fused and back.sources[0].hit.ranking == "question: vector #1 (0.80)"
+    # a source keeps where else its passage stands (rag.retrieve.copies)
+    copied = dataclasses.replace(SOURCES[0].hit, copies=(Copy("b.pdf", (8, 9)), Copy("c.pptx", (3,), "slide 3")))
+    with_copies = dataclasses.replace(turn, sources=(dataclasses.replace(SOURCES[0], hit=copied), SOURCES[1]))
+    back = generate.turn_from_record(json.loads(json.dumps(generate.turn_record(with_copies))))
+    assert back == with_copies and [c.label for c in back.sources[0].hit.copies] == ["b.pdf pp. 8–9", "c.pptx slide 3"]
     with pytest.raises(RagError, match="record version 99"):
         generate.turn_from_record({**generate.turn_record(turn), "version": 99})
     with pytest.raises(RagError, match="cannot be read"):

@@ -662,6 +662,29 @@ def test_a_slide_source_says_which_slide_and_offers_no_page_image(store: Store, 
     assert not at.exception
 
 
+def test_a_passage_copied_into_two_documents_is_one_source_that_names_the_other(
+    store: Store, ollama: HTTPServer
+) -> None:
+    """The walk: one passage in four PDFs filled all the sources; now it is one, and its card says where else."""
+    text = (
+        b"The depot in Leeds opens at 06:30 on weekdays and at 08:00 on Saturdays. Drivers collect their keys at "
+        b"the front desk and sign the vehicle log before they leave the yard."
+    )
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    copy = ingest.ingest_bytes(
+        store, embedder, b"Version 2 of the guide. " + text, "guide-v2.txt", "guides", ChunkSettings()
+    )
+    assert copy.ok, copy.reason
+    file = ("guide-v1.txt", b"Version 1 of the guide. " + text, ChunkSettings())
+    at, turn = ask_over(store, ollama, "guides", file, "When does the Leeds depot open?", "At 06:30 on weekdays [1].")
+    assert len(turn.sources) == 1
+    [copied] = turn.sources[0].hit.copies
+    assert {copied.filename, turn.sources[0].hit.original_filename} == {"guide-v1.txt", "guide-v2.txt"}
+    assert any(c.value.startswith("The same passage is also in: guide-v") for c in at.caption), [
+        c.value for c in at.caption
+    ]
+
+
 def test_a_source_card_shows_the_chunk_with_its_line_breaks(store: Store, ollama: HTTPServer) -> None:
     """A table read as Markdown rows is one row a line in its source card, as stored: Markdown joined the lines, and
     the rows read as one run-on line (a walk)."""
