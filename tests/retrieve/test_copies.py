@@ -38,8 +38,9 @@ def test_chunks_of_one_passage_cut_at_other_places_are_one_passage() -> None:
 
 def test_the_first_copy_is_kept_and_names_the_others() -> None:
     hits = [hit(WATCH, "a.pdf", 11), hit("Notes. " + WATCH, "b.pdf", 8), hit(SLEEP, "c.pdf"), hit(WATCH, "d.pdf", 3)]
-    kept = copies.keep_once(hits, 2)
-    assert [h.original_filename for h in kept] == ["a.pdf", "c.pdf"]
+    kept = copies.keep_once(hits, 3)
+    assert [h.original_filename for h in kept] == ["a.pdf", "c.pdf"]  # fewer than asked: the rest were copies
+    assert [h.original_filename for h in copies.keep_once(hits, 1)] == ["a.pdf"]
     assert [c.label for c in kept[0].copies] == ["b.pdf p. 8", "d.pdf p. 3"] and kept[1].copies == ()
     assert kept[0].as_dict()["copies"][0] == {"filename": "b.pdf", "pages": [8], "location": ""}
 
