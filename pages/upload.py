@@ -47,7 +47,7 @@ WIDGET = "upload"  # prefix of the chunk settings widget keys (widgets.chunk_set
 NEW_KB = "New knowledge base…"
 # Longer documents get the coloured whole-text view only on request (it is a lot of HTML).
 WHOLE_TEXT_AUTO_CHARS = 60_000
-STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "⏸️", "failed": "❌", "stopped": "⏹️"}
+STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "☑️", "failed": "❌", "stopped": "⏹️"}
 # What an ingest has done so far, set while it runs: still set at the start of a script run, the
 # ingest before was stopped (by the Stop button or any other click, which end the run).
 RUNNING_KEY = "_upload_running"
@@ -867,7 +867,11 @@ def _ingested(knowledge: str, results: list[IngestResult]) -> str:
         if any(r.status == s for r in results)
     )
     if results and all(r.status == "unchanged" for r in results):
-        return _("Nothing to ingest into '{kb}': {counts}, already stored so", kb=knowledge, counts=counts)
+        return _(
+            "Nothing to ingest into '{kb}': {counts} (stored before with the same content and settings)",
+            kb=knowledge,
+            counts=counts,
+        )
     return _("Ingested into '{kb}': {counts}", kb=knowledge, counts=counts)
 
 

@@ -290,7 +290,7 @@ ZH: dict[str, str] = {
     "**{file}** failed: {reason}": "**{file}** 失败：{reason}",
     "Ingested into '{kb}': {counts}": "已入库到“{kb}”：{counts}",
     "The same passage is also in: {places}": "同一段落也见于：{places}",
-    "Nothing to ingest into '{kb}': {counts}, already stored so": "无需入库到“{kb}”：{counts}，已按此保存",
+    "Nothing to ingest into '{kb}': {counts} (stored before with the same content and settings)": "无需入库到“{kb}”：{counts}（内容和设置相同，之前已保存）",
     ", ": "，",
     "parse": "解析",
     "chunk": "分块",

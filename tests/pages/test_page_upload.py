@@ -179,7 +179,8 @@ def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTes
     app.button(key="upload_ingest").click()
     run(app)
     assert table(app, "upload_summary")["status"].tolist() == ["unchanged"]
-    assert "Nothing to ingest into 'finance': 1 unchanged, already stored so" in [s.label for s in app.status]
+    said = "Nothing to ingest into 'finance': 1 unchanged (stored before with the same content and settings)"
+    assert said in [s.label for s in app.status]
     assert store.list_knowledge_bases()[0].chunks == chunks
 
     # Deleting needs the confirmation first.
