@@ -810,9 +810,12 @@ def _ingesting(
             box.markdown(f"**{len(rows) + 1}/{total} · {fmt.md(name)}**")
             bar = box.progress(0.0, text=_("waiting"))
             rows[name] = (box, bar)
-            # Said again each time: the browser keeps an expander at this place closed if one was before.
+            # Said again each time: the browser keeps an expander at this place closed if one was before. The
+            # count is of files done: the next files are read while one is written (a walk saw "22/40" with 10
+            # stored when it counted the files begun).
             status.update(
-                label=_("Ingesting {number}/{total}: {file}…", number=len(rows), total=total, file=name), expanded=True
+                label=_("Ingesting {done}/{total} done · reading {file}…", done=len(results), total=total, file=name),
+                expanded=True,
             )
 
             def update(stage: str, fraction: float, message: str) -> None:
@@ -834,6 +837,7 @@ def _ingesting(
         with closing(run_files) as run:
             for result in run:
                 results.append(result)
+                status.update(label=_("Ingesting {done}/{total} done…", done=len(results), total=total), expanded=True)
                 box, bar = rows[result.filename]
                 if result.ok:
                     bar.progress(
