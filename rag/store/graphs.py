@@ -425,13 +425,16 @@ def has_probes(conn: psycopg.Connection, embedder: str) -> bool:
 def keep_probes(conn: psycopg.Connection, embedder: str, vectors: Sequence[Sequence[float]]) -> None:
     """`embedder`'s vectors of `PROBE_QUESTIONS` (in their order), kept for the checks of its bases' graphs."""
     version = probes_version()
+    # Upserted, not deleted first: two ingests ending at once with one embedder write the same rows.
     with conn.transaction():
-        conn.execute("DELETE FROM graph_probes WHERE embedder = %s", (embedder,))
         for ordinal, vector in enumerate(vectors):
             conn.execute(
-                "INSERT INTO graph_probes (embedder, version, ordinal, embedding) VALUES (%s, %s, %s, %s::vector)",
+                "INSERT INTO graph_probes (embedder, version, ordinal, embedding) VALUES (%s, %s, %s, %s::vector) "
+                "ON CONFLICT (embedder, ordinal) DO UPDATE "
+                "SET version = EXCLUDED.version, embedding = EXCLUDED.embedding",
                 (embedder, version, ordinal, "[" + ",".join(repr(float(x)) for x in vector) + "]"),
             )
+        conn.execute("DELETE FROM graph_probes WHERE embedder = %s AND ordinal >= %s", (embedder, len(vectors)))
 
 
 def _question_probes(conn: psycopg.Connection, name: str, dimension: int) -> list[str]:

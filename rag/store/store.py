@@ -581,7 +581,10 @@ class Store:
         except EmbedderError as exc:  # the check probes between rows instead
             log.warning("the questions a vector index is checked with were not embedded: %s", one_line(exc, None))
             return
-        graphs.keep_probes(conn, embedder, [list(map(float, v)) for v in vectors])
+        try:
+            graphs.keep_probes(conn, embedder, [list(map(float, v)) for v in vectors])
+        except psycopg.Error as exc:  # never the ingest's failure: the check probes between rows instead
+            log.warning("the questions a vector index is checked with were not kept: %s", one_line(exc, None))
 
     def wait_for_graphs(self) -> None:
         """Wait for the graphs being built in the background (`build_graphs_later`, or asked for by a search)."""

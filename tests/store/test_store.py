@@ -326,6 +326,18 @@ def test_a_graph_is_checked_with_questions_its_embedder_embedded_once(
         )
 
 
+def test_probe_questions_kept_twice_are_replaced_whole(store: Store, pg_uri: str) -> None:
+    """Two ingests ending at once with one embedder keep the same rows (an upsert: a delete and insert raced to a
+    duplicate key); a shorter list leaves none of the longer one's tail."""
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        graphs.keep_probes(conn, "local:x", unit(40, 8).tolist())
+        graphs.keep_probes(conn, "local:x", unit(32, 8).tolist())
+        graphs.keep_probes(conn, "local:x", unit(32, 8).tolist())
+        assert graphs.has_probes(conn, "local:x") and not graphs.has_probes(conn, "local:y")
+        rows = conn.execute("SELECT count(*), max(ordinal) FROM graph_probes WHERE embedder = 'local:x'").fetchone()
+    assert rows == (32, 31)
+
+
 def test_close_waits_for_the_graphs_an_ingest_asked_for_until_they_are_built(
     store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
