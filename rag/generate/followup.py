@@ -16,7 +16,7 @@ speaks (the tests list the questions each rule was written for).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rag.generate.sentences import MARKER
 from rag.generate.support import HAN_FUNCTION
@@ -324,6 +324,41 @@ def states_figure(rewrite: str, question: str, asked: Iterable[str]) -> list[str
         return []
     said = {w for text in (question, *asked) for w in _en_words(MARKER.sub(" ", text))}
     return [w for w in dict.fromkeys(_en_words(MARKER.sub(" ", rewrite))) if _FIGURE.search(w) and w not in said]
+
+
+_NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")
+"""A thing named by a word and a number: "Model 5", "Phase 2", "version 3b"."""
+_ORDER_WORDS = re.compile(
+    r"\b(?:first|second|third|last|previous|earlier|former|latter|other|next|before|each|both|all)\b", re.IGNORECASE
+)
+
+
+def _numbered(text: str) -> list[tuple[str, str]]:
+    return [(w.lower(), n.lower()) for w, n in _NUMBERED.findall(text) if w.lower() not in _EN_FUNCTION]
+
+
+def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
+    """`rewrite` with each thing it names by a number ("Model 4") that the question does not name set to the number
+    the conversation named last for that word ("Model 5"), where the question only points back ("How heavy is
+    it?": no number, no "first"/"other"/"last" of its own) and the last message naming the word names one number.
+    Two walks asked "How much does Model 4 cost?", "And Model 5?", "What is the warranty?", "How heavy is it?"
+    and Qwen 1.5B rewrote the last as "What is the weight of Model 4?": "it" is the thing spoken of last."""
+    if _numbered(question) or re.search(r"\d", question) or _ORDER_WORDS.search(question):
+        return rewrite
+    asked = set(_numbered(question))
+    out = rewrite
+    for word, number in dict.fromkeys(_numbered(rewrite)):
+        if (word, number) in asked:
+            continue
+        for text in reversed(history):
+            named = {n for w, n in _numbered(text) if w == word}
+            if named:
+                if len(named) == 1 and number not in named:
+                    (latest,) = named
+                    pattern = rf"\b({re.escape(word)})(\s+){re.escape(number)}\b"
+                    out = re.sub(pattern, rf"\g<1>\g<2>{latest}", out, flags=re.IGNORECASE)
+                break
+    return out
 
 
 def _asking_words(text: str) -> set[str]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
-from rag.generate.followup import added_words, keeps_question, repeats_earlier, states_figure
+from rag.generate.followup import added_words, keeps_question, latest_numbered, repeats_earlier, states_figure
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 from rag.scripts import HAN_CHAR, language_of
@@ -38,7 +38,7 @@ class Rewrite:
     query: str
     """What to search: the rewrite, or the question when rewriting failed."""
     note: str = ""
-    """Why the question was searched as asked (empty when the rewrite worked)."""
+    """Why the question was not searched as the model rewrote it (empty when the rewrite worked as written)."""
 
 
 MAX_TURNS = 3
@@ -196,6 +196,17 @@ def rewrite_query(
                 "searched for it with the question before it.",
                 rewrite=query,
                 words=", ".join(guessed[:5]),
+            ),
+        )
+    latest = latest_numbered(query, question, [m.content for m in _recent(history)])
+    if latest != query:
+        return Rewrite(
+            latest,
+            Text(
+                "The model's rewrite ({rewrite}) named what the conversation spoke of before the last: searched for "
+                "{query} instead.",
+                rewrite=query,
+                query=latest,
             ),
         )
     return Rewrite(query)

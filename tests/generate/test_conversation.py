@@ -149,3 +149,39 @@ def test_a_rewrite_stating_the_answers_figure_is_searched_with_the_question_befo
         ScriptedModel([StreamEvent("content", "How much does Model 5 cost?")]), history, "And Model 5?"
     )
     assert result.query == "How much does Model 5 cost?" and result.note == ""
+
+
+def test_a_rewrite_naming_what_was_spoken_of_before_the_last_is_set_to_the_last() -> None:
+    """Two walks: "How much does Model 4 cost?", "And Model 5?", "What is the warranty?", "How heavy is it?" was
+    rewritten "What is the weight of Model 4?" and answered for Model 4; "it" is the model spoken of last."""
+    from rag.generate.followup import latest_numbered
+    from rag.generate.rewrite import rewrite_query
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    history = [
+        Message("user", "How much does Model 4 cost?"),
+        Message("assistant", "Model 4 costs $18,500.00 and weighs 95 kg [1]."),
+        Message("user", "And Model 5?"),
+        Message("assistant", "Model 5 costs $21,000.00 and weighs 110 kg [1]."),
+        Message("user", "What is the warranty?"),
+        Message("assistant", "Every model comes with a three-year warranty [1]."),
+    ]
+    rewritten = "What is the weight of Model 4?"
+    result = rewrite_query(ScriptedModel([StreamEvent("content", rewritten)]), history, "How heavy is it?")
+    assert result.query == "What is the weight of Model 5?"
+    assert "named what the conversation spoke of before the last" in result.note
+    texts = [m.content for m in history]
+    # The question names its own, or an order ("the first"), or the last message names both: left as written.
+    assert latest_numbered(rewritten, "How heavy was the first one?", texts) == rewritten
+    assert latest_numbered(rewritten, "How heavy is Model 4?", texts) == rewritten
+    assert (
+        latest_numbered(rewritten, "How heavy is it?", [*texts, "Model 4 and Model 5 differ in weight."]) == rewritten
+    )
+    assert (
+        latest_numbered("Revenue in 2023?", "Why?", ["Revenue in 2022?", "It fell in 2022 [1]."]) == "Revenue in 2023?"
+    )
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "What is the weight of Model 5?")]), history, "How heavy is it?"
+    )
+    assert result.query == "What is the weight of Model 5?" and result.note == ""
