@@ -6,7 +6,8 @@ embedded once per embedder, each group of knowledge bases searched in its own ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from rag.retrieve.embedders import embedder_named
 from rag.retrieve.fusion import DEFAULT_FUSION, Fusion, fuse
 from rag.retrieve.modes import DEFAULT_MODE, MODES
 from rag.settings import Settings
-from rag.store import Hit, KnowledgeBase, Store
+from rag.store import Hit, Store
 from rag.text import Text
 
 _KEYWORD_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="keyword-search")
@@ -85,25 +86,35 @@ def search(
             Text("no knowledge base named {name} (existing: none yet; ingest a file first)", name=repr(missing[0]))
         )
     names = list(dict.fromkeys(knowledge_bases))
-    if keep_copies:
-        args = (store, settings, query, names, known, top_k, top_k, min_score, sql_filter, mode, fusion)
-        return _ranked(*args, collapse=False)[0]
+
+    @functools.cache
+    def groups() -> list[tuple[list[str], np.ndarray]]:
+        """Each embedder's knowledge bases and the question's vector in its space: embedded once, however deep
+        the lists are read (`_ranked` asks for it after it has started the keyword search)."""
+        by_embedder: dict[str, list[str]] = {}
+        for name in names:
+            by_embedder.setdefault(known[name].embedder, []).append(name)
+        return [
+            (group, query_vectors(embedder_named(embedder_name, settings), [query])[0])
+            for embedder_name, group in by_embedder.items()
+        ]
+
+    room = 1 if keep_copies else copies.ROOM
     hits, full = _ranked(
-        store, settings, query, names, known, top_k, top_k * copies.ROOM, min_score, sql_filter, mode, fusion
+        store, query, names, groups, top_k, top_k * room, min_score, sql_filter, mode, fusion, room > 1
     )
-    if len(hits) < top_k and full:  # copies filled what was read: read deeper once
+    if not keep_copies and len(hits) < top_k and full:  # copies filled what was read: read deeper once
         hits, _ = _ranked(
-            store, settings, query, names, known, top_k, top_k * copies.DEEPER, min_score, sql_filter, mode, fusion
+            store, query, names, groups, top_k, top_k * copies.DEEPER, min_score, sql_filter, mode, fusion
         )
     return hits
 
 
 def _ranked(
     store: Store,
-    settings: Settings,
     query: str,
     names: list[str],
-    known: dict[str, KnowledgeBase],
+    groups: Callable[[], list[tuple[list[str], np.ndarray]]],
     top_k: int,
     wanted: int,
     min_score: float | None,
@@ -112,8 +123,9 @@ def _ranked(
     fusion: Fusion,
     collapse: bool = True,
 ) -> tuple[list[Hit], bool]:
-    """`top_k` hits of `wanted` candidates read from each list, copies of a passage kept once
-    (`copies.keep_once`, where `collapse`); and whether a list held all `wanted` (more may lie deeper)."""
+    """`top_k` hits of `wanted` candidates read from each list (the vector list searched with each group of
+    knowledge bases' question vector, `groups()`), copies of a passage kept once (`copies.keep_once`, where
+    `collapse`); and whether a list held all `wanted` (more may lie deeper)."""
     wanted = min(MAX_TOP_K, wanted)
     depth = wanted if mode != "hybrid" else max(wanted, fusion.depth)
     # Deeper where copies of a passage in several bases may fill the list (`once_across_bases`), cut back after.
@@ -126,11 +138,7 @@ def _ranked(
     if mode == "hybrid":
         keyword_future = _KEYWORD_WORKERS.submit(store.keyword_search, query, names, top_k=fetch, sql_filter=sql_filter)
     if mode in ("vector", "hybrid"):
-        by_embedder: dict[str, list[str]] = {}
-        for name in names:
-            by_embedder.setdefault(known[name].embedder, []).append(name)
-        for embedder_name, group in by_embedder.items():
-            vector = query_vectors(embedder_named(embedder_name, settings), [query])[0]
+        for group, vector in groups():
             vector_hits.extend(store.search(vector, group, top_k=fetch, min_score=min_score, sql_filter=sql_filter))
         vector_hits.sort(key=lambda h: h.score, reverse=True)
     if keyword_future is not None:

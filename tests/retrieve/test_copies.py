@@ -7,10 +7,11 @@ import uuid
 import pytest
 
 from rag import retrieve
-from rag.chunking import Chunk
-from rag.retrieve import copies
+from rag.evaluation.datasets import Passage
+from rag.retrieve import copies, searching
 from rag.settings import Settings
 from rag.store import Hit, Store
+from tests.retrieve.test_retrieval_modes import write_passages
 
 WATCH = (
     "School Watch is a programme in which volunteers visit schools once a week. They talk with pupils about road "
@@ -47,31 +48,20 @@ def test_the_first_copy_is_kept_and_names_the_others() -> None:
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "keyword"])
 def test_a_search_gives_other_passages_beside_one_copied_into_many_documents(
-    store: Store, settings: Settings, mode: str
+    store: Store, settings: Settings, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The walk: one passage in four PDFs filled all four sources, the one that answered left out."""
-    embedder = retrieve.embedder_named_or_default(settings)
-    texts = {f"watch-{i}.pdf": (f"Volume {i} of the newsletter. " + WATCH) for i in range(4)}
-    texts["sleep.pdf"] = SLEEP
-    for name, text in texts.items():
-        store.write_document(
-            knowledge="news",
-            embedder=embedder.name,
-            dimension=embedder.dimension,
-            chunk_settings={},
-            filename=name,
-            path=None,
-            data=text.encode(),
-            sha256=name,
-            page_count=1,
-            chunks=[Chunk(0, text, 1, 0, len(text), (1,))],
-            embeddings=embedder.embed([text]),
-        )
-    hits = retrieve.search(
-        store, settings, "Which schools will the programme be offered to?", ["news"], top_k=2, mode=mode
-    )
+    """The walk: one passage in four PDFs filled all four sources, the one that answered left out. The copies
+    fill the first reading (2 x top_k), so the lists are read again deeper: the question is embedded once."""
+    passages = [Passage(f"watch-{i}.pdf", f"Volume {i} of the newsletter. " + WATCH) for i in range(4)]
+    write_passages(store, settings, "news", [*passages, Passage("sleep.pdf", SLEEP)])
+    embedded: list[str] = []
+    embed = searching.query_vectors
+    monkeypatch.setattr(searching, "query_vectors", lambda e, q: embedded.extend(q) or embed(e, q))
+    question = "Which schools will the programme be offered to?"
+    hits = retrieve.search(store, settings, question, ["news"], top_k=2, mode=mode)
     assert sorted(h.original_filename.split("-")[0] for h in hits) == ["sleep.pdf", "watch"]
     [watch] = [h for h in hits if h.original_filename.startswith("watch")]
     assert watch.copies and all(c.label.startswith("watch-") and c.label.endswith("p. 1") for c in watch.copies)
+    assert embedded == ([] if mode == "keyword" else [question])
     if mode == "hybrid":
         assert [h.fused_rank for h in hits] == [1, 2]
