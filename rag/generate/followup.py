@@ -343,13 +343,10 @@ def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
     it?": no number, no "first"/"other"/"last" of its own) and the last message naming the word names one number.
     Two walks asked "How much does Model 4 cost?", "And Model 5?", "What is the warranty?", "How heavy is it?"
     and Qwen 1.5B rewrote the last as "What is the weight of Model 4?": "it" is the thing spoken of last."""
-    if _numbered(question) or re.search(r"\d", question) or _ORDER_WORDS.search(question):
+    if re.search(r"\d", question) or _ORDER_WORDS.search(question):  # it names its own (a number) or an order
         return rewrite
-    asked = set(_numbered(question))
     out = rewrite
     for word, number in dict.fromkeys(_numbered(rewrite)):
-        if (word, number) in asked:
-            continue
         for text in reversed(history):
             named = {n for w, n in _numbered(text) if w == word}
             if named:
