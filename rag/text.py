@@ -8,6 +8,7 @@ so that the app can look the template up in its catalogue (ui.i18n.tr) and fill 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -59,3 +60,13 @@ def shown_name(name: str) -> str:
     if any(unicodedata.bidirectional(ch) in ("R", "AL") for ch in cleaned):
         return f"\u2068{cleaned}\u2069"
     return cleaned
+
+
+def place_in_file(location: str, pages: Sequence[int]) -> str:
+    """A chunk's place for a citation: its own `location` (a slide, a sheet, a heading path), else its pages
+    ('p. 4', 'pp. 4–5'); '' when neither is known."""
+    if location:
+        return location
+    if not pages:
+        return ""
+    return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}–{pages[-1]}"

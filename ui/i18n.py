@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from rag.text import shown_name
+from rag.text import place_in_file, shown_name
 from ui.format import no_images, plural
 from ui.format import size as byte_size
 from ui.zh import ZH
@@ -309,20 +309,22 @@ def location(hit: Hit) -> str:
     """Where a hit is in its file (`Hit.location`: 'p. 4', 'pp. 4–5', 'slide 3', 'sheet Sales', a heading
     path, 'Guide › Install · lines 7–9') in the user's language: '第 4 页', '第 7–9 行'; a heading or a
     sheet's name as it is."""
-    where = hit.location
-    if language() != "zh" or not where:
-        return where
-    if not hit.metadata.get("location"):  # the pages ('p. 4', 'pp. 4–5')
-        return pages_place(hit.pages)
-    return place(where, hit.original_filename)
+    return _place_in_file(str(hit.metadata.get("location") or ""), hit.pages, hit.original_filename)
 
 
 def copy_place(copy: Copy) -> str:
     """Where a copy of a hit's passage stands ('report.pdf pp. 8–9', 'report.pdf 第 8–9 页')."""
-    if language() != "zh":
-        return copy.label
-    where = place(copy.location, copy.filename) if copy.location else pages_place(copy.pages) if copy.pages else ""
-    return f"{copy.filename} {where}".strip()
+    return f"{copy.filename} {_place_in_file(copy.location, copy.pages, copy.filename)}".strip()
+
+
+def _place_in_file(location: str, pages: Sequence[int], filename: str) -> str:
+    """`records.place_in_file` in the user's language."""
+    where = place_in_file(location, pages)
+    if language() != "zh" or not where:
+        return where
+    if not location:  # the pages ('p. 4', 'pp. 4–5')
+        return pages_place(pages)
+    return place(where, filename)
 
 
 def pages_place(pages: Sequence[int]) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rag.text import Text
+from rag.text import Text, place_in_file
 
 if TYPE_CHECKING:
     from rag.chunking import Chunk
@@ -64,14 +64,7 @@ class Copy:
     @property
     def label(self) -> str:
         """'report.pdf pp. 8–9', as a citation names a place."""
-        where = self.location or (
-            ""
-            if not self.pages
-            else f"p. {self.pages[0]}"
-            if len(self.pages) == 1
-            else f"pp. {self.pages[0]}–{self.pages[-1]}"
-        )
-        return f"{self.filename} {where}".strip()
+        return f"{self.filename} {place_in_file(self.location, self.pages)}".strip()
 
     def as_dict(self) -> dict[str, Any]:
         return {"filename": self.filename, "pages": list(self.pages), "location": self.location}
@@ -126,13 +119,7 @@ class Hit:
     def location(self) -> str:
         """Where the chunk is, for a citation: 'slide 3', 'sheet Sales', 'Report › Results', or the
         pages ('p. 4', 'pp. 4–5'); '' when unknown."""
-        where = self.metadata.get("location")
-        if where:
-            return str(where)
-        pages = self.pages
-        if not pages:
-            return ""
-        return f"p. {pages[0]}" if len(pages) == 1 else f"pp. {pages[0]}–{pages[-1]}"
+        return place_in_file(str(self.metadata.get("location") or ""), self.pages)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

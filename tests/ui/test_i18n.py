@@ -422,6 +422,9 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, vector_rank=1, vector_score=0.7, found_by='rewrite')),"
         " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, fused_rank=3, keyword_rank=2, keyword_score=7.0,"
         " found_by='question'))])\n"
+        "from rag.store import Copy\n"
+        "st.json([i18n.copy_place(Copy('b.pdf', (8, 9))), i18n.copy_place(Copy('d.pptx', (3,), 'slide 3')),"
+        " i18n.copy_place(Copy('n.txt'))])\n"
     )
     at = AppTest.from_string(script)
     at.query_params["lang"] = "zh"
@@ -444,6 +447,8 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "改写检索：向量 #1 (0.70)",  # which of a follow-up's two searches ranked it
         "原问题检索：混合 #3 · 向量：未找到 · 关键词 #2 (BM25 7.0)",
     ]
+    # A copy of a source's passage is placed as a source is (rag.retrieve.copies).
+    assert json.loads(at.json[2].value) == ["b.pdf 第 8–9 页", "d.pptx 第 3 张幻灯片", "n.txt"]
     at.query_params["lang"] = "en"
     at.run()
     locations = json.loads(at.json[0].value)
@@ -455,6 +460,7 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "rewrite: vector #1 (0.70)",
         "question: hybrid #3 · vector: not found · keyword #2 (BM25 7.0)",
     ]
+    assert json.loads(at.json[2].value) == ["b.pdf pp. 8–9", "d.pptx slide 3", "n.txt"]
 
 
 def test_counts_are_grouped_by_thousands_in_both_languages(monkeypatch) -> None:
