@@ -563,27 +563,26 @@ class Store:
         try:
             with self._conn() as conn:
                 due = unbuilt(conn, knowledge_bases)
-                if due and probes is not None and not graphs.has_probes(conn, probes[0]):
-                    self._keep_probes(conn, *probes)
+                embed = due and probes is not None and not graphs.has_probes(conn, probes[0])
         except StoreError as exc:
             log.warning("the vector index was not built; searches read every row meanwhile: %s", one_line(exc, None))
             return []
+        if embed and probes is not None:  # embedded with no connection held (e5: ~1 s for the 32 questions)
+            self._keep_probes(*probes)
         if due:
             self._graph_soon([name for name, _ in due], awaited=True)
         return due
 
-    @staticmethod
-    def _keep_probes(
-        conn: psycopg.Connection, embedder: str, embed_queries: Callable[[Sequence[str]], np.ndarray]
-    ) -> None:
+    def _keep_probes(self, embedder: str, embed_queries: Callable[[Sequence[str]], np.ndarray]) -> None:
         try:
             vectors = embed_queries(graphs.PROBE_QUESTIONS)
         except EmbedderError as exc:  # the check probes between rows instead
             log.warning("the questions a vector index is checked with were not embedded: %s", one_line(exc, None))
             return
         try:
-            graphs.keep_probes(conn, embedder, [list(map(float, v)) for v in vectors])
-        except psycopg.Error as exc:  # never the ingest's failure: the check probes between rows instead
+            with self._conn() as conn:
+                graphs.keep_probes(conn, embedder, [list(map(float, v)) for v in vectors])
+        except (StoreError, psycopg.Error) as exc:  # never the ingest's failure: the check probes between rows
             log.warning("the questions a vector index is checked with were not kept: %s", one_line(exc, None))
 
     def wait_for_graphs(self) -> None:
