@@ -358,6 +358,31 @@ def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
     return out
 
 
+_NAMED = re.compile(r"\b([A-Z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b(?![.,:]\d)")
+"""A thing named by a capitalised word and a number ("Model 5", "Phase 2"), not an amount ("costs 18,500")."""
+
+
+def named_things(text: str) -> dict[tuple[str, str], str]:
+    """The things `text` names by a capitalised word and a number, by their lowercase parts."""
+    return {(w.lower(), n.lower()): f"{w} {n}" for w, n in _NAMED.findall(text) if w.lower() not in _EN_FUNCTION}
+
+
+def last_named(question: str, earlier: Sequence[tuple[str, str]]) -> str:
+    """The thing the latest earlier question naming one named by a word and a number ("Model 5"), where `question`
+    only points back (no number, no "first"/"other"/"last") and that question names one such thing; "" otherwise.
+    `earlier`: each earlier question, oldest first, as asked and as searched ("" when not known); the words asked
+    count first ("And Model 5?"), the search where they name none ("And the next one?" searched as "How much does
+    Model 5 cost?"). A refused rewrite's search adds it: the walk's "How heavy is it?" after "What is the
+    warranty?" was searched with the warranty question alone and answered for another model."""
+    if re.search(r"\d", question) or _ORDER_WORDS.search(question):
+        return ""
+    for asked, searched in reversed(earlier):
+        named = named_things(asked) or named_things(searched)
+        if named:
+            return next(iter(named.values())) if len(named) == 1 else ""
+    return ""
+
+
 def _asking_words(text: str) -> set[str]:
     """The words a question asks with ("who", "when", 谁, 哪…), without its question mark."""
     return {m.lower() for m in _ASKING.findall(MARKER.sub(" ", text))} - {"?", "？"}

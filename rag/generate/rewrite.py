@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
-from rag.generate.followup import added_words, keeps_question, latest_numbered, repeats_earlier, states_figure
+from rag.generate.followup import (
+    added_words,
+    keeps_question,
+    last_named,
+    latest_numbered,
+    named_things,
+    repeats_earlier,
+    states_figure,
+)
 from rag.generate.sentences import MARKER
 from rag.llms.types import ChatModel, Message
 from rag.scripts import HAN_CHAR, language_of
@@ -69,11 +77,23 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
 
     The previous one is what it was searched with when `searched` (the queries of the earlier questions, oldest
     first) says so: a follow-up of a follow-up was searched after "最早是谁建造的？", which names nothing, where
-    the question before had been searched as "美庐别墅最早是谁建造的？"."""
-    previous = next((q.strip() for q in reversed(searched) if q.strip()), "")
+    the question before had been searched as "美庐别墅最早是谁建造的？". A thing an earlier question named by a
+    number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
+    warranty? How heavy is it? (Model 5)"."""
+    asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
+    queries = [q.strip() for q in searched]
+    # Each question beside what it was searched with, matched from the newest (`rag ask --history` has no searches).
+    offset = len(queries) - len(asked)
+    earlier = [(a, queries[i + offset] if i + offset >= 0 else "") for i, a in enumerate(asked)]
+    previous = next((q for q in reversed(queries) if q), "") or (asked[-1] if asked else "")
     if not previous:
-        previous = next((m.content.strip() for m in reversed(history) if m.role == "user" and m.content.strip()), "")
-    return f"{previous[-MESSAGE_CHARS:]} {question}" if previous else question
+        return question
+    query = f"{previous[-MESSAGE_CHARS:]} {question}"
+    thing = last_named(question, earlier)
+    # Added where the previous search names it not, or not alone ("How much does Model 4 cost? And Model 5?").
+    if thing and list(named_things(previous).values()) != [thing]:
+        query += f" ({thing})"
+    return query
 
 
 ANSWER_CHARS = 200

@@ -185,3 +185,41 @@ def test_a_rewrite_naming_what_was_spoken_of_before_the_last_is_set_to_the_last(
         ScriptedModel([StreamEvent("content", "What is the weight of Model 5?")]), history, "How heavy is it?"
     )
     assert result.query == "What is the weight of Model 5?" and result.note == ""
+
+
+def test_a_refused_rewrite_is_searched_with_the_thing_the_conversation_named_last() -> None:
+    """The third walk: "How heavy is it?" after "How much does Model 4 cost?", "And Model 5?", "What is the
+    warranty?" was rewritten "What is the weight of Model 4?", refused for "weight" (no answer had said it), and
+    searched "What is the warranty? How heavy is it?": answered "Model 3 weighs 80 kg." with a green badge."""
+    from rag.generate.followup import last_named
+    from rag.generate.rewrite import rewrite_query, with_previous
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    history = [
+        Message("user", "How much does Model 4 cost?"),
+        Message("assistant", "Model 4 costs $18,500.00 [1]."),
+        Message("user", "And Model 5?"),
+        Message("assistant", "Model 5 costs $21,000.00 [1]."),
+        Message("user", "What is the warranty?"),
+        Message("assistant", "Every model comes with a three-year warranty [1]."),
+    ]
+    searched = ["How much does Model 4 cost?", "How much does Model 4 cost? And Model 5?", "What is the warranty?"]
+    model = ScriptedModel([StreamEvent("content", "What is the weight of Model 4?")])
+    result = rewrite_query(model, history, "How heavy is it?", searched=searched)
+    assert "weight" in result.note
+    assert result.query == "What is the warranty? How heavy is it? (Model 5)"
+    # Without the searches (`rag ask --history`): the user's words alone say it too.
+    assert with_previous(history, "How heavy is it?") == "What is the warranty? How heavy is it? (Model 5)"
+    # A search that names it alone needs it not again; one naming it beside another does.
+    assert with_previous(history[:4], "How heavy is it?", ["Model 5 price?"]) == "Model 5 price? How heavy is it?"
+    assert with_previous(history[:4], "How heavy is it?", searched[:2]).endswith("How heavy is it? (Model 5)")
+    # Words asked count before the search; the search where they name nothing; an amount is no name.
+    earlier = [("How much does Model 4 cost?", ""), ("And the next one?", "How much does Model 5 cost?")]
+    assert last_named("How heavy is it?", earlier) == "Model 5"
+    assert last_named("How heavy is it?", [("Which costs 18,500?", "")]) == ""
+    # The question names its own, or an order, or the latest question naming one names two: nothing is added.
+    assert last_named("How heavy is Model 3?", earlier) == ""
+    assert last_named("How heavy was the first one?", earlier) == ""
+    assert last_named("How heavy are they?", [("Compare Model 4 and Model 5.", "")]) == ""
+    assert with_previous(history[:2], "How heavy is it?") == "How much does Model 4 cost? How heavy is it?"
