@@ -522,7 +522,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                 ),
             )
             top_k = st.number_input(
-                "Top-k",
+                _("Top-k"),
                 1,
                 50,
                 key="chat_top_k",

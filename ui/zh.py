@@ -72,6 +72,7 @@ ZH: dict[str, str] = {
     "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese too). Hybrid: both, fused by reciprocal rank.": "向量：按语义（嵌入）。关键词：按词语的 BM25（也适用于中文）。混合：两者结合，按倒数排名融合。",
     "How many passages are searched for. As many as fit the model's window go into the prompt, best first (the last one in part); the rest are listed as left out.": "检索多少段落。能放进模型窗口的按相关度依次放入提示（最后一段可能只放一部分）；其余的列为未放入。",
     "Minimum similarity": "最低相似度",
+    "Top-k": "检索条数（Top-k）",
     "Cosine similarity a vector hit needs (also inside hybrid); 0 = no minimum. Keyword hits are kept on their own merit.": "向量命中需要达到的余弦相似度（混合检索中也适用）；0 表示不设下限。关键词命中按其自身得分保留。",
     "Filter": "过滤条件",
     "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, &&, ||, NOT, parentheses.": "作用于元数据的 Spring AI 过滤表达式：==、!=、<、>=、in [...]、nin、&&、||、NOT、括号。",

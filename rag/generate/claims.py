@@ -127,6 +127,8 @@ class Analysis:
     openers: tuple[frozenset[str], ...] = ()
     """The terms of each sentence's opening run (its subject: "林黛玉初到荣国府")."""
     sentence_sets: tuple[frozenset[str], ...] = ()
+    lists: tuple[ListLines, ...] = ()
+    """The lists of lines it holds (`list_lines`)."""
 
 
 @dataclass(frozen=True)
@@ -142,12 +144,76 @@ _LINE_BREAK = re.compile(r"(?<![\n|])\r?\n(?!\r?\n)(?![ \t]*\|)")
 sentence put one row's model beside the next row's key ("SKU-1003 is Pump Z3" was badged held)."""
 
 
-def _blank(text: str) -> str:
+def _blank(text: str) -> tuple[str, list[ListLines]]:
     """`text` with markers blanked and lone line breaks as spaces, offsets kept: a PDF's lines break
     inside sentences ("Revenue grew by\ntwelve percent"), its paragraphs at blank lines, a table's rows at
-    every line."""
+    every line, and so do the lines of a list (`list_lines`, given too), whose breaks are kept."""
     text = MARKER.sub(lambda m: " " * len(m.group()), text)
-    return _LINE_BREAK.sub(lambda m: " " * len(m.group()), text)
+    lists = list_lines(text)
+    kept = {end for lead, rows in lists for _start, end in [*([lead] if lead else []), *rows]}
+    return _LINE_BREAK.sub(lambda m: m.group() if m.start() in kept else " " * len(m.group()), text), lists
+
+
+ListLines = tuple[tuple[int, int] | None, list[tuple[int, int]]]
+"""A list's title line (None where it has none) and its lines, as (start, end) spans."""
+
+
+_LIST_LINE = re.compile(f"[A-Z0-9{HAN}][^\\n]*\\d")
+"""A line that may be a row of a list: it opens with a capital, a digit or a Chinese character and holds a
+number ("Model 4: $18,500.00, 95 kg")."""
+LIST_LINE_CHARS = 80
+"""The longest line of a list, and of its title: a paragraph held on one line is no row (the title of a window
+over a row, it would hold half a page)."""
+_GOES_ON = re.compile(r"(?:[,，、(（&+/–-]|\b(?:and|or|of|to|the|a|an|by|for|with|from|in|at|on|as))\s*$", re.I)
+"""How a line that a sentence goes on after ends."""
+
+
+def list_lines(text: str) -> list[ListLines]:
+    """The lists of `text`: two lines or more in a row that begin alike (`_shape`: one first word, a label and a
+    colon, a bullet), each a `_LIST_LINE` of at most `LIST_LINE_CHARS` that does not end as a sentence going on
+    (`_GOES_ON`), with the line before them (their title, "Price list of the Model series") where that is as
+    short and does not go on into the first, as (start, end) spans. Read as one sentence, "The price of Model 4
+    is $21,000.00" was held by a price list's lines, whose each model and price were in it somewhere; lines of
+    prose that a PDF wrapped ("…averages more than\n3 ounces. For 20 years, …") begin each their own way."""
+    lines: list[tuple[int, int]] = []
+    start = 0
+    for end in [m.start() for m in re.finditer("\n", text)] + [len(text)]:
+        lines.append((start, end))
+        start = end + 1
+
+    def shape(k: int) -> str | None:
+        line = text[lines[k][0] : lines[k][1]].strip()
+        if len(line) > LIST_LINE_CHARS or not _LIST_LINE.match(line) or _GOES_ON.search(line):
+            return None
+        return _shape(line)
+
+    found: list[ListLines] = []
+    k = 0
+    while k < len(lines):
+        first = shape(k)
+        end = k + 1
+        while first is not None and end < len(lines) and shape(end) == first:
+            end += 1
+        if end - k >= 2:
+            above = text[lines[k - 1][0] : lines[k - 1][1]].strip() if k else ""
+            title = above and len(above) <= LIST_LINE_CHARS and not _GOES_ON.search(above)
+            found.append((lines[k - 1] if title else None, lines[k:end]))
+        k = end
+    return found
+
+
+_BULLET = re.compile(r"(?:[-•*·▪–]|\(?\w\)|\d{1,2}[.)])\s")
+_LABEL = re.compile(r"[^:：]{1,40}[:：]")
+
+
+def _shape(line: str) -> str:
+    """How a line begins: a bullet or an enumerator, a label and a colon ("Price: $18,500"), or its first word."""
+    if _BULLET.match(line):
+        return "•"
+    label = _LABEL.match(line)
+    if label and label.group().count(" ") <= 4:  # a label of a few words, not a sentence's clause
+        return ":"
+    return line.split(maxsplit=1)[0] if line.split() else ""
 
 
 def _words(terms: Sequence[Term], start: int, end: int) -> int:
@@ -296,7 +362,7 @@ def _canonical(term: Term, text: str) -> Term:
 
 @functools.lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
-    blank = _blank(text)
+    blank, lists = _blank(text)
     negations = [
         m.start()
         for m in _NEGATION.finditer(blank)
@@ -332,6 +398,7 @@ def analyse(text: str) -> Analysis:
         tuple(frozenset(t[0] for t in ts) for ts in clause_terms),
         tuple(openers),
         tuple(frozenset(t[0] for t in terms if start <= t[1] and t[2] <= end) for start, end in sentences),
+        tuple(lists),
     )
 
 
@@ -349,6 +416,20 @@ def _windows(source: Analysis) -> Iterable[tuple[int, ...]]:
                 parts = stretch[i : j + 1]
                 yield tuple(parts) if i == 0 else (stretch[0], *parts)
     yield from _table_windows(source)
+    yield from _list_windows(source)
+
+
+def _list_windows(source: Analysis) -> Iterable[tuple[int, ...]]:
+    """Each line of a list with its title line: "The price of Model 4 is $18,500.00" is held by "Price list of the
+    Model series" over "Model 4: $18,500.00, 95 kg", as a table's row with its header (`_table_windows`)."""
+    for lead, rows in source.lists:
+        if lead is None:
+            continue
+        title = [i for i, (start, end, _opens) in enumerate(source.clauses) if start < lead[1] and lead[0] < end]
+        for a, b in rows:
+            row = [i for i, (start, end, _opens) in enumerate(source.clauses) if start < b and a < end]
+            if title and row:
+                yield (*title, *row)
 
 
 _TABLE_RULE = re.compile(r"\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*")

@@ -9,6 +9,7 @@ number moved onto another word ("长80米，深702米") is told from a paraphras
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -29,6 +30,8 @@ class Figure:
 
 
 _DIGITS = re.compile(r"\d+(?:,\d{3})+(?![\d])(?:\.\d+)?|\d+(?:\.\d+)?")
+_TIME = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+"""A time of day ("06:30", "8:00"), one figure."""
 _HAN_DIGITS = "零〇一二两三四五六七八九"
 _HAN_NUMERAL = re.compile(f"[{_HAN_DIGITS}十百千万亿]+")
 _HAN_VALUE = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
@@ -105,6 +108,24 @@ _FILLER = frozenset("约为是在于有达共近超过了至到逾将仅只")
 _FILLER_WORDS = frozenset(
     {"about", "around", "nearly", "almost", "over", "under", "than", "only", "just", "some", "approximately", "roughly"}
 )
+UNITS = frozenset(
+    "kg g mg t lb lbs oz km m cm mm mi ft in l ml kw w kwh v a mah gb mb tb hz ghz mhz "
+    "secon minut hour day week month year 岁 年 月 天 日 小 分 秒 公 米 克 吨 元 美 人 个 次 倍".split()
+)
+"""Labels after a figure that say what it counts: a figure the claim counts in one and the source only in others
+has moved ("weighs 3 kg" where the source has "Warranty: 3 years"). Five letters at most, as labels are."""
+
+
+def _unit(label: str) -> str:
+    """The unit a figure's label after it names ("years" and "year" alike), or ""."""
+    unit = label[:-1] if label.endswith("s") and label[:-1] in UNITS else label
+    return unit if unit in UNITS else ""
+
+
+_SERIES = re.compile(r"[,，、和及与]|\b(?:and|or)\b")
+"""What joins the figures of a series ("06:30 on weekdays and at 08:00 on Saturdays")."""
+_LINKS_AFTER = frozenset({"on", "at", "per", "during", "every", "each"})
+"""Words between a figure and what it is of ("06:30 on weekdays", "3 per day"): its label is the word after."""
 _WORD = re.compile(f"[A-Za-z]+|[{CJK}]")
 
 
@@ -152,12 +173,16 @@ def _label_after(text: str, end: int) -> str:
         letters = unit.group().lower()
         return "" if letters in _ORDINAL_SUFFIX else letters
     rest = text[end : end + 40]
+    pos = 0
     for match in _WORD.finditer(rest):
         word = match.group().lower()
-        if rest[: match.start()].strip(" %％"):
+        if rest[pos : match.start()].strip(" %％"):
             return ""
         if len(word) == 1 and not word.isascii():
             return word
+        if word in _LINKS_AFTER:
+            pos = match.end()
+            continue
         if word in STOP_WORDS:
             return ""
         return word[:5]
@@ -167,7 +192,16 @@ def _label_after(text: str, end: int) -> str:
 def figures(text: str) -> list[Figure]:
     """Every number `text` states, in order."""
     found: list[Figure] = []
+    times = [(m.start(), m.end()) for m in _TIME.finditer(text)]
+    for start, end in times:
+        hours, minutes = text[start:end].split(":")
+        # 08:00 is 8 and 8.00 ("at 8 on Saturdays", "at 6.30"); read as two numbers, the hours of one time
+        # carried the label of the other's minutes.
+        value = Decimal(hours) + Decimal(minutes) / 100
+        found.append(Figure(value, start, end, _label_before(text, start), _label_after(text, end)))
     for match in _DIGITS.finditer(text):
+        if any(a <= match.start() < b for a, b in times):
+            continue
         value = Decimal(match.group().replace(",", ""))
         end = match.end()
         if text[end : end + 1] in _SCALE:
@@ -195,6 +229,19 @@ def figures(text: str) -> list[Figure]:
             )
         )
     found.sort(key=lambda f: f.start)
+    # One word before a series is each figure's ("opens at 06:30 on weekdays and at 08:00 on Saturdays"): the
+    # second's nearest word before it is the first's after it, and 08:00 read as "on weekdays" was moved off them.
+    # "Model 3 weighs 80 kg" is no series: 80 is the weight's, "weighs" its word (the word and the second figure
+    # are joined by "and", "or" or a comma in a series).
+    for i in range(1, len(found)):
+        before, figure = found[i - 1], found[i]
+        if (
+            figure.before
+            and figure.before == before.after
+            and before.before
+            and _SERIES.search(text, before.end, figure.start)
+        ):
+            found[i] = dataclasses.replace(figure, before=before.before)
     return found
 
 
@@ -203,6 +250,10 @@ def moved(claimed: list[Figure], held: list[Figure]) -> Figure | None:
     has it on that word ("five communities" where the source says "eight communities" and "five
     states"); None when there is none."""
     for figure in claimed:
+        unit = _unit(figure.after)
+        same_value = [_unit(g.after) for g in held if g.value == figure.value]
+        if unit and same_value and all(u and u != unit for u in same_value):
+            return figure  # "3 kg" where `held` has "3 years"
         for side in ("before", "after"):
             label = getattr(figure, side)
             if not label:

@@ -13,7 +13,7 @@ from pytest_httpserver import HTTPServer
 from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, measure
 from rag import generate
 from rag.documents.sections import markdown_table
-from rag.generate.claims import claim_held, holding_sources
+from rag.generate.claims import claim_held, holding_sources, list_lines
 from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
 from rag.llms import OllamaChatModel
 from tests.generate.samples import hit
@@ -302,3 +302,46 @@ def test_an_opposite_the_source_says_and_a_swap_around_an_exception_are_not_supp
     rfc = "The HEAD method is identical to GET except that the server MUST NOT return a message-body in the response."
     assert not green("GET is identical to HEAD except that the server must not return a message-body [1].", rfc)
     assert green("HEAD is identical to GET except that the server must not return a message-body [1].", rfc)
+
+
+def test_a_time_of_a_series_keeps_the_word_before_the_series() -> None:
+    """A walk's right answer was badged not supported: "08:00" was read as 8 and 0, and "at 08:00" took
+    "weekdays" as its word, where "opens" is the series' ("opens at 06:30 on weekdays and at 08:00 on
+    Saturdays"); the wrong "06:30 on Saturdays" was held."""
+    passage = (
+        "Harbour Freight runs two depots. The depot in Leeds opens at 06:30 on weekdays and at 08:00 on "
+        "Saturdays. The depot in York is closed at weekends."
+    )
+    assert claim_held("The depot in Leeds opens at 08:00 on Saturdays.", passage).held
+    assert claim_held("The Leeds depot opens at 6.30 on weekdays.", passage).held
+    assert claim_held("The depot in Leeds opens at 06:30 on Saturdays.", passage).reason == "moved number"
+    assert claim_held("The depot in Leeds opens at 08:00 on weekdays.", passage).reason == "moved number"
+    assert not claim_held("The depot in Leeds opens at 06:00 on weekdays.", passage).held
+    # A verb before its object is no series: "weighs" is the 80's word, not the 3's.
+    assert claim_held("Model 3 weighs 80 kg.", "Model 3 weighs 80 kg and costs $15,000.").held
+
+
+def test_each_line_of_a_list_is_read_with_its_title_and_alone() -> None:
+    """A list's lines read as one sentence held "The price of Model 4 is $21,000.00" (Model 4 in one line, the
+    price in another); read alone, the right "The price of Model 4 is $18,500.00" lost "price", which only
+    the title says."""
+    passage = (
+        "Our catalogue.\nPrice list of the Model series\nModel 3: $15,000.00, 80 kg\nModel 4: $18,500.00, 95 kg\n"
+        "Model 5: $21,000.00, 110 kg\nAll prices exclude VAT."
+    )
+    assert claim_held("The price of Model 4 is $18,500.00.", passage).held
+    assert claim_held("Model 4 is priced at $18,500.00 and weighs 95 kg.", passage).held
+    assert not claim_held("The price of Model 4 is $21,000.00.", passage).held
+    assert not claim_held("Model 4 weighs 110 kg.", passage).held
+    sheet = "Model 4\nPrice: $18,500.00\nWeight: 95 kg\nWarranty: 3 years"
+    assert claim_held("Model 4 has a 3-year warranty.", sheet).held
+    assert claim_held("Model 4 weighs 95 kg.", sheet).held
+    assert claim_held("Model 4 weighs 3 kg.", sheet).reason == "moved number"  # the 3 is of years
+    # Prose a PDF wrapped is no list: its lines begin each their own way.
+    wrapped = (
+        "whose daily fish consumption averages more than\n3 ounces. For 20 years, the Dutch study followed\n"
+        "852 middle-aged men, 20 percent of whom ate no\nfish at all."
+    )
+    assert list_lines(wrapped) == []
+    assert claim_held("The Dutch study followed 852 middle-aged men for 20 years.", wrapped).held
+    assert [len(rows) for _title, rows in list_lines(passage)] == [3]
