@@ -541,8 +541,8 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                 key="chat_min_score",
                 disabled=use_agent,
                 help=_(
-                    "Cosine similarity a vector hit needs (also inside hybrid); 0 = no "
-                    "minimum. Keyword hits are kept on their own merit."
+                    "Cosine similarity a vector hit needs (also inside hybrid); at 0 only hits "
+                    "opposite in meaning (below 0) are dropped. Keyword hits are kept on their own merit."
                 ),
             )
             expression = st.text_input(
@@ -634,7 +634,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
     return Controls(
         kbs=tuple(chosen),
         top_k=int(top_k),
-        min_score=float(min_score) or None,
+        min_score=float(min_score),
         filter=expression if expression.strip() else None,
         mode=str(mode),
         temperature=float(temperature),

@@ -73,7 +73,7 @@ ZH: dict[str, str] = {
     "How many passages are searched for. As many as fit the model's window go into the prompt, best first (the last one in part); the rest are listed as left out.": "检索多少段落。能放进模型窗口的按相关度依次放入提示（最后一段可能只放一部分）；其余的列为未放入。",
     "Minimum similarity": "最低相似度",
     "Top-k": "检索条数（Top-k）",
-    "Cosine similarity a vector hit needs (also inside hybrid); 0 = no minimum. Keyword hits are kept on their own merit.": "向量命中需要达到的余弦相似度（混合检索中也适用）；0 表示不设下限。关键词命中按其自身得分保留。",
+    "Cosine similarity a vector hit needs (also inside hybrid); at 0 only hits opposite in meaning (below 0) are dropped. Keyword hits are kept on their own merit.": "向量命中需要达到的余弦相似度（混合检索中也适用）；为 0 时只去掉意思相反（低于 0）的命中。关键词命中按其自身得分保留。",
     "Filter": "过滤条件",
     "Spring AI filter expression over the metadata: ==, !=, <, >=, in [...], nin, &&, ||, NOT, parentheses.": "作用于元数据的 Spring AI 过滤表达式：==、!=、<、>=、in [...]、nin、&&、||、NOT、括号。",
     "Rewrite follow-up questions": "改写追问",

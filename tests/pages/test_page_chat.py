@@ -493,6 +493,29 @@ def test_a_new_answer_is_started_with_the_sessions_keepalive(
     assert turns(at)[0].answer.startswith("Revenue rose")
 
 
+def test_the_minimum_similarity_shown_is_the_one_searched_with(
+    kb: Store, ollama: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk saw a source of vector similarity -0.19 listed under "Minimum similarity 0.00" (0 meant no minimum):
+    the slider's value is the minimum, 0 too, and a vector hit below it is not listed."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent [1]."), FINAL)
+    requests: list[Any] = []
+    real_start = engine.start
+
+    def start(question: str, request: Any, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real_start(question, request, **kwargs)
+
+    monkeypatch.setattr(engine, "start", start)
+    at = new_app()
+    at.radio(key="chat_mode").set_value("vector")
+    ask(at, QUESTION)
+    assert at.slider(key="chat_min_score").value == 0.0
+    assert [r.min_score for r in requests] == [0.0]
+    assert all(s.hit.score >= 0.0 for s in turns(at)[0].sources)
+
+
 def test_a_question_waiting_for_the_embedded_model_shows_its_place_as_the_line_moves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
