@@ -36,6 +36,9 @@ class Turn:
     question: str
     query: str
     """What was searched: the question, or its standalone rewrite."""
+    subject: str = ""
+    """What a follow-up points back to, named by a number ("Model 5" of "How heavy is it?"; rag.generate.rewrite
+    `Rewrite.subject`): told to the model with the question."""
     kbs: tuple[str, ...] = ()
     mode: str = DEFAULT_MODE
     sources: tuple[Source, ...] = ()

@@ -299,11 +299,13 @@ def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool
         # none of the words this question adds, and asks the same way: "Who built the Harbour Lighthouse?"
         # for "Who built it?" after "When was the Harbour Lighthouse built?" is the follow-up made whole
         # (a walk in Chromium saw it refused before the asking words were compared).
+        # Asked another way, it is that question still where it adds nothing of its own and leaves out what this
+        # one adds: "How heavy is it?" after "What does Model 3 cost?" rewritten "How much does the Model 3 cost?".
         if (
             asked
             and len(said & asked) >= REPEATED * len(asked)
             and not said & (own - asked)
-            and asks == _asking_words(before)
+            and (asks == _asking_words(before) or (own - asked and not said - asked))
         ):
             return True
     return False

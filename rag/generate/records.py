@@ -26,6 +26,7 @@ _PLAIN = (
     "id",
     "question",
     "query",
+    "subject",
     "mode",
     "search_ms",
     "problem",

@@ -10,6 +10,7 @@ the question is searched with the one before it. A failure is never fatal, and a
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ class Rewrite:
     """What to search: the rewrite, or the question when rewriting failed."""
     note: str = ""
     """Why the question was not searched as the model rewrote it (empty when the rewrite worked as written)."""
+    subject: str = ""
+    """What the follow-up points back to where that is a thing named by a number the query names ("Model 5" of
+    "How heavy is it?"; `followup.last_named`): the answer's prompt says it too."""
 
 
 MAX_TURNS = 3
@@ -81,19 +85,31 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
     warranty? How heavy is it? (Model 5)"."""
     asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
-    queries = [q.strip() for q in searched]
-    # Each question beside what it was searched with, matched from the newest (`rag ask --history` has no searches).
-    offset = len(queries) - len(asked)
-    earlier = [(a, queries[i + offset] if i + offset >= 0 else "") for i, a in enumerate(asked)]
-    previous = next((q for q in reversed(queries) if q), "") or (asked[-1] if asked else "")
+    previous = next((q.strip() for q in reversed(searched) if q.strip()), "") or (asked[-1] if asked else "")
     if not previous:
         return question
     query = f"{previous[-MESSAGE_CHARS:]} {question}"
-    thing = last_named(question, earlier)
+    thing = last_named(question, _earlier(history, searched))
     # Added where the previous search names it not, or not alone ("How much does Model 4 cost? And Model 5?").
     if thing and list(named_things(previous).values()) != [thing]:
         query += f" ({thing})"
     return query
+
+
+def _earlier(history: Sequence[Message], searched: Sequence[str]) -> list[tuple[str, str]]:
+    """Each earlier question beside what it was searched with, matched from the newest (`rag ask --history` has
+    no searches: "")."""
+    asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
+    queries = [q.strip() for q in searched]
+    offset = len(queries) - len(asked)
+    return [(a, queries[i + offset] if i + offset >= 0 else "") for i, a in enumerate(asked)]
+
+
+def subject_of(question: str, query: str, history: Sequence[Message], searched: Sequence[str] = ()) -> str:
+    """The thing named by a number that `question` points back to (`followup.last_named`), where `query`, what it
+    is searched with, names it; "" otherwise."""
+    thing = last_named(question, _earlier(history, searched))
+    return thing if thing and thing.lower() in {t.lower() for t in named_things(query).values()} else ""
 
 
 ANSWER_CHARS = 200
@@ -137,8 +153,21 @@ def rewrite_query(
 ) -> Rewrite:
     """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this; `searched`:
     the queries the earlier questions were searched with, oldest first (see `with_previous`); `on_place`: told
-    the rewrite's place in line for a model that answers one question at a time (0: its turn)."""
+    the rewrite's place in line for a model that answers one question at a time (0: its turn). Its `subject`:
+    what the query names that the question points back to (`subject_of`)."""
+    rewrite = _rewritten(model, history, question, thinks=thinks, searched=searched, on_place=on_place)
+    return dataclasses.replace(rewrite, subject=subject_of(question, rewrite.query, history, searched))
 
+
+def _rewritten(
+    model: ChatModel,
+    history: Sequence[Message],
+    question: str,
+    *,
+    thinks: bool = False,
+    searched: Sequence[str] = (),
+    on_place: Callable[[int], None] | None = None,
+) -> Rewrite:
     def refused(note: str) -> Rewrite:
         """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
         return Rewrite(with_previous(history, question, searched), note)

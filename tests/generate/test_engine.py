@@ -248,3 +248,45 @@ def test_ollamas_own_prompt_count_calibrates_the_next_estimate(
     engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
     third = engine.ask(QUESTION, request, model=model, store=kb, settings=settings)
     assert third.budget.counted_with.startswith("cl100k estimate × 1.25")
+
+
+def test_the_model_is_asked_the_follow_up_with_what_it_points_back_to(
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
+    """A walk: "How heavy is it?" after "How much does Model 4 cost?", "And Model 5?", "What is the warranty?" was
+    searched with Model 5 named, and Qwen 1.5B, asked the question as typed, answered "The Model 4 weighs 95 kg."
+    with a green badge. The model is asked it with the thing the search named: "How heavy is it? (Model 5)"."""
+
+    def answer(request: Request) -> Response:
+        messages = request.get_json()["messages"]
+        if "Standalone query:" in messages[-1]["content"]:
+            text = "What is the weight of Model 4?"  # "weight" nobody said: refused
+        else:
+            text = "Model 5 weighs 110 kg [1]."
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
+    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
+    history = [
+        Message("user", "How much does Model 4 cost?"),
+        Message("assistant", "Model 4 costs $18,500.00 [1]."),
+        Message("user", "And Model 5?"),
+        Message("assistant", "Model 5 costs $21,000.00 [1]."),
+        Message("user", "What is the warranty?"),
+        Message("assistant", "Three years [1]."),
+    ]
+    turn = engine.ask(
+        "How heavy is it?",
+        engine.Request(kbs=("fin",), context=4096, thinks=False),
+        model=model,
+        store=kb,
+        settings=settings,
+        history=history,
+    )
+    assert turn.query == "What is the warranty? How heavy is it? (Model 5)" and turn.subject == "Model 5"
+    assert turn.question == "How heavy is it?"  # shown and kept as typed
+    _rewrite, last = bodies(httpserver, "/api/chat")
+    assert last["messages"][-1] == {"role": "user", "content": "How heavy is it? (Model 5)"}
+    # A question that names its subject, or a turn without one, is asked as typed.
+    assert engine.with_subject("How heavy is Model 5?", "Model 5") == "How heavy is Model 5?"
+    assert engine.with_subject("How heavy is it?", "") == "How heavy is it?"

@@ -270,6 +270,9 @@ def test_a_follow_up_given_back_unchanged_is_searched_with_the_question_before()
         ("Who built the Harbour Lighthouse?", "Who built it?", False),
         ("When was the Harbour Lighthouse built?", "Who built it?", True),
         ("港口灯塔是谁建造的？", "它是谁建造的？", False),
+        # Asked another way, adding nothing and leaving out what the follow-up adds ("heavy"): a walk's rewrite.
+        ("How much does the Model 3 cost?", "How heavy is it?", True),
+        ("How heavy is the Model 3?", "How heavy is it?", False),
     ],
 )
 def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, question: str, repeats: bool) -> None:
@@ -280,6 +283,7 @@ def test_a_rewrite_that_asks_an_earlier_question_again_is_refused(rewrite: str, 
         "林黛玉是谁？",
         "When was the Harbour Lighthouse built?",
         "港口灯塔是哪一年建造的？",
+        "What does Model 3 cost?",
     ]
     assert repeats_earlier(rewrite, question, earlier) is repeats
     history = [Message("user", earlier[0]), Message("assistant", "About 1,500 years ago [1].")]

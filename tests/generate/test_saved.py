@@ -25,6 +25,7 @@ def full_turn() -> Turn:
         id="t1",
         question="How much did revenue rise?",
         query="revenue rise 2023",
+        subject="Model 5",
         kbs=("fin",),
         sources=tuple(SOURCES),
         search_ms=12.5,
