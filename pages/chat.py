@@ -1375,6 +1375,7 @@ def main() -> None:
         _finalize(live)
         live = None
     turns = _turns()
+    told = len(turns)
     if not turns and live is None and not question:
         st.info(_("Ask a question below. Choose the knowledge bases and the model in the sidebar."), icon="💬")
     for i, turn in enumerate(turns):
@@ -1384,6 +1385,10 @@ def main() -> None:
     elif live is not None:
         _render_turn(live.turn.question, live, sources_open=True)
     _toolbar(_turns())
+    if len(_turns()) != told:
+        # The sidebar was drawn before this run's answer was done: its turn count and its exports left it out (a
+        # walk exported three of four turns). Drawn again with it.
+        st.rerun()
 
 
 if __name__ == "__main__":

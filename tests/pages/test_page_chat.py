@@ -838,6 +838,9 @@ def test_answers_are_saved_and_a_past_conversation_reopens_with_its_badges(kb: S
     (turn,) = turns(at)
     (saved,) = kb.conversations.list()
     assert saved.title == QUESTION and saved.turns == 1 and saved.knowledge_bases == ("fin",)
+    # The sidebar counts and exports the answer just given (a walk: it was drawn before the answer, one behind).
+    told = [c.value for c in at.sidebar.caption if c.value.startswith("This conversation:")]
+    assert told and told[0].startswith("This conversation: 1 turn,") and at.download_button(key="chat_export_json")
     at.button(key="chat_new").click()
     run(at)
     assert turns(at) == [] and at.session_state["chat_conversation"] is None
