@@ -429,7 +429,7 @@ def _conversations_section(store: Store | None) -> None:
         turns = _turns()
         st.download_button(
             _("Export as Markdown"),
-            data=generate.conversation_markdown_export(info, turns),
+            data=generate.conversation_markdown_export(info, turns, say=tr, source_line=i18n.export_source),
             key="chat_export_md",
             file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
             mime="text/markdown",
@@ -1341,7 +1341,7 @@ def _toolbar(turns: Sequence[Turn]) -> None:
         )
         st.download_button(
             _("Export as Markdown"),
-            data=generate.export_markdown(turns),
+            data=generate.export_markdown(turns, say=tr, source_line=i18n.export_source),
             key="chat_export",
             file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md",
             mime="text/markdown",

@@ -353,6 +353,13 @@ def place(where: str, filename: str) -> str:
     return where
 
 
+def export_source(source: Source) -> str:
+    """A source's line in an exported conversation: its label, where each search ranked it, its chunk."""
+    return _(
+        "{label} ({ranking}, chunk {id})", label=source_label(source), ranking=ranking(source.hit), id=source.hit.id
+    )
+
+
 def source_label(source: Source) -> str:
     """A numbered source as its citation names it (`Source.label`: '[1] report.pdf p. 4'), its location
     in the user's language."""

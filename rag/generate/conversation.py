@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from rag.generate.prompt import Source
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message
 from rag.retrieve import DEFAULT_MODE
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.agent import Step
@@ -184,32 +185,47 @@ def load_history(path: str | Path) -> list[Message]:
     return history_from_json(data, str(path))
 
 
-def conversation_markdown(turns: Sequence[tuple[str, str, Sequence[Source]]], model: str) -> str:
-    """A conversation (question, answer, sources) as Markdown with its sources listed per turn."""
-    parts = [f"# Conversation\n\nModel: {model}\n"]
+Say = Callable[[str], str]
+"""How the export's words are written: `str` (English), or a UI's translation of a `rag.text.Text`."""
+
+
+def conversation_markdown(
+    turns: Sequence[tuple[str, str, Sequence[Source]]],
+    model: str,
+    *,
+    say: Say = str,
+    source_line: Callable[[Source], str] | None = None,
+) -> str:
+    """A conversation (question, answer, sources) as Markdown with its sources listed per turn; `say` writes its
+    words in the reader's language, `source_line` each source (by default its label, where each search ranked
+    it, and its chunk: the scores the page shows, not the fused one, which read 1.000 for every first source)."""
+    line = source_line or (lambda s: f"{s.label} ({s.hit.ranking}, chunk {s.hit.id})")
+    parts = [f"# {say(Text('Conversation'))}\n\n{say(Text('Model: {model}', model=model))}\n"]
     for i, (question, answer, sources) in enumerate(turns, 1):
         parts.append(f"## {i}. {question}\n\n{answer.strip()}\n")
         if sources:
-            parts.append("**Sources**\n")
-            for s in sources:
-                parts.append(f"- {s.label} (score {s.hit.score:.3f}, chunk {s.hit.id})")
+            parts.append(f"**{say(Text('Sources'))}**\n")
+            parts.extend(f"- {line(s)}" for s in sources)
             parts.append("")
     return "\n".join(parts).rstrip() + "\n"
 
 
-def export_markdown(turns: Sequence[Turn]) -> str:
-    """The turns as Markdown, each answer with how it ended (stopped, failed) and what was searched."""
+def export_markdown(
+    turns: Sequence[Turn], *, say: Say = str, source_line: Callable[[Source], str] | None = None
+) -> str:
+    """The turns as Markdown, each answer with how it ended (stopped, failed) and what was searched (`say`,
+    `source_line`: as `conversation_markdown`'s)."""
     rows = []
     for t in turns:
-        answer = t.answer or "*(no answer)*"
+        answer = t.answer or f"*{say(Text('(no answer)'))}*"
         if t.stopped:
-            answer += "\n\n*(stopped)*"
+            answer += f"\n\n*{say(Text('(stopped)'))}*"
         if t.problem:
-            answer += f"\n\n*{t.problem}*"
+            answer += f"\n\n*{say(t.problem)}*"
         elif t.error:
-            answer += f"\n\n*(failed: {t.error})*"
+            answer += f"\n\n*{say(Text('(failed: {error})', error=t.error))}*"
         if t.rewritten:
-            answer += f"\n\n*Searched for: {t.query} and the question as asked*"
+            answer += f"\n\n*{say(Text('Searched for: {query} and the question as asked', query=t.query))}*"
         rows.append((t.question, answer, t.sources))
-    used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or "none"
-    return conversation_markdown(rows, used)
+    used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))
+    return conversation_markdown(rows, used, say=say, source_line=source_line)

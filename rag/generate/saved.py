@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rag.generate.conversation import Turn, export_markdown
+from rag.generate.conversation import Say, Turn, export_markdown
+from rag.generate.prompt import Source
 from rag.generate.records import turn_from_record, turn_record
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.store.conversations import ConversationInfo, Conversations
@@ -54,6 +56,9 @@ def conversation_json(info: ConversationInfo, turns: Sequence[Turn]) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
-def conversation_markdown_export(info: ConversationInfo, turns: Sequence[Turn]) -> str:
-    body = export_markdown(turns)
-    return body.replace("# Conversation\n", f"# {info.title}\n", 1)
+def conversation_markdown_export(
+    info: ConversationInfo, turns: Sequence[Turn], *, say: Say = str, source_line: Callable[[Source], str] | None = None
+) -> str:
+    """A stored conversation as Markdown under its title (`say`, `source_line`: as `export_markdown`'s)."""
+    body = export_markdown(turns, say=say, source_line=source_line)
+    return body.replace(f"# {say(Text('Conversation'))}\n", f"# {info.title}\n", 1)

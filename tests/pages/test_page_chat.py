@@ -406,9 +406,9 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
     assert all(part in text for part in order) and [text.index(part) for part in order] == sorted(
         text.index(part) for part in order
     )
-    assert (
-        f"- {first.sources[0].label} (score {first.sources[0].hit.score:.3f}, chunk {first.sources[0].hit.id})" in text
-    )
+    # Each source with the ranks and scores the page shows (the fused score read 1.000 for every first source).
+    hit = first.sources[0].hit
+    assert f"- {first.sources[0].label} ({hit.ranking}, chunk {hit.id})" in text and "vector #" in hit.ranking
     assert "*Searched for: How much did the dividends rise? and the question as asked*" in text
 
     at.button(key="chat_clear").click()

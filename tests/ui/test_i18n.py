@@ -475,3 +475,26 @@ def test_counts_are_grouped_by_thousands_in_both_languages(monkeypatch) -> None:
     )
     monkeypatch.setattr(i18n, "language", lambda: "zh")
     assert i18n.count(10_001, "chunk") == "10,001 个分块"
+
+
+def test_an_exported_conversation_is_written_in_the_users_language(monkeypatch) -> None:
+    """A walk: the Chinese UI's Markdown export said "# Conversation", "**Sources**", "Searched for: …" and "score
+    1.000" for every first source (the fused score), where the page shows each search's rank and score."""
+    import dataclasses
+
+    from rag import generate
+    from rag.generate import Turn
+    from tests.generate.samples import SOURCES
+
+    ranked = dataclasses.replace(
+        SOURCES[0], hit=dataclasses.replace(SOURCES[0].hit, fused_rank=1, vector_rank=1, vector_score=0.62)
+    )
+    turn = Turn(id="t", question="他是谁？", query="李明是谁？", answer="创始人[1]。", sources=(ranked,), model="m")
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    text = generate.export_markdown([turn], say=i18n.tr, source_line=i18n.export_source)
+    assert text.startswith("# 对话\n\n模型：m\n") and "**来源**" in text and "*检索语句：李明是谁？ 以及原问题*" in text
+    assert f"（混合 #1 · 向量 #1 (0.62) · 关键词：未找到，分块 {ranked.hit.id}）" in text
+    monkeypatch.setattr(i18n, "language", lambda: "en")
+    english = generate.export_markdown([turn], say=i18n.tr, source_line=i18n.export_source)
+    assert english == generate.export_markdown([turn])  # the library's own English, word for word
+    assert f"(hybrid #1 · vector #1 (0.62) · keyword: not found, chunk {ranked.hit.id})" in english

@@ -196,4 +196,14 @@ ZH: dict[str, str] = {
     "RAG_EMBEDDER=ollama:{better}（已有的知识库会保留它的嵌入模型）。",
     "This text is mostly Chinese: WordLlama is weak in Chinese; set RAG_EMBEDDER=local:e5 (embedded) or "
     "ollama:{better} for a new knowledge base.": "这段文本以中文为主：WordLlama 处理中文较弱；请为新知识库设置 RAG_EMBEDDER=local:e5（内置）或 ollama:{better}。",
+    # An exported conversation (rag.generate.conversation.export_markdown, ui.i18n.export_source).
+    "Conversation": "对话",
+    "Model: {model}": "模型：{model}",
+    "Sources": "来源",
+    "(no answer)": "（没有回答）",
+    "(stopped)": "（已停止）",
+    "(failed: {error})": "（失败：{error}）",
+    "Searched for: {query} and the question as asked": "检索语句：{query} 以及原问题",
+    "none": "无",
+    "{label} ({ranking}, chunk {id})": "{label}（{ranking}，分块 {id}）",
 }
