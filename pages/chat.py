@@ -669,7 +669,8 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
         )
         for r in routes
     }
-    described[route_names.AUTO] = _("auto (greetings get no tools, the rest the default route)")
+    # Short: the sidebar cut "auto (greetings get no tools, the r…"; what auto does is said in the help.
+    described[route_names.AUTO] = _("auto")
     i18n.relabel("chat_route")
     chosen = st.selectbox(
         _("Route"),
@@ -678,7 +679,8 @@ def _route_picker(settings: Settings, use_agent: bool) -> str | None:
         disabled=not use_agent,
         format_func=described.get,
         help=_(
-            "Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the Tools page)."
+            "Which tools the agent gets and how many calls it may make in a turn (routes.toml; see the Tools "
+            "page). auto: greetings get no tools, every other question the default route."
         ),
     )
     return None if chosen == route_names.AUTO else str(chosen)

@@ -802,7 +802,7 @@ def test_agent_routes_a_greeting_past_the_tools_and_shows_web_sources_beside_the
         at.toggle(key="chat_agent").set_value(True)
         run(at)
         assert at.selectbox(key="chat_route").options[:2] == [
-            "auto (greetings get no tools, the rest the default route)",
+            "auto",
             "chit-chat · no tools · budget 0",
         ]
         ask(at, "Hello!")
