@@ -209,12 +209,15 @@ def _turns() -> list[Turn]:
 
 
 def _set_defaults() -> None:
-    for key, value in DEFAULTS.items():
-        st.session_state.setdefault(key, value)
     # A default prompt is shown in the UI's language when the page opens and after a language switch (either
     # default is used to match the question's language, but the Chinese UI showed the English one: a walk read it
-    # as what Chinese questions get). The two buttons still show the other one until the language changes.
+    # as what Chinese questions get). The two buttons still show the other one until the language changes. Set in
+    # the UI's language here too: Streamlit forgets a widget's value on another page, and back on this one the
+    # English default came again while the language had not changed.
     language = i18n.language()
+    prompt = generate.SYSTEM_PROMPT_ZH if language == "zh" else generate.SYSTEM_PROMPT_EN
+    for key, value in {**DEFAULTS, "chat_system_prompt": prompt}.items():
+        st.session_state.setdefault(key, value)
     if st.session_state.get("_chat_prompt_lang") != language:
         st.session_state["_chat_prompt_lang"] = language
         if generate.is_default_prompt(st.session_state["chat_system_prompt"]):

@@ -901,6 +901,12 @@ def test_the_default_prompt_is_shown_in_the_uis_language(kb: Store) -> None:
     at.session_state[i18n.CHOICE_KEY] = "zh"
     run(at)
     assert at.text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_ZH
+    # Streamlit forgets a widget's value while another page is shown: back here (a session that had shown this
+    # page in Chinese before, as the app's other pages keep it), still in Chinese.
+    back = AppTest.from_file(PAGE, default_timeout=240)
+    back.session_state[i18n.CHOICE_KEY] = "zh"
+    back.session_state["_chat_prompt_lang"] = "zh"
+    assert run(back).text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_ZH
     at.button(key="chat_prompt_en").click()
     run(at)
     assert at.text_area(key="chat_system_prompt").value == generate.SYSTEM_PROMPT_EN  # the button's, kept
