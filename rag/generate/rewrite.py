@@ -238,6 +238,18 @@ def _rewritten(
         )
     # The queries searched before are said too: "美庐别墅" named by an earlier rewrite is no guess of this one.
     guessed = added_words(query, question, [*(m.content for m in _recent(history)), *searched[-MAX_TURNS:]])
+    latest = latest_numbered(query, question, [m.content for m in _recent(history)])
+    if guessed and latest != query:
+        # Both said: a walk read "added words nobody said (weight)" alone as blaming a fair word for "heavy", where
+        # the rewrite's fault was the model it named.
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) named what the conversation spoke of before the last and added "
+                "words nobody said ({words}); searched for it with the question before it.",
+                rewrite=query,
+                words=", ".join(guessed[:5]),
+            ),
+        )
     if guessed:
         return refused(
             Text(
@@ -247,7 +259,6 @@ def _rewritten(
                 words=", ".join(guessed[:5]),
             ),
         )
-    latest = latest_numbered(query, question, [m.content for m in _recent(history)])
     if latest != query:
         return Rewrite(
             latest,

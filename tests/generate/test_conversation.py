@@ -207,7 +207,7 @@ def test_a_refused_rewrite_is_searched_with_the_thing_the_conversation_named_las
     searched = ["How much does Model 4 cost?", "How much does Model 4 cost? And Model 5?", "What is the warranty?"]
     model = ScriptedModel([StreamEvent("content", "What is the weight of Model 4?")])
     result = rewrite_query(model, history, "How heavy is it?", searched=searched)
-    assert "weight" in result.note
+    assert "named what the conversation spoke of before the last and added words nobody said (weight)" in result.note
     assert result.query == "What is the warranty? How heavy is it? (Model 5)"
     # Without the searches (`rag ask --history`): the user's words alone say it too.
     assert with_previous(history, "How heavy is it?") == "What is the warranty? How heavy is it? (Model 5)"

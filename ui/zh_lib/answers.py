@@ -56,6 +56,9 @@ ZH: dict[str, str] = {
     "for it with the question before it.": "模型的改写（{rewrite}）加入了问题和对话中都没有的词（{words}）：那是它的猜测，不是问题；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) states a figure from an answer ({figures}) instead of asking: searched for it "
     "with the question before it.": "模型的改写（{rewrite}）陈述了回答中的数字（{figures}），而不是提问：已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) named what the conversation spoke of before the last and added words nobody "
+    "said ({words}); searched for it with the question before it.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象，"
+    "还加入了问题和对话中都没有的词（{words}）；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) named what the conversation spoke of before the last: searched for {query} "
     "instead.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象：已改为检索 {query}。",
     "The model's rewrite ({rewrite}) is not in the question's language; searched for it with the question before "
