@@ -69,6 +69,10 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
+ASKING = "_chat_asking"
+"""The question whose rewrite and search are running: a run ended meanwhile (Stop, or a click elsewhere) is known by
+it in the next one."""
+STOPPED_EARLY = "_chat_stopped_early"
 # The id of the stored conversation the turns belong to (None: not saved yet; the first answer creates it).
 CONVERSATION = "chat_conversation"
 LOCAL = resources.LOCAL
@@ -1075,6 +1079,14 @@ def _render_turn(question: str, answer: Turn | Live | Callable[[], Turn | Live],
 # -- the live turn -------------------------------------------------------------------------------
 
 
+def _stop_early() -> None:
+    """The Stop button before the answer begins: the rewrite or search in progress ends with the run it is in (a
+    click ends a run at its next yield point), and the question is kept as stopped (`main`); an answer begun
+    meanwhile is stopped too."""
+    st.session_state[STOPPED_EARLY] = True
+    _stop_live()
+
+
 def _stop_live() -> None:
     """The Stop button: end the generation now (the text so far is kept)."""
     live: Live | None = st.session_state.get(LIVE)
@@ -1276,6 +1288,15 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
             line[0].empty()
 
     def start() -> Turn | Live:
+        st.session_state[ASKING] = question
+        early = st.empty()
+        early.button(
+            _("Stop"),
+            key="chat_stop_early",
+            icon="⏹️",
+            on_click=_stop_early,
+            help=_("Stop before the answer begins: nothing is answered."),
+        )
         started = engine.start(
             question,
             _request(c),
@@ -1290,12 +1311,15 @@ def _ask(question: str, c: Controls, store: Store | None, settings: Settings) ->
             warn=lambda text: st.warning(tr(text), icon="🧰"),
             keepalive=session.keepalive(),  # stopped once this session is gone, not after its last token
             on_place=on_place,
+            tick=lambda: st.session_state.get(ASKING),  # a yield point: a click on Stop ends the rewrite now
         )
         if isinstance(started, Turn):  # nothing to generate: the turn is finished as it is
             _turns().append(started)
             _save(started)
         else:
             st.session_state[LIVE] = started
+        st.session_state.pop(ASKING, None)
+        early.empty()
         return started
 
     _render_turn(question, start, sources_open=True)
@@ -1379,6 +1403,17 @@ def main() -> None:
         live.runner.join(2.0)
         _finalize(live)
         live = None
+    asking, stopped_early = st.session_state.pop(ASKING, None), st.session_state.pop(STOPPED_EARLY, False)
+    if asking is not None and live is None and not question:
+        # The run preparing `asking` ended before its answer began: by its Stop (kept as stopped), or by a click
+        # elsewhere (asked again: a slider moved during a rewrite lost the question before).
+        if stopped_early:
+            model = controls.model.model
+            stopped = engine.stopped_before_answer(asking, _request(controls), model.name if model is not None else "")
+            _turns().append(stopped)
+            _save(stopped)
+        else:
+            question = asking
     turns = _turns()
     told = len(turns)
     if not turns and live is None and not question:

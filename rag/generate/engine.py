@@ -49,6 +49,7 @@ ATTRIBUTED_NOTE = Text(
     "found, not that the model used that source."
 )
 LOOP_NOTE = Text("The model began repeating itself: the generation was ended there and the repeats were cut.")
+STOPPED_BEFORE_NOTE = Text("Stopped before the answer began (while the question was prepared): nothing was answered.")
 
 Busy = Callable[[str], AbstractContextManager[Any]]
 """Shown while a step runs (the page passes `st.spinner`)."""
@@ -180,6 +181,7 @@ def start(
     warn: Callable[[str], None] = log.warning,
     keepalive: Keepalive | None = None,
     on_place: Callable[[int], None] | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> Turn | Live:
     """A new turn for `question`: finished already (a problem, nothing to generate) or live.
 
@@ -189,7 +191,8 @@ def start(
     on the side (an MCP server that cannot start) without stopping the turn; `keepalive`: how the
     answer's runner is stopped once nobody follows it (a page's closed tab; `rag.llms.stream.Watchdog`);
     `on_place` is told the place in line of the rewrite and the summary made before the answer starts, for a
-    model that answers one question at a time (the answer's own place comes in its stream)."""
+    model that answers one question at a time (the answer's own place comes in its stream); `tick` is called
+    every fraction of a second while the follow-up is rewritten (a page's Stop raises from it)."""
     turn = Turn(
         id=uuid.uuid4().hex[:8],
         question=question,
@@ -205,7 +208,9 @@ def start(
     if request.rewrite and history and model is not None and depends_on_conversation(question):
         thinks = request.thinks if request.thinks is not None else _thinks(model)
         with busy(Text("Rewriting the follow-up into a standalone query…")):
-            rewritten = rewrite_query(model, history, question, thinks=thinks, searched=searched, on_place=on_place)
+            rewritten = rewrite_query(
+                model, history, question, thinks=thinks, searched=searched, on_place=on_place, tick=tick
+            )
         turn = dataclasses.replace(turn, query=rewritten.query, subject=rewritten.subject)
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
@@ -387,6 +392,21 @@ def wait(live: Live, poll: float = 0.1, stop: threading.Event | None = None) -> 
         live.runner.join(2.0)
         raise
     return finish(live)
+
+
+def stopped_before_answer(question: str, request: Request, model: str) -> Turn:
+    """A question stopped before its answer began (its follow-up being rewritten, its sources searched): kept in
+    the conversation as asked, with nothing answered."""
+    return Turn(
+        id=uuid.uuid4().hex[:8],
+        question=question,
+        query=question,
+        kbs=request.kbs,
+        mode=request.mode,
+        model=model,
+        stopped=True,
+        notes=(STOPPED_BEFORE_NOTE,),
+    )
 
 
 def ask(

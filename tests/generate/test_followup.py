@@ -3,8 +3,11 @@ the two searches of a rewritten follow-up are fused."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -315,3 +318,46 @@ def test_an_answer_in_the_questions_language_is_refused_as_an_answer_not_as_anot
     result = rewrite_query(model, history, "那他哪一年退休？")
     assert result.query != "Tobias Marrin 在 1906 年退休。" and result.note
     assert "language" not in result.note and ("answer" in result.note or "1906" in result.note), result.note
+
+
+class _Reading:
+    """A model that reads its prompt for a long time, watching its stop event as the real ones do."""
+
+    name = "ollama:reading"
+    supports_tools = False
+    supports_thinking = False
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def stream(
+        self, messages: Any, *, temperature: float = 0.2, num_ctx: Any = None, think: Any = None, stop_event: Any = None
+    ) -> Any:
+        for _ in range(400):  # 20 s at most
+            if stop_event is not None and stop_event.wait(0.05):
+                self.stopped.set()
+                return
+        yield StreamEvent("content", "never")
+
+
+def test_a_stop_raised_while_the_model_reads_the_rewrite_prompt_stops_the_model() -> None:
+    """A walk: no Stop for 14-22 s while the embedded model rewrote a follow-up. The rewrite calls `tick` while the
+    model reads its prompt; what `tick` raises (a page's Stop ends its run so) stops the model and goes on."""
+
+    class Stopped(Exception):
+        pass
+
+    ticks: list[float] = []
+
+    def tick() -> None:
+        ticks.append(time.monotonic())
+        if len(ticks) == 3:
+            raise Stopped
+
+    model = _Reading()
+    history = [Message("user", "How much does Model 4 cost?"), Message("assistant", "$18,500.00 [1].")]
+    started = time.monotonic()
+    with pytest.raises(Stopped):
+        rewrite_query(model, history, "How heavy is it?", tick=tick)  # type: ignore[arg-type]
+    assert model.stopped.wait(2.0) and time.monotonic() - started < 5.0
+    assert len(ticks) == 3 and ticks[1] - ticks[0] >= 0.2  # every TICK_SECONDS, not in a busy loop

@@ -516,6 +516,27 @@ def test_the_minimum_similarity_shown_is_the_one_searched_with(
     assert all(s.hit.score >= 0.0 for s in turns(at)[0].sources)
 
 
+def test_a_question_whose_run_ended_before_its_answer_is_kept_stopped_or_asked_again(
+    kb: Store, ollama: HTTPServer
+) -> None:
+    """A walk found no Stop while a follow-up was rewritten (14-22 s with the embedded model): a Stop button is
+    shown then, and its click ends that run at the rewrite's next tick. The next run keeps the question as stopped;
+    a run ended by a click elsewhere (a slider moved meanwhile) asks it again instead of losing it."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent [1]."), FINAL)
+    at = new_app()
+    at.session_state[page.ASKING] = QUESTION  # what the ended run left
+    at.session_state[page.STOPPED_EARLY] = True  # its Stop's callback
+    run(at)
+    (stopped,) = turns(at)
+    assert stopped.question == QUESTION and stopped.stopped and stopped.answer == "" and not stopped.sources
+    assert any("Stopped before the answer began" in c.value for c in at.caption)
+    at.session_state[page.ASKING] = QUESTION  # ended by another click: asked again
+    run(at)
+    assert len(turns(at)) == 2 and turns(at)[1].answer.startswith("Revenue rose")
+    assert page.ASKING not in at.session_state and page.STOPPED_EARLY not in at.session_state
+
+
 def test_a_question_waiting_for_the_embedded_model_shows_its_place_as_the_line_moves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -209,4 +209,7 @@ ZH: dict[str, str] = {
     "Searched for: {query} and the question as asked": "检索语句：{query} 以及原问题",
     "none": "无",
     "{label} ({ranking}, chunk {id})": "{label}（{ranking}，分块 {id}）",
+    # A question stopped before its answer (rag.generate.engine.stopped_before_answer, pages/chat.py).
+    "Stopped before the answer began (while the question was prepared): nothing was answered.": "在回答开始前已停止（问题仍在准备中）：没有作答。",
+    "Stop before the answer begins: nothing is answered.": "在回答开始前停止：不会作答。",
 }
