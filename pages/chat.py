@@ -69,9 +69,9 @@ log = logging.getLogger("pages.chat")
 
 TURNS = "chat_turns"
 LIVE = "_chat_live"
+# The question whose rewrite and search are running: a run ended meanwhile (Stop, or a click elsewhere) is known by
+# it in the next one. (A comment, not a string under it: Streamlit's magic draws a page's bare strings.)
 ASKING = "_chat_asking"
-"""The question whose rewrite and search are running: a run ended meanwhile (Stop, or a click elsewhere) is known by
-it in the next one."""
 STOPPED_EARLY = "_chat_stopped_early"
 # The id of the stored conversation the turns belong to (None: not saved yet; the first answer creates it).
 CONVERSATION = "chat_conversation"
@@ -829,7 +829,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
     for note in turn.notes:
         st.caption(f"ℹ️ {tr(note)}")
     if not turn.sources:
-        if not turn.problem and not turn.agent:
+        if not turn.problem and not turn.agent and not turn.stopped:  # a turn stopped before it searched: its note
             st.info(
                 _(
                     "No passage was found: the answer has no sources. Check the knowledge bases, the "
@@ -1392,6 +1392,7 @@ def main() -> None:
     settings = resources.settings()
     store = widgets.try_store()
     controls = _controls(store, settings)
+    told = len(_turns())  # the turns the sidebar was drawn with (see the end)
     with st.sidebar:  # an element of no height: it hears clicks on the answers' [n] links
         clicked = citelinks.listen("chat_cite_links", card_key="chat_src_{turn}_{n}")
     if clicked is not None:
@@ -1415,7 +1416,6 @@ def main() -> None:
         else:
             question = asking
     turns = _turns()
-    told = len(turns)
     if not turns and live is None and not question:
         st.info(_("Ask a question below. Choose the knowledge bases and the model in the sidebar."), icon="💬")
     for i, turn in enumerate(turns):

@@ -531,6 +531,9 @@ def test_a_question_whose_run_ended_before_its_answer_is_kept_stopped_or_asked_a
     (stopped,) = turns(at)
     assert stopped.question == QUESTION and stopped.stopped and stopped.answer == "" and not stopped.sources
     assert any("Stopped before the answer began" in c.value for c in at.caption)
+    assert not [i for i in at.info if i.value.startswith("No passage was found")]  # nothing was searched
+    told = [c.value for c in at.sidebar.caption if c.value.startswith("This conversation:")]
+    assert told and told[0].startswith("This conversation: 1 turn,")  # the sidebar counts it at once
     at.session_state[page.ASKING] = QUESTION  # ended by another click: asked again
     run(at)
     assert len(turns(at)) == 2 and turns(at)[1].answer.startswith("Revenue rose")
