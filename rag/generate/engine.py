@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import threading
 import time
 import uuid
@@ -50,6 +51,9 @@ ATTRIBUTED_NOTE = Text(
 )
 LOOP_NOTE = Text("The model began repeating itself: the generation was ended there and the repeats were cut.")
 STOPPED_BEFORE_NOTE = Text("Stopped before the answer began (while the question was prepared): nothing was answered.")
+
+_OPEN_MARKER = re.compile(r"\s*[\[【][\d,，、\s]*$")
+"""A citation marker the answer was stopped in the middle of."""
 
 Busy = Callable[[str], AbstractContextManager[Any]]
 """Shown while a step runs (the page passes `st.spinner`)."""
@@ -357,7 +361,9 @@ def finish_chat(turn: Turn, runner: Runner[Any]) -> Turn:
     if turn.budget is not None and turn.budget.scale is not None and folded.stats is not None:
         # Ollama counted the prompt itself: the next estimates for this model learn from it.
         calibrate(turn.model, round(turn.budget.used / turn.budget.scale), folded.stats.prompt_eval_count)
-    answer = attribute_if_uncited(folded.text, turn.sources, turn.model)
+    # A Stop in the middle of a citation marker left its opening ("… within the UK. [1"): cut, as no marker.
+    text = _OPEN_MARKER.sub("", folded.text) if folded.stopped else folded.text
+    answer = attribute_if_uncited(text, turn.sources, turn.model)
     attributed = answer != folded.text
     notes = (*turn.notes, *([ATTRIBUTED_NOTE] if attributed else []), *([LOOP_NOTE] if folded.looped else []))
     return dataclasses.replace(

@@ -290,3 +290,24 @@ def test_the_model_is_asked_the_follow_up_with_what_it_points_back_to(
     # A question that names its subject, or a turn without one, is asked as typed.
     assert engine.with_subject("How heavy is Model 5?", "Model 5") == "How heavy is Model 5?"
     assert engine.with_subject("How heavy is it?", "") == "How heavy is it?"
+
+
+def test_an_answer_stopped_inside_a_citation_marker_keeps_no_half_marker() -> None:
+    """A walk's Stop landed as the model wrote "[1": the kept answer ended "… within the UK. [1"."""
+    from tests.generate.samples import SOURCES
+
+    def stopped(text: str) -> Turn:
+        runner = Runner(
+            lambda stop: iter(
+                [StreamEvent("content", text), StreamEvent("done", stats=GenerationStats(done_reason="stopped"))]
+            )
+        )
+        runner.stop()
+        assert runner.join(2.0)
+        return engine.finish_chat(
+            Turn(id="t", question="q", query="q", sources=tuple(SOURCES), model="ollama:m"), runner
+        )
+
+    cut = stopped("Revenue rose eleven percent [1]. Delivery takes two weeks within the UK. [1")
+    assert cut.stopped and cut.answer == "Revenue rose eleven percent [1]. Delivery takes two weeks within the UK."
+    assert stopped("Revenue rose eleven percent [1]").answer == "Revenue rose eleven percent [1]"  # whole: kept
