@@ -196,7 +196,8 @@ def start(
     answer's runner is stopped once nobody follows it (a page's closed tab; `rag.llms.stream.Watchdog`);
     `on_place` is told the place in line of the rewrite and the summary made before the answer starts, for a
     model that answers one question at a time (the answer's own place comes in its stream); `tick` is called
-    every fraction of a second while the follow-up is rewritten (a page's Stop raises from it)."""
+    every fraction of a second while the follow-up is rewritten or the conversation summarised (a page's Stop
+    raises from it)."""
     turn = Turn(
         id=uuid.uuid4().hex[:8],
         question=question,
@@ -227,7 +228,7 @@ def start(
     limit = request.context or window(model, request.num_ctx)
     try:
         packed, memory, folded = _pack_with_memory(
-            with_subject(question, turn.subject), turn, request, model, limit, history, memory, busy, on_place
+            with_subject(question, turn.subject), turn, request, model, limit, history, memory, busy, on_place, tick
         )
     except RagError as exc:
         return dataclasses.replace(turn, problem=text_of(exc), notes=tuple(notes))
@@ -286,6 +287,7 @@ def _pack_with_memory(
     memory: Memory | None,
     busy: Busy,
     on_place: Callable[[int], None] | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> tuple[Packed, Memory | None, int]:
     """The packed prompt, the memory it carries, and how many exchanges were folded into it now.
 
@@ -326,6 +328,7 @@ def _pack_with_memory(
                 memory.summary if memory else "",
                 language=language,
                 on_place=on_place,
+                tick=tick,
             )
     except ModelError as exc:
         log.warning("summarising the conversation failed: %s", exc)

@@ -10,12 +10,12 @@ it covers are folded in later.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag import scripts
 from rag.errors import ModelError
+from rag.llms.stream import collect
 from rag.llms.types import ChatModel, Message
 from rag.text import Text
 
@@ -63,23 +63,23 @@ def summarize(
     *,
     language: str | None = None,
     on_place: Callable[[int], None] | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> str:
     """The model's summary of `exchanges` (and of the `previous` summary); ModelError when it fails.
-    `on_place` is told the summary's place in line for a model that answers one question at a time."""
+    `on_place` is told the summary's place in line for a model that answers one question at a time; `tick` is
+    called meanwhile (rag.llms.stream.collect: a page's Stop raises from it)."""
     language = language or language_of(exchanges)
     lines = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content.strip()}" for m in exchanges)
     before = PREVIOUS[language].format(summary=previous.strip()) if previous.strip() else ""
     prompt = PROMPT[language].format(previous=before, exchanges=lines)
-    parts: list[str] = []
-    stop = threading.Event()
-    for event in model.stream([Message("user", prompt)], temperature=0.0, stop_event=stop):
-        if event.kind == "content":
-            parts.append(event.text)
-            if sum(len(p) for p in parts) > SUMMARY_CHARS:
-                stop.set()
-        elif event.kind == "queue" and event.place is not None and on_place is not None:
-            on_place(event.place)
-    text = " ".join("".join(parts).split())
+    written = collect(
+        lambda stop: model.stream([Message("user", prompt)], temperature=0.0, stop_event=stop),
+        enough=lambda text: len(text) > SUMMARY_CHARS,
+        on_place=on_place,
+        tick=tick,
+        name="chat-summary",
+    )
+    text = " ".join(written.split())
     if not text:
         raise ModelError(Text("the model wrote an empty summary"))
     return text[:SUMMARY_CHARS]

@@ -25,8 +25,8 @@ from rag.generate.followup import (
     states_figure,
 )
 from rag.generate.sentences import MARKER
-from rag.llms.stream import Runner
-from rag.llms.types import ChatModel, Message, StreamEvent
+from rag.llms.stream import collect
+from rag.llms.types import ChatModel, Message
 from rag.scripts import HAN_CHAR, language_of
 from rag.text import Text, text_of
 
@@ -112,9 +112,6 @@ def subject_of(question: str, query: str, history: Sequence[Message], searched: 
     return thing if thing and thing.lower() in {t.lower() for t in named_things(query).values()} else ""
 
 
-TICK_SECONDS = 0.25
-"""How often `rewrite_query` calls its `tick` while the model reads the prompt or writes: a Stop lands this soon."""
-
 ANSWER_CHARS = 200
 """A rewrite longer than this and four times the question is an answer, not a query: Qwen 1.5B
 once replied "Zhen Shiyin's daughter, also known as Yinglian [1], was 20 years old." to "how old
@@ -158,7 +155,7 @@ def rewrite_query(
     """The follow-up rewritten for retrieval by `model`; `thinks`: turn its thinking off for this; `searched`:
     the queries the earlier questions were searched with, oldest first (see `with_previous`); `on_place`: told
     the rewrite's place in line for a model that answers one question at a time (0: its turn); `tick`: called
-    every `TICK_SECONDS` while the model works (a page's Stop raises from it: the model is stopped and the
+    while the model works (rag.llms.stream.collect: a page's Stop raises from it, the model is stopped and the
     exception goes on). Its `subject`: what the query names that the question points back to (`subject_of`)."""
     rewrite = _rewritten(model, history, question, thinks=thinks, searched=searched, on_place=on_place, tick=tick)
     return dataclasses.replace(rewrite, subject=subject_of(question, rewrite.query, history, searched))
@@ -178,42 +175,23 @@ def _rewritten(
         """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
         return Rewrite(with_previous(history, question, searched), note)
 
-    parts: list[str] = []
     messages = rewrite_messages(history, question)
-    runner: Runner[StreamEvent] = Runner(
-        lambda stop: model.stream(messages, temperature=0.0, think=False if thinks else None, stop_event=stop),
-        name="chat-rewrite",
-        log_unexpected=False,
-    )
-    seen = 0
     try:
-        while True:
-            events, finished = runner.wait(seen, TICK_SECONDS)
-            seen += len(events)
-            for event in events:
-                if event.kind == "content":
-                    parts.append(event.text)
-                    if "\n" in "".join(parts).strip():
-                        runner.stop()  # one line is all clean_rewrite keeps: a base model would go on
-                elif event.kind == "queue" and event.place is not None and on_place is not None:
-                    on_place(event.place)
-            if finished:
-                break
-            if tick is not None:
-                tick()
-    except BaseException:
-        runner.stop()  # what `tick` raised (a page's Stop): the model is let go, and the caller hears it
-        raise
-    if isinstance(runner.exception, ModelError):
+        written = collect(
+            lambda stop: model.stream(messages, temperature=0.0, think=False if thinks else None, stop_event=stop),
+            enough=lambda text: "\n" in text.strip(),  # one line is all clean_rewrite keeps: a base model would go on
+            on_place=on_place,
+            tick=tick,
+            name="chat-rewrite",
+        )
+    except ModelError as exc:
         return refused(
             Text(
                 "Rewriting the follow-up failed ({error}); searched for it with the question before it.",
-                error=text_of(runner.exception),
+                error=text_of(exc),
             ),
         )
-    if runner.exception is not None:
-        raise runner.exception
-    query = clean_rewrite("".join(parts), question)
+    query = clean_rewrite(written, question)
     if answered_instead(query, question):
         return refused(
             Text(

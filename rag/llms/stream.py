@@ -336,3 +336,47 @@ def fold(
         text, thought = text.strip(), thought.strip()
     stopped = bool(stats and stats.done_reason == "stopped") or (stop_requested and stats is None)
     return Folded(text, thought, stats, stopped, first_token, first_content, looped)
+
+
+TICK_SECONDS = 0.25
+"""How often `collect` calls its `tick` while the model reads its prompt or writes: a page's Stop lands this soon."""
+
+
+def collect(
+    produce: Callable[[threading.Event], Iterable[StreamEvent]],
+    *,
+    enough: Callable[[str], bool] = lambda text: False,
+    on_place: Callable[[int], None] | None = None,
+    tick: Callable[[], None] | None = None,
+    name: str = "generation",
+) -> str:
+    """The content a short generation writes (a follow-up's rewrite, a summary), run on a `Runner`: stopped once
+    `enough(content so far)`; `on_place` told its place in line for a model that answers one question at a time;
+    `tick` called every `TICK_SECONDS` meanwhile, from which a page's Stop raises (a click ends a Streamlit run at
+    its next yield point): the model is stopped then and the exception goes on, as does the producer's own (a
+    ModelError). Iterated in the caller's thread instead, the model's minutes of reading a prompt on a CPU had no
+    yield point, and no Stop."""
+    parts: list[str] = []
+    runner: Runner[StreamEvent] = Runner(produce, name=name, log_unexpected=False)
+    seen = 0
+    try:
+        while True:
+            events, finished = runner.wait(seen, TICK_SECONDS)
+            seen += len(events)
+            for event in events:
+                if event.kind == "content":
+                    parts.append(event.text)
+                    if enough("".join(parts)):
+                        runner.stop()
+                elif event.kind == "queue" and event.place is not None and on_place is not None:
+                    on_place(event.place)
+            if finished:
+                break
+            if tick is not None:
+                tick()
+    except BaseException:
+        runner.stop()  # what `tick` raised: the model is let go, and the caller hears it
+        raise
+    if runner.exception is not None:
+        raise runner.exception
+    return "".join(parts)

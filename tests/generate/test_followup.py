@@ -361,3 +361,19 @@ def test_a_stop_raised_while_the_model_reads_the_rewrite_prompt_stops_the_model(
         rewrite_query(model, history, "How heavy is it?", tick=tick)  # type: ignore[arg-type]
     assert model.stopped.wait(2.0) and time.monotonic() - started < 5.0
     assert len(ticks) == 3 and ticks[1] - ticks[0] >= 0.2  # every TICK_SECONDS, not in a busy loop
+
+
+def test_a_stop_raised_while_the_model_reads_the_summary_prompt_stops_the_model() -> None:
+    """The summary of a long conversation is the other model call made before an answer: stoppable the same way."""
+    from rag.generate.memory import summarize
+
+    class Stopped(Exception):
+        pass
+
+    def tick() -> None:
+        raise Stopped
+
+    model = _Reading()
+    with pytest.raises(Stopped):
+        summarize(model, [Message("user", "Who is Lin Daiyu?"), Message("assistant", "A heroine [1].")], tick=tick)  # type: ignore[arg-type]
+    assert model.stopped.wait(2.0)
