@@ -59,6 +59,7 @@ from rag.model_ref import ModelRef
 from rag.query import filters
 from rag.settings import Settings
 from rag.store import Store
+from rag.store.conversations import ConversationInfo
 from rag.text import shown_name
 from ui import citelinks, i18n, resources, session, widgets
 from ui.format import md as _md
@@ -1357,6 +1358,18 @@ def _clear() -> None:
     st.session_state.pop("chat_title", None)
 
 
+def _saved_info() -> ConversationInfo | None:
+    """The stored conversation these turns are kept in, if any (and the database is there)."""
+    store = widgets.try_store()
+    current = st.session_state.get(CONVERSATION)
+    if store is None or current is None:
+        return None
+    try:
+        return store.conversations.get(current)
+    except RagError:
+        return None
+
+
 def _toolbar(turns: Sequence[Turn]) -> None:
     if not turns:
         return
@@ -1368,11 +1381,16 @@ def _toolbar(turns: Sequence[Turn]) -> None:
             on_click=_clear,
             help=_("Start afresh; this one stays under Conversations in the sidebar."),
         )
+        # The stored conversation's, as the sidebar's export writes it (a walk got two files: its title against
+        # "# Conversation", its start against the time of the click).
+        info = _saved_info()
         st.download_button(
             _("Export as Markdown"),
-            data=generate.export_markdown(turns, say=tr, source_line=i18n.export_source),
+            data=generate.conversation_markdown_export(info, turns, say=tr, source_line=i18n.export_source)
+            if info is not None
+            else generate.export_markdown(turns, say=tr, source_line=i18n.export_source),
             key="chat_export",
-            file_name=f"conversation-{datetime.now():%Y%m%d-%H%M}.md",
+            file_name=f"conversation-{(info.created_at if info is not None else datetime.now()):%Y%m%d-%H%M}.md",
             mime="text/markdown",
             icon="⬇️",
             on_click="ignore",

@@ -396,6 +396,10 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
 
     exported = [data for data, name in saved if name and name.endswith(".md")]
     text = exported[-1].decode() if isinstance(exported[-1], bytes) else exported[-1]
+    # The page's export and the sidebar's are one file: the stored conversation under its title (its first question).
+    last_run = saved[-3:]  # the sidebar's Markdown and JSON, then the page's Markdown
+    names = [name for _data, name in last_run if name and name.endswith(".md")]
+    assert text.startswith("# How much did revenue rise?\n") and len(names) == 2 and len(set(names)) == 1, names
     # Both turns, in order, each question with its answer (not the page's export call run again here).
     order = [
         "## 1. How much did revenue rise?",
