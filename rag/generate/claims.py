@@ -26,7 +26,9 @@ names 林黛玉 and 贾赦 ("大舅贾赦"), but not as daughter and father. A p
 - an entity the window names only as the owner of somebody else ("Gal's adviser, Michael Franz, led
   the group", "甄士隐的嫡妻封氏，情性贤淑") is not the subject of what the window says about that other,
   unless the claim names the relation too;
-- words that exclude each other (以东/以西, gold/bronze, 批准/驳回) agree.
+- words that exclude each other (以东/以西, gold/bronze, 批准/驳回) agree;
+- what a window says of every one of a kind ("Every model comes with…") holds of each ("Model 4"), where the
+  window writes no figure of that one itself.
 
 A sentence no single window holds is split into its clauses, each of which must be held (a sentence
 drawn from two sentences of the passage, or from two cited sources); a clause of dates alone stays
@@ -432,6 +434,10 @@ def _list_windows(source: Analysis) -> Iterable[tuple[int, ...]]:
                 yield (*title, *row)
 
 
+_UNIVERSAL = re.compile(r"\b(?:every|each|all|any)\s+([A-Za-z]{3,})", re.IGNORECASE)
+"""A window's word for every one of a kind ("Every model", "all units")."""
+
+
 _TABLE_RULE = re.compile(r"\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*")
 """The rule row under a Markdown table's header ("|---|---|", as rag.documents.sections writes tables)."""
 
@@ -806,6 +812,16 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
         window = (clauses[0][0], clauses[-1][1])
         terms = [t for i in indices for t in source.clause_terms[i]]
         missing -= _named_in_part(claim, claim_terms, missing, {t[0] for t in terms}, source)
+        # "Every model comes with a three-year warranty" holds it of "Model 4": the number of a thing the window
+        # says of every one of its kind is no term or figure it must write.
+        kinds = {m.group(1).lower()[:5] for a, b in clauses for m in _UNIVERSAL.finditer(source.text, a, b)}
+        window_figures = [f for f in source.figures if _inside(clauses, f.start, f.end)]
+        each = [
+            f
+            for f in claim_figures
+            if f.before in kinds and not any(g.before == f.before and g.value == f.value for g in window_figures)
+        ]
+        missing -= {claim.text[f.start : f.end] for f in each}
         if any(c in source.text and not any(c in source.text[a:b] for a, b in clauses) for c in chars):
             reasons.append("scattered")
             continue
@@ -817,11 +833,12 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
             terms = terms + carried
         else:
             carried = []
-        held_figures = [f for f in source.figures if _inside(clauses, f.start, f.end)]
-        if any(all(f.value != g.value for g in held_figures) for f in claim_figures):
+        held_figures = window_figures
+        figures_said = [f for f in claim_figures if f not in each]
+        if any(all(f.value != g.value for g in held_figures) for f in figures_said):
             reasons.append("numbers")
             continue
-        if moved(claim_figures, held_figures):
+        if moved(figures_said, held_figures):
             reasons.append("moved number")
             continue
         # Roles and negation are read from what the window writes, not from a pronoun's stand-in.

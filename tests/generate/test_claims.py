@@ -345,3 +345,20 @@ def test_each_line_of_a_list_is_read_with_its_title_and_alone() -> None:
     assert list_lines(wrapped) == []
     assert claim_held("The Dutch study followed 852 middle-aged men for 20 years.", wrapped).held
     assert [len(rows) for _title, rows in list_lines(passage)] == [3]
+
+
+def test_what_a_window_says_of_every_one_of_a_kind_holds_of_each_one() -> None:
+    """A walk: "The warranty for Model 4 is three years covering parts and labour." was badged not supported
+    by "Every model comes with a three-year warranty covering parts and labour." (4 was in the price list only)."""
+    passage = (
+        "Price list of the Model series\nModel 3: $15,500.00, 80 kg\nModel 4: $18,500.00, 95 kg\n\n"
+        "Warranty. Every model comes with a three-year warranty covering parts and labour."
+    )
+    assert claim_held("The warranty for Model 4 is three years covering parts and labour.", passage).held
+    assert claim_held("Model 4 comes with a three-year warranty.", passage).held
+    assert claim_held("Model 4 comes with a five-year warranty.", passage).reason == "numbers"
+    assert not claim_held("Model 4 comes with free delivery.", passage + " Delivery costs $90.").held
+    # Said of one of them, the rules are those of any figure.
+    assert not claim_held(
+        "Model 4 comes with a three-year warranty.", "Every model but Model 4 comes with a two-year warranty."
+    ).held
