@@ -226,6 +226,17 @@ def export_markdown(
             answer += f"\n\n*{say(Text('(failed: {error})', error=t.error))}*"
         if t.rewritten:
             answer += f"\n\n*{say(Text('Searched for: {query} and the question as asked', query=t.query))}*"
+        answer += "".join(f"\n\n*ℹ️ {say(note)}*" for note in t.notes)
+        if t.answer and not t.agent:
+            # What the page's badges say: an exported answer whose sentences no source holds said so too.
+            grounding = t.grounding
+            if grounding.flagged:
+                flagged = Text(
+                    "{k} of {n} sentences not supported by the sources", k=len(grounding.flagged), n=grounding.judged
+                )
+                answer += f"\n\n*⚠️ {say(flagged)}*"
+            elif grounding.grounded:
+                answer += f"\n\n*✅ {say(Text('Every sentence is supported by the source it cites'))}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))
     return conversation_markdown(rows, used, say=say, source_line=source_line)

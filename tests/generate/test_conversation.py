@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rag import generate
 from rag.generate import Turn
 from rag.llms import Message
@@ -69,6 +71,20 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
     assert md.startswith("# Conversation\n\nModel: ollama:m\n")
     assert "Up [1].\n\n*(stopped)*\n\n*Searched for: Revenue in 2023? and the question as asked*" in md
     assert "*(no answer)*\n\n*(failed: Ollama went away)*" in md
+    # What the badges say and the notes are exported too (a walk: the export had neither).
+    checked = Turn(
+        id="c",
+        question="q",
+        query="q",
+        sources=tuple(SOURCES),
+        answer="Revenue rose eleven percent [1]. Profits doubled [2].",
+        notes=("The model gave the follow-up back unchanged.",),
+        model="ollama:m",
+    )
+    md = generate.export_markdown([checked])
+    assert "*ℹ️ The model gave the follow-up back unchanged.*\n\n*⚠️ 1 of 2 sentences not supported by the sources*" in md
+    grounded = dataclasses.replace(checked, answer="Revenue rose eleven percent [1].", notes=())
+    assert "*✅ Every sentence is supported by the source it cites*" in generate.export_markdown([grounded])
 
 
 def test_a_turn_as_json_names_the_cited_chunks() -> None:
