@@ -231,8 +231,11 @@ def export_markdown(
             # What the page's badges say: an exported answer whose sentences no source holds said so too.
             grounding = t.grounding
             if grounding.flagged:
-                flagged = Text(
-                    "{k} of {n} sentences not supported by the sources", k=len(grounding.flagged), n=grounding.judged
+                k, n = len(grounding.flagged), grounding.judged
+                flagged = (
+                    Text("{k} of {n} sentence not supported by the sources", k=k, n=n)
+                    if n == 1
+                    else Text("{k} of {n} sentences not supported by the sources", k=k, n=n)
                 )
                 answer += f"\n\n*⚠️ {say(flagged)}*"
             elif grounding.grounded:

@@ -212,6 +212,7 @@ ZH: dict[str, str] = {
     # A question stopped before its answer (rag.generate.engine.stopped_before_answer, pages/chat.py).
     "Stopped before the answer began (while the question was prepared): nothing was answered.": "在回答开始前已停止（问题仍在准备中）：没有作答。",
     "Stop before the answer begins: nothing is answered.": "在回答开始前停止：不会作答。",
+    "{k} of {n} sentence not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
     "{k} of {n} sentences not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
     "Every sentence is supported by the source it cites": "每一句都有所引用的来源支持",
 }
