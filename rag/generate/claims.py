@@ -160,9 +160,9 @@ ListLines = tuple[tuple[int, int] | None, list[tuple[int, int]]]
 """A list's title line (None where it has none) and its lines, as (start, end) spans."""
 
 
-_LIST_LINE = re.compile(f"[A-Z0-9{HAN}][^\\n]*\\d")
-"""A line that may be a row of a list: it opens with a capital, a digit or a Chinese character and holds a
-number ("Model 4: $18,500.00, 95 kg")."""
+_LIST_LINE = re.compile(f"(?:[-•*·▪–]\\s+|\\(?\\w\\)\\s+)?[A-Z0-9{HAN}][^\\n]*\\d")
+"""A line that may be a row of a list: it opens (after a bullet, if any) with a capital, a digit or a Chinese
+character and holds a number ("Model 4: $18,500.00, 95 kg", "- Profit: $1.2 million")."""
 LIST_LINE_CHARS = 80
 """The longest line of a list, and of its title: a paragraph held on one line is no row (the title of a window
 over a row, it would hold half a page)."""

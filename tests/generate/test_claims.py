@@ -345,6 +345,10 @@ def test_each_line_of_a_list_is_read_with_its_title_and_alone() -> None:
     assert list_lines(wrapped) == []
     assert claim_held("The Dutch study followed 852 middle-aged men for 20 years.", wrapped).held
     assert [len(rows) for _title, rows in list_lines(passage)] == [3]
+    # A bulleted list too: read as one sentence it held "Revenue was $1.2 million" (the profit's figure).
+    bullets = "Results for 2023:\n- Revenue: $4.5 million\n- Profit: $1.2 million\n- Staff: 120 people\nThe board met."
+    assert not claim_held("Revenue was $1.2 million in 2023.", bullets).held
+    assert claim_held("Revenue was $4.5 million in 2023.", bullets).held
 
 
 def test_what_a_window_says_of_every_one_of_a_kind_holds_of_each_one() -> None:
