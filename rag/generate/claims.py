@@ -769,6 +769,44 @@ def _carry(
     return None
 
 
+def _other_ones(
+    claimed: Sequence[Figure],
+    held: Sequence[Figure],
+    claim_terms: Sequence[Term],
+    window_terms: Sequence[Term],
+    claim_text: str,
+    text: str,
+) -> bool:
+    """Whether a figure of the claim is, in the window, one of a series said alike of several things ("The Leeds
+    depot has 40 staff and the York depot has 25 staff", "云账本售价299元，守望者售价899元": one word before each)
+    and the claim's thing is another one's: each figure of the series holds the words since the one before it, and
+    a word of the claim that only another's part writes ("York", 云账本) makes it that one's figure. Only where the
+    word is written again before each: "opens at 06:30 on weekdays and at 08:00 on Saturdays" says both of one."""
+    for figure in claimed:
+        series = sorted((g for g in held if figure.before and g.before == figure.before), key=lambda g: g.start)
+        parts: list[set[str]] = []
+        start = -1
+        for g in series:
+            if figure.before not in text[start + 1 : g.start].lower():
+                break  # the word once, for the whole series
+            parts.append({t[0] for t in window_terms if start < t[1] and t[2] <= g.end})
+            start = g.end
+        if len(parts) < len(series) or len({g.value for g in series}) < 2:
+            continue
+        own = [i for i, g in enumerate(series) if g.value == figure.value]
+        # Names tell the things apart ("York"; a Chinese word may be one): not a verb both share ("RFC 2616 obsoletes
+        # RFC 2068", whose "obsoletes" stands in the second's part).
+        said = {
+            t[0] for t in claim_terms if not t[0][0].isdigit() and (not t[0].isascii() or claim_text[t[1]].isupper())
+        } - {figure.before}
+        placed = [
+            i for i, part in enumerate(parts) if said & part - set().union(*(p for j, p in enumerate(parts) if j != i))
+        ]
+        if own and placed and not set(placed) & set(own):
+            return True
+    return False
+
+
 def claim_held(claim: str, source: str) -> Verdict:
     """Whether one window of `source` holds all of `claim` (see the module's docstring), and if not, why."""
     said, passage = analyse(claim), analyse(source)
@@ -838,7 +876,9 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
         if any(all(f.value != g.value for g in held_figures) for f in figures_said):
             reasons.append("numbers")
             continue
-        if moved(figures_said, held_figures):
+        if moved(figures_said, held_figures) or _other_ones(
+            figures_said, held_figures, claim_terms, terms, claim.text, source.text
+        ):
             reasons.append("moved number")
             continue
         # Roles and negation are read from what the window writes, not from a pronoun's stand-in.

@@ -366,3 +366,21 @@ def test_what_a_window_says_of_every_one_of_a_kind_holds_of_each_one() -> None:
     assert not claim_held(
         "Model 4 comes with a three-year warranty.", "Every model but Model 4 comes with a two-year warranty."
     ).held
+
+
+def test_a_figure_said_alike_of_two_things_belongs_to_the_one_written_before_it() -> None:
+    """ "The York depot has 40 staff." was held by "The Leeds depot has 40 staff and the York depot has 25 staff."
+    (one window, 40 and 25 each after "has"), and "云账本售价899元" by "云账本售价299元，守望者售价899元"."""
+    depots = "The Leeds depot has 40 staff and the York depot has 25 staff."
+    assert claim_held("The York depot has 40 staff.", depots).reason == "moved number"
+    assert claim_held("The Leeds depot has 40 staff.", depots).held
+    assert claim_held("The York depot has 25 staff.", depots).held
+    prices = "公司成立于2012年，员工120人。产品云账本售价299元，守望者售价899元。"
+    assert claim_held("云账本售价899元。", prices).reason == "moved number"
+    assert claim_held("守望者售价899元。", prices).held and claim_held("云账本售价299元。", prices).held
+    # The word once for the series, or a verb both share, is no such series.
+    assert claim_held(
+        "The depot in Leeds opens at 08:00 on Saturdays.",
+        "The depot in Leeds opens at 06:30 on weekdays and at 08:00 on Saturdays.",
+    ).held
+    assert claim_held("RFC 2616 obsoletes RFC 2068.", "HTTP/1.1 is defined in RFC 2616, which obsoletes RFC 2068.").held
