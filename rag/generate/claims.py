@@ -823,9 +823,11 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
     found = [
         t
         for t in claim_terms
-        if t[0] in everywhere and len(t[0]) > 1 and not any(a < t[2] and t[1] < b for a, b in relation_spans)
+        if t[0] in everywhere
+        and (len(t[0]) > 1 or t[0].isascii())  # a letter naming one of a kind ("Plan A") is a term
+        and not any(a < t[2] and t[1] < b for a, b in relation_spans)
     ]
-    chars = {t[0] for t in claim_terms if len(t[0]) == 1 and not t[0].isdigit()}
+    chars = {t[0] for t in claim_terms if len(t[0]) == 1 and not t[0].isdigit() and not t[0].isascii()}
     order = list(dict.fromkeys(t[0] for t in found))
     wanted = set(order)
     claim_figures = [f for f in claim.figures if part[0] <= f.start and f.end <= part[1]]

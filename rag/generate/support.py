@@ -51,6 +51,10 @@ anything else further
 HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
 
 
+_NAMED_BEFORE = re.compile(r"\b[A-Z][a-z]+ $")
+"""A capitalised word and one space just before a position."""
+
+
 def term_spans(text: str) -> list[tuple[str, int, int]]:
     """(term, start, end) of each content term of `text`, in order, as `content_terms` counts them (a
     term may repeat; a CJK bigram spans two characters). Markers are not stripped here: the claim check
@@ -76,6 +80,10 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
             # "offered to schools" and, sentences away, "people in the UK" (a walk's wrong answer, badged green).
             if word not in STOP_WORDS and (len(word) > 2 or (len(token) == 2 and token.isupper())):
                 spans.append((word[:5], start, match.end()))
+            elif len(token) == 1 and token.isupper() and token != "I" and _NAMED_BEFORE.search(text, 0, start):
+                # A letter naming one of a kind ("Plan A", "Vitamin C"): "Plan A includes support" was held by
+                # "Plan B costs $25 per month and includes support", the letters being no terms.
+                spans.append((word, start, match.end()))
     return spans
 
 

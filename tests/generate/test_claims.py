@@ -15,6 +15,7 @@ from rag import generate
 from rag.documents.sections import markdown_table
 from rag.generate.claims import claim_held, holding_sources, list_lines
 from rag.generate.judge import ask_model, judge_messages, model_judge, verdict
+from rag.generate.support import term_spans
 from rag.llms import OllamaChatModel
 from tests.generate.samples import hit
 from tests.ollama_wire import CREATED, MODEL, NDJSON, chunk, ndjson
@@ -384,3 +385,13 @@ def test_a_figure_said_alike_of_two_things_belongs_to_the_one_written_before_it(
         "The depot in Leeds opens at 06:30 on weekdays and at 08:00 on Saturdays.",
     ).held
     assert claim_held("RFC 2616 obsoletes RFC 2068.", "HTTP/1.1 is defined in RFC 2616, which obsoletes RFC 2068.").held
+
+
+def test_a_letter_naming_one_of_a_kind_is_a_term() -> None:
+    """ "Plan A includes support." was held by "Plan B costs $25 per month and includes support." (one-letter words
+    were no terms), and "Plan B costs $10 per month." by "Plan A costs $10 per month."."""
+    plans = "Plan A costs $10 per month. Plan B costs $25 per month and includes support."
+    assert not claim_held("Plan A includes support.", plans).held
+    assert not claim_held("Plan B costs $10 per month.", plans).held
+    assert claim_held("Plan B includes support.", plans).held and claim_held("Plan A costs $10 per month.", plans).held
+    assert [t for t, _a, _b in term_spans("Then I saw Vitamin C. A plan.")] == ["saw", "vitam", "c", "plan"]
