@@ -703,7 +703,7 @@ def _page_view(p: FilePreview, doc: documents.Document, chunks: tuple[Chunk, ...
                         if len(on_page) > 1
                         else _("On this page: chunk #{chunks}", chunks=badges)
                     )
-                    + f"{carried}{_('.')} {_(LEGEND)}"
+                    + i18n.sentences(f"{carried}{_('.')}", _(LEGEND))
                 )
             else:
                 st.caption(_("No chunk covers this page (its pieces were dropped as too short)."))
@@ -1162,7 +1162,7 @@ def _files_column() -> dict[str, bytes]:
         )
         or []
     )
-    st.caption(_("Read: {types}.", types=tr(ingest.READ_TYPES)) + f" {_ocr_note()}")
+    st.caption(i18n.sentences(_("Read: {types}.", types=tr(ingest.READ_TYPES)), _ocr_note()))
     uploads = _uploads()
     first = not uploads
     for f in files:  # safety net: the callback normally did this already

@@ -53,6 +53,12 @@ def _(message: str, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def sentences(*texts: str) -> str:
+    """Messages shown one after another: a space between them in English, none in Chinese, which sets no space
+    after its full stop (a walk saw "TXT 和 Markdown。 扫描页…")."""
+    return ("" if language() == "zh" else " ").join(t for t in texts if t)
+
+
 def tr(text: str | BaseException) -> str:
     """A library message in the user's language: a `rag.text.Text` (or an exception made with one) by its
     template, with its values translated the same way; plain text by the catalogue, else as it is."""

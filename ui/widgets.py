@@ -121,7 +121,7 @@ def chunk_settings_widget(key: str, initial: ChunkSettings | None = None) -> Chu
         key=f"{key}_preset",
         on_change=apply_preset,
         format_func=presets.get,
-        help=" ".join(filter(None, (preset_help, _("Fills in the settings below; change any of them to customise.")))),
+        help=i18n.sentences(preset_help, _("Fills in the settings below; change any of them to customise.")),
     )
     strategy_field, *numbers = FIELDS
     strategies = {s: _(label) for s, label in chunking.STRATEGY_LABELS.items()}
