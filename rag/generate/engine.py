@@ -29,7 +29,7 @@ from rag.generate.followup import depends_on_conversation
 from rag.generate.memory import Memory
 from rag.generate.packing import Packed, exchanges_of, pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
-from rag.generate.rewrite import rewrite_query
+from rag.generate.rewrite import rewrite_query, subject_of
 from rag.llms.counting import calibrate, token_counter
 from rag.llms.loops import guard_loops
 from rag.llms.stream import Keepalive, Runner, fold
@@ -198,15 +198,7 @@ def start(
     model that answers one question at a time (the answer's own place comes in its stream); `tick` is called
     every fraction of a second while the follow-up is rewritten or the conversation summarised (a page's Stop
     raises from it)."""
-    turn = Turn(
-        id=uuid.uuid4().hex[:8],
-        question=question,
-        query=question,
-        kbs=request.kbs,
-        mode=request.mode,
-        model=model.name if model is not None else "",
-        agent=request.agent and model is not None,
-    )
+    turn = _new_turn(question, request, model.name if model is not None else "", request.agent and model is not None)
     if turn.agent and store is not None and model is not None:
         return start_agent(turn, request, model, settings, store, history, warn, keepalive)
     notes: list[str] = []
@@ -216,7 +208,8 @@ def start(
             rewritten = rewrite_query(
                 model, history, question, thinks=thinks, searched=searched, on_place=on_place, tick=tick
             )
-        turn = dataclasses.replace(turn, query=rewritten.query, subject=rewritten.subject)
+        subject = subject_of(question, rewritten.query, history, searched)
+        turn = dataclasses.replace(turn, query=rewritten.query, subject=subject)
         notes += [rewritten.note] if rewritten.note else []
     turn = search(store, settings, turn, request, busy=busy)
     if model is None and not turn.problem:
@@ -403,9 +396,8 @@ def wait(live: Live, poll: float = 0.1, stop: threading.Event | None = None) -> 
     return finish(live)
 
 
-def stopped_before_answer(question: str, request: Request, model: str) -> Turn:
-    """A question stopped before its answer began (its follow-up being rewritten, its sources searched): kept in
-    the conversation as asked, with nothing answered."""
+def _new_turn(question: str, request: Request, model: str, agent: bool = False) -> Turn:
+    """A turn for `question` as asked, nothing searched or answered yet."""
     return Turn(
         id=uuid.uuid4().hex[:8],
         question=question,
@@ -413,9 +405,14 @@ def stopped_before_answer(question: str, request: Request, model: str) -> Turn:
         kbs=request.kbs,
         mode=request.mode,
         model=model,
-        stopped=True,
-        notes=(STOPPED_BEFORE_NOTE,),
+        agent=agent,
     )
+
+
+def stopped_before_answer(question: str, request: Request, model: str) -> Turn:
+    """A question stopped before its answer began (its follow-up being rewritten, its sources searched): kept in
+    the conversation as asked, with nothing answered."""
+    return dataclasses.replace(_new_turn(question, request, model), stopped=True, notes=(STOPPED_BEFORE_NOTE,))
 
 
 def ask(

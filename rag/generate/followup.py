@@ -335,6 +335,12 @@ _ORDER_WORDS = re.compile(
 )
 
 
+def _points_back(question: str) -> bool:
+    """Whether `question` only points back at what it asks of: it names no number of its own and no order ("the
+    first", "the other")."""
+    return not (re.search(r"\d", question) or _ORDER_WORDS.search(question))
+
+
 def _numbered(text: str) -> list[tuple[str, str]]:
     return [(w.lower(), n.lower()) for w, n in _NUMBERED.findall(text) if w.lower() not in _EN_FUNCTION]
 
@@ -345,7 +351,7 @@ def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
     it?": no number, no "first"/"other"/"last" of its own) and the last message naming the word names one number.
     Two walks asked "How much does Model 4 cost?", "And Model 5?", "What is the warranty?", "How heavy is it?"
     and Qwen 1.5B rewrote the last as "What is the weight of Model 4?": "it" is the thing spoken of last."""
-    if re.search(r"\d", question) or _ORDER_WORDS.search(question):  # it names its own (a number) or an order
+    if not _points_back(question):
         return rewrite
     out = rewrite
     for word, number in dict.fromkeys(_numbered(rewrite)):
@@ -376,7 +382,7 @@ def last_named(question: str, earlier: Sequence[tuple[str, str]]) -> str:
     count first ("And Model 5?"), the search where they name none ("And the next one?" searched as "How much does
     Model 5 cost?"). A refused rewrite's search adds it: the walk's "How heavy is it?" after "What is the
     warranty?" was searched with the warranty question alone and answered for another model."""
-    if re.search(r"\d", question) or _ORDER_WORDS.search(question):
+    if not _points_back(question):
         return ""
     for asked, searched in reversed(earlier):
         named = named_things(asked) or named_things(searched)

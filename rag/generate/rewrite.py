@@ -10,7 +10,6 @@ the question is searched with the one before it. A failure is never fatal, and a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -48,9 +47,6 @@ class Rewrite:
     """What to search: the rewrite, or the question when rewriting failed."""
     note: str = ""
     """Why the question was not searched as the model rewrote it (empty when the rewrite worked as written)."""
-    subject: str = ""
-    """What the follow-up points back to where that is a thing named by a number the query names ("Model 5" of
-    "How heavy is it?"; `followup.last_named`): the answer's prompt says it too."""
 
 
 MAX_TURNS = 3
@@ -84,12 +80,12 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     the question before had been searched as "美庐别墅最早是谁建造的？". A thing an earlier question named by a
     number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
     warranty? How heavy is it? (Model 5)"."""
-    asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
-    previous = next((q.strip() for q in reversed(searched) if q.strip()), "") or (asked[-1] if asked else "")
+    earlier = _earlier(history, searched)
+    previous = next((q.strip() for q in reversed(searched) if q.strip()), "") or (earlier[-1][0] if earlier else "")
     if not previous:
         return question
     query = f"{previous[-MESSAGE_CHARS:]} {question}"
-    thing = last_named(question, _earlier(history, searched))
+    thing = last_named(question, earlier)
     # Added where the previous search names it not, or not alone ("How much does Model 4 cost? And Model 5?").
     if thing and list(named_things(previous).values()) != [thing]:
         query += f" ({thing})"
@@ -107,7 +103,7 @@ def _earlier(history: Sequence[Message], searched: Sequence[str]) -> list[tuple[
 
 def subject_of(question: str, query: str, history: Sequence[Message], searched: Sequence[str] = ()) -> str:
     """The thing named by a number that `question` points back to (`followup.last_named`), where `query`, what it
-    is searched with, names it; "" otherwise."""
+    is searched with, names it ("Model 5" of "How heavy is it?"); "" otherwise: the answer's prompt says it too."""
     thing = last_named(question, _earlier(history, searched))
     return thing if thing and thing.lower() in {t.lower() for t in named_things(query).values()} else ""
 
@@ -156,21 +152,8 @@ def rewrite_query(
     the queries the earlier questions were searched with, oldest first (see `with_previous`); `on_place`: told
     the rewrite's place in line for a model that answers one question at a time (0: its turn); `tick`: called
     while the model works (rag.llms.stream.collect: a page's Stop raises from it, the model is stopped and the
-    exception goes on). Its `subject`: what the query names that the question points back to (`subject_of`)."""
-    rewrite = _rewritten(model, history, question, thinks=thinks, searched=searched, on_place=on_place, tick=tick)
-    return dataclasses.replace(rewrite, subject=subject_of(question, rewrite.query, history, searched))
+    exception goes on). What the query names that the question points back to is `subject_of`'s."""
 
-
-def _rewritten(
-    model: ChatModel,
-    history: Sequence[Message],
-    question: str,
-    *,
-    thinks: bool = False,
-    searched: Sequence[str] = (),
-    on_place: Callable[[int], None] | None = None,
-    tick: Callable[[], None] | None = None,
-) -> Rewrite:
     def refused(note: str) -> Rewrite:
         """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
         return Rewrite(with_previous(history, question, searched), note)
