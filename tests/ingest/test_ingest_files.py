@@ -360,6 +360,7 @@ def test_an_ingest_asks_the_knowledge_bases_facts_once_and_each_files_document_o
 
         def counting(*args: object, _real: Any = real, _name: str = name) -> Any:
             asked[_name] += 1
+            asked[f"{_name} in {args[0]!r}"] += 1
             return _real(*args)
 
         monkeypatch.setattr(store, name, counting)
@@ -372,8 +373,21 @@ def test_an_ingest_asks_the_knowledge_bases_facts_once_and_each_files_document_o
     results = list(ingest_files(store, LocalEmbedder(), pdfs, "notes", SETTINGS))
 
     assert [r.status for r in results] == ["stored"] * 6
-    assert asked == {"check_embedder": 1, "holds": 1, "find_document": 6}
+    assert asked == {
+        "check_embedder": 1,
+        "check_embedder in 'notes'": 1,
+        "holds": 1,
+        "find_document": 6,
+        "find_document in 'notes'": 6,
+    }
     # Again: all unchanged, told by the same one look each.
     asked.clear()
     assert [r.status for r in ingest_files(store, LocalEmbedder(), pdfs, "notes", SETTINGS)] == ["unchanged"] * 6
     assert asked["find_document"] == 6 and asked["check_embedder"] == 1
+    # The name as typed with spaces around it is the same knowledge base, looked up as such (a text file is not
+    # read ahead: its turn asks).
+    log = [Source.upload("log.txt", LOG)]
+    assert [r.status for r in ingest_files(store, LocalEmbedder(), log, "notes", SETTINGS)] == ["stored"]
+    asked.clear()
+    assert [r.status for r in ingest_files(store, LocalEmbedder(), log, " notes ", SETTINGS)] == ["unchanged"]
+    assert asked["find_document in 'notes'"] == 1 and asked["check_embedder in 'notes'"] == 1
