@@ -435,11 +435,12 @@ def _conversations_section(store: Store | None) -> None:
             else:
                 st.rerun()
         turns = _turns()
+        markdown, name = _markdown_export(info, turns)
         st.download_button(
             _("Export as Markdown"),
-            data=generate.conversation_markdown_export(info, turns, say=tr, source_line=i18n.export_source),
+            data=markdown,
             key="chat_export_md",
-            file_name=f"conversation-{info.created_at:%Y%m%d-%H%M}.md",
+            file_name=name,
             mime="text/markdown",
             icon="⬇️",
             on_click="ignore",
@@ -1358,6 +1359,17 @@ def _clear() -> None:
     st.session_state.pop("chat_title", None)
 
 
+def _markdown_export(info: ConversationInfo | None, turns: Sequence[Turn]) -> tuple[str, str]:
+    """The turns as Markdown in the user's language, and its file's name: the stored conversation's (its title,
+    its start) where there is one."""
+    if info is None:
+        return generate.export_markdown(turns, say=tr, source_line=i18n.export_source), (
+            f"conversation-{datetime.now():%Y%m%d-%H%M}.md"
+        )
+    markdown = generate.conversation_markdown_export(info, turns, say=tr, source_line=i18n.export_source)
+    return markdown, f"conversation-{info.created_at:%Y%m%d-%H%M}.md"
+
+
 def _saved_info() -> ConversationInfo | None:
     """The stored conversation these turns are kept in, if any (and the database is there)."""
     store = widgets.try_store()
@@ -1383,14 +1395,12 @@ def _toolbar(turns: Sequence[Turn]) -> None:
         )
         # The stored conversation's, as the sidebar's export writes it (a walk got two files: its title against
         # "# Conversation", its start against the time of the click).
-        info = _saved_info()
+        markdown, name = _markdown_export(_saved_info(), turns)
         st.download_button(
             _("Export as Markdown"),
-            data=generate.conversation_markdown_export(info, turns, say=tr, source_line=i18n.export_source)
-            if info is not None
-            else generate.export_markdown(turns, say=tr, source_line=i18n.export_source),
+            data=markdown,
             key="chat_export",
-            file_name=f"conversation-{(info.created_at if info is not None else datetime.now()):%Y%m%d-%H%M}.md",
+            file_name=name,
             mime="text/markdown",
             icon="⬇️",
             on_click="ignore",
