@@ -7,7 +7,7 @@ import dataclasses
 from rag import generate
 from rag.generate import Turn
 from rag.llms import Message
-from tests.generate.samples import SOURCES
+from tests.generate.samples import MODELS_ASKED, SOURCES
 
 
 def test_rewrite_prompt_and_cleanup() -> None:
@@ -212,14 +212,7 @@ def test_a_refused_rewrite_is_searched_with_the_thing_the_conversation_named_las
     from rag.llms.types import StreamEvent
     from tests.generate.test_watch import ScriptedModel
 
-    history = [
-        Message("user", "How much does Model 4 cost?"),
-        Message("assistant", "Model 4 costs $18,500.00 [1]."),
-        Message("user", "And Model 5?"),
-        Message("assistant", "Model 5 costs $21,000.00 [1]."),
-        Message("user", "What is the warranty?"),
-        Message("assistant", "Every model comes with a three-year warranty [1]."),
-    ]
+    history = list(MODELS_ASKED)
     searched = ["How much does Model 4 cost?", "How much does Model 4 cost? And Model 5?", "What is the warranty?"]
     model = ScriptedModel([StreamEvent("content", "What is the weight of Model 4?")])
     result = rewrite_query(model, history, "How heavy is it?", searched=searched)

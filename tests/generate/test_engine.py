@@ -20,6 +20,7 @@ from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
 from rag.settings import Settings
 from rag.store import Store
 from tests.docgen import make_pdf
+from tests.generate.samples import MODELS_ASKED
 from tests.generate.standin import (  # noqa: F401 - slow_ollama is a fixture
     FINAL,
     MODEL,
@@ -267,14 +268,7 @@ def test_the_model_is_asked_the_follow_up_with_what_it_points_back_to(
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
     model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
-    history = [
-        Message("user", "How much does Model 4 cost?"),
-        Message("assistant", "Model 4 costs $18,500.00 [1]."),
-        Message("user", "And Model 5?"),
-        Message("assistant", "Model 5 costs $21,000.00 [1]."),
-        Message("user", "What is the warranty?"),
-        Message("assistant", "Three years [1]."),
-    ]
+    history = list(MODELS_ASKED)
     turn = engine.ask(
         "How heavy is it?",
         engine.Request(kbs=("fin",), context=4096, thinks=False),
