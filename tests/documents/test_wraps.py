@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.documents.wraps import _width, join_wrapped_lines
+from rag.documents.wraps import _line_widths, join_wrapped_lines
 
 FULL = "基于跑跑卡丁车与泡泡堂上所开发的游戏由韩国开发与发行中国大陆由盛大游"  # a full line, 35 characters
 NEXT = "戏运营这是时隔六年再次授予盛大网络其游戏运营权台湾由游戏橘子运营玩家。"  # ends a sentence
@@ -41,6 +41,13 @@ def test_a_wrapped_line_narrowed_by_digits_is_still_full() -> None:
     """Digits and Latin letters are narrower than half a Chinese character: such a wrapped line measured ~0.8 of
     the page's lines in cells, and "男子10\\n0米" stayed cut."""
     dates = "比赛于2008年8月15日至2008年8月16日在北京举行男子10"
-    assert 0.6 * _width(FULL) <= _width(dates) < 0.85 * _width(FULL)
+    full, line = _line_widths(FULL)[1][0], _line_widths(dates)[1][0]
+    assert 0.6 * full <= line < 0.85 * full
     text = f"{FULL}\n{NEXT}\n{dates}\n0米决赛打破世界纪录。"
     assert join_wrapped_lines(text) == f"{FULL}{NEXT}\n{dates}0米决赛打破世界纪录。"
+
+
+def test_line_widths_count_wide_characters_as_two_cells_in_every_plane() -> None:
+    newlines, widths = _line_widths("中a\n😀\n\n𠀀b，x")
+    assert newlines.tolist() == [2, 4, 5]
+    assert widths.tolist() == [3, 2, 0, 6]  # 𠀀 (U+20000) and 😀 lie past the first plane; "，" is full-width
