@@ -36,6 +36,7 @@ from rag.llms.stream import Keepalive, Runner, fold
 from rag.llms.types import ChatModel, Message
 from rag.model_ref import shown_name
 from rag.retrieve import DEFAULT_MODE
+from rag.scripts import HAN_CHAR
 from rag.text import Text, text_of
 
 if TYPE_CHECKING:
@@ -267,7 +268,7 @@ def with_subject(question: str, subject: str) -> str:
     "What is the warranty?", Qwen 1.5B answered "The Model 4 weighs 95 kg." though the search named Model 5."""
     if not subject or subject.lower() in question.lower():
         return question
-    return f"{question} ({subject})"
+    return f"{question}（{subject}）" if HAN_CHAR.search(question) else f"{question} ({subject})"
 
 
 def _pack_with_memory(

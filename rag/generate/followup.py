@@ -330,19 +330,32 @@ def states_figure(rewrite: str, question: str, asked: Iterable[str]) -> list[str
 
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")
 """A thing named by a word and a number: "Model 5", "Phase 2", "version 3b"."""
+_ZH_NAMED = re.compile(
+    r"(型号|机型|版本|方案|阶段|项目|套餐|计划|产品|系列|模型|选项|车型|款式)\s*(\d{1,4}[A-Za-z]?)(?![.,:]?\d)"
+)
+"""A thing named in Chinese by a word that names one of a kind and a number ("型号5", "方案 2"); Chinese writes no
+capital to tell a name from an amount ("售价18,500元", "重量80公斤"), so only these words name."""
+
+
 _ORDER_WORDS = re.compile(
     r"\b(?:first|second|third|last|previous|earlier|former|latter|other|next|before|each|both|all)\b", re.IGNORECASE
 )
 
 
+_ZH_ORDER_WORDS = re.compile(r"第|另|其[他它余]|[上下前后][一者]|们|两|每|所有|各|哪[个款些种]|都")
+"""The Chinese for "the second", "the other", "the one before", "they", "both", "each", "all", "which one": a
+question with one of them asks of more than one thing ("它们有什么区别？") or of another one."""
+
+
 def _points_back(question: str) -> bool:
     """Whether `question` only points back at what it asks of: it names no number of its own and no order ("the
-    first", "the other")."""
-    return not (re.search(r"\d", question) or _ORDER_WORDS.search(question))
+    first", "the other"; 第二个, 另一款, 它们)."""
+    return not (re.search(r"\d", question) or _ORDER_WORDS.search(question) or _ZH_ORDER_WORDS.search(question))
 
 
 def _numbered(text: str) -> list[tuple[str, str]]:
-    return [(w.lower(), n.lower()) for w, n in _NUMBERED.findall(text) if w.lower() not in _EN_FUNCTION]
+    found = [(w.lower(), n.lower()) for w, n in _NUMBERED.findall(text) if w.lower() not in _EN_FUNCTION]
+    return found + [(w, n.lower()) for w, n in _ZH_NAMED.findall(text)]
 
 
 def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
@@ -360,7 +373,12 @@ def latest_numbered(rewrite: str, question: str, history: Sequence[str]) -> str:
             if named:
                 if len(named) == 1 and number not in named:
                     (latest,) = named
-                    pattern = rf"\b({re.escape(word)})(\s+){re.escape(number)}\b"
+                    # "Model 4" is a word, a space and a number; "型号4" has no space and no word boundary inside.
+                    pattern = (
+                        rf"\b({re.escape(word)})(\s+){re.escape(number)}\b"
+                        if word.isascii()
+                        else rf"({re.escape(word)})(\s*){re.escape(number)}(?![0-9A-Za-z])"
+                    )
                     out = re.sub(pattern, rf"\g<1>\g<2>{latest}", out, flags=re.IGNORECASE)
                 break
     return out
@@ -371,8 +389,11 @@ _NAMED = re.compile(r"\b([A-Z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b(?![.,:]\d)")
 
 
 def named_things(text: str) -> dict[tuple[str, str], str]:
-    """The things `text` names by a capitalised word and a number, by their lowercase parts."""
-    return {(w.lower(), n.lower()): f"{w} {n}" for w, n in _NAMED.findall(text) if w.lower() not in _EN_FUNCTION}
+    """The things `text` names by a capitalised word and a number ("Model 5"), or by a Chinese word that names one
+    of a kind and a number ("型号5"), by their lowercase parts."""
+    named = {(w.lower(), n.lower()): f"{w} {n}" for w, n in _NAMED.findall(text) if w.lower() not in _EN_FUNCTION}
+    named.update(((w, n.lower()), f"{w}{n}") for w, n in _ZH_NAMED.findall(text))
+    return named
 
 
 def last_named(question: str, earlier: Sequence[tuple[str, str]]) -> str:

@@ -232,3 +232,36 @@ def test_a_refused_rewrite_is_searched_with_the_thing_the_conversation_named_las
     assert last_named("How heavy was the first one?", earlier) == ""
     assert last_named("How heavy are they?", [("Compare Model 4 and Model 5.", "")]) == ""
     assert with_previous(history[:2], "How heavy is it?") == "How much does Model 4 cost? How heavy is it?"
+
+
+def test_a_chinese_follow_up_is_searched_and_asked_with_the_model_the_conversation_named_last() -> None:
+    """The same walk in Chinese: "它有多重？" after "型号4多少钱？", "那型号5呢？", "保修期多久？" was rewritten
+    "型号4和型号5的重量是多少？" (refused: it asks the earlier questions again), searched "保修期多久？ 它有多重？" and
+    answered "80公斤[1]" (型号3's weight) with a green badge: Chinese names no thing with a capital letter."""
+    from rag.generate.engine import with_subject
+    from rag.generate.followup import last_named, latest_numbered, named_things
+    from rag.generate.rewrite import subject_of, with_previous
+
+    history = [
+        Message("user", "型号4多少钱？"),
+        Message("assistant", "18,500元[1]"),
+        Message("user", "那型号5呢？"),
+        Message("assistant", "21,000元[1]"),
+        Message("user", "保修期多久？"),
+        Message("assistant", "两年保修[1]"),
+    ]
+    searched = ["型号4多少钱？", "型号5多少钱？", "保修期多久？"]
+    query = with_previous(history, "它有多重？", searched)
+    assert query == "保修期多久？ 它有多重？ (型号5)"
+    assert subject_of("它有多重？", query, history, searched) == "型号5"
+    assert with_subject("它有多重？", "型号5") == "它有多重？（型号5）"
+    # An amount or a weight names nothing; "它们", "另一款", "第二个" ask of more than one, or of another.
+    assert named_things("型号4：售价18,500元，重量95公斤，成立于2012年") == {("型号", "4"): "型号4"}
+    earlier = [("型号4多少钱？", ""), ("那型号5呢？", "")]
+    assert last_named("它有多重？", earlier) == "型号5"
+    for question in ("它们有什么区别？", "另一款有多重？", "那第二个呢？", "型号3有多重？"):
+        assert last_named(question, earlier) == "", question
+    # A rewrite naming the model asked of before the last is set to the last one, as in English.
+    texts = [m.content for m in history]
+    assert latest_numbered("型号4的重量是多少？", "它有多重？", texts) == "型号5的重量是多少？"
+    assert latest_numbered("型号4的重量是多少？", "型号4有多重？", texts) == "型号4的重量是多少？"
