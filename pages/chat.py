@@ -986,11 +986,22 @@ def _answer(turn: Turn) -> None:
                 st.badge(_("matched to sources, not cited by the model"), icon="≈", color="gray")
             elif check.uncited and turn.answer:
                 st.badge(_("uncited"), icon="⚠️", color="orange")
-            if grounding.flagged:
+            unsupported = len(grounding.flagged) - len(grounding.miscited)
+            if unsupported:
                 st.badge(
                     _(
                         "{k} of {sentences} not supported by the sources",
-                        k=len(grounding.flagged),
+                        k=unsupported,
+                        sentences=count(grounding.judged, "sentence"),
+                    ),
+                    icon="⚠️",
+                    color="orange",
+                )
+            if grounding.miscited:
+                st.badge(
+                    _(
+                        "{k} of {sentences} citing a source that does not hold it (≈ n: the one that does)",
+                        k=len(grounding.miscited),
                         sentences=count(grounding.judged, "sentence"),
                     ),
                     icon="⚠️",

@@ -650,7 +650,13 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         print("warning: the answer cites no source", file=err)
     for sentence in grounding.flagged:
         text = one_line(turn.answer[sentence.start : sentence.end], 120)
-        why = "its cited source does not support it" if sentence.numbers else "no source supports it"
+        why = (
+            "no source supports it"
+            if not sentence.numbers
+            else f"its cited source does not support it; [{sentence.backing[0]}] does"
+            if sentence.backing
+            else "its cited source does not support it"
+        )
         print(f"warning: {why}: {text}", file=err)
     return 0
 

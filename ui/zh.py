@@ -153,6 +153,7 @@ ZH: dict[str, str] = {
     "matched to sources, not cited by the model": "事后匹配到来源，并非模型自己引用",
     "uncited": "无引用",
     "{k} of {sentences} not supported by the sources": "{sentences}中有 {k} 句没有来源支持",
+    "{k} of {sentences} citing a source that does not hold it (≈ n: the one that does)": "{sentences}中有 {k} 句引用的来源并不包含它（≈ n 为包含它的来源）",
     "{sources} not supporting the sentence citing it": "{sources}不支持引用它的句子",
     "{markers} pointing at no source": "{markers}指向不存在的来源",
     " points at no source (this answer had {n}): the claim there is not backed by a passage shown here.": " 指向不存在的来源（此回答共有 {n} 个来源）：那里的说法没有这里显示的段落支持。",

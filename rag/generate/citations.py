@@ -91,7 +91,7 @@ class SentenceCheck:
     status: str
     backing: tuple[int, ...] = ()
     """The cited numbers whose source supports the sentence (the others are padding); of a sentence that cites
-    nothing, the source that holds its claim (shown as matched)."""
+    nothing, or cites only sources that do not hold it, the source that holds its claim (shown as matched)."""
 
     @property
     def flagged(self) -> bool:
@@ -126,6 +126,12 @@ class Grounding:
     @property
     def judged(self) -> int:
         return sum(s.status != Status.SHORT for s in self.sentences)
+
+    @property
+    def miscited(self) -> tuple[SentenceCheck, ...]:
+        """Flagged sentences that another source than the one they cite holds (shown beside it as matched): the
+        embedded model wrote "18,500元[2]" where [1] says it and [2] is another company's."""
+        return tuple(s for s in self.sentences if s.status == Status.NOT_SUPPORTED and s.backing)
 
     @property
     def padding(self) -> tuple[int, ...]:
@@ -163,8 +169,8 @@ class Grounding:
 def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str], flag: str) -> str:
     """The answer with each marker number replaced by `badge(n, kind)` (kind: `SentenceCheck.kind`,
     or "unknown" for a number that points at no source), `flag` after each sentence that cites nothing and
-    that no source supports, and `badge(n, Status.MATCHED)` after one that cites nothing where source n holds
-    its claim."""
+    that no source supports, and `badge(n, Status.MATCHED)` after one that cites nothing, or only sources that do
+    not hold it, where source n holds its claim."""
     spans = marker_spans(answer)
     parts: list[str] = []
     for sentence in grounding.sentences:
@@ -179,7 +185,7 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
             tail = f"{body} {flag}{tail[len(body) :]}"
-        elif sentence.status == Status.UNCITED and sentence.backing:
+        elif sentence.status in (Status.UNCITED, Status.NOT_SUPPORTED) and sentence.backing:
             core = tail.rstrip().rstrip(_SENTENCE_END)  # where a marker would stand, as attribute_citations adds it
             matched = " ".join(badge(n, Status.MATCHED) for n in sentence.backing)
             tail = f"{core} {matched}{tail[len(core) :]}"
@@ -263,11 +269,32 @@ def check_grounding(
             status = Status.UNCITED
         else:
             status = Status.UNSUPPORTED if len(said) >= FLAG_TERMS else Status.SHORT
+        if status == Status.NOT_SUPPORTED and claims:
+            # Cited by the wrong number: the source that holds it is shown beside the orange one (the sentence
+            # stays flagged: what it cites does not say it).
+            backing = _held_elsewhere(answer[start:end], said, terms, texts, set(numbers), threshold, judge)
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
+
+
+def _held_elsewhere(
+    sentence: str,
+    said: set[str],
+    terms: dict[int, set[str]],
+    texts: dict[int, str],
+    cited: set[int],
+    threshold: float,
+    judge: Judge | None,
+) -> tuple[int, ...]:
+    """The source the sentence does not cite that best holds its words, where it also holds its claim."""
+    source, share = best_support(said, ((n, t) for n, t in terms.items() if n not in cited))
+    if source is None or share is None or share < threshold:
+        return ()
+    held = holding_sources(sentence, {source: texts[source]})
+    return tuple(n for n in held if judge is None or judge(sentence, texts[n]) is not False)
 
 
 def cited_page(claims: Sequence[str], parts: Sequence[tuple[int, str]]) -> int | None:

@@ -230,15 +230,31 @@ def export_markdown(
         if t.answer and not t.agent:
             # What the page's badges say: an exported answer whose sentences no source holds said so too.
             grounding = t.grounding
-            if grounding.flagged:
-                k, n = len(grounding.flagged), grounding.judged
+            k, n = len(grounding.flagged) - len(grounding.miscited), grounding.judged
+            if k:
                 flagged = (
                     Text("{k} of {n} sentence not supported by the sources", k=k, n=n)
                     if n == 1
                     else Text("{k} of {n} sentences not supported by the sources", k=k, n=n)
                 )
                 answer += f"\n\n*⚠️ {say(flagged)}*"
-            elif grounding.grounded:
+            if grounding.miscited:
+                k = len(grounding.miscited)
+                held = ", ".join(f"[{m}]" for m in dict.fromkeys(s.backing[0] for s in grounding.miscited))
+                miscited = (
+                    Text(
+                        "{k} of {n} sentence cites a source that does not hold it, held by {held}", k=k, n=n, held=held
+                    )
+                    if n == 1
+                    else Text(
+                        "{k} of {n} sentences cite a source that does not hold them, held by {held}",
+                        k=k,
+                        n=n,
+                        held=held,
+                    )
+                )
+                answer += f"\n\n*⚠️ {say(miscited)}*"
+            if grounding.grounded:
                 answer += f"\n\n*✅ {say(Text('Every sentence is supported by the source it cites'))}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))

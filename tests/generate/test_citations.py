@@ -174,9 +174,32 @@ def test_badges_follow_each_sentence_and_flag_the_unsupported_one() -> None:
     shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
     assert shown == (
         "TraceMonkey is between 2x and 20x faster than SpiderMonkey <1 cited>. It was written in Rust. "
-        "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown>."
+        "<no source> A trace tree is anchored at a loop header <2 not supported><7 unknown> <1 matched>."
     )
     assert grounding.unknown == (7,) and grounding.cited == (1,) and len(grounding.flagged) == 2
+    # The last sentence cites the wrong sources; [1], which it does not cite, holds it: shown, still flagged.
+    assert grounding.miscited == (grounding.sentences[-1],) and not grounding.grounded
+
+
+def test_a_figure_cited_by_the_wrong_number_shows_the_source_that_holds_it() -> None:
+    """The embedded model answered "型号4多少钱？" with "18,500元[2]", where [1] is the price list and [2] another
+    company's page: the badge said "not supported" and nothing said where the figure stands."""
+    sources = generate.number_sources(
+        [
+            hit("价目表.txt", (1,), "型号3：售价12,800元，重量80公斤。型号4：售价18,500元，重量95公斤。"),
+            hit("公司.txt", (1,), "青山科技成立于2012年，创始人是李明。云账本售价299元，守望者售价899元。"),
+        ]
+    )
+    grounding = generate.check_grounding("18,500元[2]", sources)
+    (sentence,) = grounding.sentences
+    assert sentence.status == "not supported" and sentence.backing == (1,) and grounding.miscited == (sentence,)
+    shown = generate.annotate("18,500元[2]", grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    assert shown == "18,500元<2 not supported> <1 matched>"
+    assert not grounding.grounded and grounding.cited == ()
+    # A figure no source says is shown with no other source; neither is one the claim check refuses there.
+    for wrong in ("19,000元[2]", "型号3售价18,500元[2]"):
+        (sentence,) = generate.check_grounding(wrong, sources).sentences
+        assert sentence.status == "not supported" and sentence.backing == (), wrong
 
 
 def test_a_padding_citation_is_marked_and_blocks_the_green_badge() -> None:

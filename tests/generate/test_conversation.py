@@ -85,6 +85,11 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
     assert "*ℹ️ The model gave the follow-up back unchanged.*\n\n*⚠️ 1 of 2 sentences not supported by the sources*" in md
     grounded = dataclasses.replace(checked, answer="Revenue rose eleven percent [1].", notes=())
     assert "*✅ Every sentence is supported by the source it cites*" in generate.export_markdown([grounded])
+    # A sentence citing the wrong source says which one holds it, in the reader's language.
+    miscited = dataclasses.replace(checked, answer="Revenue rose eleven percent [2]. Profits doubled [2].", notes=())
+    md = generate.export_markdown([miscited])
+    assert "*⚠️ 1 of 2 sentences not supported by the sources*" in md
+    assert "*⚠️ 1 of 2 sentences cite a source that does not hold them, held by [1]*" in md
 
 
 def test_a_turn_as_json_names_the_cited_chunks() -> None:

@@ -273,6 +273,26 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
     assert any(c.value == page.BADGE_LEGEND for c in at.caption)
 
 
+def test_a_sentence_citing_the_wrong_source_shows_the_one_that_holds_it(kb: Store, ollama: HTTPServer) -> None:
+    """The embedded model cited [2] for a figure [1] states: the orange badge stays, the source that holds the
+    sentence is shown beside it as matched (a link to its card), and the badge line says so rather than "not
+    supported by the sources"."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose eleven percent on subscriptions [2]."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert "eleven percent" in turn.sources[0].hit.content and "eleven percent" not in turn.sources[1].hit.content
+    assert (
+        f"Revenue rose eleven percent on subscriptions [:orange-badge[2 ?]](#source-{turn.id}-2) "
+        f"[:gray-badge[≈ 1]](#source-{turn.id}-1)." in markdown(at)
+    )
+    shown = [m.value for m in at.markdown]
+    assert any("1 of 1 sentence citing a source that does not hold it (≈ n: the one that does)" in v for v in shown)
+    assert not any("not supported by the sources" in v for v in shown)
+
+
 # -- (2) thinking ------------------------------------------------------------------------------------
 
 

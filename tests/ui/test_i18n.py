@@ -499,4 +499,8 @@ def test_an_exported_conversation_is_written_in_the_users_language(monkeypatch) 
     monkeypatch.setattr(i18n, "language", lambda: "en")
     english = generate.export_markdown([turn], say=i18n.tr, source_line=i18n.export_source)
     assert english == generate.export_markdown([turn])  # the library's own English, word for word
+    miscited = dataclasses.replace(turn, answer="Revenue rose eleven percent [2].", sources=tuple(SOURCES))
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    text = generate.export_markdown([miscited], say=i18n.tr, source_line=i18n.export_source)
+    assert "*⚠️ 1 句中有 1 句引用的来源并不包含它，包含它的是 [1]*" in text
     assert f"(hybrid #1 · vector #1 (0.62) · keyword: not found, chunk {ranked.hit.id})" in english
