@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import psutil
 import pytest
 
 from rag.chunking import ChunkSettings
+from rag.documents import Document
 from rag.embeddings.local import LocalEmbedder
 from rag.ingest import Source, ingest_bytes, ingest_files, pipeline, readahead
 from rag.store import Store
@@ -217,3 +219,26 @@ def test_pages_read_are_told_at_most_twenty_a_second_but_the_last_and_an_ocr_sta
     readahead.parse(_pdf("Ships", 2), "s.pdf", lambda stage, f, message: heard.append(message))
     assert heard[0] == "page 0 of 40" and "OCR of page 21 of 40" in heard and heard[-1] == "page 40 of 40"
     assert len(heard) < 10  # 42 page messages within milliseconds
+
+
+def test_files_the_starting_worker_has_not_begun_are_parsed_here_and_skipped_there() -> None:
+    """The spawned worker takes ~0.35 s to start: the main process waited for the second file meanwhile (0.15 s
+    at the start of the peers bench's ingest). A file it has not begun is left to be parsed here (None, as for a
+    dead worker), and the worker, once started, skips it and parses the next."""
+    worker = readahead.ReadAhead()
+    try:
+        first = worker.submit(FILES["a.pdf"], "a.pdf")
+        second = worker.submit(FILES["b.pdf"], "b.pdf")
+        assert first is not None and second is not None
+        assert worker.take(first, lambda *told: None) is None and worker.parsed_here == 1  # still starting
+        deadline = time.monotonic() + 30
+        while worker._begun.value < 2 and time.monotonic() < deadline:  # started: it begins the second
+            time.sleep(0.01)
+        heard: list[str] = []
+        doc = worker.take(second, lambda stage, fraction, message: heard.append(message))
+        assert isinstance(doc, Document) and doc.page_count == 4 and "page 4 of 4" in heard
+        assert worker.parsed_here == 1
+        assert first not in worker._done  # never parsed there
+    finally:
+        worker.close()
+    assert not worker._process.is_alive() and worker._process.exitcode == 0  # told to end, not terminated
