@@ -51,7 +51,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rag.generate.figures import Figure, figures, moved
+from rag.generate.figures import ZH_KIND_WORDS, Figure, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import term_spans
@@ -436,6 +436,9 @@ def _list_windows(source: Analysis) -> Iterable[tuple[int, ...]]:
 
 _UNIVERSAL = re.compile(r"\b(?:every|each|all|any)\s+([A-Za-z]{3,})", re.IGNORECASE)
 """A window's word for every one of a kind ("Every model", "all units")."""
+_ZH_UNIVERSAL = re.compile(f"(?:所有|全部|每[款个种台件]?|各[款个种]?)的?({'|'.join(ZH_KIND_WORDS)})")
+"""The same in Chinese ("所有型号", "每款产品"), of a kind whose ones are named by a number ("型号5"); a figure's
+word before it is then the kind's last character (rag.generate.figures: "号" of "型号5")."""
 
 
 _TABLE_RULE = re.compile(r"\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*")
@@ -855,6 +858,7 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
         # "Every model comes with a three-year warranty" holds it of "Model 4": the number of a thing the window
         # says of every one of its kind is no term or figure it must write.
         kinds = {m.group(1).lower()[:5] for a, b in clauses for m in _UNIVERSAL.finditer(source.text, a, b)}
+        kinds |= {m.group(1)[-1] for a, b in clauses for m in _ZH_UNIVERSAL.finditer(source.text, a, b)}
         window_figures = [f for f in source.figures if _inside(clauses, f.start, f.end)]
         each = [
             f

@@ -147,6 +147,26 @@ def _han_value(run: str) -> Decimal | None:
     return Decimal(total + section + (digit or 0))
 
 
+ZH_KIND_WORDS = (
+    "型号",
+    "机型",
+    "版本",
+    "方案",
+    "阶段",
+    "项目",
+    "套餐",
+    "计划",
+    "产品",
+    "系列",
+    "模型",
+    "选项",
+    "车型",
+    "款式",
+)
+"""Chinese words that name one of a kind by a number written after them ("型号5", "方案 2"): Chinese writes no
+capital letter to tell such a name from an amount ("售价18,500元")."""
+
+
 def _label_before(text: str, start: int) -> str:
     i = start
     while i > 0:

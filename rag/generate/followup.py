@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from rag.generate.figures import ZH_KIND_WORDS
 from rag.generate.sentences import MARKER
 from rag.generate.support import HAN_FUNCTION
 from rag.scripts import CJK
@@ -330,11 +331,9 @@ def states_figure(rewrite: str, question: str, asked: Iterable[str]) -> list[str
 
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")
 """A thing named by a word and a number: "Model 5", "Phase 2", "version 3b"."""
-_ZH_NAMED = re.compile(
-    r"(型号|机型|版本|方案|阶段|项目|套餐|计划|产品|系列|模型|选项|车型|款式)\s*(\d{1,4}[A-Za-z]?)(?![.,:]?\d)"
-)
-"""A thing named in Chinese by a word that names one of a kind and a number ("型号5", "方案 2"); Chinese writes no
-capital to tell a name from an amount ("售价18,500元", "重量80公斤"), so only these words name."""
+_ZH_NAMED = re.compile(f"({'|'.join(ZH_KIND_WORDS)})\\s*(\\d{{1,4}}[A-Za-z]?)(?![.,:]?\\d)")
+"""A thing named in Chinese by a word that names one of a kind and a number ("型号5", "方案 2"), not an amount
+("售价18,500元", "重量80公斤")."""
 
 
 _ORDER_WORDS = re.compile(

@@ -367,6 +367,17 @@ def test_what_a_window_says_of_every_one_of_a_kind_holds_of_each_one() -> None:
     assert not claim_held(
         "Model 4 comes with a three-year warranty.", "Every model but Model 4 comes with a two-year warranty."
     ).held
+    # In Chinese: "所有型号" / "每款型号" hold of "型号5" (the walk's "型号5提供两年保修" was red).
+    zh = (
+        "型号3：售价12,800元，重量80公斤。\n型号5：售价21,000元，重量110公斤。\n\n"
+        "所有型号均提供两年保修。每款型号都支持远程监控。"
+    )
+    assert claim_held("型号5提供两年保修。", zh).held
+    assert claim_held("型号3的保修期是两年。", zh).held
+    assert claim_held("型号5支持远程监控。", zh).held
+    assert claim_held("型号5提供三年保修。", zh).reason == "numbers"
+    assert not claim_held("型号5重80公斤。", zh).held  # what the window writes of one is still its own
+    assert not claim_held("型号5提供两年保修。", "每年提供两年保修。").held  # 每年 is no kind named by a number
 
 
 def test_a_figure_said_alike_of_two_things_belongs_to_the_one_written_before_it() -> None:
