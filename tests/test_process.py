@@ -19,7 +19,7 @@ def test_workers_spawned_while_a_page_is_main_do_not_run_the_page(tmp_path: Path
     mark = tmp_path / "ran"
     page.write_text(f"open({str(mark)!r}, 'a').write('ran\\n')\n")
     code = textwrap.dedent(f"""
-        import sys, types
+        import sys, time, types
         from rag.chunking import cl100k
         from rag.ingest.readahead import ReadAhead
 
@@ -30,6 +30,9 @@ def test_workers_spawned_while_a_page_is_main_do_not_run_the_page(tmp_path: Path
         assert cl100k.start_workers(wait=60), "the tokenizer's workers did not start"
         ahead = ReadAhead()
         key = ahead.submit(b"Harbour log. The keeper lit the lamp at dusk.", "log.txt")
+        deadline = time.monotonic() + 60
+        while ahead._begun.value < 1 and time.monotonic() < deadline:  # begun there, not parsed here
+            time.sleep(0.01)
         outcome = ahead.take(key, lambda *told: None)
         ahead.close()
         assert outcome is not None and "keeper lit the lamp" in outcome.text, outcome

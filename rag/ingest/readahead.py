@@ -44,10 +44,12 @@ READ_AHEAD_BYTES = 32 << 20
 """A file larger than this is parsed when its turn comes, not ahead: its bytes would be held twice
 (here and in the worker) beside the file being embedded."""
 
-READ_AHEAD_FILES = 3
+READ_AHEAD_FILES = 6
 """Files sent to the worker ahead of the one being embedded (fewer when they hold `READ_AHEAD_BYTES`
 together). One kept the worker idle whenever this process waited for a write (and this one idle for the
-worker after a long file): on the peers bench's 200 PDFs the embedding waited 4.7 s of 17.8 for the parse."""
+worker after a long file): on the peers bench's 200 PDFs the embedding waited 4.7 s of 17.8 for the parse.
+Three still left it waiting 0.6-0.7 s in all; six 0.4-0.5, and that ingest took 10.5-10.8 s against 10.7-11.1
+(four runs each, alternating; ten: no faster)."""
 
 READ_AHEAD_SUFFIXES = (".pdf", ".epub", ".xps", ".docx", ".pptx", ".xlsx", ".xls")
 """The kinds read ahead: those whose reading costs (MuPDF's pages, OCR, Office's XML). A text, Markdown, CSV
