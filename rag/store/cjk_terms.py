@@ -74,6 +74,8 @@ def _letters_only(run: str) -> bool:
 
 def _rest(text: str) -> str:
     """`text` with the runs made into lexemes here taken out (a space each), the other runs as bigrams."""
+    if _NOT_LETTER.search(text) is None:  # every run is letters only: no call a run (0.29 -> 0.19 s, peers bench)
+        return _RUN.sub(" ", text)
     return _RUN.sub(lambda m: " " if _letters_only(m.group()) else f" {search_text(m.group())} ", text)
 
 
