@@ -51,3 +51,13 @@ def test_line_widths_count_wide_characters_as_two_cells_in_every_plane() -> None
     newlines, widths = _line_widths("中a\n😀\n\n𠀀b，x")
     assert newlines.tolist() == [2, 4, 5]
     assert widths.tolist() == [3, 2, 0, 6]  # 𠀀 (U+20000) and 😀 lie past the first plane; "，" is full-width
+
+
+def test_a_latin_run_before_the_newline_is_wrapped_only_after_unspaced_text_within_its_last_64_characters() -> None:
+    short_run = f"{FULL}abc\ndef{NEXT}"
+    assert join_wrapped_lines(short_run) == f"{FULL}abcdef{NEXT}"
+    long_run = f"{FULL}{'x' * 64}\ndef{NEXT}"  # the unspaced text is 65 characters back: an English line
+    assert join_wrapped_lines(long_run) == long_run
+    assert join_wrapped_lines(f"{FULL}{'x' * 63}\ndef{NEXT}") == f"{FULL}{'x' * 63}def{NEXT}"
+    spaced = f"{FULL} abc\ndef{NEXT}"  # a space before the Latin word: the newline is a space too
+    assert join_wrapped_lines(spaced) == spaced
