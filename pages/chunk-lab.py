@@ -38,7 +38,7 @@ from rag.tuning.runner import QuestionsJob, SweepJob
 from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid, typed_numbers
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, columns, count, pages_place, relabel, tr
+from ui.i18n import _, columns, count, pages_place, relabel, sentences, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -1006,18 +1006,15 @@ def _tune_questions(source: Source) -> list[Question]:
     if model is not None and not running:
         seconds = tuning.estimate_seconds(int(n), model, language_of(source.doc.text[:4000]))
         load = machine_load()
-        busy = " " + tr(busy_note(load)) if load is not None and load.busy else ""
-        st.caption(
-            "⏱️ "
-            + _(
-                "{model} will write {n} questions: about {duration} on a quiet CPU (longer on a busy one, or "
-                "while the model loads).",
-                model=model.name,
-                n=int(n),
-                duration=_seconds(seconds),
-            )
-            + busy
+        busy = [tr(busy_note(load))] if load is not None and load.busy else []
+        estimate = _(
+            "{model} will write {n} questions: about {duration} on a quiet CPU (longer on a busy one, or "
+            "while the model loads).",
+            model=model.name,
+            n=int(n),
+            duration=_seconds(seconds),
         )
+        st.caption("⏱️ " + sentences(estimate, *busy))  # no space after "。" in Chinese
     last = kept.get("last")
     if last is not None and not running:
         note = _(

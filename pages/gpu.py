@@ -165,9 +165,9 @@ def build_figure(
 ) -> go.Figure:
     times = [when(s.t) for s in samples]
     if status.available:
-        titles = ("VRAM (GiB)", "Utilisation (%)", "Power (W)", "CPU (%)")
+        titles = (_("VRAM (GiB)"), _("Utilisation (%)"), _("Power (W)"), "CPU (%)")
     else:
-        titles = ("CPU (%)", "RAM (GiB)")
+        titles = ("CPU (%)", _("RAM (GiB)"))
     fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=0.06, subplot_titles=titles)
 
     def line(
@@ -197,24 +197,24 @@ def build_figure(
                 return next((d for d in s.devices if d.index == index), None)
 
             devs = [device(s) for s in samples]
-            line(1, f"{tag}VRAM used", [scaled(d.memory_used, GIB) if d else None for d in devs])
-            line(1, f"{tag}VRAM total", [scaled(d.memory_total, GIB) if d else None for d in devs], "dot", "#888")
+            line(1, tag + _("VRAM used"), [scaled(d.memory_used, GIB) if d else None for d in devs])
+            line(1, tag + _("VRAM total"), [scaled(d.memory_total, GIB) if d else None for d in devs], "dot", "#888")
             ollama = [
                 sum(p.gpu_memory or 0 for p in s.processes if p.device == info.index and p.is_ollama) for s in samples
             ]
             if any(ollama):
-                line(1, f"{tag}VRAM held by Ollama", [v / GIB for v in ollama], "dash")
-            line(2, f"{tag}GPU util", [d.gpu_util if d else None for d in devs])
-            line(2, f"{tag}memory util", [d.memory_util if d else None for d in devs], "dash")
-            line(3, f"{tag}power draw", [d.power_draw if d else None for d in devs])
-            line(3, f"{tag}power limit", [d.power_limit if d else None for d in devs], "dot", "#888")
+                line(1, tag + _("VRAM held by Ollama"), [v / GIB for v in ollama], "dash")
+            line(2, tag + _("GPU util"), [d.gpu_util if d else None for d in devs])
+            line(2, tag + _("memory util"), [d.memory_util if d else None for d in devs], "dash")
+            line(3, tag + _("power draw"), [d.power_draw if d else None for d in devs])
+            line(3, tag + _("power limit"), [d.power_limit if d else None for d in devs], "dot", "#888")
         line(4, "CPU", [s.host.cpu_percent if s.host else None for s in samples])
         fig.update_yaxes(range=[0, 100], row=2, col=1)
         fig.update_yaxes(range=[0, 100], row=4, col=1)
     else:
         line(1, "CPU", [s.host.cpu_percent if s.host else None for s in samples])
-        line(2, "RAM used", [scaled(s.host.ram_used, GIB) if s.host else None for s in samples])
-        line(2, "RAM total", [scaled(s.host.ram_total, GIB) if s.host else None for s in samples], "dot", "#888")
+        line(2, _("RAM used"), [scaled(s.host.ram_used, GIB) if s.host else None for s in samples])
+        line(2, _("RAM total"), [scaled(s.host.ram_total, GIB) if s.host else None for s in samples], "dot", "#888")
         fig.update_yaxes(range=[0, 100], row=1, col=1)
     add_marks(fig, marks, running, now, len(titles), now - start)
     fig.update_xaxes(range=[when(start), when(now)])
@@ -441,7 +441,7 @@ def main() -> None:
     if choices:
         labels = {c: model_label(c) for c in choices}  # made in the run: AppTest calls format_func outside it
         st.selectbox(_("Model"), choices, key="gpu_model", format_func=labels.__getitem__)
-        st.text_area(_("Prompt"), DEFAULT_PROMPT, key="gpu_prompt", height=80)
+        st.text_area(_("Prompt"), _(DEFAULT_PROMPT), key="gpu_prompt", height=80)
     if "gpu_generate_error" in st.session_state:
         st.error(st.session_state["gpu_generate_error"], icon="⚠️")
 

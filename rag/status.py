@@ -118,31 +118,41 @@ def embedder_check(settings: Settings, status: OllamaStatus, embedder_name: str)
 class GpuPresence:
     found: bool
     names: tuple[str, ...]
-    reason: str
-    """Why no GPU was found (NVML's own words), or the driver version when one was."""
+    reason: str | Text
+    """Why no GPU was found (NVML's own words, a `Text` the UI translates where it knows them), or the driver
+    version when one was."""
 
 
 def gpu_presence() -> GpuPresence:
     try:
         import pynvml
     except ImportError:
-        return GpuPresence(False, (), "nvidia-ml-py is not installed")
+        return GpuPresence(False, (), Text("nvidia-ml-py is not installed"))
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
-        return GpuPresence(False, (), f"NVML: {exc}")
+        return GpuPresence(False, (), _nvml_error(exc))
     try:
         count = pynvml.nvmlDeviceGetCount()
         names = tuple(str(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))) for i in range(count))
         driver = pynvml.nvmlSystemGetDriverVersion()
         return GpuPresence(bool(names), names, f"driver {driver}")
     except pynvml.NVMLError as exc:
-        return GpuPresence(False, (), f"NVML: {exc}")
+        return GpuPresence(False, (), _nvml_error(exc))
     finally:
         try:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
+
+
+def _nvml_error(exc: Exception) -> Text:
+    """NVML's words for why it failed ("NVML Shared Library Not Found"), as a text a UI may translate: the Chinese
+    sidebar said "（NVML: NVML Shared Library Not Found）" on every machine without an NVIDIA driver."""
+    from rag.gpu.nvml import NVML_MESSAGES
+
+    words = str(exc)
+    return Text("NVML: {error}", error=Text(words) if words in NVML_MESSAGES else words)
 
 
 def gpu_check(presence: GpuPresence) -> Check:

@@ -189,11 +189,67 @@ def _en_known(texts: Iterable[str]) -> set[str]:
     return {_en_key(w) for text in texts for w in _en_words(text)}
 
 
+_ASKS_FOR_EN = {
+    "heav": "weight",
+    "weig": "weight",
+    "big": "size",
+    "larg": "size",
+    "smal": "size",
+    "long": "length duration",
+    "tall": "height",
+    "high": "height",
+    "wide": "width",
+    "deep": "depth",
+    "old": "age",
+    "far": "distance",
+    "fast": "speed",
+    "quic": "speed",
+    "expe": "price cost",
+    "chea": "price cost",
+    "cost": "price",
+    "pric": "cost",
+    "much": "price cost amount",
+    "many": "number count",
+    "ofte": "frequency",
+    "wher": "location place",
+}
+"""The noun a question's word asks for (by its first four letters, `_en_key`): a rewrite of "How heavy is it?" as
+"What is the weight of Model 5?" says it in other words, and a Chromium walk saw "weight" refused as the model's
+own guess."""
+_ASKS_FOR_ZH = {
+    "多重": "重量",
+    "多沉": "重量",
+    "多少钱": "价格 售价 价钱 费用",
+    "多贵": "价格 售价 价钱",
+    "多大": "大小 尺寸 面积 规模 年龄",
+    "几岁": "年龄",
+    "多长": "长度 时长",
+    "多高": "高度",
+    "多宽": "宽度",
+    "多深": "深度",
+    "多远": "距离",
+    "多快": "速度",
+    "多久": "时间 期限 时长",
+}
+"""The same in Chinese: "它有多重？" rewritten "…的重量是多少？" keeps its question (the walk's was taken for the
+question before it asked again)."""
+
+
+def asked_for(question: str) -> str:
+    """The nouns `question`'s words ask for ("weight" of "How heavy is it?", 重量 of "它有多重？"), as one text."""
+    words = [
+        _ASKS_FOR_EN[key] for key in dict.fromkeys(map(_en_key, _en_words(question.lower()))) if key in _ASKS_FOR_EN
+    ]
+    words += [nouns for phrase, nouns in _ASKS_FOR_ZH.items() if phrase in question]
+    return " ".join(words)
+
+
 def added_words(rewrite: str, question: str, history: Iterable[str]) -> list[str]:
-    """The words of `rewrite` found neither in `question` nor in the `history` texts: the model's own
-    (English words compared by their first four letters, so "servers" meets "server"; numbers whole;
-    Chinese as character pairs, a pair that only joins two known words being no new word)."""
-    said = [question, *history]
+    """The words of `rewrite` found neither in `question` nor in the `history` texts, nor among the nouns the question
+    asks for (`asked_for`): the model's own (English words compared by their first four letters, so "servers"
+    meets "server"; numbers whole; Chinese as character pairs, a pair that only joins two known words being no new
+    word)."""
+    said = [question, *history, asked_for(question)]
     added: list[str] = []
     known_en = _en_known(said)
     stripped = MARKER.sub(" ", rewrite)
@@ -292,7 +348,7 @@ def repeats_earlier(rewrite: str, question: str, earlier: Iterable[str]) -> bool
     question before them, "When did the first people come to Hawaii?", and "那她的父亲呢？" as "元皇后是哪位
     帝王的皇后？"; the answers then answered the earlier question."""
     said = _asked_terms(rewrite)
-    own = _asked_terms(question)
+    own = _asked_terms(question) | _asked_terms(asked_for(question))  # "重量" is "多重"'s, "weight" "heavy"'s
     asks = _asking_words(rewrite)
     for before in earlier:
         asked = _asked_terms(before)

@@ -142,6 +142,19 @@ def cuda_version_text(version: int) -> str:
     return f"{version // 1000}.{(version % 1000) // 10}"
 
 
+NVML_MESSAGES = (
+    "NVML Shared Library Not Found",
+    "Driver Not Loaded",
+    "Insufficient Permissions",
+    "Unknown Error",
+    "Not Supported",
+    "GPU is lost",
+    "No permission",
+)
+"""NVML's own words for why it failed (pynvml's `NVMLError` texts) that a UI shows translated where it knows them
+(the Chinese sidebar said "（NVML: NVML Shared Library Not Found）" on every machine without an NVIDIA driver)."""
+
+
 def no_gpu_hint(reason: str) -> str:
     """What to check, for the reason NVML gave for not seeing a GPU."""
     low = reason.lower()

@@ -219,10 +219,14 @@ def test_a_refused_rewrite_is_searched_with_the_thing_the_conversation_named_las
 
     history = list(MODELS_ASKED)
     searched = ["How much does Model 4 cost?", "How much does Model 4 cost? And Model 5?", "What is the warranty?"]
+    model = ScriptedModel([StreamEvent("content", "What is the shipping weight of Model 4?")])
+    result = rewrite_query(model, history, "How heavy is it?", searched=searched)
+    assert "named what the conversation spoke of before the last and added words nobody said (shipping)" in result.note
+    assert result.query == "What is the warranty? How heavy is it? (Model 5)"
+    # "weight" is what "How heavy" asks for, not the model's guess (a walk saw the right rewrite refused for it).
     model = ScriptedModel([StreamEvent("content", "What is the weight of Model 4?")])
     result = rewrite_query(model, history, "How heavy is it?", searched=searched)
-    assert "named what the conversation spoke of before the last and added words nobody said (weight)" in result.note
-    assert result.query == "What is the warranty? How heavy is it? (Model 5)"
+    assert result.query == "What is the weight of Model 5?" and "added words" not in result.note
     # Without the searches (`rag ask --history`): the user's words alone say it too.
     assert with_previous(history, "How heavy is it?") == "What is the warranty? How heavy is it? (Model 5)"
     # A search that names it alone needs it not again; one naming it beside another does.
@@ -270,3 +274,12 @@ def test_a_chinese_follow_up_is_searched_and_asked_with_the_model_the_conversati
     texts = [m.content for m in history]
     assert latest_numbered("型号4的重量是多少？", "它有多重？", texts) == "型号5的重量是多少？"
     assert latest_numbered("型号4的重量是多少？", "型号4有多重？", texts) == "型号4的重量是多少？"
+    # The walk's rewrite "型号4和型号5的手机重量是多少？" was taken for the questions before asked again: 重量 is what
+    # 多重 asks for. Its 手机 (phones) is the model's own word, and said so.
+    from rag.generate.followup import added_words, repeats_earlier
+
+    asked = [m.content for m in history if m.role == "user"]
+    assert not repeats_earlier("型号4和型号5的手机重量是多少？", "它有多重？", asked)
+    assert repeats_earlier("型号4和型号5多少钱？", "它有多重？", asked)
+    assert added_words("型号5的重量是多少？", "它有多重？", texts) == []
+    assert added_words("型号5的手机重量是多少？", "它有多重？", texts) == ["手机重"]

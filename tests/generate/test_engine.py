@@ -261,7 +261,7 @@ def test_the_model_is_asked_the_follow_up_with_what_it_points_back_to(
     def answer(request: Request) -> Response:
         messages = request.get_json()["messages"]
         if "Standalone query:" in messages[-1]["content"]:
-            text = "What is the weight of Model 4?"  # "weight" nobody said: refused
+            text = "What is the shipping weight of Model 4?"  # "shipping" nobody said: refused
         else:
             text = "Model 5 weighs 110 kg [1]."
         return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)

@@ -89,6 +89,7 @@ def used_ids() -> set[str]:
     ids |= {t for path in sorted((ROOT / "rag").rglob("*.py")) for t in text_templates(path)}  # rag.text.Text
     ids |= set(i18n.COLUMNS)  # the tables' column labels
     from rag import chunking
+    from rag.gpu import nvml
 
     chunk_words = {
         chunking.CUSTOM,
@@ -102,6 +103,8 @@ def used_ids() -> set[str]:
         | set(DYNAMIC)
         | chunk_words
         | {constant("pages/chat.py", "BADGE_LEGEND"), constant("pages/upload.py", "LEGEND")}
+        | {constant("pages/gpu.py", "DEFAULT_PROMPT")}
+        | set(nvml.NVML_MESSAGES)  # NVML's own words, shown translated
     )
 
 
@@ -504,3 +507,16 @@ def test_an_exported_conversation_is_written_in_the_users_language(monkeypatch) 
     text = generate.export_markdown([miscited], say=i18n.tr, source_line=i18n.export_source)
     assert "*⚠️ 1 句中有 1 句引用的来源并不包含它，包含它的是 [1]*" in text
     assert f"(hybrid #1 · vector #1 (0.62) · keyword: not found, chunk {ranked.hit.id})" in english
+
+
+def test_nvmls_own_words_are_shown_in_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Chinese sidebar said "没有找到 NVIDIA GPU（NVML: NVML Shared Library Not Found）" on every machine
+    without an NVIDIA driver; the GPU page's chart kept "RAM used"."""
+    from rag import status
+
+    check = status.gpu_check(status.GpuPresence(False, (), status._nvml_error(Exception("Driver Not Loaded"))))
+    monkeypatch.setattr(i18n, "language", lambda: "zh")
+    assert i18n.tr(check.summary) == "没有找到 NVIDIA GPU（NVML：驱动未加载）"
+    assert i18n.tr(status._nvml_error(Exception("Some {new} error"))) == "NVML：Some {new} error"  # as NVML says it
+    monkeypatch.setattr(i18n, "language", lambda: "en")
+    assert i18n.tr(check.summary) == "no NVIDIA GPU found (NVML: Driver Not Loaded)"

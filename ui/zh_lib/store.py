@@ -160,6 +160,16 @@ ZH: dict[str, str] = {
     "passage not found in the document (approximate match)": "文档中找不到该段落（近似匹配）",
     # -- rag.gpu.nvml, sampler: why NVML sees no GPU, and what to check
     "nvidia-ml-py is not installed: run 'pip install nvidia-ml-py'": "未安装 nvidia-ml-py：请运行 'pip install nvidia-ml-py'",
+    "nvidia-ml-py is not installed": "未安装 nvidia-ml-py",
+    # NVML's own words for why it failed (rag.status, rag.gpu.sampler), shown in the sidebar and on the GPU page.
+    "NVML: {error}": "NVML：{error}",
+    "NVML Shared Library Not Found": "找不到 NVML 共享库",
+    "Driver Not Loaded": "驱动未加载",
+    "Insufficient Permissions": "权限不足",
+    "Unknown Error": "未知错误",
+    "Not Supported": "不支持",
+    "GPU is lost": "GPU 已丢失",
+    "No permission": "没有权限",
     "NVML found no NVIDIA GPU (driver {driver})": "NVML 没有找到 NVIDIA GPU（驱动 {driver}）",
     "NVML found no NVIDIA GPU": "NVML 没有找到 NVIDIA GPU",
     "every GPU failed: {problems}": "所有 GPU 都出错了：{problems}",
