@@ -986,27 +986,21 @@ def _answer(turn: Turn) -> None:
                 st.badge(_("matched to sources, not cited by the model"), icon="≈", color="gray")
             elif check.uncited and turn.answer:
                 st.badge(_("uncited"), icon="⚠️", color="orange")
-            unsupported = len(grounding.flagged) - len(grounding.miscited)
-            if unsupported:
-                st.badge(
-                    _(
-                        "{k} of {sentences} not supported by the sources",
-                        k=unsupported,
-                        sentences=count(grounding.judged, "sentence"),
-                    ),
-                    icon="⚠️",
-                    color="orange",
-                )
-            if grounding.miscited:
-                st.badge(
+            sentences = count(grounding.judged, "sentence")
+            unsupported, miscited = len(grounding.flagged) - len(grounding.miscited), len(grounding.miscited)
+            for k, said in (
+                (unsupported, _("{k} of {sentences} not supported by the sources", k=unsupported, sentences=sentences)),
+                (
+                    miscited,
                     _(
                         "{k} of {sentences} citing a source that does not hold it (≈ n: the one that does)",
-                        k=len(grounding.miscited),
-                        sentences=count(grounding.judged, "sentence"),
+                        k=miscited,
+                        sentences=sentences,
                     ),
-                    icon="⚠️",
-                    color="orange",
-                )
+                ),
+            ):
+                if k:
+                    st.badge(said, icon="⚠️", color="orange")
             if grounding.padding:
                 st.badge(
                     _(

@@ -180,10 +180,11 @@ def test_sources_answer_and_citations_with_ollama(kb: Store, ollama: HTTPServer)
     ), cards
     assert "Quarterly report. Revenue rose eleven percent on subscriptions in the third quarter." in markdown(at)
     # The answer, with its markers as badges that link to their source's card; [7] points at no source
-    # (no card, no link) and is flagged.
+    # (no card, no link) and is flagged, with the source that holds the sentence beside it as matched.
+    holder = next(s.n for s in turn.sources if "42 cents" in s.hit.content)
     assert (
-        f"Revenue rose eleven percent [:blue-badge[1]](#source-{turn.id}-1). It paid 42 cents :red-badge[⚠ 7]."
-        in markdown(at)
+        f"Revenue rose eleven percent [:blue-badge[1]](#source-{turn.id}-1). It paid 42 cents :red-badge[⚠ 7] "
+        f"[:gray-badge[≈ {holder}]](#source-{turn.id}-{holder})." in markdown(at)
     )
     assert turn.answer == "Revenue rose eleven percent [1]. It paid 42 cents [7]."
     assert (turn.citations.cited, turn.citations.unknown) == ((1,), (7,))
