@@ -1041,17 +1041,19 @@ def _answer(turn: Turn) -> None:
         st.caption(_("The answer cites no source: check it against the sources before trusting it."))
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(_(BADGE_LEGEND))
-    if not turn.agent and check.cited:
+    # The sources the answer cites, then those that hold a sentence it cites another one for (its grey ≈ n).
+    holding = [n for s in grounding.miscited for n in s.backing if n not in check.cited]
+    if not turn.agent and (check.cited or holding):
         by_n = {s.n: s for s in turn.sources}
         with st.container(horizontal=True, gap="small"):
-            for n in check.cited:
+            for n in dict.fromkeys([*check.cited, *holding]):
                 gone = n in turn.gone
                 st.button(
                     i18n.source_label(by_n[n]) + (_(" · deleted since") if gone else ""),
                     key=f"chat_cite_{turn.id}_{n}",
                     on_click=_open_source,
                     args=(turn.id, n),
-                    icon="🗑️" if gone else "📄" if n in grounding.cited else "❔",
+                    icon="🗑️" if gone else "📄" if n in grounding.cited else "📌" if n in holding else "❔",
                     type="tertiary",
                     help=(
                         _(
@@ -1060,7 +1062,13 @@ def _answer(turn: Turn) -> None:
                         )
                         if gone
                         else _("Open this source and its page")
-                        + ("" if n in grounding.cited else _(" (it does not support the sentence citing it)"))
+                        + (
+                            ""
+                            if n in grounding.cited
+                            else _(" (it holds a sentence the answer cites another source for)")
+                            if n in holding
+                            else _(" (it does not support the sentence citing it)")
+                        )
                     ),
                 )
 

@@ -165,6 +165,7 @@ ZH: dict[str, str] = {
     "Its document was deleted or replaced after this answer: the card shows the text the answer was written from": "它所在的文档在此回答之后被删除或替换：卡片中显示的是回答当时依据的文字",
     "Open this source and its page": "打开这个来源及其页面",
     " (it does not support the sentence citing it)": "（它不支持引用它的句子）",
+    " (it holds a sentence the answer cites another source for)": "（答案中有一句引用了别的来源，而包含它的是这个来源）",
     # -- chat: the live answer
     "Stop": "停止",
     "Stopping…": "正在停止…",

@@ -292,6 +292,13 @@ def test_a_sentence_citing_the_wrong_source_shows_the_one_that_holds_it(kb: Stor
     shown = [m.value for m in at.markdown]
     assert any("1 of 1 sentence citing a source that does not hold it (≈ n: the one that does)" in v for v in shown)
     assert not any("not supported by the sources" in v for v in shown)
+    # Its source has a button beside the cited one's, which opens its card.
+    holder = at.button(key=f"chat_cite_{turn.id}_1")
+    assert holder.proto.icon == "📌" and "holds a sentence the answer cites another source for" in holder.help
+    holder.click()
+    run(at)
+    assert at.session_state[f"chat_src_{turn.id}_1"] is True  # its card opened
+    assert not at.session_state[f"chat_src_{turn.id}_2"]
 
 
 # -- (2) thinking ------------------------------------------------------------------------------------
