@@ -207,6 +207,8 @@ class Controls:
     """Agent mode's forced route; None: the router picks."""
     allowed_tools: tuple[str, ...] = ()
     """Tools that may change things which the user allowed (agent mode runs no other such tool)."""
+    saved: ConversationInfo | None = None
+    """The stored conversation the turns are kept in, as the sidebar listed it (None: not stored yet)."""
 
 
 def _turns() -> list[Turn]:
@@ -375,12 +377,13 @@ def _delete_conversation(store: Store, conversation_id: str) -> None:
     st.session_state["chat_delete_confirm"] = False
 
 
-def _conversations_section(store: Store | None) -> None:
-    """Past conversations: open one, rename, export or delete the current one, or start a new one."""
+def _conversations_section(store: Store | None) -> ConversationInfo | None:
+    """Past conversations: open one, rename, export or delete the current one, or start a new one. Returns the
+    current one as listed (None: not stored yet, or no database), for the page's own export."""
     with st.expander(_("Conversations"), icon="🗂️"):
         if store is None:
             st.caption(_("Conversations are kept in the database, which is not available."))
-            return
+            return None
         flash = st.session_state.pop("_chat_flash", None)
         if flash:
             st.error(tr(flash), icon="⚠️")
@@ -389,7 +392,7 @@ def _conversations_section(store: Store | None) -> None:
             saved = store.conversations.list()
         except RagError as exc:
             widgets.show_error(exc, _("Conversations"))
-            return
+            return None
         by_id = {str(c.id): c for c in saved}
         current = st.session_state.get(CONVERSATION)
         if saved:
@@ -416,7 +419,7 @@ def _conversations_section(store: Store | None) -> None:
         else:
             st.caption(_("None yet: each answer is saved, and a conversation shows here after its first one."))
         if current not in by_id:
-            return
+            return None
         info = by_id[current]
         st.caption(
             _(
@@ -475,13 +478,14 @@ def _conversations_section(store: Store | None) -> None:
             on_click=_delete_conversation,
             args=(store, current),
         )
+        return info
 
 
 def _controls(store: Store | None, settings: Settings) -> Controls:
     _set_defaults()
     with st.sidebar:
         st.markdown("### " + _("Chat"))
-        _conversations_section(store)
+        saved = _conversations_section(store)
         kbs = []
         if store is not None:
             try:
@@ -655,6 +659,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
         model=model,
         route=route,
         allowed_tools=allowed,
+        saved=saved,
     )
 
 
@@ -1383,19 +1388,7 @@ def _markdown_export(info: ConversationInfo | None, turns: Sequence[Turn]) -> tu
     return markdown, f"conversation-{info.created_at:%Y%m%d-%H%M}.md"
 
 
-def _saved_info() -> ConversationInfo | None:
-    """The stored conversation these turns are kept in, if any (and the database is there)."""
-    store = widgets.try_store()
-    current = st.session_state.get(CONVERSATION)
-    if store is None or current is None:
-        return None
-    try:
-        return store.conversations.get(current)
-    except RagError:
-        return None
-
-
-def _toolbar(turns: Sequence[Turn]) -> None:
+def _toolbar(turns: Sequence[Turn], saved: ConversationInfo | None) -> None:
     if not turns:
         return
     with st.container(horizontal=True, vertical_alignment="center"):
@@ -1408,7 +1401,7 @@ def _toolbar(turns: Sequence[Turn]) -> None:
         )
         # The stored conversation's, as the sidebar's export writes it (a walk got two files: its title against
         # "# Conversation", its start against the time of the click).
-        markdown, name = _markdown_export(_saved_info(), turns)
+        markdown, name = _markdown_export(saved, turns)
         st.download_button(
             _("Export as Markdown"),
             data=markdown,
@@ -1465,7 +1458,7 @@ def main() -> None:
         _ask(question.strip(), controls, store, settings)
     elif live is not None:
         _render_turn(live.turn.question, live, sources_open=True)
-    _toolbar(_turns())
+    _toolbar(_turns(), controls.saved)
     if len(_turns()) != told:
         # The sidebar was drawn before this run's answer was done: its turn count and its exports left it out (a
         # walk exported three of four turns). Drawn again with it.
