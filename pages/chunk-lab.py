@@ -1006,7 +1006,7 @@ def _tune_questions(source: Source) -> list[Question]:
     if model is not None and not running:
         seconds = tuning.estimate_seconds(int(n), model, language_of(source.doc.text[:4000]))
         load = machine_load()
-        busy = [tr(busy_note(load))] if load is not None and load.busy else []
+        busy = tr(busy_note(load)) if load is not None and load.busy else ""
         estimate = _(
             "{model} will write {n} questions: about {duration} on a quiet CPU (longer on a busy one, or "
             "while the model loads).",
@@ -1014,7 +1014,7 @@ def _tune_questions(source: Source) -> list[Question]:
             n=int(n),
             duration=_seconds(seconds),
         )
-        st.caption("⏱️ " + sentences(estimate, *busy))  # no space after "。" in Chinese
+        st.caption("⏱️ " + sentences(estimate, busy))  # no space after "。" in Chinese; an empty one is left out
     last = kept.get("last")
     if last is not None and not running:
         note = _(

@@ -83,15 +83,15 @@ def join_wrapped_lines(text: str) -> str:
 _NEWLINE = ord("\n")
 
 
+def _cells(code: int) -> int:
+    """A character's width in half-width cells: 2 full-width or wide, else 1."""
+    return 2 if unicodedata.east_asian_width(chr(code)) in "WF" else 1
+
+
 @functools.cache
 def _basic_plane_cells() -> np.ndarray:
-    """Each character's width in half-width cells (2 full-width or wide, else 1) for the first 65,536 code
-    points, asked of `unicodedata` once per process (~10 ms)."""
-    return np.fromiter(
-        (2 if unicodedata.east_asian_width(chr(code)) in "WF" else 1 for code in range(0x10000)),
-        dtype=np.int64,
-        count=0x10000,
-    )
+    """`_cells` of the first 65,536 code points, asked of `unicodedata` once per process (~10 ms)."""
+    return np.fromiter(map(_cells, range(0x10000)), dtype=np.int64, count=0x10000)
 
 
 def _line_widths(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +102,7 @@ def _line_widths(text: str) -> tuple[np.ndarray, np.ndarray]:
     cells = _basic_plane_cells()[np.minimum(codes, 0xFFFF)]
     beyond = np.flatnonzero(codes > 0xFFFF)
     if beyond.size:  # rare (emoji, the ideographs past the first plane): asked one by one
-        cells[beyond] = [2 if unicodedata.east_asian_width(chr(code)) in "WF" else 1 for code in codes[beyond].tolist()]
+        cells[beyond] = [_cells(code) for code in codes[beyond].tolist()]
     cells[newlines] = 0
     total = np.concatenate(([0], np.cumsum(cells)))
     ends = np.append(newlines, len(codes))

@@ -877,13 +877,12 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
             terms = terms + carried
         else:
             carried = []
-        held_figures = window_figures
         figures_said = [f for f in claim_figures if f not in each]
-        if any(all(f.value != g.value for g in held_figures) for f in figures_said):
+        if any(all(f.value != g.value for g in window_figures) for f in figures_said):
             reasons.append("numbers")
             continue
-        if moved(figures_said, held_figures) or _other_ones(
-            figures_said, held_figures, claim_terms, terms, claim.text, source.text
+        if moved(figures_said, window_figures) or _other_ones(
+            figures_said, window_figures, claim_terms, terms, claim.text, source.text
         ):
             reasons.append("moved number")
             continue

@@ -38,8 +38,8 @@ class Turn:
     query: str
     """What was searched: the question, or its standalone rewrite."""
     subject: str = ""
-    """What a follow-up points back to, named by a number ("Model 5" of "How heavy is it?"; rag.generate.rewrite
-    `Rewrite.subject`): told to the model with the question."""
+    """What a follow-up points back to, named by a number ("Model 5" of "How heavy is it?";
+    `rag.generate.rewrite.subject_of`): told to the model with the question."""
     kbs: tuple[str, ...] = ()
     mode: str = DEFAULT_MODE
     sources: tuple[Source, ...] = ()

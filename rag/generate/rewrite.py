@@ -223,8 +223,8 @@ def rewrite_query(
     guessed = added_words(query, question, [*(m.content for m in _recent(history)), *searched[-MAX_TURNS:]])
     latest = latest_numbered(query, question, [m.content for m in _recent(history)])
     if guessed and latest != query:
-        # Both said: a walk read "added words nobody said (weight)" alone as blaming a fair word for "heavy", where
-        # the rewrite's fault was the model it named.
+        # Both said: a walk read "added words nobody said" alone as blaming the words, where the rewrite's fault was
+        # (also) the model it named.
         return refused(
             Text(
                 "The model's rewrite ({rewrite}) named what the conversation spoke of before the last and added "

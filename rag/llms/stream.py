@@ -356,7 +356,7 @@ def collect(
     its next yield point): the model is stopped then and the exception goes on, as does the producer's own (a
     ModelError). Iterated in the caller's thread instead, the model's minutes of reading a prompt on a CPU had no
     yield point, and no Stop."""
-    parts: list[str] = []
+    written = ""
     runner: Runner[StreamEvent] = Runner(produce, name=name, log_unexpected=False)
     seen = 0
     try:
@@ -365,8 +365,8 @@ def collect(
             seen += len(events)
             for event in events:
                 if event.kind == "content":
-                    parts.append(event.text)
-                    if enough("".join(parts)):
+                    written += event.text  # not joined again from its parts at every token
+                    if enough(written):
                         runner.stop()
                 elif event.kind == "queue" and event.place is not None and on_place is not None:
                     on_place(event.place)
@@ -379,4 +379,4 @@ def collect(
         raise
     if runner.exception is not None:
         raise runner.exception
-    return "".join(parts)
+    return written
