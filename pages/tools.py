@@ -160,8 +160,9 @@ def own_tools_section() -> None:
         st.error(tr(exc), icon="⚠️")
         return
     name = st.selectbox(_("Tool"), names, key="own_tool")
-    with st.expander(f"`{name}` — {first_line(tools.description(name))}"):
-        st.markdown(tools.description(name))
+    described = tr(tools.described(name))  # the models read it in English; the user in the page's language
+    with st.expander(f"`{name}` — {first_line(described)}"):
+        st.markdown(described)
         st.caption(_("Input schema"))
         st.json(tools.input_schema(name), expanded=True)
     call_by_hand("own", name, tools.input_schema(name), lambda arguments: tools.call(name, arguments))

@@ -288,7 +288,11 @@ def _new_in_run(run: str, known_text: str, known_chars: set[str]) -> list[str]:
         elif not flag and start is not None:
             word = run[start : i + 1]
             if i - start >= 2 or any(new(c) for c in word):
-                words.append(word)
+                # Shown without a character it shares with a said pair at either end: "手机" of "手机重量" where
+                # 重量 was said, not "手机重".
+                first = start + (start > 0 and i - start >= 2 and not new(run[start]))
+                last = i - (i < len(run) - 1 and i - first >= 2 and not new(run[i]))
+                words.append(run[first : last + 1])
                 covered.update(range(start, i + 1))
             start = None
     # A new character between function characters ("的赦是") is in no pair that is checked.

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from rag.errors import RagError
 from rag.settings import Settings, get_settings
 from rag.store import Hit, Store
+from rag.text import Text
 
 if TYPE_CHECKING:
     from rag.agent.mcp_client import ToolCallResult
@@ -355,9 +356,16 @@ class KnowledgeBaseTools:
         return Tool.from_function(as_tool_error(getattr(self, name))).parameters
 
     def description(self, name: str) -> str:
-        text = inspect.cleandoc(getattr(self, name).__doc__ or "")
+        """What MCP clients read of a tool (in English: models read it)."""
+        return str(self.described(name))
+
+    def described(self, name: str) -> Text:
+        """The same as a `Text`, for the Tools page to show in the user's language."""
+        if name not in self.tool_names():
+            raise KeyError(name)
+        text = Text(tool_description(name))
         if name == "ingest_file":
-            text += " Allowed folders: " + _roots_text(self.roots)
+            return Text("{what} Allowed folders: {roots}", what=text, roots=_roots_text(self.roots))
         return text
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCallResult:
@@ -534,3 +542,12 @@ class KnowledgeBaseTools:
         return IngestOutcome(
             path=str(real), knowledge_base=knowledge, status=result.status, pages=result.pages, chunks=result.chunks
         )
+
+
+EVERY_TOOL = (*TOOL_NAMES, ASK_TOOL, "ingest_file")
+"""Every tool a server may have (`KnowledgeBaseTools.tool_names`: the ones this one has)."""
+
+
+def tool_description(name: str) -> str:
+    """A tool's description, its method's docstring: those of `EVERY_TOOL` are in the Chinese catalogue."""
+    return inspect.cleandoc(getattr(KnowledgeBaseTools, name).__doc__ or "")

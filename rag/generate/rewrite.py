@@ -128,14 +128,22 @@ def answered_instead(rewrite: str, question: str) -> bool:
     return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
-def other_script(rewrite: str, question: str) -> bool:
-    """Whether `rewrite` is written in another language than `question`: Qwen 1.5B rewrote a Chinese follow-up in
-    English, which the Chinese passages' keywords do not match. A Chinese question's rewrite is Chinese where it
-    holds Chinese words at all: by `rag.scripts.language_of` alone, "Tobias Marrin 哪一年退休？" (a name in Latin
-    letters outweighing the Chinese) was refused as English."""
-    if language_of(question) == "zh":
-        return len(HAN_CHAR.findall(rewrite)) < 2
-    return language_of(rewrite) != "en"
+def other_script(rewrite: str, question: str, before: str = "") -> bool:
+    """Whether `rewrite` is written in another language than `question` and than `before`, the question asked before
+    it: Qwen 1.5B rewrote a Chinese follow-up in English, which the Chinese passages' keywords do not match. A
+    follow-up asked in another language than the conversation ("那型号5呢？" after "How much does Model 4 cost?")
+    may be rewritten in the conversation's ("Model 5 cost?"): its words are those the conversation used, which the
+    passages it was answered from match (refused, it was searched as "How much does Model 4 cost? 那型号5呢？");
+    a translation adding words nobody said is refused after this (`added_words`)."""
+    return not _same_language(rewrite, question) and not (before and _same_language(rewrite, before))
+
+
+def _same_language(rewrite: str, asked: str) -> bool:
+    """A Chinese question's rewrite is Chinese where it holds Chinese words at all: by `rag.scripts.language_of`
+    alone, "Tobias Marrin 哪一年退休？" (a name in Latin letters outweighing the Chinese) was refused as English."""
+    if language_of(asked) == "zh":
+        return len(HAN_CHAR.findall(rewrite)) >= 2
+    return language_of(rewrite) == "en"
 
 
 def rewrite_query(
@@ -185,15 +193,16 @@ def rewrite_query(
         return refused(
             Text("The model gave the follow-up back unchanged; searched for it with the question before it."),
         )
-    if other_script(query, question):
+    asked_before = [m.content for m in history if m.role == "user"]
+    if other_script(query, question, asked_before[-1] if asked_before else ""):
         return refused(
             Text(
-                "The model's rewrite ({rewrite}) is not in the question's language; searched for it with the "
-                "question before it.",
+                "The model's rewrite ({rewrite}) is not in the question's language nor in the conversation's; "
+                "searched for it with the question before it.",
                 rewrite=query,
             ),
         )
-    if repeats_earlier(query, question, [m.content for m in history if m.role == "user"]):
+    if repeats_earlier(query, question, asked_before):
         return refused(
             Text(
                 "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
@@ -209,7 +218,7 @@ def rewrite_query(
                 rewrite=query,
             ),
         )
-    figures = states_figure(query, question, [*(m.content for m in history if m.role == "user"), *searched])
+    figures = states_figure(query, question, [*asked_before, *searched])
     if figures:
         return refused(
             Text(

@@ -15,6 +15,7 @@ from rag.generate.followup import added_words, depends_on_conversation, keeps_qu
 from rag.generate.rewrite import rewrite_query, with_previous
 from rag.llms.types import Message, StreamEvent
 from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
+from rag.scripts import language_of
 from rag.store import Hit
 from tests.generate.test_watch import ScriptedModel
 
@@ -109,6 +110,13 @@ def test_a_rewrite_with_words_nobody_said_is_the_models_guess(rewrite: str, ques
     assert [word for word in guessed if not any(word in a for a in added)] == []
 
 
+def test_a_new_word_is_named_without_the_said_word_it_touches() -> None:
+    """A walk's note said the rewrite added "手机重": 重量 is what 多重 asks for, 手机 the word nobody said."""
+    said = ["型号4多少钱？", "型号4售价18,500元 [1]。", "那型号5呢？"]
+    assert added_words("型号4和型号5的手机重量是多少？", "它们有多重？", said) == ["手机"]
+    assert added_words("型号5的重量手机是多少？", "它有多重？", said) == ["手机"]
+
+
 @pytest.mark.parametrize(
     ("rewrite", "question"),
     [
@@ -178,10 +186,45 @@ def test_a_subject_an_earlier_search_named_is_no_guess() -> None:
     ],
 )
 def test_a_rewrite_in_another_language_than_the_question_is_refused(question: str, rewrite: str, refused: bool) -> None:
-    history = [Message("user", "赛里木湖 美庐别墅 HEAD Sayram Lake Tobias Marrin"), Message("assistant", "[1]")]
+    """The conversation before was in the question's language too: the rewrite's is nobody's."""
+    said = "说一说赛里木湖、美庐别墅、HEAD、Sayram Lake 和 Tobias Marrin 的情况。"
+    if language_of(question) == "en":
+        said = "Tell me more about 赛里木湖, 美庐别墅, HEAD, Sayram Lake and Tobias Marrin please."
+    assert language_of(said) == language_of(question)
+    history = [Message("user", said), Message("assistant", "[1]")]
     result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
     assert ("not in the question's language" in result.note) is refused
     assert (result.query == rewrite) is not refused
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered", "question", "rewrite", "note"),
+    [
+        # The conversation's language and words: searched as written (it was refused, and the follow-up searched as
+        # "How much does Model 4 cost? 那型号5呢？").
+        ("How much does Model 4 cost?", "$18,500.00 [1].", "那型号5呢？", "How much does Model 5 cost?", ""),
+        ("型号4多少钱？", "18,500元[1]。", "And Model 5?", "型号5多少钱？", ""),
+        # A translation putting in what nobody said is a guess still, in either language.
+        (
+            "How much does Model 4 cost?",
+            "$18,500.00 [1].",
+            "那型号5呢？",
+            "What is the warranty of Model 5?",
+            "warranty",
+        ),
+        # Neither the question's language nor the conversation's.
+        ("How much does Model 4 cost?", "$18,500.00 [1].", "And Model 5?", "型号5多少钱？", "not in the question's"),
+    ],
+)
+def test_a_follow_up_in_another_language_may_be_rewritten_in_the_conversations(
+    asked: str, answered: str, question: str, rewrite: str, note: str
+) -> None:
+    history = [Message("user", asked), Message("assistant", answered)]
+    result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
+    if note:
+        assert note in result.note and result.query != rewrite, result
+    else:
+        assert result.query == rewrite and result.note == "", result
 
 
 def _hit(name: str, score: float) -> Hit:

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 ZH: dict[str, str] = {
+    # -- rag.generate.kb_tools: the tools' descriptions, as the Tools page shows them (MCP clients read English)
+    "List the knowledge bases that can be searched, with their number of documents and chunks.": "列出可以检索的知识库，以及每个知识库的文档数和块数。",
+    "Search a knowledge base for the passages closest to a query (hybrid vector and keyword search).\n\nEach hit gives the file name, the pages and the passage text; cite the file and pages.": "在知识库中检索与查询最接近的段落（向量与关键词混合检索）。\n\n每条结果给出文件名、页码和段落文本；引用时请注明文件和页码。",
+    "Read one stored passage in full, by the id a search returned.": "按检索返回的 id 读取一个存储段落的全文。",
+    "Answer a question from a knowledge base: its passages are searched, the answer cites them as [n].\n\nThe same answer the chat page gives: follow-ups rewritten, the prompt fitted to the model's window.": "根据知识库回答问题：检索其中的段落，回答以 [n] 引用它们。\n\n与聊天页面给出的回答相同：追问会被改写，提示会按模型的上下文窗口裁剪。",
+    "Parse, chunk, embed and store one file into a knowledge base (only from the allowed folders).": "把一个文件解析、分块、嵌入并存入知识库（只能来自允许的文件夹）。",
+    "{what} Allowed folders: {roots}": "{what}允许的文件夹：{roots}",
     # -- rag.agent.routes (the fixed reasons "chosen by you", "small talk: no tools needed" and
     # "the default route" are in ui/zh.py: the chat page shows them too)
     "{path}: cannot read the routes ({error})": "{path}：无法读取路由（{error}）",

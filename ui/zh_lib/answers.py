@@ -61,8 +61,8 @@ ZH: dict[str, str] = {
     "还加入了问题和对话中都没有的词（{words}）；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) named what the conversation spoke of before the last: searched for {query} "
     "instead.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象：已改为检索 {query}。",
-    "The model's rewrite ({rewrite}) is not in the question's language; searched for it with the question before "
-    "it.": "模型的改写（{rewrite}）没有使用问题的语言；已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) is not in the question's language nor in the conversation's; searched for it "
+    "with the question before it.": "模型的改写（{rewrite}）既不是问题的语言，也不是之前对话的语言；已把追问和上一个问题一起检索。",
     # -- rag.generate.memory
     "the model wrote an empty summary": "模型写出的摘要是空的",
     # -- rag.generate.records: a stored turn
