@@ -100,6 +100,7 @@ BADGES = {
     generate.Status.CITED: ":blue-badge[{n}]",
     generate.Status.MATCHED: ":gray-badge[≈ {n}]",
     "unchecked": ":gray-badge[{n}]",
+    generate.Status.OTHER_LANGUAGE: ":gray-badge[🌐 {n}]",
     "unknown": ":red-badge[⚠ {n}]",
 }
 NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
@@ -108,7 +109,8 @@ BADGE_LEGEND = (
     "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and "
     "relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does "
     "not · grey ≈ n: matched to a source afterwards, not cited "
-    "by the model · grey n: too short to check · ⚠ no source: no passage holds the sentence's "
+    "by the model · grey n: too short to check · grey 🌐 n: the source is in another language, its words not "
+    "compared · ⚠ no source: no passage holds the sentence's "
     "words · red ⚠ n: no such source."
 )  # shown as _(BADGE_LEGEND)
 
@@ -1006,6 +1008,15 @@ def _answer(turn: Turn) -> None:
             ):
                 if k:
                     st.badge(said, icon="⚠️", color="orange")
+            if grounding.other_language:
+                st.badge(
+                    _(
+                        "{sentences} not checked: the sources are in another language",
+                        sentences=count(len(grounding.other_language), "sentence"),
+                    ),
+                    icon="🌐",
+                    color="gray",
+                )
             if grounding.padding:
                 st.badge(
                     _(

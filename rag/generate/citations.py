@@ -28,6 +28,7 @@ from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
 from rag.llms.choice import cites_by_itself  # the model-name rule lives with the models
+from rag.scripts import HAN_CHAR, language_of
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class Status:
     """No marker, but a source supports it."""
     SHORT = "short"
     """Too few content words to judge ("Yes.", a heading)."""
+    OTHER_LANGUAGE = "other language"
+    """Written in another language than every source it cites (or, citing none, than every source): its words
+    cannot be compared with theirs, so it is neither cited nor flagged. A Chinese answer "保修三年[3]" drawn
+    from "a three-year warranty" was called not supported by the sources."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ class SentenceCheck:
         support the sentence, another one it cites does) or "unchecked" (too short to judge)."""
         if self.status == Status.SHORT:
             return "unchecked"
+        if self.status == Status.OTHER_LANGUAGE:
+            return Status.OTHER_LANGUAGE
         if self.status in (Status.CITED, Status.MATCHED) and n not in self.backing:
             return "padding"
         return self.status
@@ -125,7 +132,12 @@ class Grounding:
 
     @property
     def judged(self) -> int:
-        return sum(s.status != Status.SHORT for s in self.sentences)
+        return sum(s.status not in (Status.SHORT, Status.OTHER_LANGUAGE) for s in self.sentences)
+
+    @property
+    def other_language(self) -> tuple[SentenceCheck, ...]:
+        """Sentences not checked: their sources are in another language (`Status.OTHER_LANGUAGE`)."""
+        return tuple(s for s in self.sentences if s.status == Status.OTHER_LANGUAGE)
 
     @property
     def miscited(self) -> tuple[SentenceCheck, ...]:
@@ -230,6 +242,7 @@ def check_grounding(
     give one, and costs a model call per cited sentence, so it is off unless given."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
+    languages = {n: language_of(text) for n, text in texts.items()}
     markers = marker_spans(answer)
     checks: list[SentenceCheck] = []
     cited: list[int] = []
@@ -273,11 +286,40 @@ def check_grounding(
             # Cited by the wrong number: the source that holds it is shown beside the orange one (the sentence
             # stays flagged: what it cites does not say it).
             backing = _held_elsewhere(answer[start:end], said, terms, texts, set(numbers), threshold, judge)
+        if status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED) and not backing:
+            compared = [texts[n] for n in (valid or texts)]
+            if _other_language(answer[start:end], compared, [languages[n] for n in (valid or texts)]):
+                status = Status.OTHER_LANGUAGE
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _other_language(sentence: str, passages: Sequence[str], languages: Sequence[str]) -> bool:
+    """Whether `sentence` is written in another language than all of `passages` and holds no figure they do not
+    (digits compare across languages: "110公斤" with "110 kg", not "25,000" with "21,000"): its words could not be
+    compared, so it is not known to be unsupported."""
+    language = _written_in(sentence)
+    if language is None or not passages or language in languages:
+        return False
+    held = {f.replace(",", "") for passage in passages for f in _FIGURE.findall(MARKER.sub(" ", passage))}
+    return all(f.replace(",", "") in held for f in _FIGURE.findall(MARKER.sub(" ", sentence)))
+
+
+def _written_in(sentence: str) -> str | None:
+    """The language a sentence is written in, where its words tell: "zh" (two Han characters or more, carrying it),
+    "en" (two Latin words or more and no Han), None for figures and the like ("18,500元", "$21,000.00"), which
+    any source's language may hold."""
+    language = language_of(sentence)
+    if language == "zh":
+        return language
+    return "en" if not HAN_CHAR.search(sentence) and len(_LATIN_WORD.findall(sentence)) >= 2 else None
 
 
 def _held_elsewhere(

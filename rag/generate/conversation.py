@@ -254,6 +254,14 @@ def export_markdown(
                     )
                 )
                 answer += f"\n\n*⚠️ {say(miscited)}*"
+            if grounding.other_language:
+                k = len(grounding.other_language)
+                other = (
+                    Text("{k} sentence not checked: in another language than its sources", k=k)
+                    if k == 1
+                    else Text("{k} sentences not checked: in another language than their sources", k=k)
+                )
+                answer += f"\n\n*🌐 {say(other)}*"
             if grounding.grounded:
                 answer += f"\n\n*✅ {say(Text('Every sentence is supported by the source it cites'))}*"
         rows.append((t.question, answer, t.sources))

@@ -241,3 +241,35 @@ def test_the_page_shown_first_is_the_one_the_citing_sentences_draw_on() -> None:
     assert cited_page(["It opened in 1887 [1]."], parts) == 1
     assert cited_page([], parts) == 1 and cited_page(["Nothing shared [1]."], parts) == 1  # a tie: the first
     assert cited_page(["x"], []) is None
+
+
+def test_a_sentence_in_another_language_than_its_sources_is_not_checked_neither_cited_nor_flagged() -> None:
+    """A Chinese question over an English price list: "保修三年[2]" (right: "a three-year warranty") was called not
+    supported by the sources, its words compared with English ones."""
+    sources = generate.number_sources(
+        [
+            hit("company.txt", (1,), "Harbour Freight runs two depots, in Leeds and in York."),
+            hit("prices.txt", (1,), "Model 5: $21,000.00, 110 kg. Every model comes with a three-year warranty."),
+            hit("公司.txt", (1,), "青山科技成立于2012年，创始人是李明。云账本售价299元，守望者售价899元。"),
+        ]
+    )
+    grounding = generate.check_grounding("保修三年[2]。型号5重110公斤[2]。", sources)
+    assert [s.status for s in grounding.sentences] == ["other language", "other language"]
+    assert grounding.other_language == grounding.sentences and grounding.judged == 0
+    assert not grounding.flagged and not grounding.grounded and grounding.cited == ()
+    shown = generate.annotate("保修三年[2]。", grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
+    assert shown == "保修三年<2 other language>。"
+    # Checked as before: a figure the source does not hold (digits compare across languages), a source in the
+    # sentence's language among those cited, figures alone, the same language.
+    for answer, status in (
+        ("型号5售价25,000美元[2]。", "not supported"),
+        ("保修三年[2][3]。", "not supported"),
+        ("$21,000.00 [2].", "cited"),
+        ("Model 5 costs $21,000.00 [2].", "cited"),
+        ("Model 5 costs $25,000.00 [2].", "not supported"),
+        ("云账本售价299元[3]。", "cited"),
+    ):
+        assert [s.status for s in generate.check_grounding(answer, sources).sentences] == [status], answer
+    # Citing nothing, in another language than every source: not flagged as said by none.
+    (sentence,) = generate.check_grounding("The company sells two products.", sources[2:]).sentences
+    assert sentence.status == "other language" and not sentence.flagged

@@ -90,6 +90,10 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
     md = generate.export_markdown([miscited])
     assert "*⚠️ 1 of 2 sentences not supported by the sources*" in md
     assert "*⚠️ 1 of 2 sentences cite a source that does not hold them, held by [1]*" in md
+    # A sentence in another language than its sources is said to be unchecked, neither supported nor not.
+    other = dataclasses.replace(checked, answer="收入增长了百分之十一[1]。", notes=())
+    md = generate.export_markdown([other])
+    assert "*🌐 1 sentence not checked: in another language than its sources*" in md and "⚠️" not in md
 
 
 def test_a_turn_as_json_names_the_cited_chunks() -> None:

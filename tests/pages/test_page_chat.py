@@ -972,3 +972,19 @@ def test_the_default_prompt_is_shown_in_the_uis_language(kb: Store) -> None:
     run(at)
     assert at.text_area(key="chat_system_prompt").value == "Answer in haiku. {sources}"
     assert not at.exception
+
+
+def test_a_sentence_in_another_language_than_its_sources_is_shown_unchecked(kb: Store, ollama: HTTPServer) -> None:
+    """A Chinese answer drawn from an English source: its words cannot be compared with the source's, so the badge
+    says so (grey 🌐) rather than "not supported by the sources"; no green badge either."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("收入增长了百分之十一[1]。"), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+
+    (turn,) = turns(at)
+    assert [s.status for s in turn.grounding.sentences] == ["other language"]
+    assert f"收入增长了百分之十一[:gray-badge[🌐 1]](#source-{turn.id}-1)。" in markdown(at)
+    shown = [m.value for m in at.markdown]
+    assert any("1 sentence not checked: the sources are in another language" in v for v in shown), shown
+    assert not any("not supported by the sources" in v or "cites " in v for v in shown)
