@@ -104,7 +104,8 @@ class SentenceCheck:
 
     def kind(self, n: int) -> str:
         """What the badge of cited number `n` says: a `Status`, "padding" (this source does not
-        support the sentence, another one it cites does) or "unchecked" (too short to judge)."""
+        support the sentence, another one it cites does) or "unchecked" (too short to judge); "other language" where
+        its words could not be compared with the source's."""
         if self.status == Status.SHORT:
             return "unchecked"
         if self.status == Status.OTHER_LANGUAGE:
@@ -287,8 +288,8 @@ def check_grounding(
             # stays flagged: what it cites does not say it).
             backing = _held_elsewhere(answer[start:end], said, terms, texts, set(numbers), threshold, judge)
         if status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED) and not backing:
-            compared = [texts[n] for n in (valid or texts)]
-            if _other_language(answer[start:end], compared, [languages[n] for n in (valid or texts)]):
+            compared = valid or list(texts)  # what it cites, or where nothing it cites exists, every source
+            if _other_language(answer[start:end], [texts[n] for n in compared], [languages[n] for n in compared]):
                 status = Status.OTHER_LANGUAGE
         if status == Status.CITED:
             cited += backing
