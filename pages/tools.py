@@ -162,7 +162,8 @@ def own_tools_section() -> None:
     name = st.selectbox(_("Tool"), names, key="own_tool")
     described = tr(tools.described(name))  # the models read it in English; the user in the page's language
     with st.expander(f"`{name}` — {first_line(described)}"):
-        st.markdown(described)
+        if described.strip() != first_line(described).strip():  # the title holds a one-line description whole
+            st.markdown(described)
         st.caption(_("Input schema"))
         st.json(tools.input_schema(name), expanded=True)
     call_by_hand("own", name, tools.input_schema(name), lambda arguments: tools.call(name, arguments))
@@ -246,10 +247,10 @@ def web_and_routes_section() -> None:
             [
                 {
                     "route": r.name,
-                    "tools": ", ".join(r.tools) or "none",
+                    "tools": ", ".join(r.tools) or _("none"),
                     "budget": r.budget,
                     "keywords": ", ".join(r.keywords),
-                    "what for": r.description,
+                    "what for": tr(r.description),
                 }
                 for r in routes
             ],

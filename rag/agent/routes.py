@@ -51,9 +51,10 @@ class Route:
 
 
 DEFAULT_ROUTES: tuple[Route, ...] = (
-    Route(CHIT_CHAT, (), 0, "Greetings, thanks and small talk: answered without tools"),
-    Route(DEFAULT, ("search_knowledge_base", "web_search"), 6, "The knowledge base and the web"),
-    Route(EXPERT, (ALL_TOOLS,), 12, "Every tool, MCP servers' included, with a larger budget"),
+    # Text: the Tools page shows them in the user's language (a routes.toml's own are shown as written).
+    Route(CHIT_CHAT, (), 0, Text("Greetings, thanks and small talk: answered without tools")),
+    Route(DEFAULT, ("search_knowledge_base", "web_search"), 6, Text("The knowledge base and the web")),
+    Route(EXPERT, (ALL_TOOLS,), 12, Text("Every tool, MCP servers' included, with a larger budget")),
 )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import RagError
 from rag.generate.budget import Budget
-from rag.generate.citations import CitationCheck, Grounding, check_citations, check_grounding
+from rag.generate.citations import CitationCheck, Grounding, Status, check_citations, check_grounding
 from rag.generate.prompt import Source
 from rag.llms.stream import Runner
 from rag.llms.types import GenerationStats, Message
@@ -263,7 +263,17 @@ def export_markdown(
                 )
                 answer += f"\n\n*🌐 {say(other)}*"
             if grounding.grounded:
-                answer += f"\n\n*✅ {say(Text('Every sentence is supported by the source it cites'))}*"
+                # A sentence the model left without a marker (shown ≈ n) is supported by no citation of its own.
+                every = not any(s.status == Status.UNCITED for s in grounding.sentences)
+                supported = (
+                    Text("Every sentence is supported by the source it cites")
+                    if every
+                    else Text("Every sentence citing a source is supported by it")
+                )
+                answer += f"\n\n*✅ {say(supported)}*"
+            elif t.citations.uncited:
+                cites_none = Text("The answer cites no source: check it against the sources before trusting it.")
+                answer += f"\n\n*⚠️ {say(cites_none)}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))
     return conversation_markdown(rows, used, say=say, source_line=source_line)

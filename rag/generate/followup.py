@@ -217,22 +217,23 @@ _ASKS_FOR_EN = {
 "What is the weight of Model 5?" says it in other words, and a Chromium walk saw "weight" refused as the model's
 own guess."""
 _ASKS_FOR_ZH = {
-    "多重": "重量",
-    "多沉": "重量",
-    "多少钱": "价格 售价 价钱 费用",
-    "多贵": "价格 售价 价钱",
-    "多大": "大小 尺寸 面积 规模 年龄",
-    "几岁": "年龄",
-    "多长": "长度 时长",
-    "多高": "高度",
-    "多宽": "宽度",
-    "多深": "深度",
-    "多远": "距离",
-    "多快": "速度",
-    "多久": "时间 期限 时长",
+    "多重": "重量 weight",
+    "多沉": "重量 weight",
+    "多少钱": "价格 售价 价钱 费用 price cost",
+    "多贵": "价格 售价 价钱 price cost",
+    "多大": "大小 尺寸 面积 规模 年龄 size age",
+    "几岁": "年龄 age",
+    "多长": "长度 时长 length duration",
+    "多高": "高度 height",
+    "多宽": "宽度 width",
+    "多深": "深度 depth",
+    "多远": "距离 distance",
+    "多快": "速度 speed",
+    "多久": "时间 期限 时长 duration",
 }
 """The same in Chinese: "它有多重？" rewritten "…的重量是多少？" keeps its question (the walk's was taken for the
-question before it asked again)."""
+question before it asked again); with the English nouns, for a Chinese follow-up in an English conversation
+rewritten in English ("它有多重？" after questions on Model 5: "Model 5 weight?", `rewrite.other_script`)."""
 
 
 def asked_for(question: str) -> str:

@@ -128,14 +128,14 @@ def answered_instead(rewrite: str, question: str) -> bool:
     return len(rewrite) > max(ANSWER_CHARS, 4 * len(question))
 
 
-def other_script(rewrite: str, question: str, before: str = "") -> bool:
-    """Whether `rewrite` is written in another language than `question` and than `before`, the question asked before
-    it: Qwen 1.5B rewrote a Chinese follow-up in English, which the Chinese passages' keywords do not match. A
+def other_script(rewrite: str, question: str, earlier: Sequence[str] = ()) -> bool:
+    """Whether `rewrite` is written in another language than `question` and than each of the `earlier` questions:
+    Qwen 1.5B rewrote a Chinese follow-up in English, which the Chinese passages' keywords do not match. A
     follow-up asked in another language than the conversation ("那型号5呢？" after "How much does Model 4 cost?")
     may be rewritten in the conversation's ("Model 5 cost?"): its words are those the conversation used, which the
     passages it was answered from match (refused, it was searched as "How much does Model 4 cost? 那型号5呢？");
     a translation adding words nobody said is refused after this (`added_words`)."""
-    return not _same_language(rewrite, question) and not (before and _same_language(rewrite, before))
+    return not any(_same_language(rewrite, asked) for asked in (question, *earlier[-MAX_TURNS:]))
 
 
 def _same_language(rewrite: str, asked: str) -> bool:
@@ -194,7 +194,7 @@ def rewrite_query(
             Text("The model gave the follow-up back unchanged; searched for it with the question before it."),
         )
     asked_before = [m.content for m in history if m.role == "user"]
-    if other_script(query, question, asked_before[-1] if asked_before else ""):
+    if other_script(query, question, asked_before):
         return refused(
             Text(
                 "The model's rewrite ({rewrite}) is not in the question's language nor in the conversation's; "

@@ -85,6 +85,15 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
     assert "*ℹ️ The model gave the follow-up back unchanged.*\n\n*⚠️ 1 of 2 sentences not supported by the sources*" in md
     grounded = dataclasses.replace(checked, answer="Revenue rose eleven percent [1].", notes=())
     assert "*✅ Every sentence is supported by the source it cites*" in generate.export_markdown([grounded])
+    # A sentence left without a marker (the page's ≈ n) is not said to be supported by a citation; an answer
+    # citing nothing says so, as the page does (a walk found both missing).
+    partly = dataclasses.replace(grounded, answer="The board approved a dividend. Revenue rose eleven percent [1].")
+    md = generate.export_markdown([partly])
+    assert "*✅ Every sentence citing a source is supported by it*" in md and "the source it cites" not in md
+    uncited = dataclasses.replace(grounded, answer="Revenue rose eleven percent.")
+    assert "*⚠️ The answer cites no source: check it against the sources before trusting it.*" in (
+        generate.export_markdown([uncited])
+    )
     # A sentence citing the wrong source says which one holds it, in the reader's language.
     miscited = dataclasses.replace(checked, answer="Revenue rose eleven percent [2]. Profits doubled [2].", notes=())
     md = generate.export_markdown([miscited])

@@ -212,6 +212,15 @@ def test_a_rewrite_in_another_language_than_the_question_is_refused(question: st
             "What is the warranty of Model 5?",
             "warranty",
         ),
+        # The conversation's language is that of its questions before, not only of the last one (a walk: "它有多重？"
+        # after two English questions and "那型号5呢？" was told its English rewrite was in neither).
+        (
+            "How much does Model 5 cost?|$21,000.00 [1].|那型号5呢？",
+            "Model 5 costs $21,000.00 [1].",
+            "它有多重？",
+            "Model 5 weight?",
+            "",
+        ),
         # Neither the question's language nor the conversation's.
         ("How much does Model 4 cost?", "$18,500.00 [1].", "And Model 5?", "型号5多少钱？", "not in the question's"),
     ],
@@ -219,7 +228,9 @@ def test_a_rewrite_in_another_language_than_the_question_is_refused(question: st
 def test_a_follow_up_in_another_language_may_be_rewritten_in_the_conversations(
     asked: str, answered: str, question: str, rewrite: str, note: str
 ) -> None:
-    history = [Message("user", asked), Message("assistant", answered)]
+    *before, asked = asked.split("|")
+    history = [Message(role, text) for role, text in zip(["user", "assistant"] * 2, before)]
+    history += [Message("user", asked), Message("assistant", answered)]
     result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
     if note:
         assert note in result.note and result.query != rewrite, result

@@ -352,6 +352,12 @@ def test_the_tools_page_in_chinese_shows_no_english_of_its_own(store: Store, tmp
     assert any("在知识库中检索与查询最接近的段落" in t for t in shown_texts(at)) or any(
         "列出可以检索的知识库" in t for t in shown_texts(at)
     ), shown_texts(at)
+    # So are the default routes' purposes, and a route without tools (the same walk saw them English).
+    from tests.pages.test_page_upload import table
+
+    shown_routes = table(at, "tools_routes")
+    assert shown_routes["what for"].tolist()[0] == "问候、致谢和闲聊：不用工具直接回答", shown_routes
+    assert shown_routes["tools"].tolist()[0] == "无", shown_routes
 
 
 def test_the_chunk_lab_in_chinese_shows_no_english_of_its_own(store: Store) -> None:

@@ -10,6 +10,10 @@ ZH: dict[str, str] = {
     "Answer a question from a knowledge base: its passages are searched, the answer cites them as [n].\n\nThe same answer the chat page gives: follow-ups rewritten, the prompt fitted to the model's window.": "根据知识库回答问题：检索其中的段落，回答以 [n] 引用它们。\n\n与聊天页面给出的回答相同：追问会被改写，提示会按模型的上下文窗口裁剪。",
     "Parse, chunk, embed and store one file into a knowledge base (only from the allowed folders).": "把一个文件解析、分块、嵌入并存入知识库（只能来自允许的文件夹）。",
     "{what} Allowed folders: {roots}": "{what}允许的文件夹：{roots}",
+    # -- rag.agent.routes: the default routes' purposes (the Tools page's table)
+    "Greetings, thanks and small talk: answered without tools": "问候、致谢和闲聊：不用工具直接回答",
+    "The knowledge base and the web": "知识库和网络",
+    "Every tool, MCP servers' included, with a larger budget": "所有工具（包括 MCP 服务器的工具），预算更大",
     # -- rag.agent.routes (the fixed reasons "chosen by you", "small talk: no tools needed" and
     # "the default route" are in ui/zh.py: the chat page shows them too)
     "{path}: cannot read the routes ({error})": "{path}：无法读取路由（{error}）",

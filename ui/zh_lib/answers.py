@@ -215,6 +215,7 @@ ZH: dict[str, str] = {
     "{k} of {n} sentence not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
     "{k} of {n} sentences not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
     "Every sentence is supported by the source it cites": "每一句都有所引用的来源支持",
+    "Every sentence citing a source is supported by it": "每一句引用了来源的话都有该来源支持",
     "{k} sentence not checked: in another language than its sources": "{k} 句未核对：与其来源不是同一种语言",
     "{k} sentences not checked: in another language than their sources": "{k} 句未核对：与其来源不是同一种语言",
     "{k} of {n} sentence cites a source that does not hold it, held by {held}": "{n} 句中有 {k} 句引用的来源并不包含它，包含它的是 {held}",
