@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.generate.claims import holding_sources
+from rag.generate.figures import other_currency
 from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
@@ -309,6 +310,8 @@ def _other_language(sentence: str, passages: Sequence[str], languages: Sequence[
     language = _written_in(sentence)
     if language is None or not passages or language in languages:
         return False
+    if any(other_currency(sentence, passage) for passage in passages):
+        return False  # "21,000.00元" for "$21,000.00": not an amount it holds, in any language
     held = {f.replace(",", "") for passage in passages for f in _FIGURE.findall(MARKER.sub(" ", passage))}
     return all(f.replace(",", "") in held for f in _FIGURE.findall(MARKER.sub(" ", sentence)))
 

@@ -51,7 +51,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rag.generate.figures import ZH_KIND_WORDS, Figure, figures, moved
+from rag.generate.figures import ZH_KIND_WORDS, Figure, figures, moved, other_currency
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import term_spans
@@ -932,6 +932,8 @@ def holding_sources(claim: str, sources: Mapping[int, str]) -> tuple[int, ...]:
     by none of them (then no source supports the sentence as a whole)."""
     said = analyse(claim)
     whole = (0, len(said.text))
+    # An amount in another currency than the source's is not its amount, whatever else the sentence holds.
+    sources = {n: text for n, text in sources.items() if other_currency(claim, text) is None}
     holders = tuple(n for n, text in sources.items() if _held_part(said, whole, analyse(text)).held)
     if holders:
         return holders

@@ -282,3 +282,60 @@ def moved(claimed: list[Figure], held: list[Figure]) -> Figure | None:
             if same and all(g.value != figure.value for g in same):
                 return figure
     return None
+
+
+_CURRENCY_BEFORE = re.compile(r"(US\$|\$|€|£|￥|¥|\b(?:RMB|USD|EUR|GBP|CNY))\s*$", re.IGNORECASE)
+_CURRENCY_AFTER = re.compile(
+    r"\s*(?:(?:million|billion|thousand)\s*)?(美元|欧元|英镑|日元|港元|人民币|元|dollars?\b|euros?\b|yuan\b|RMB\b|USD\b|"
+    r"EUR\b|GBP\b|CNY\b)",
+    re.IGNORECASE,
+)
+_CURRENCIES = {
+    "$": "USD",
+    "us$": "USD",
+    "usd": "USD",
+    "美元": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "€": "EUR",
+    "eur": "EUR",
+    "欧元": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "£": "GBP",
+    "gbp": "GBP",
+    "英镑": "GBP",
+    "rmb": "CNY",
+    "cny": "CNY",
+    "人民币": "CNY",
+    "元": "CNY",
+    "yuan": "CNY",
+    "日元": "JPY",
+    "港元": "HKD",
+    "¥": "¥",  # yen or yuan: ¥ meets either
+    "￥": "¥",
+}
+"""Currency signs and words, by currency. "Pounds" is left out: as often a weight."""
+
+
+def currency(text: str, figure: Figure) -> str | None:
+    """The currency `text` states `figure` in ("$21,000.00", "21,000美元", "18,500元"), or None."""
+    before = _CURRENCY_BEFORE.search(text, max(0, figure.start - 6), figure.start)
+    if before is not None:
+        return _CURRENCIES[before.group(1).lower()]
+    after = _CURRENCY_AFTER.match(text, figure.end)
+    return _CURRENCIES[after.group(1).lower()] if after is not None else None
+
+
+def other_currency(claim: str, passage: str) -> Figure | None:
+    """An amount of `claim` in a currency where `passage` states the same number only in others: "15,500.00元" where
+    the price list says "$15,500.00" (a walk saw it matched to it). None when there is none."""
+    held = [(f.value, currency(passage, f)) for f in figures(passage)]
+    for figure in figures(claim):
+        said = currency(claim, figure)
+        if said is None:
+            continue
+        others = [c for value, c in held if value == figure.value]
+        if others and all(c is not None and c != said and "¥" not in (c, said) for c in others):
+            return figure
+    return None

@@ -273,3 +273,21 @@ def test_a_sentence_in_another_language_than_its_sources_is_not_checked_neither_
     # Citing nothing, in another language than every source: not flagged as said by none.
     (sentence,) = generate.check_grounding("The company sells two products.", sources[2:]).sentences
     assert sentence.status == "other language" and not sentence.flagged
+
+
+PRICE_LIST = "Price list of the Model series\nModel 3: $15,500.00, 80 kg\nModel 5: $21,000.00, 110 kg"
+
+
+def test_an_amount_in_another_currency_than_the_sources_is_not_held() -> None:
+    """A walk: "型号3多重？" over an English price list was answered "15,500.00元，80 kg" (Model 3's price in dollars
+    turned into yuan), shown matched to the list; "21,000.00元[1]" for "$21,000.00" would have been left unchecked."""
+    sources = generate.number_sources([hit("prices.txt", (1,), PRICE_LIST)])
+    for answer, status in (
+        ("Model 3 costs 15,500.00 yuan [1].", "not supported"),
+        ("Model 3 costs $15,500.00 [1].", "cited"),
+        ("型号5的价格是21,000.00元[1]。", "not supported"),
+        ("型号5的价格是21,000.00美元[1]。", "other language"),
+    ):
+        assert [s.status for s in generate.check_grounding(answer, sources).sentences] == [status], answer
+    (sentence,) = generate.check_grounding("Model 3 costs 15,500.00 yuan and weighs 80 kg.", sources).sentences
+    assert sentence.status == "uncited" and sentence.backing == ()  # not shown matched to the price list (≈ 1)
