@@ -295,11 +295,17 @@ def _embedded(
             elif not announced:
                 notify("embed", 0.2, chunks_text(len(texts)))
 
-        resume = Resume(store, embedder, knowledge, filename, len(texts), on_found=found)
+        # An ingest that began with no vector of this embedder kept, and has kept none since, has none to find: a
+        # file's look was a round trip to a server busy with the writes, while this thread waited (200 a bench).
+        resume = Resume(store, embedder, knowledge, filename, len(texts), on_found=found, look=looks.may_find())
 
         try:
             with batches.reusing(resume), resume.running():
-                vectors = embedder.embed(texts, progress=embedded, cancel=cancel)
+                try:
+                    vectors = embedder.embed(texts, progress=embedded, cancel=cancel)
+                finally:
+                    if resume.embedded:  # kept, whether the file's embedding ends, stops or fails
+                        looks.kept_vectors()
         except EmbeddingCancelled:
             return IngestResult(filename, "stopped", reason=stop_reason("embed", resume.stopped()))
         except RagError as exc:
@@ -340,6 +346,7 @@ class _Looks:
         self._store, self._embedder, self._knowledge = store, embedder, knowledge.strip()
         self._checked: RagError | bool = False
         self._may_resume: bool | None = None
+        self._kept = False
         self._documents: dict[str, StoredDocument | None] = {}
 
     def check_embedder(self) -> None:
@@ -358,6 +365,16 @@ class _Looks:
         if self._may_resume is None:
             self._may_resume = _may_resume(self._store, self._embedder)
         return self._may_resume
+
+    def may_find(self) -> bool:
+        """Whether the vector cache may hold vectors of this embedder for a file: some were there when the ingest
+        began, or it kept some since (a text of one file may be another's). Another ingest that stops meanwhile
+        keeps its own for itself: this one embeds what it would have found."""
+        return self._kept or self.may_resume()
+
+    def kept_vectors(self) -> None:
+        """This ingest kept vectors in the cache (a slow batch's, `batches.KEEP_AFTER_SECONDS`)."""
+        self._kept = True
 
     def looked_up(self, filename: str, document: StoredDocument | None) -> None:
         """What the read-ahead found stored under `filename` (it asked to tell whether to parse the file)."""

@@ -50,9 +50,12 @@ class Resume:
         filename: str,
         total: int,
         on_found: Callable[[int], None] | None = None,
+        *,
+        look: bool = True,
     ) -> None:
         """`on_found(reused)` hears how many chunks were found kept, once the lookup is done and before
-        any batch: where a progress bar starts (the kept share, not 0)."""
+        any batch: where a progress bar starts (the kept share, not 0). `look` False: the cache is known to hold
+        none of this embedder's vectors, so none is looked up (`found` finds nothing, at once)."""
         # Here, not at the top: rag.ingest does not import the store (psycopg); it is passed in.
         from rag.store.vector_cache import embedder_key
 
@@ -65,6 +68,7 @@ class Resume:
         """Chunks embedded and kept in this run."""
         self._keys: list[bytes] = []
         self._on_found = on_found
+        self._look = look
 
     @property
     def kept(self) -> int:
@@ -72,7 +76,7 @@ class Resume:
 
     def found(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         try:
-            hits = self._cache.found(self._embedder, keys)
+            hits = self._cache.found(self._embedder, keys) if self._look else {}
         except RagError as exc:
             log.warning("cannot read the vectors kept from stopped ingests: %s", one_line(exc, None))
             hits = {}

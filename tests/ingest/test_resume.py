@@ -315,3 +315,30 @@ def test_a_batch_faster_to_embed_again_than_to_keep_is_not_kept(monkeypatch: pyt
     with batches.reusing(cache):
         slow.embed(texts)
     assert set(cache.kept) == {batches.input_key(t) for t in texts[:BATCH]}
+
+
+def test_an_ingest_looks_for_kept_vectors_only_where_some_may_be(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file's look in the vector cache was a round trip to a server busy with the writes (200 on the peers
+    bench): an ingest that began with none of its embedder's vectors kept asks for none, until it keeps some
+    itself, when a later file holding the same texts finds them."""
+    looks: list[int] = []
+    real = VectorCache.found
+
+    def counted(self: VectorCache, embedder: str, keys: Sequence[bytes]) -> dict:
+        looks.append(len(keys))
+        return real(self, embedder, keys)
+
+    monkeypatch.setattr(VectorCache, "found", counted)
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 3600.0)  # a fast embedder: nothing is kept
+    embedder = Counting()
+    sources = [Source.upload(f"fast-{n}.txt", LOG + f" Log {n}.".encode()) for n in range(3)]
+    assert all(r.ok for r in ingest_files(store, embedder, sources, "fast", SETTINGS))
+    assert looks == []
+    # Every batch kept (a slow embedder): the second file, holding the first's text, finds it all.
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)
+    embedder = Counting()
+    twins = [Source.upload("twin-a.txt", LOG), Source.upload("twin-b.txt", LOG)]
+    results = list(ingest_files(store, embedder, twins, "slow", SETTINGS))
+    assert [r.status for r in results] == ["stored", "stored"] and len(looks) == 1
+    chunks = results[0].chunks
+    assert len(embedder.seen) == chunks  # the twin's chunks were found kept, not embedded again
