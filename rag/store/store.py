@@ -323,18 +323,23 @@ class Store:
         return self._documents(knowledge, None)
 
     def find_document(self, knowledge: str, filename: str) -> StoredDocument | None:
-        return next(iter(self._documents(knowledge, filename)), None)
+        return next(iter(self._documents(knowledge, [filename])), None)
 
-    def _documents(self, knowledge: str | None, filename: str | None) -> list[StoredDocument]:
-        """The documents of every knowledge base, of one, or the one of that name in it (by the unique index:
+    def find_documents(self, knowledge: str, filenames: Sequence[str]) -> dict[str, StoredDocument]:
+        """The documents of these names in the knowledge base, by name (one query for an ingest's next files)."""
+        return {d.original_filename: d for d in self._documents(knowledge, list(filenames))} if filenames else {}
+
+    def _documents(self, knowledge: str | None, filenames: list[str] | None) -> list[StoredDocument]:
+        """The documents of every knowledge base, of one, or those of these names in it (by the unique index:
         an ingest looks at every file whether it is stored, which listing them all made grow with the base)."""
-        conditions, params = [], []
+        conditions: list[sql.Composable] = []
+        params: list[object] = []
         if knowledge is not None:
             conditions.append(sql.SQL("knowledge = %s"))
             params.append(knowledge)
-        if filename is not None:
-            conditions.append(sql.SQL("original_filename = %s"))
-            params.append(filename)
+        if filenames is not None:
+            conditions.append(sql.SQL("original_filename = ANY(%s)"))
+            params.append(filenames)
         where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         query = sql.SQL(
             "SELECT id, knowledge, original_filename, path, sha256, size_bytes, page_count, "

@@ -355,12 +355,15 @@ def test_an_ingest_asks_the_knowledge_bases_facts_once_and_each_files_document_o
     from tests.docgen import make_pdf
 
     asked: Counter[str] = Counter()
-    for name in ("check_embedder", "find_document"):
+    looked_up: list[str] = []
+    for name in ("check_embedder", "find_document", "find_documents"):
         real = getattr(store, name)
 
         def counting(*args: object, _real: Any = real, _name: str = name) -> Any:
             asked[_name] += 1
             asked[f"{_name} in {args[0]!r}"] += 1
+            if _name.startswith("find_document"):
+                looked_up.extend([args[1]] if isinstance(args[1], str) else args[1])  # type: ignore[list-item]
             return _real(*args)
 
         monkeypatch.setattr(store, name, counting)
@@ -377,13 +380,17 @@ def test_an_ingest_asks_the_knowledge_bases_facts_once_and_each_files_document_o
         "check_embedder": 1,
         "check_embedder in 'notes'": 1,
         "holds": 1,
-        "find_document": 6,
-        "find_document in 'notes'": 6,
+        # The first file's at its turn; the others', read ahead, in one look (each file's document once).
+        "find_document": 1,
+        "find_document in 'notes'": 1,
+        "find_documents": 1,
+        "find_documents in 'notes'": 1,
     }
-    # Again: all unchanged, told by the same one look each.
+    assert sorted(looked_up) == [p.name for p in pdfs]
+    # Again: all unchanged, told by the same looks.
     asked.clear()
     assert [r.status for r in ingest_files(store, LocalEmbedder(), pdfs, "notes", SETTINGS)] == ["unchanged"] * 6
-    assert asked["find_document"] == 6 and asked["check_embedder"] == 1
+    assert asked["find_document"] + asked["find_documents"] == 2 and asked["check_embedder"] == 1
     # The name as typed with spaces around it is the same knowledge base, looked up as such (a text file is not
     # read ahead: its turn asks).
     log = [Source.upload("log.txt", LOG)]
