@@ -356,9 +356,11 @@ def _knowledge_base_picker(store: Store | None) -> Target:
     return Target(name, kb, embedder, blocker.short if blocker else "")
 
 
-def _stored_copies(store: Store | None, uploads: dict[str, bytes]) -> None:
+def _stored_copies(store: Store | None, uploads: dict[str, bytes], target: str | None) -> None:
     """Say which knowledge base already holds an upload's content, so that it is not added to another by
-    mistake (the lookup is the library's: rag.ingest.stored_copies)."""
+    mistake (the lookup is the library's: rag.ingest.stored_copies). Not the files the chosen one holds under
+    their own names: the preview says they are unchanged (a walk read the note, right after the ingest that
+    stored them, as a warning of duplicates)."""
     if store is None or not uploads:
         return
     try:
@@ -366,6 +368,7 @@ def _stored_copies(store: Store | None, uploads: dict[str, bytes]) -> None:
     except RagError as exc:
         widgets.show_error(exc, _("Documents"))
         return
+    copies = [c for c in copies if (c.stored.knowledge, c.stored.original_filename) != (target, c.filename)]
     lines = "  \n".join(fmt.md(tr(c.note)) for c in copies)
     if len(copies) > ingest.LISTED_COPIES:
         places = ingest.copies_by_base(copies)
@@ -1204,7 +1207,7 @@ def _upload_tab(store: Store | None) -> None:
     with kb_col:
         st.markdown(_("##### 2 · Knowledge base"))
         target = _knowledge_base_picker(store)
-        _stored_copies(store, uploads)
+        _stored_copies(store, uploads, target.name)
     with chunk_col:
         st.markdown(_("##### 3 · Chunking"))
         settings = widgets.chunk_settings_widget(WIDGET, chunking.DEFAULT)

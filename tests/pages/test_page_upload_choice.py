@@ -101,6 +101,12 @@ def test_a_file_already_stored_says_in_which_knowledge_base(store: Store) -> Non
     app.selectbox(key="upload_kb_choice").set_value("office")
     run(app)
     assert any("hongloumeng.txt is already in 'hlm'" in i.value for i in app.info)
+    # With the base that holds it chosen, a file it holds under its own name is left to the preview ("unchanged");
+    # one it holds under another name is still said (ingested, it would be there twice).
+    app.selectbox(key="upload_kb_choice").set_value("hlm")
+    run(app)
+    notes = [i.value for i in app.info if "is already in" in i.value]
+    assert notes == [f"copy.txt is already in 'hlm' as hongloumeng.txt (stored {day})."], notes
 
 
 def test_many_files_already_stored_are_summed_up_by_knowledge_base(store: Store) -> None:
