@@ -834,7 +834,12 @@ def _source_card(turn: Turn, source: Source) -> None:
 
 def _sources_panel(turn: Turn, expanded: bool) -> None:
     if turn.rewritten:
-        st.caption("🔁 " + _("Searched for: *{query}* and the question as asked", query=_md(turn.query)))
+        st.caption(
+            "🔁 "
+            + _("Searched for: *{query}* and the question as asked", query=_md(turn.query))
+            # A walk read [3] "rewrite: hybrid #1" below [1] "question: hybrid #2" as numbered out of rank.
+            + _(" (sources numbered by both searches together; each shows its ranks in the one that ranked it best)")
+        )
     for note in turn.notes:
         st.caption(f"ℹ️ {tr(note)}")
     if not turn.sources:

@@ -120,6 +120,7 @@ ZH: dict[str, str] = {
     "{file}, page {number}": "{file}，第 {number} 页",
     " (the passage could not be located on the page)": "（无法在页面上定位这段内容）",
     "Searched for: *{query}* and the question as asked": "检索语句：*{query}* 以及原问题",
+    " (sources numbered by both searches together; each shows its ranks in the one that ranked it best)": "（来源按两次检索合并后的名次编号；每个来源显示的是把它排得最靠前的那次检索中的名次）",
     "No passage was found: the answer has no sources. Check the knowledge bases, the filter and the minimum similarity.": "没有找到段落：回答没有来源。请检查知识库、过滤条件和最低相似度。",
     "found by the agent": "由智能体找到",
     "{mode} search in {kbs}": "在 {kbs} 中{mode}检索",

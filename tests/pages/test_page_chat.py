@@ -415,7 +415,9 @@ def test_follow_up_is_rewritten_and_the_export_has_questions_and_sources(
     first, second = turns(at)
     assert second.query == "How much did the dividends rise?"
     assert any(
-        "Searched for: *How much did the dividends rise?* and the question as asked" in c.value for c in at.caption
+        "Searched for: *How much did the dividends rise?* and the question as asked (sources numbered by both "
+        "searches together; each shows its ranks in the one that ranked it best)" in c.value
+        for c in at.caption
     )
     rewrite, last = bodies(ollama, "/api/chat")[1:]
     assert "User: How much did revenue rise?" in rewrite["messages"][0]["content"]
