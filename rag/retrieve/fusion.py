@@ -118,21 +118,22 @@ def fuse_queries(
 ) -> list[Hit]:
     """The `top_k` best hits of several queries' ranked lists (a rewrite's and the question's), by
     weighted reciprocal rank (their scores come from different queries and are not comparable); each
-    hit is shown as the list that gave it the most found it (its score and ranks there), named by `names`
-    (`Hit.found_by`): each list has its own "vector #1", and the walk of a follow-up showed two sources
-    ranked "vector #1" with nothing to tell which search put them there."""
+    hit is shown as the list that ranked it highest found it (its score and ranks there; the first list on a tie),
+    named by `names` (`Hit.found_by`): each list has its own "vector #1", and the walk of a follow-up showed two
+    sources ranked "vector #1" with nothing to tell which search put them there. (Shown as the list that gave it the
+    most, the question's #1 was shown as the rewrite's #2, numbered [1] above the rewrite's #1: read as out of
+    rank.)"""
     if len(ranked) != len(weights) or (names is not None and len(names) != len(ranked)):
         raise ValueError(
             f"{len(ranked)} lists of hits but {len(weights)} weights"
             + ("" if names is None else f" and {len(names)} names")
         )
     scores: dict[object, float] = {}
-    best: dict[object, tuple[float, Hit]] = {}
+    best: dict[object, tuple[int, Hit]] = {}
     for i, (hits, weight) in enumerate(zip(ranked, weights)):
         for rank, hit in enumerate(hits, 1):
-            share = weight / (QUERY_RRF_K + rank)
-            scores[hit.id] = scores.get(hit.id, 0.0) + share
-            if hit.id not in best or share > best[hit.id][0]:
-                best[hit.id] = (share, hit if names is None else replace(hit, found_by=names[i]))
+            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (QUERY_RRF_K + rank)
+            if hit.id not in best or rank < best[hit.id][0]:
+                best[hit.id] = (rank, hit if names is None else replace(hit, found_by=names[i]))
     ordered = sorted(scores, key=lambda key: scores[key], reverse=True)[:top_k]
     return [best[key][1] for key in ordered]

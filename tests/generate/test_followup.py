@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rag.generate.engine import FOUND_BY
 from rag.generate.followup import added_words, depends_on_conversation, keeps_question, repeats_earlier
 from rag.generate.rewrite import rewrite_query, with_previous
 from rag.llms.types import Message, StreamEvent
@@ -247,11 +248,19 @@ def test_fused_queries_lead_with_the_rewrite_and_keep_the_questions_best() -> No
     question = [_hit(f"q{i}", 0.9 - i / 10) for i in range(1, 9)]
     fused = fuse_queries([rewrite, question], (1.0, QUESTION_WEIGHT), 8)
     assert [h.content for h in fused] == ["r1", "r2", "r3", "q1", "r4", "r5", "q2", "r6"]
-    # Found by both: ahead of what either found alone, shown as the list that gave it the most found it (the
-    # question's first, 0.8 / 11, against the rewrite's fourth, 1 / 14).
+    # Found by both: ahead of what either found alone, shown as the list that ranked it highest found it (the
+    # question's first against the rewrite's fourth).
     both = [_hit("shared", 0.3)]
     fused = fuse_queries([rewrite[:3] + both, [_hit("shared", 0.95), *question[:3]]], (1.0, QUESTION_WEIGHT), 3)
     assert fused[0].content == "shared" and fused[0].score == 0.95
+    # A walk: the question's #1 (the rewrite's #2) numbered [1] was shown as "rewrite: hybrid #2", above [2], the
+    # rewrite's #1, which read as out of rank; it is shown as the question's #1.
+    price, company = _hit("price", 0.5), _hit("company", 0.4)
+    fused = fuse_queries([[price, company], [_hit("company", 0.9), price]], (1.0, QUESTION_WEIGHT), 2, FOUND_BY)
+    assert {(h.content, h.found_by, h.score) for h in fused} == {
+        ("company", "question", 0.9),
+        ("price", "rewrite", 0.5),
+    }
     with pytest.raises(ValueError, match="2 lists of hits but 1 weights"):
         fuse_queries([rewrite, question], (1.0,), 8)
     with pytest.raises(ValueError, match="2 lists of hits but 2 weights and 1 names"):
