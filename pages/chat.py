@@ -999,9 +999,18 @@ def _answer(turn: Turn) -> None:
             elif check.uncited and turn.answer:
                 st.badge(_("uncited"), icon="⚠️", color="orange")
             sentences = count(grounding.judged, "sentence")
-            unsupported, miscited = len(grounding.flagged) - len(grounding.miscited), len(grounding.miscited)
+            # Told apart (a walk read "not supported by the sources" of a sentence that only the source it cites
+            # does not hold, another one in another language holding it): the source cited does not say it; or the
+            # sentence cites none and no source holds its words (its ⚠ no source).
+            nowhere = sum(s.status == generate.Status.UNSUPPORTED for s in grounding.flagged)
+            unsupported = len(grounding.flagged) - len(grounding.miscited) - nowhere
+            miscited = len(grounding.miscited)
             for k, said in (
-                (unsupported, _("{k} of {sentences} not supported by the sources", k=unsupported, sentences=sentences)),
+                (
+                    unsupported,
+                    _("{k} of {sentences} not supported by the source cited", k=unsupported, sentences=sentences),
+                ),
+                (nowhere, _("{k} of {sentences} citing no source, found in none", k=nowhere, sentences=sentences)),
                 (
                     miscited,
                     _(

@@ -230,14 +230,23 @@ def export_markdown(
         if t.answer and not t.agent:
             # What the page's badges say: an exported answer whose sentences no source holds said so too.
             grounding = t.grounding
-            k, n = len(grounding.flagged) - len(grounding.miscited), grounding.judged
+            n = grounding.judged
+            nowhere = sum(s.status == Status.UNSUPPORTED for s in grounding.flagged)
+            k = len(grounding.flagged) - len(grounding.miscited) - nowhere
             if k:
                 flagged = (
-                    Text("{k} of {n} sentence not supported by the sources", k=k, n=n)
+                    Text("{k} of {n} sentence not supported by the source cited", k=k, n=n)
                     if n == 1
-                    else Text("{k} of {n} sentences not supported by the sources", k=k, n=n)
+                    else Text("{k} of {n} sentences not supported by the source cited", k=k, n=n)
                 )
                 answer += f"\n\n*⚠️ {say(flagged)}*"
+            if nowhere:
+                found_in_none = (
+                    Text("{k} of {n} sentence citing no source, found in none", k=nowhere, n=n)
+                    if n == 1
+                    else Text("{k} of {n} sentences citing no source, found in none", k=nowhere, n=n)
+                )
+                answer += f"\n\n*⚠️ {say(found_in_none)}*"
             if grounding.miscited:
                 k = len(grounding.miscited)
                 held = ", ".join(f"[{m}]" for m in dict.fromkeys(s.backing[0] for s in grounding.miscited))

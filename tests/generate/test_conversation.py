@@ -82,7 +82,10 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
         model="ollama:m",
     )
     md = generate.export_markdown([checked])
-    assert "*ℹ️ The model gave the follow-up back unchanged.*\n\n*⚠️ 1 of 2 sentences not supported by the sources*" in md
+    assert (
+        "*ℹ️ The model gave the follow-up back unchanged.*\n\n*⚠️ 1 of 2 sentences not supported by the source cited*"
+        in md
+    )
     grounded = dataclasses.replace(checked, answer="Revenue rose eleven percent [1].", notes=())
     assert "*✅ Every sentence is supported by the source it cites*" in generate.export_markdown([grounded])
     # A sentence left without a marker (the page's ≈ n) is not said to be supported by a citation; an answer
@@ -97,7 +100,7 @@ def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
     # A sentence citing the wrong source says which one holds it, in the reader's language.
     miscited = dataclasses.replace(checked, answer="Revenue rose eleven percent [2]. Profits doubled [2].", notes=())
     md = generate.export_markdown([miscited])
-    assert "*⚠️ 1 of 2 sentences not supported by the sources*" in md
+    assert "*⚠️ 1 of 2 sentences not supported by the source cited*" in md
     assert "*⚠️ 1 of 2 sentences cite a source that does not hold them, held by [1]*" in md
     # A sentence in another language than its sources is said to be unchecked, neither supported nor not.
     other = dataclasses.replace(checked, answer="收入增长了百分之十一[1]。", notes=())

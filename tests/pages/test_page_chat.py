@@ -269,7 +269,8 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
         "spring. :orange-badge[⚠ no source]" in markdown(at)
     )
     assert [s.status for s in turn.grounding.sentences] == ["cited", "not supported", "unsupported"]
-    assert any("2 of 3 sentences not supported by the sources" in m.value for m in at.markdown)
+    assert any("1 of 3 sentences not supported by the source cited" in m.value for m in at.markdown)
+    assert any("1 of 3 sentences citing no source, found in none" in m.value for m in at.markdown)
     assert not any("cites " in m.value and "of" in m.value for m in at.markdown)  # no green "cites k of n"
     assert any(c.value == page.BADGE_LEGEND for c in at.caption)
 
@@ -291,7 +292,7 @@ def test_a_sentence_citing_the_wrong_source_shows_the_one_that_holds_it(kb: Stor
     )
     shown = [m.value for m in at.markdown]
     assert any("1 of 1 sentence citing a source that does not hold it (≈ n: the one that does)" in v for v in shown)
-    assert not any("not supported by the sources" in v for v in shown)
+    assert not any("not supported by the source" in v for v in shown)
     # Its source has a button beside the cited one's, which opens its card.
     holder = at.button(key=f"chat_cite_{turn.id}_1")
     assert holder.proto.icon == "📌" and "holds a sentence the answer cites another source for" in holder.help
@@ -978,7 +979,7 @@ def test_the_default_prompt_is_shown_in_the_uis_language(kb: Store) -> None:
 
 def test_a_sentence_in_another_language_than_its_sources_is_shown_unchecked(kb: Store, ollama: HTTPServer) -> None:
     """A Chinese answer drawn from an English source: its words cannot be compared with the source's, so the badge
-    says so (grey 🌐) rather than "not supported by the sources"; no green badge either."""
+    says so (grey 🌐) rather than "not supported by the source cited"; no green badge either."""
     expect_show(ollama, ["completion"])
     expect_chat(ollama, chunk("收入增长了百分之十一[1]。"), FINAL)
     at = new_app()
@@ -989,4 +990,4 @@ def test_a_sentence_in_another_language_than_its_sources_is_shown_unchecked(kb: 
     assert f"收入增长了百分之十一[:gray-badge[🌐 1]](#source-{turn.id}-1)。" in markdown(at)
     shown = [m.value for m in at.markdown]
     assert any("1 sentence not checked: the sources are in another language" in v for v in shown), shown
-    assert not any("not supported by the sources" in v or "cites " in v for v in shown)
+    assert not any("not supported by the source" in v or "cites " in v for v in shown)

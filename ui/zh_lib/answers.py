@@ -212,8 +212,10 @@ ZH: dict[str, str] = {
     # A question stopped before its answer (rag.generate.engine.stopped_before_answer, pages/chat.py).
     "Stopped before the answer began (while the question was prepared): nothing was answered.": "在回答开始前已停止（问题仍在准备中）：没有作答。",
     "Stop before the answer begins: nothing is answered.": "在回答开始前停止：不会作答。",
-    "{k} of {n} sentence not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
-    "{k} of {n} sentences not supported by the sources": "{n} 句中有 {k} 句没有来源支持",
+    "{k} of {n} sentence not supported by the source cited": "{n} 句中有 {k} 句不被所引用的来源支持",
+    "{k} of {n} sentences not supported by the source cited": "{n} 句中有 {k} 句不被所引用的来源支持",
+    "{k} of {n} sentence citing no source, found in none": "{n} 句中有 {k} 句没有引用来源，也不见于任何来源",
+    "{k} of {n} sentences citing no source, found in none": "{n} 句中有 {k} 句没有引用来源，也不见于任何来源",
     "Every sentence is supported by the source it cites": "每一句都有所引用的来源支持",
     "Every sentence citing a source is supported by it": "每一句引用了来源的话都有该来源支持",
     "{k} sentence not checked: in another language than its sources": "{k} 句未核对：与其来源不是同一种语言",
