@@ -1002,8 +1002,7 @@ def _answer(turn: Turn) -> None:
             # Told apart (a walk read "not supported by the sources" of a sentence that only the source it cites
             # does not hold, another one in another language holding it): the source cited does not say it; or the
             # sentence cites none and no source holds its words (its ⚠ no source).
-            nowhere = sum(s.status == generate.Status.UNSUPPORTED for s in grounding.flagged)
-            unsupported = len(grounding.flagged) - len(grounding.miscited) - nowhere
+            unsupported, nowhere = len(grounding.not_supported), len(grounding.found_in_none)
             miscited = len(grounding.miscited)
             for k, said in (
                 (

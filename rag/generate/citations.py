@@ -23,8 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.generate.claims import holding_sources
-from rag.generate.figures import other_currency
+from rag.generate.claims import holding_sources, other_currency
 from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
@@ -142,6 +141,16 @@ class Grounding:
         return tuple(s for s in self.sentences if s.status == Status.OTHER_LANGUAGE)
 
     @property
+    def not_supported(self) -> tuple[SentenceCheck, ...]:
+        """Flagged sentences whose cited source does not say them and no other source is known to (not `miscited`)."""
+        return tuple(s for s in self.sentences if s.status == Status.NOT_SUPPORTED and not s.backing)
+
+    @property
+    def found_in_none(self) -> tuple[SentenceCheck, ...]:
+        """Flagged sentences that cite nothing and whose words no source holds (their ⚠ no source)."""
+        return tuple(s for s in self.sentences if s.status == Status.UNSUPPORTED)
+
+    @property
     def miscited(self) -> tuple[SentenceCheck, ...]:
         """Flagged sentences that another source than the one they cite holds (shown beside it as matched): the
         embedded model wrote "18,500元[2]" where [1] says it and [2] is another company's."""
@@ -244,7 +253,6 @@ def check_grounding(
     give one, and costs a model call per cited sentence, so it is off unless given."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
-    languages = {n: language_of(text) for n, text in texts.items()}
     markers = marker_spans(answer)
     checks: list[SentenceCheck] = []
     cited: list[int] = []
@@ -290,7 +298,7 @@ def check_grounding(
             backing = _held_elsewhere(answer[start:end], said, terms, texts, set(numbers), threshold, judge)
         if status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED) and not backing:
             compared = valid or list(texts)  # what it cites, or where nothing it cites exists, every source
-            if _other_language(answer[start:end], [texts[n] for n in compared], [languages[n] for n in compared]):
+            if _other_language(answer[start:end], [texts[n] for n in compared]):
                 status = Status.OTHER_LANGUAGE
         if status == Status.CITED:
             cited += backing
@@ -303,12 +311,12 @@ _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def _other_language(sentence: str, passages: Sequence[str], languages: Sequence[str]) -> bool:
+def _other_language(sentence: str, passages: Sequence[str]) -> bool:
     """Whether `sentence` is written in another language than all of `passages` and holds no figure they do not
     (digits compare across languages: "110公斤" with "110 kg", not "25,000" with "21,000"): its words could not be
     compared, so it is not known to be unsupported."""
     language = _written_in(sentence)
-    if language is None or not passages or language in languages:
+    if language is None or not passages or any(language_of(passage) == language for passage in passages):
         return False
     if any(other_currency(sentence, passage) for passage in passages):
         return False  # "21,000.00元" for "$21,000.00": not an amount it holds, in any language

@@ -51,7 +51,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rag.generate.figures import ZH_KIND_WORDS, Figure, figures, moved, other_currency
+from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import term_spans
@@ -947,3 +947,19 @@ def holding_sources(claim: str, sources: Mapping[int, str]) -> tuple[int, ...]:
             return ()
         backing += by
     return tuple(dict.fromkeys(n for n in sources if n in backing))
+
+
+def other_currency(claim: str, passage: str) -> Figure | None:
+    """An amount of `claim` in a currency where `passage` states the same number only in others: "15,500.00元" where
+    the price list says "$15,500.00" (a walk saw it matched to it). None when there is none. Read from the texts'
+    analyses (cached: `holding_sources` has made them)."""
+    said, source = analyse(claim), analyse(passage)
+    held = [(f.value, currency(source.text, f)) for f in source.figures]
+    for figure in said.figures:
+        stated = currency(said.text, figure)
+        if stated is None:
+            continue
+        others = [c for value, c in held if value == figure.value]
+        if others and all(c is not None and c != stated and "¥" not in (c, stated) for c in others):
+            return figure
+    return None

@@ -231,8 +231,7 @@ def export_markdown(
             # What the page's badges say: an exported answer whose sentences no source holds said so too.
             grounding = t.grounding
             n = grounding.judged
-            nowhere = sum(s.status == Status.UNSUPPORTED for s in grounding.flagged)
-            k = len(grounding.flagged) - len(grounding.miscited) - nowhere
+            k, nowhere = len(grounding.not_supported), len(grounding.found_in_none)
             if k:
                 flagged = (
                     Text("{k} of {n} sentence not supported by the source cited", k=k, n=n)

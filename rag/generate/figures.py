@@ -325,17 +325,3 @@ def currency(text: str, figure: Figure) -> str | None:
         return _CURRENCIES[before.group(1).lower()]
     after = _CURRENCY_AFTER.match(text, figure.end)
     return _CURRENCIES[after.group(1).lower()] if after is not None else None
-
-
-def other_currency(claim: str, passage: str) -> Figure | None:
-    """An amount of `claim` in a currency where `passage` states the same number only in others: "15,500.00元" where
-    the price list says "$15,500.00" (a walk saw it matched to it). None when there is none."""
-    held = [(f.value, currency(passage, f)) for f in figures(passage)]
-    for figure in figures(claim):
-        said = currency(claim, figure)
-        if said is None:
-            continue
-        others = [c for value, c in held if value == figure.value]
-        if others and all(c is not None and c != said and "¥" not in (c, said) for c in others):
-            return figure
-    return None
