@@ -6,9 +6,9 @@ defaults serve it (e5, or WordLlama where e5 cannot run, and the embedded chat m
 knowledge base is ingested first through the library. Each session is a headless Chromium context driven
 by Playwright: it opens the Upload page and its Library tab, then the Chat page, and asks a question of its own
 that the embedded model answers; sessions two and three do the same side by side. A thread samples the RSS
-every ~100 ms. The goal borrows issue 18's bound for one upload (~1.5 GB) for the app's own memory with three
-sessions: RSS less the shared pages, which are mostly the chat model's weights mapped from their file (1.1 GB
-for the default Qwen GGUF: a fixed price of the model chosen, which the kernel can drop and read again).
+every ~100 ms. The goal is issue 32's: the RSS with three sessions under 1.5 GB, the chat model's weights
+mapped from their file included (935 MB of the default Qwen GGUF's 1,066 once its token table is handed back:
+rag.llms.residency). The app's own memory (RSS less the shared pages) is reported beside it.
 The browser's own memory is not counted, nor PostgreSQL's (its server is not the app's child).
 """
 
@@ -438,7 +438,7 @@ def measure(uri: str, *, launch: Callable[[Any], Any] | None = None, settle: flo
 def bench_sessions(report: Report, uri: str, quick: bool) -> None:
     report.section(
         f"Peak RSS of the running app (streamlit run app.py): idle, one and three browser sessions "
-        f"(goal < {GOAL_MB:,} MB of the app's own with three)"
+        f"(goal < {GOAL_MB:,} MB with three)"
     )
     if quick:
         report.line("skipped in --quick: it starts the app and the embedded models and asks three questions (minutes)")
@@ -464,12 +464,14 @@ def bench_sessions(report: Report, uri: str, quick: bool) -> None:
         f"{f.pages_mb:,.0f} MB once Upload and Library were open, before the Chat; "
         f"{f.seconds.get('one', 0):.0f} s)"
     )
-    report.line(f"peak with three sessions: {f.three_mb:,.0f} MB ({f.seconds.get('three', 0):.0f} s for the two more)")
-    met = f.three_own_mb < GOAL_MB
+    met = f.three_mb < GOAL_MB
+    report.line(
+        f"peak with three sessions: {f.three_mb:,.0f} MB ({f.seconds.get('three', 0):.0f} s for the two more; "
+        f"goal < {GOAL_MB:,} MB: {'met' if met else 'NOT met'})"
+    )
     report.line(
         f"  of which the app's own memory: {f.three_own_mb:,.0f} MB at its peak, beside {f.three_shared_mb:,.0f} MB "
-        f"of shared pages (the model's weights mapped from their file, libraries) (goal < {GOAL_MB:,} MB "
-        f"for its own: {'met' if met else 'NOT met'})"
+        f"of shared pages (the model's weights mapped from their file, libraries)"
     )
     report.line(
         f"per extra session: {f.per_extra_mb:,.0f} MB; {f.settled_mb:,.0f} MB at the end, the three "

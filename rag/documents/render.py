@@ -1,15 +1,22 @@
-"""Pictures of chunks: coloured text (ChunkViz-like) and boxes drawn on the rendered page."""
+"""Pictures of chunks: coloured text (ChunkViz-like) and boxes drawn on the rendered page.
+
+pymupdf is imported by the drawing of a page only: the Upload and Chat pages import this module, and pymupdf's
+import alone takes 73 MB of the process's own memory (its Python bindings), which a session that asks questions
+and draws no page should not cost (`bench --only sessions`).
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import pymupdf
+from typing import TYPE_CHECKING
 
 from rag.chunking import Chunk
 from rag.documents import Document
+
+if TYPE_CHECKING:
+    import pymupdf
 
 # Pale fills that stay readable under dark text; overlaps get their own, stronger colour.
 PALETTE = ("#cfe3ff", "#ffe1b8", "#d5f2d0", "#f6d2f0")
@@ -101,6 +108,8 @@ def _part_in(word: tuple, at: int, lo: int, hi: int) -> pymupdf.Rect | None:
     start, end = max(lo, at), min(hi, at + length)
     if start >= end:
         return None
+    import pymupdf
+
     x0, y0, x1, y1 = word[:4]
     step = (x1 - x0) / max(length, 1)
     return pymupdf.Rect(x0 + step * (start - at), y0, x0 + step * (end - at), y1)
@@ -115,6 +124,8 @@ def render_page(
     zoom: float = 1.4,
 ) -> PageImage:
     """The page as PNG, with the words of each given chunk boxed in the chunk's colour."""
+    import pymupdf
+
     if not renderable(doc):
         raise ValueError(f"{doc.filename}: {doc.kind.upper()} files have no page images")
     index = next((i for i, p in enumerate(doc.pages) if p.number == page_number), None)

@@ -4,6 +4,7 @@ missing or broken, the model tests fail with the reason (they are not skipped)."
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 import uuid
@@ -125,6 +126,28 @@ def test_local_model_answers_a_grounded_question() -> None:
 
 
 @needs_local
+def test_the_tokenizer_loaded_alone_is_let_go_once_the_model_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LocalChatModel, "_llm", None)  # as before the app's preload has finished
+    monkeypatch.setattr(LocalChatModel, "_vocab", None)
+    counter = LocalChatModel().token_counter()
+    assert counter is not None
+    counted = counter.text("The capital of Freedonia is Zubrowka.")
+    assert LocalChatModel._vocab is not None and LocalChatModel._llm is None
+    LocalChatModel._load()
+    assert LocalChatModel._vocab is None and LocalChatModel._llm is not None
+    assert counter.text("The capital of Freedonia is Zubrowka.") == counted
+
+
+@needs_local
+def test_the_kv_caches_keys_are_kept_in_eight_bits() -> None:
+    import llama_cpp
+
+    llm, _ = LocalChatModel._load()
+    assert llm.context_params.type_k == llama_cpp.GGML_TYPE_Q8_0
+    assert llm.context_params.type_v == llama_cpp.GGML_TYPE_F16  # 8-bit values would need flash attention
+
+
+@needs_local
 def test_saved_prompts_keep_one_row_of_logits_and_a_reloaded_one_still_answers() -> None:
     """llama-cpp-python's 512 x 262,144 logits buffer (512 MB, never filled: sampling runs in llama.cpp)
     was copied into every prompt the cache saved and written whole on a reload: an answer added ~2 GB."""
@@ -134,8 +157,17 @@ def test_saved_prompts_keep_one_row_of_logits_and_a_reloaded_one_still_answers()
     assert llm is not None and llm.scores.shape[0] == 1
     states = list(llm.cache.cache_state.values())
     assert states and all(state.scores.nbytes <= llm.scores.shape[1] * 4 for state in states)
-    again = collect(model.stream(GROUNDED, temperature=0.0))[1]  # the same prompt: from the cache
-    assert "Zubrowka" in again and again == first
+    # Kept as llama.cpp wrote it (one copy; llama-cpp-python held three at once while saving).
+    assert all(isinstance(state.llama_state, ctypes.Array) for state in states)
+    collect(model.stream([Message("user", "Name a colour.")], temperature=0.0))  # another prompt in the KV cache
+    loads: list[int] = []
+    load = llm.load_state
+    llm.load_state = lambda state: (loads.append(state.n_tokens), load(state))[-1]  # type: ignore[method-assign]
+    try:
+        again = collect(model.stream(GROUNDED, temperature=0.0))[1]  # the first prompt: from the cache
+    finally:
+        llm.load_state = load  # type: ignore[method-assign]
+    assert loads and "Zubrowka" in again and again == first
 
 
 @needs_local
