@@ -140,7 +140,9 @@ def _mappings(path: Path) -> list[tuple[int, int, int]]:
 
 def release_span(path: Path, start: int, end: int) -> int:
     """Drop the pages of bytes [start, end) of `path` from this process's mappings of it and from the page
-    cache, and have later reads of them fault in one page at a time; the bytes released."""
+    cache, and have later reads of them fault in one page at a time; the bytes released. Where the kernel mapped
+    the file in large pieces (a 2 MB folio under one entry), the piece a span's edge cuts is unmapped whole and
+    read again from the page cache when used."""
     libc = _c_library()
     if libc is None:
         return 0
