@@ -227,20 +227,11 @@ ANSWER_SCRIPT = textwrap.dedent("""
     import json
     import os
     from rag.llms import Message, embedded_chat_model
+    from tests.smaps import resident_kb  # the GGUF's pages in this process's memory
 
     def anonymous_mb():  # the process's own pages: not the GGUF file mapped beside them
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) / 1024 for line in status if line.startswith("RssAnon:"))
-
-    def mapped_mb(path):  # the GGUF's pages in this process's memory
-        kb, inside = 0, False
-        with open("/proc/self/smaps") as smaps:
-            for line in smaps:
-                if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
-                    inside = line.rstrip().endswith(" " + path)
-                elif inside and line.startswith("Rss:"):
-                    kb += int(line.split()[1])
-        return kb / 1024
 
     model = embedded_chat_model()
     before = anonymous_mb()
@@ -250,7 +241,7 @@ ANSWER_SCRIPT = textwrap.dedent("""
     answer = "".join(e.text for e in model.stream(messages, temperature=0.0) if e.kind == "content")
     path = os.path.realpath(type(model)._weights_path())
     print(json.dumps({"model": model.name, "answer": answer, "own_mb": anonymous_mb() - before,
-                      "mapped_mb": mapped_mb(path), "file_mb": os.path.getsize(path) / 2**20}))
+                      "mapped_mb": resident_kb(path) / 1024, "file_mb": os.path.getsize(path) / 2**20}))
 """)
 
 

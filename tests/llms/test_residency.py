@@ -14,6 +14,7 @@ import pytest
 
 from rag.llms import residency
 from tests.conftest import ROOT
+from tests.smaps import resident_kb
 
 PAGE = mmap.PAGESIZE
 
@@ -72,19 +73,6 @@ def test_a_file_that_is_no_gguf_or_ends_in_its_header_is_refused(tmp_path: Path)
     assert residency.release_unread_rows(path) == 0  # logged, nothing released
 
 
-def _resident_kb(path: Path) -> int:
-    kb, inside = 0, False
-    target = " " + str(path.resolve())
-    with open("/proc/self/smaps", encoding="utf-8") as smaps:
-        for line in smaps:
-            head = line.split(" ", 1)[0]
-            if "-" in head and all(c in "0123456789abcdef-" for c in head):
-                inside = line.rstrip().endswith(target)
-            elif inside and line.startswith("Rss:"):
-                kb += int(line.split()[1])
-    return kb
-
-
 HUGE_KB = 2 * 1024
 """A file's pages may be mapped 2 MB at a time (a large folio under one page-table entry); splitting such a
 mapping at a released span's edge unmaps that whole piece, to be read again from the page cache when used."""
@@ -97,11 +85,11 @@ def test_released_pages_leave_the_process_and_read_back_unchanged(tmp_path: Path
     path.write_bytes(data)
     with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         checksum = sum(mapped[i] for i in range(0, len(mapped), PAGE))  # every page touched
-        before = _resident_kb(path)
+        before = resident_kb(path)
         assert before == 16 * 1024
         released = residency.release_span(path, 4 * 2**20 + 100, 12 * 2**20)
         assert released == 8 * 2**20 - PAGE  # whole pages inside the span only: the first is partly outside
-        after = _resident_kb(path)
+        after = resident_kb(path)
         assert before - released // 1024 - 2 * HUGE_KB <= after <= before - released // 1024
         assert mapped[6 * 2**20 + 17] == data[6 * 2**20 + 17]  # a row read again, from the file
         assert mapped[:] == data and sum(mapped[i] for i in range(0, len(mapped), PAGE)) == checksum
@@ -121,13 +109,13 @@ def test_the_token_table_is_released_only_beside_an_output_layer_of_its_own(tmp_
     ):
         for mapped in (first, second):
             sum(mapped[i] for i in range(0, len(mapped), PAGE))
-        before = _resident_kb(untied), _resident_kb(tied)
+        before = resident_kb(untied), resident_kb(tied)
         released = residency.release_unread_rows(untied)
         start, end = spans["token_embd.weight"]
         assert released == (end // PAGE - -(-start // PAGE)) * PAGE > 0
-        assert before[0] - released // 1024 - 2 * HUGE_KB <= _resident_kb(untied) <= before[0] - released // 1024
+        assert before[0] - released // 1024 - 2 * HUGE_KB <= resident_kb(untied) <= before[0] - released // 1024
         assert residency.release_unread_rows(tied) == 0  # tied: the table is the output layer, read whole
-        assert _resident_kb(tied) == before[1]
+        assert resident_kb(tied) == before[1]
 
 
 FREED_SCRIPT = """
