@@ -12,18 +12,24 @@ three shared/eval sets moved by at most 0.002: 0.938/0.976/0.993 against 0.939/0
 What a write costs. Upserting one row of `bm25_terms` per (term, knowledge base) pair each document holds
 (~77 distinct stems an 800-token English chunk, ~280 bigrams a Chinese one) took half of the store stage's
 server time (1.4 ms a chunk against 0.7 without it; a bare table 0.4) and made writers of one knowledge base
-queue on its term rows. So a statement's chunks only append what they change: one `bm25_pending` row per
-knowledge base, with its chunks, their length and each term's count as two arrays (3.4 ms a document of 51
-chunks against 13 ms for the upserts, no row lock, no advisory lock). A search adds the pending counts to the
-tables' (`keyword_sql`; ~100 ms per million pending counts, hence `MERGE_TERMS`), and `bm25_merge` folds them
+queue on its term rows. Then a statement's chunks appended their terms' counts as arrays to one `bm25_pending`
+row (no row lock): still 1.3-1.5 s of the server's time in the peers bench's ingest of 11,630 chunks, the
+lexemes of every tsvector unnested and grouped while the ingest waited. So a write now only lists its chunks:
+one `bm25_pending` row per knowledge base with their ids, number and total length (`bm25_track_insert`). A
+search counts the query's terms in the listed chunks' rows (`keyword_sql`; ~10 microseconds a listed chunk, a
+search ~110 ms slower with the peers bench's 11,630 listed, hence `LISTED_CHUNK_ENTRIES`), and `bm25_merge`
+counts them once for good, after the ingest, in the background (that bench's: 1.9 s), folding everything pending
 into the tables in one transaction, where a term common to many documents is one upsert instead of one per
-document (60 documents of the peers bench: 639,000 pending counts, 78,000 upserts, 0.5 s). `Store` merges in
-the background once a write leaves more than `MERGE_TERMS` pending, and after an ingest (`merge_bm25_later`).
+document. Deleting or changing a chunk still listed takes back only its number and length and takes it off its
+list; a counted one takes back its terms, as a pending row of negative counts. `Store` merges in the background
+once a write leaves more than `MERGE_TERMS` pending, and after an ingest (`merge_bm25_later`).
 
 Statement-level triggers with transition tables keep them in the transaction that writes the
 chunks, whoever writes them (an ingest, a cascade from `documents`, the benchmark's COPY,
 Spring AI's own INSERTs), so a killed ingest leaves them exact: pending rows commit or vanish with
-their chunks, and a merge moves them whole. Merges take turns on one advisory lock.
+their chunks, and a merge moves them whole. Merges take turns on one advisory lock, and lock the pending rows
+in the order of their ids, as a write that deletes listed chunks locks theirs (`bm25_listed`): a deleted chunk
+is either counted by the merge and its terms taken back, or taken off its list before the merge reads it.
 
 `MIGRATION` (run with the rest of the schema) creates the tables and triggers on a database
 that lacks them and fills the statistics from the rows already there, with writes to
@@ -43,9 +49,15 @@ kept 34 % of the updates HOT, 50 kept 99.8 %: the store stage's server CPU went 
 when each document upserted its terms (70: 2.53; 40 documents of 30 eval-passage chunks into a knowledge
 base of 63,000 term rows). The table is twice the size for it, and its rows are only ever read by key."""
 
+LISTED_CHUNK_ENTRIES = 100
+"""What a listed chunk (one whose terms no merge has counted yet, `bm25_track_insert`) weighs against `MERGE_TERMS`:
+a search reads its row and counts the query's terms there, ~10 microseconds (the peers bench's 11,630 chunks listed:
+keyword p50 135-152 ms against 38-50 merged, the same scores), about what 100 pending counts cost it."""
+
 MERGE_TERMS = 3_000_000
-"""Pending (term, knowledge base) counts beyond which a write starts a merge of them into the tables in the
-background (`Store.merge_bm25`). Every keyword search reads all pending counts: ~100 ms more a million (a keyword
+"""Pending (term, knowledge base) counts (a listed chunk `LISTED_CHUNK_ENTRIES` of them) beyond which a write starts
+a merge of them into the tables in the background (`Store.merge_bm25`). Every keyword search reads all pending
+counts: ~100 ms more a million (a keyword
 search over the peers bench's 12,014 chunks: p50 225-260 ms with its 2.36 million pending, 12-16 ms merged),
 which only a search during a large ingest meets, as an ingest merges what it left once it is done. The merges are
 what this trades against, each folding in most of the vocabulary again: at 200,000 they ran back to back through
@@ -64,9 +76,21 @@ CREATE TABLE IF NOT EXISTS bm25_pending (
     counts bigint[] NOT NULL,
     entries integer NOT NULL
 );
--- Not compressed: a merge or a search reads every pending array whole, and pglz was a tenth of the writes' and
--- the merges' server time (compressing on the way in, decompressing on the way out).
-ALTER TABLE bm25_pending ALTER COLUMN terms SET STORAGE EXTERNAL, ALTER COLUMN counts SET STORAGE EXTERNAL;
+-- `chunk_ids`: the chunks a statement wrote, listed for their terms to be counted later (`bm25_track_insert`); NULL
+-- in a row of counts. Not compressed: a merge or a search reads every pending array whole, and pglz was a tenth of
+-- the writes' and the merges' server time (compressing on the way in, decompressing on the way out). Both looked up
+-- first: the ALTER would wait for every open transaction that wrote a chunk, at every start.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'bm25_pending'::regclass AND attname = 'chunk_ids'
+                   AND NOT attisdropped) THEN
+        ALTER TABLE bm25_pending ADD COLUMN chunk_ids uuid[];
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'bm25_pending'::regclass
+               AND attname IN ('terms', 'counts', 'chunk_ids') AND attstorage <> 'e') THEN
+        ALTER TABLE bm25_pending ALTER COLUMN terms SET STORAGE EXTERNAL, ALTER COLUMN counts SET STORAGE EXTERNAL,
+            ALTER COLUMN chunk_ids SET STORAGE EXTERNAL;
+    END IF;
+END $$;
 
 -- What a statement's chunks change, kept as one pending row per knowledge base: the chunks, their length and
 -- each term's count, appended (no row of bm25_terms is touched, so no writer waits for another here).
@@ -107,7 +131,9 @@ BEGIN
     ELSIF NOT pg_try_advisory_xact_lock({LOCK_NAMESPACE}, 0) THEN
         RETURN 0;
     END IF;
-    SELECT coalesce(array_agg(id), '{{}}') INTO ids FROM bm25_pending;
+    -- Locked in the order of their ids, as a write that deletes listed chunks locks their rows (`bm25_listed`): it
+    -- waits for this merge, or this merge for its commit, and the chunks it deletes are counted or not, never both.
+    SELECT coalesce(array_agg(l.id), '{{}}') INTO ids FROM (SELECT id FROM bm25_pending ORDER BY id FOR UPDATE) l;
     IF cardinality(ids) = 0 THEN
         RETURN 0;
     END IF;
@@ -116,12 +142,18 @@ BEGIN
     GROUP BY p.knowledge
     ON CONFLICT (knowledge) DO UPDATE
         SET chunks = s.chunks + excluded.chunks, total_length = s.total_length + excluded.total_length;
-    -- The arrays unnested in the select list (zipped, as unnest(a, b) in FROM would, which goes through a
-    -- tuplestore a row: the 2.3 million pending counts of the peers bench grouped in 0.35 s instead of 0.60).
+    -- The counts, and the terms of the listed chunks read from their rows. The arrays unnested in the select list
+    -- (zipped, as unnest(a, b) in FROM would, which goes through a tuplestore a row: the 2.3 million pending counts
+    -- of the peers bench grouped in 0.35 s instead of 0.60).
     INSERT INTO bm25_terms AS s (term, knowledge, chunks)
     SELECT u.term, u.knowledge, sum(u.n)
     FROM (SELECT p.knowledge, unnest(p.terms) AS term, unnest(p.counts) AS n
-          FROM bm25_pending p WHERE p.id = ANY(ids)) u
+          FROM bm25_pending p WHERE p.id = ANY(ids)
+          UNION ALL
+          SELECT v.metadata->>'knowledge', unnest(tsvector_to_array(v.fts)), 1
+          FROM vector_store v
+          WHERE v.id IN (SELECT unnest(p.chunk_ids) FROM bm25_pending p WHERE p.id = ANY(ids))
+            AND v.metadata->>'knowledge' IS NOT NULL) u
     GROUP BY u.term, u.knowledge
     ON CONFLICT (term, knowledge) DO UPDATE SET chunks = s.chunks + excluded.chunks;
     IF EXISTS (SELECT 1 FROM bm25_pending p WHERE p.id = ANY(ids) AND (p.chunks < 0 OR 0 > ANY(p.counts))) THEN
@@ -138,34 +170,95 @@ BEGIN
 END
 $fn$;
 
+-- A statement's new chunks are listed, not counted: one pending row per knowledge base with their ids, number and
+-- length (`length(fts)`, read from each tsvector's header). A search counts a listed chunk's terms where it reads
+-- it (`keyword_sql`), a merge once for good.
 CREATE OR REPLACE FUNCTION bm25_track_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-    PERFORM bm25_apply(array_agg(n.metadata->>'knowledge'), array_agg(n.fts), array_agg(1)) FROM bm25_new n;
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries, chunk_ids)
+    SELECT n.metadata->>'knowledge', count(*), sum(length(n.fts)), '{{}}', '{{}}', count(*) * {LISTED_CHUNK_ENTRIES},
+           array_agg(n.id)
+    FROM bm25_new n WHERE n.metadata->>'knowledge' IS NOT NULL GROUP BY 1;
     RETURN NULL;
 END
 $fn$;
 
+-- Of the chunks `ids`, those still listed (not counted by a merge): their pending rows are locked first, in the
+-- order of their ids as a merge locks them all (so neither waits for the other in a cycle), then read again, as a
+-- merge that held them may have counted and deleted them meanwhile. `unlist`: they are taken off their lists
+-- too (deleted chunks: a merge must not count them).
+CREATE OR REPLACE FUNCTION bm25_listed(ids uuid[], unlist boolean) RETURNS uuid[]
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    rows bigint[];
+    found uuid[];
+BEGIN
+    IF cardinality(ids) = 0 THEN
+        RETURN '{{}}';
+    END IF;
+    -- Hashed (IN over a set): `= ANY(array)` compares each listed id with every id, 11,630 squared for a
+    -- knowledge base deleted right after its ingest.
+    SELECT coalesce(array_agg(DISTINCT p.id), '{{}}') INTO rows
+    FROM bm25_pending p, unnest(p.chunk_ids) c(id)
+    WHERE p.chunk_ids IS NOT NULL AND c.id IN (SELECT unnest(ids));
+    IF cardinality(rows) = 0 THEN
+        RETURN '{{}}';
+    END IF;
+    PERFORM 1 FROM bm25_pending p WHERE p.id = ANY(rows) ORDER BY p.id FOR UPDATE;
+    SELECT coalesce(array_agg(c.id), '{{}}') INTO found
+    FROM bm25_pending p, unnest(p.chunk_ids) c(id)
+    WHERE p.id = ANY(rows) AND c.id IN (SELECT unnest(ids));
+    IF unlist AND cardinality(found) > 0 THEN
+        UPDATE bm25_pending p SET chunk_ids = k.kept, entries = cardinality(k.kept) * {LISTED_CHUNK_ENTRIES}
+        FROM (SELECT p2.id, coalesce(array_agg(c.id) FILTER (WHERE c.id NOT IN (SELECT unnest(found))), '{{}}') AS kept
+              FROM bm25_pending p2, unnest(p2.chunk_ids) c(id) WHERE p2.id = ANY(rows) GROUP BY p2.id) k
+        WHERE p.id = k.id;
+    END IF;
+    RETURN found;
+END
+$fn$;
+
+-- Deleted chunks: a listed one takes back its number and length (its terms were never counted) and leaves its list;
+-- a counted one its terms too.
 CREATE OR REPLACE FUNCTION bm25_track_delete() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    listed uuid[];
 BEGIN
-    PERFORM bm25_apply(array_agg(o.metadata->>'knowledge'), array_agg(o.fts), array_agg(-1)) FROM bm25_old o;
+    listed := bm25_listed(ARRAY(SELECT o.id FROM bm25_old o WHERE o.metadata->>'knowledge' IS NOT NULL), true);
+    PERFORM bm25_apply(array_agg(o.metadata->>'knowledge'), array_agg(o.fts), array_agg(-1))
+    FROM bm25_old o WHERE o.id NOT IN (SELECT unnest(listed));
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
+    SELECT o.metadata->>'knowledge', -count(*), -sum(length(o.fts)), '{{}}', '{{}}', 0
+    FROM bm25_old o WHERE o.id IN (SELECT unnest(listed)) GROUP BY 1;
     RETURN NULL;
 END
 $fn$;
 
--- An update counts only where a row's terms or knowledge base changed (not a new embedding).
+-- An update counts only where a row's terms or knowledge base changed (not a new embedding): the old version leaves
+-- as a deleted chunk does, the new one is listed as an inserted one.
 CREATE OR REPLACE FUNCTION bm25_track_update() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    listed uuid[];
 BEGIN
-    PERFORM bm25_apply(array_agg(d.k), array_agg(d.v), array_agg(d.s)) FROM (
-        SELECT o.metadata->>'knowledge' AS k, o.fts AS v, -1 AS s
-        FROM bm25_old o LEFT JOIN bm25_new n ON n.id = o.id
-        WHERE n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
-           OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge'
-        UNION ALL
-        SELECT n.metadata->>'knowledge', n.fts, 1
-        FROM bm25_new n LEFT JOIN bm25_old o ON o.id = n.id
-        WHERE o.id IS NULL OR n.fts IS DISTINCT FROM o.fts
-           OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge'
-    ) d;
+    listed := bm25_listed(ARRAY(
+        SELECT o.id FROM bm25_old o LEFT JOIN bm25_new n ON n.id = o.id
+        WHERE o.metadata->>'knowledge' IS NOT NULL AND (n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
+              OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')), true);
+    PERFORM bm25_apply(array_agg(o.metadata->>'knowledge'), array_agg(o.fts), array_agg(-1))
+    FROM bm25_old o LEFT JOIN bm25_new n ON n.id = o.id
+    WHERE (n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
+           OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')
+          AND o.id NOT IN (SELECT unnest(listed));
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
+    SELECT o.metadata->>'knowledge', -count(*), -sum(length(o.fts)), '{{}}', '{{}}', 0
+    FROM bm25_old o WHERE o.id IN (SELECT unnest(listed)) GROUP BY 1;
+    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries, chunk_ids)
+    SELECT n.metadata->>'knowledge', count(*), sum(length(n.fts)), '{{}}', '{{}}', count(*) * {LISTED_CHUNK_ENTRIES},
+           array_agg(n.id)
+    FROM bm25_new n LEFT JOIN bm25_old o ON o.id = n.id
+    WHERE n.metadata->>'knowledge' IS NOT NULL AND (o.id IS NULL OR n.fts IS DISTINCT FROM o.fts
+          OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')
+    GROUP BY 1;
     RETURN NULL;
 END
 $fn$;

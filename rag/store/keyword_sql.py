@@ -67,6 +67,14 @@ df AS (
     SELECT u.term, u.knowledge, u.n
     FROM (SELECT p.knowledge, unnest(p.terms) AS term, unnest(p.counts) AS n FROM bm25_pending p) u
     WHERE u.term IN (SELECT lexeme FROM q)
+    UNION ALL
+    -- The chunks listed but not counted yet: the query's terms found in their rows (setweight marks them, ts_filter
+    -- keeps only those, as in the scoring below).
+    SELECT x.lexeme, v.metadata->>'knowledge', 1
+    FROM bm25_pending p CROSS JOIN LATERAL unnest(p.chunk_ids) AS c(id)
+    JOIN vector_store v ON v.id = c.id
+    CROSS JOIN LATERAL unnest(ts_filter(setweight(v.fts, 'A', (SELECT array_agg(lexeme) FROM q)), '{a}')) x
+    WHERE p.chunk_ids IS NOT NULL AND v.metadata->>'knowledge' IS NOT NULL
 ), kb AS (
     SELECT knowledge, chunks, total_length FROM bm25_knowledge
     UNION ALL

@@ -18,7 +18,7 @@ from rag.query.filters import to_sql
 from rag.query.keywords import search_text
 from rag.settings import Settings
 from rag.store import Bm25, Store
-from rag.store.bm25_stats import TERMS_FILLFACTOR
+from rag.store.bm25_stats import LISTED_CHUNK_ENTRIES, TERMS_FILLFACTOR
 from rag.store.keyword_sql import candidate_query
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
@@ -71,9 +71,19 @@ def stored(uri: str, merged: bool = False) -> dict[str, tuple[int, int, dict[str
         ).fetchall()
         terms = conn.execute(
             "SELECT knowledge, term, sum(chunks) FROM (SELECT knowledge, term, chunks FROM bm25_terms UNION ALL "
-            "SELECT p.knowledge, u.term, u.n FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n)) t "
+            "SELECT p.knowledge, u.term, u.n FROM bm25_pending p, unnest(p.terms, p.counts) u(term, n) UNION ALL "
+            # the listed chunks, whose terms no merge has counted yet: read from their rows
+            "SELECT v.metadata->>'knowledge', unnest(tsvector_to_array(v.fts)), 1 "
+            "FROM bm25_pending p, unnest(p.chunk_ids) c(id) JOIN vector_store v ON v.id = c.id "
+            "WHERE v.metadata->>'knowledge' IS NOT NULL) t "
             "GROUP BY knowledge, term HAVING sum(chunks) <> 0"
         ).fetchall()
+        # A chunk is listed once at most, and only while it exists (a deleted one leaves its list).
+        listed, distinct, alive = conn.execute(
+            "SELECT count(*), count(DISTINCT c.id), count(v.id) FROM bm25_pending p, unnest(p.chunk_ids) c(id) "
+            "LEFT JOIN vector_store v ON v.id = c.id"
+        ).fetchone()
+        assert listed == distinct == alive
         if merged:  # nothing left at zero in the tables either
             assert conn.execute("SELECT count(*) FROM bm25_terms WHERE chunks <= 0").fetchone()[0] == 0
             assert conn.execute("SELECT count(*) FROM bm25_knowledge WHERE chunks <= 0").fetchone()[0] == 0
@@ -123,6 +133,76 @@ def test_statistics_stay_exact_through_ingest_replace_delete_and_kb_delete(store
     assert set(assert_exact(pg_uri)) == {"other"}
     assert store.delete_knowledge_base("other")
     assert stored(pg_uri) == {}
+
+
+def test_chunks_deleted_or_changed_before_any_merge_leave_the_statistics_exact(store: Store, pg_uri: str) -> None:
+    """A write lists its chunks for their terms to be counted later (`bm25_track_insert`): replacing, deleting and
+    updating them while still listed takes back their number and length and takes them off the list, never
+    terms nobody counted. Checked without a merge after each step, then merged."""
+    store.merge_bm25()
+
+    def unmerged() -> dict[str, tuple[int, int, dict[str, int]]]:
+        expected = recomputed(pg_uri)
+        assert stored(pg_uri) == expected
+        return expected
+
+    write(store, "docs", "en.txt", ENGLISH)
+    write(store, "docs", "zh.txt", CHINESE)
+    write(store, "other", "en.txt", ENGLISH[:2])
+    assert unmerged()["docs"][2]["harbour"] == 2
+    write(store, "docs", "en.txt", ENGLISH[2:4], version="v2")  # its listed chunks deleted, the new ones listed
+    assert "harbour" not in unmerged()["docs"][2]
+    with psycopg.connect(pg_uri) as conn:
+        conn.execute(  # Spring AI rewrites a listed chunk, and moves one to another knowledge base
+            "UPDATE vector_store SET content = 'harbour pilot' WHERE metadata->>'knowledge' = 'docs' "
+            "AND metadata->>'original_filename' = 'en.txt' AND metadata->>'chunk_index' = '0'"
+        )
+        conn.execute(
+            "UPDATE vector_store SET metadata = jsonb_set(metadata, '{knowledge}', '\"moved\"') "
+            "WHERE metadata->>'original_filename' = 'zh.txt' AND metadata->>'chunk_index' = '1'"
+        )
+    stats = unmerged()
+    assert stats["docs"][2]["pilot"] == 1 and stats["moved"][0] == 1
+    assert store.delete_document("docs", "zh.txt")
+    assert store.delete_knowledge_base("other")
+    assert set(unmerged()) == {"docs"}  # the moved chunk was zh.txt's: gone with it
+    assert set(assert_exact(pg_uri)) == {"docs"}
+
+
+@pytest.mark.parametrize("first", ["the delete", "the merge"])
+def test_a_delete_and_a_merge_at_once_count_the_deleted_chunks_once_or_not_at_all(
+    store: Store, pg_uri: str, first: str
+) -> None:
+    """A merge reads the listed chunks' terms from their rows while another transaction deletes some of them: the
+    one that locks the pending rows first goes on, the other waits for its commit; the statistics stay exact."""
+    store.merge_bm25()
+    write(store, "docs", "a.txt", ENGLISH)
+    write(store, "docs", "b.txt", CHINESE)
+    holder = psycopg.connect(pg_uri)
+    try:
+        if first == "the delete":
+            holder.execute("DELETE FROM documents WHERE original_filename = 'a.txt'")
+        else:
+            holder.execute("SELECT bm25_merge()")
+        done: list[object] = []
+
+        def other() -> None:
+            if first == "the delete":
+                done.append(store.merge_bm25())
+            else:
+                done.append(store.delete_document("docs", "a.txt"))
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join(1.5)
+        assert thread.is_alive() and not done  # it waits for the holder's pending rows
+        holder.commit()
+        thread.join(30)
+        assert done and done[0]
+    finally:
+        holder.close()
+    stats = assert_exact(pg_uri)
+    assert stats["docs"][0] == len(CHINESE) and "harbour" not in stats["docs"][2]
 
 
 def test_updates_and_truncate_by_other_tools_keep_statistics_exact(store: Store, pg_uri: str) -> None:
@@ -291,8 +371,11 @@ def test_a_search_reads_the_pending_counts_as_it_reads_the_merged_ones(store: St
     write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea", "lighthouse lighthouse lamp"])
     write(store, "docs", "b.txt", ["keeper of the lamp", "calm sea"])
     with psycopg.connect(pg_uri) as conn:
-        # one row a document: lighthous keeper storm sea lamp, keeper lamp calm sea
-        assert conn.execute("SELECT count(*), sum(entries) FROM bm25_pending").fetchone() == (2, 5 + 4)
+        # one row a document, listing its chunks (their terms are counted by the search, then by the merge)
+        assert conn.execute("SELECT cardinality(chunk_ids), entries FROM bm25_pending ORDER BY id").fetchall() == [
+            (3, 3 * LISTED_CHUNK_ENTRIES),
+            (2, 2 * LISTED_CHUNK_ENTRIES),
+        ]
     before = [(h.content, round(h.score, 9)) for h in store.keyword_search("lighthouse lamp sea", ["docs"], top_k=5)]
     assert store.merge_bm25() == 2
     with psycopg.connect(pg_uri) as conn:
@@ -307,10 +390,10 @@ def test_writes_merge_in_the_background_past_the_threshold(
 ) -> None:
     import rag.store.store as store_module
 
-    monkeypatch.setattr(store_module, "MERGE_TERMS", 6)
-    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 4 terms pending: no merge
+    monkeypatch.setattr(store_module, "MERGE_TERMS", 3 * LISTED_CHUNK_ENTRIES)
+    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 2 chunks listed: no merge
     assert store._merging is None
-    write(store, "docs", "b.txt", ["keeper of the lamp", "calm sea"])  # 8: a merge starts
+    write(store, "docs", "b.txt", ["keeper of the lamp", "calm sea"])  # 4: a merge starts
     assert store._merging is not None
     store._merging.join()
     with psycopg.connect(pg_uri) as conn:
@@ -329,9 +412,9 @@ def test_a_background_merge_asked_for_by_a_stale_count_merges_nothing(
     it asks for looks again once it starts, and does nothing while fewer than `MERGE_TERMS` are pending."""
     import rag.store.store as store_module
 
-    monkeypatch.setattr(store_module, "MERGE_TERMS", 6)
-    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 4 terms pending
-    store._merge_soon(8)  # as a write that still saw rows since merged would
+    monkeypatch.setattr(store_module, "MERGE_TERMS", 3 * LISTED_CHUNK_ENTRIES)
+    write(store, "docs", "a.txt", ["the lighthouse keeper", "a storm at sea"])  # 2 chunks listed
+    store._merge_soon(4 * LISTED_CHUNK_ENTRIES)  # as a write that still saw rows since merged would
     assert store._merging is not None
     store._merging.join()
     with psycopg.connect(pg_uri) as conn:
