@@ -91,7 +91,9 @@ def counts(store: Store) -> dict[str, int]:
 
 
 def snapshot(store: Store, kb: str) -> dict[str, Any]:
-    """Everything of a knowledge base as stored, for comparing two databases."""
+    """Everything of a knowledge base as stored, for comparing two databases; its BM25 statistics merged first
+    (an import merges them in the background, a write leaves them pending)."""
+    store.merge_bm25()
     with psycopg.connect(store.conninfo) as conn:
         q = conn.execute
         return {

@@ -83,6 +83,10 @@ def test_a_round_trip_into_another_database_keeps_every_row_id_and_search_result
     )
     assert result.ids_kept and not result.replaced and not result.reembedded
     assert (result.embedder, result.dimension) == (EMBEDDER, DIM)
+    assert other_store._merging is not None  # its BM25 statistics merged after the import, as after an ingest
+    other_store._merging.join()
+    with other_store.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone() == (0,)
     assert snapshot(other_store, "harbour") == snapshot(store, "harbour")
     assert searches(other_store, "harbour") == searches(store, "harbour")
     assert list(dict.fromkeys(s for s, _, _ in steps)) == ["verify", "write", "index"]
