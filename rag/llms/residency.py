@@ -55,8 +55,7 @@ class _Header:
     def skip(self, kind: int) -> bytes | None:
         """Read past one metadata value; the bytes of a scalar (for the alignment), else None."""
         if kind == _STRING:
-            (length,) = self.read("<Q")
-            self.at += length
+            self.string()
             return None
         if kind == _ARRAY:
             item, count = self.read("<IQ")

@@ -170,16 +170,15 @@ BEGIN
 END
 $fn$;
 
--- A statement's new chunks are listed, not counted: one pending row per knowledge base with their ids, number and
--- length (`length(fts)`, read from each tsvector's header). A search counts a listed chunk's terms where it reads
--- it (`keyword_sql`), a merge once for good.
-CREATE OR REPLACE FUNCTION bm25_track_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+-- Chunks listed, not counted: one pending row per knowledge base with their ids, number and length (`lengths`,
+-- `length(fts)`: read from each tsvector's header). A search counts a listed chunk's terms where it reads it
+-- (`keyword_sql`), a merge once for good.
+CREATE OR REPLACE FUNCTION bm25_list(ids uuid[], kbs text[], lengths integer[]) RETURNS void
+LANGUAGE plpgsql AS $fn$
 BEGIN
     INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries, chunk_ids)
-    SELECT n.metadata->>'knowledge', count(*), sum(length(n.fts)), '{{}}', '{{}}', count(*) * {LISTED_CHUNK_ENTRIES},
-           array_agg(n.id)
-    FROM bm25_new n WHERE n.metadata->>'knowledge' IS NOT NULL GROUP BY 1;
-    RETURN NULL;
+    SELECT d.k, count(*), sum(d.len), '{{}}', '{{}}', count(*) * {LISTED_CHUNK_ENTRIES}, array_agg(d.id)
+    FROM unnest(ids, kbs, lengths) d(id, k, len) WHERE d.k IS NOT NULL GROUP BY 1;
 END
 $fn$;
 
@@ -218,18 +217,36 @@ BEGIN
 END
 $fn$;
 
--- Deleted chunks: a listed one takes back its number and length (its terms were never counted) and leaves its list;
--- a counted one its terms too.
-CREATE OR REPLACE FUNCTION bm25_track_delete() RETURNS trigger LANGUAGE plpgsql AS $fn$
+-- Chunks leaving (deleted, or the old version of an update): a listed one takes back its number and length (its
+-- terms were never counted) and leaves its list; a counted one its terms too.
+CREATE OR REPLACE FUNCTION bm25_leave(ids uuid[], kbs text[], vectors tsvector[]) RETURNS void
+LANGUAGE plpgsql AS $fn$
 DECLARE
     listed uuid[];
 BEGIN
-    listed := bm25_listed(ARRAY(SELECT o.id FROM bm25_old o WHERE o.metadata->>'knowledge' IS NOT NULL), true);
-    PERFORM bm25_apply(array_agg(o.metadata->>'knowledge'), array_agg(o.fts), array_agg(-1))
-    FROM bm25_old o WHERE o.id NOT IN (SELECT unnest(listed));
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    listed := bm25_listed(ids, true);
+    PERFORM bm25_apply(array_agg(d.k), array_agg(d.v), array_agg(-1))
+    FROM unnest(ids, kbs, vectors) d(id, k, v) WHERE d.id NOT IN (SELECT unnest(listed));
     INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
-    SELECT o.metadata->>'knowledge', -count(*), -sum(length(o.fts)), '{{}}', '{{}}', 0
-    FROM bm25_old o WHERE o.id IN (SELECT unnest(listed)) GROUP BY 1;
+    SELECT d.k, -count(*), -sum(length(d.v)), '{{}}', '{{}}', 0
+    FROM unnest(ids, kbs, vectors) d(id, k, v) WHERE d.id IN (SELECT unnest(listed)) GROUP BY 1;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION bm25_track_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM bm25_list(array_agg(n.id), array_agg(n.metadata->>'knowledge'), array_agg(length(n.fts))) FROM bm25_new n;
+    RETURN NULL;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION bm25_track_delete() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM bm25_leave(array_agg(o.id), array_agg(o.metadata->>'knowledge'), array_agg(o.fts))
+    FROM bm25_old o WHERE o.metadata->>'knowledge' IS NOT NULL;
     RETURN NULL;
 END
 $fn$;
@@ -237,28 +254,15 @@ $fn$;
 -- An update counts only where a row's terms or knowledge base changed (not a new embedding): the old version leaves
 -- as a deleted chunk does, the new one is listed as an inserted one.
 CREATE OR REPLACE FUNCTION bm25_track_update() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-    listed uuid[];
 BEGIN
-    listed := bm25_listed(ARRAY(
-        SELECT o.id FROM bm25_old o LEFT JOIN bm25_new n ON n.id = o.id
-        WHERE o.metadata->>'knowledge' IS NOT NULL AND (n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
-              OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')), true);
-    PERFORM bm25_apply(array_agg(o.metadata->>'knowledge'), array_agg(o.fts), array_agg(-1))
+    PERFORM bm25_leave(array_agg(o.id), array_agg(o.metadata->>'knowledge'), array_agg(o.fts))
     FROM bm25_old o LEFT JOIN bm25_new n ON n.id = o.id
-    WHERE (n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
-           OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')
-          AND o.id NOT IN (SELECT unnest(listed));
-    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries)
-    SELECT o.metadata->>'knowledge', -count(*), -sum(length(o.fts)), '{{}}', '{{}}', 0
-    FROM bm25_old o WHERE o.id IN (SELECT unnest(listed)) GROUP BY 1;
-    INSERT INTO bm25_pending (knowledge, chunks, total_length, terms, counts, entries, chunk_ids)
-    SELECT n.metadata->>'knowledge', count(*), sum(length(n.fts)), '{{}}', '{{}}', count(*) * {LISTED_CHUNK_ENTRIES},
-           array_agg(n.id)
+    WHERE o.metadata->>'knowledge' IS NOT NULL AND (n.id IS NULL OR n.fts IS DISTINCT FROM o.fts
+          OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge');
+    PERFORM bm25_list(array_agg(n.id), array_agg(n.metadata->>'knowledge'), array_agg(length(n.fts)))
     FROM bm25_new n LEFT JOIN bm25_old o ON o.id = n.id
-    WHERE n.metadata->>'knowledge' IS NOT NULL AND (o.id IS NULL OR n.fts IS DISTINCT FROM o.fts
-          OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge')
-    GROUP BY 1;
+    WHERE o.id IS NULL OR n.fts IS DISTINCT FROM o.fts
+          OR n.metadata->>'knowledge' IS DISTINCT FROM o.metadata->>'knowledge';
     RETURN NULL;
 END
 $fn$;
