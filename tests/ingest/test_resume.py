@@ -322,13 +322,24 @@ def test_an_ingest_looks_for_kept_vectors_only_where_some_may_be(store: Store, m
     bench): an ingest that began with none of its embedder's vectors kept asks for none, until it keeps some
     itself, when a later file holding the same texts finds them."""
     looks: list[int] = []
-    real = VectorCache.found
+    looked = threading.Event()
+    real, real_drop = VectorCache.found, VectorCache.drop
 
     def counted(self: VectorCache, embedder: str, keys: Sequence[bytes]) -> dict:
         looks.append(len(keys))
-        return real(self, embedder, keys)
+        try:
+            return real(self, embedder, keys)
+        finally:
+            looked.set()
+
+    def drop_after_a_look(self: VectorCache, embedder: str, keys: Sequence[bytes]) -> int:
+        # A stored document drops its kept vectors (its writer thread): twin-a's writer could do so before twin-b
+        # looked (CI's timing), and twin-b then had nothing to find. Held until the look, 30 s at most.
+        looked.wait(30.0)
+        return real_drop(self, embedder, keys)
 
     monkeypatch.setattr(VectorCache, "found", counted)
+    monkeypatch.setattr(VectorCache, "drop", drop_after_a_look)
     monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 3600.0)  # a fast embedder: nothing is kept
     embedder = Counting()
     sources = [Source.upload(f"fast-{n}.txt", LOG + f" Log {n}.".encode()) for n in range(3)]
