@@ -159,7 +159,7 @@ def run(
             if "external" in chosen:
                 external.bench_external(report, base, quick, database.scratch_database)
             if "peers" in chosen:
-                peers.bench_ingest_peers(report, uri, quick)
+                peers.bench_ingest_peers(report, base, quick, database.scratch_database)
             if "memory" in chosen:
                 memory.bench_memory(report, uri, quick)
             if "retrieval" in chosen:

@@ -37,3 +37,12 @@ def test_the_corpus_pdfs_hold_their_text_within_the_page(tmp_path) -> None:
                 lines = [line for block in page.get_text("dict")["blocks"] for line in block.get("lines", ())]
                 assert lines, (path.name, page.number)
                 assert max(line["bbox"][2] for line in lines) <= page.rect.width - 40, (path.name, page.number)
+
+
+def test_each_contender_is_reported_by_its_fastest_round_beside_every_round() -> None:
+    slow = peers.Run("LangChain", 23.2, 12_409, 0.61, {"load": 7.0})
+    fast = peers.Run("LangChain", 16.4, 12_409, 0.61, {"load": 5.8})
+    best = peers.fastest([slow, fast])
+    assert (best.seconds, best.stages, best.rounds) == (16.4, {"load": 5.8}, (23.2, 16.4))
+    skipped = peers.Run("langchain", 0, 0, 0, skipped="not installed")
+    assert peers.fastest([skipped, skipped]) == skipped
