@@ -755,12 +755,12 @@ def ingest_files(
                 if this is None or (cancel is not None and cancel.is_set()):
                     break
                 source = this.source
-                while pending and sum(w.size for w in pending) + source.size() > OVERLAP_BYTES:
+                while pending and sum(w.size for w in pending) + this.size > OVERLAP_BYTES:
                     yield relay.result(pending.popleft())
                 notify = on_stage(source.name) if on_stage else _quiet
                 data = this.data if this.data is not None else source.read()
                 # The files after this one go to the read-ahead worker now: parsed there while this one is.
-                while len(queued) < READ_AHEAD_FILES and sum(q.source.size() for q in queued) < READ_AHEAD_BYTES:
+                while len(queued) < READ_AHEAD_FILES and sum(q.size for q in queued) < READ_AHEAD_BYTES:
                     following = reader.ahead(upcoming.next())
                     if following is None:
                         break
@@ -866,6 +866,13 @@ class _Ahead:
     @classmethod
     def of(cls, source: Source | None) -> _Ahead | None:
         return None if source is None else cls(source)
+
+    @functools.cached_property
+    def size(self) -> int:
+        """Its bytes (those read ahead, else the file's), asked once: the loop in `ingest_files` sums the queued
+        files' sizes each time it sends one ahead, and a file's stat took 0.16 ms of the thread that chunks and
+        embeds (1,393 of them, 0.22 s, for the peers bench's 200 PDFs)."""
+        return len(self.data) if isinstance(self.data, bytes) else self.source.size()
 
 
 class _Reader:
