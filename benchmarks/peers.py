@@ -343,7 +343,8 @@ ROUNDS = 3
 a database of its own, and is reported by its fastest round. This machine's speed drifted by ~15 % between identical
 runs (session 33, one run each: ours 11.5-13.7 s, LangChain 16.4-23.2 s over three bench runs), so one run of each
 could set a contender's fast phase against another's slow one: one of those three runs missed the 1.5x goal. Two
-rounds still left one contender's two runs in one slow phase now and then (ours 10.6 / 12.9 s, LangChain 17.1 / 19.7)."""
+rounds still left one contender's two runs in one slow phase now and then (ours 10.6 / 12.9 s, LangChain 17.1 /
+19.7 s)."""
 
 Contender = Callable[[Corpus, str, object], Run]
 
