@@ -430,6 +430,7 @@ def test_local_vectors_are_wordllamas_own(local: LocalEmbedder) -> None:
         "x" * 50,
         "mixed 中文 and English, with numbers 1898 and symbols ∂ ≤ ☃",
         "word " * 700,
+        "HTML kept as text: <s>struck</s>, and <unk> too",
     ]
     model = local._load()
     theirs = model.embed(texts, norm=False, batch_size=len(texts))
@@ -440,3 +441,35 @@ def test_local_vectors_are_wordllamas_own(local: LocalEmbedder) -> None:
 
     np.testing.assert_allclose(ours, expected, atol=1e-6)
     assert not ours[2].any() and np.count_nonzero(np.linalg.norm(ours, axis=1)) == len(texts) - 1
+
+
+ODD_TEXTS = [
+    "",
+    " ",
+    "  two spaces before, two after  ",
+    "tab\tnewline\n space\n\n  gap",
+    "a literal ▁ mark and ▁▁ two",
+    "<s>struck</s>",
+    "a <unk> b </s>",
+    "no-break\u00a0space and ideographic\u3000space",
+    "emoji 🙂 and a surrogate-plane ideograph 𠀀 here",
+    "全角，标点。English inside 中文123数字 and 1,234.5",
+    "\u200bzero-width",
+]
+
+
+def test_local_token_ids_are_the_tokenizers_own(local: LocalEmbedder) -> None:
+    """`_ids` normalises the text itself (a ▁ before it, each space one) and tokenises it without the tokenizer's
+    normalizer: the ids must be the tokenizer's own, on real passages (English and Chinese) and odd text; a text
+    holding an added token ("<s>") goes through the tokenizer whole, where the two would differ."""
+    from rag.evaluation.sets import eval_set
+
+    _, bare, added = local._tokenizers()
+    assert bare is not None and set(added) == {"<unk>", "<s>", "</s>"}  # the normalizer is done here
+    texts = [p.text for name in ("en_race", "zh_c3", "zh_cmrc_trial") for p in eval_set(name).passages] + ODD_TEXTS
+    theirs = [e.ids for e in local._tokenizer().encode_batch(texts, add_special_tokens=False)]
+    assert local._ids(texts) == theirs
+    # The added tokens are what `_ids` must route around: normalised here, "<s>" after a space would differ.
+    normalised = "▁a▁<s>▁b"
+    bare_ids = bare.encode(normalised, add_special_tokens=False).ids
+    assert bare_ids != local._tokenizer().encode("a <s> b", add_special_tokens=False).ids
