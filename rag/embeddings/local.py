@@ -19,11 +19,12 @@ from rag.errors import EmbedderError, one_line
 from rag.text import Text
 
 if TYPE_CHECKING:
-    from tokenizers import Encoding, Tokenizer
+    from tokenizers import Tokenizer
     from wordllama import WordLlamaInference
 
     from rag.embeddings import ProgressCallback
     from rag.embeddings.batches import CancelSignal
+    from rag.embeddings.llama_tokens import LlamaIds
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,7 @@ class LocalEmbedder:
         self._batch_size = batch_size
         self._model: WordLlamaInference | None = None
         self._unpadded: Tokenizer | None = None
-        self._bare: Tokenizer | None = None
-        self._added: tuple[str, ...] = ()
+        self._ids_of: LlamaIds | None = None
         self._lock = threading.Lock()
 
     name = NAME
@@ -100,12 +100,11 @@ class LocalEmbedder:
         256 chunks of 800 tokens), multiplies them by the padding mask into a second array as large and sums
         that: 310 ms a batch, against 17 ms for each text's own rows summed. The 11,074 chunks of
         `bench --only peers`: 9.1 s (10.7 CPU s) -> 3.1 s (4.6), most of it then the tokenizer, whose offsets
-        are not asked for since (3,057 of those chunks: 1.04 -> 0.74 s). The same vectors (test_embeddings), so
-        knowledge bases built before stay valid."""
+        are not asked for since (3,057 of those chunks: 1.04 -> 0.74 s) and whose work is mostly done without it now
+        (`llama_tokens`). The same vectors (test_embeddings), so knowledge bases built before stay valid."""
         table = self._load().embedding
         vectors = np.zeros((len(batch), table.shape[1]), dtype=np.float32)
-        for row, token_ids in zip(vectors, self._ids(batch)):
-            ids = np.array(token_ids, dtype=np.intp)
+        for row, ids in zip(vectors, self._ids(batch)):
             if ids.size:
                 np.clip(ids, 0, table.shape[0] - 1, out=ids)  # as WordLlama does
                 # Each distinct token's row once, weighted by its count: 0.076 s for 1,707 chunks of the peers bench
@@ -115,56 +114,33 @@ class LocalEmbedder:
                 row /= ids.size
         return vectors
 
-    def _ids(self, batch: list[str]) -> list[list[int]]:
-        """Each text's token ids, WordLlama's tokenizer's own. Its normalizer (a "▁" before the text, every space
-        made one) is done here by `str.replace`, in C, and the text given to a copy of the tokenizer without it, which
-        tracks no character's alignment: the 11,630 chunks of the peers bench took 4.4 CPU s to tokenise through the
-        normalizer, 3.2 so (the same ids on all of them). A text holding one of the added tokens ("<s>", "</s>",
-        "<unk>"), which the tokenizer takes out of the text before it normalises each part apart, goes to it whole."""
-        tokenizer, bare, added = self._tokenizers()
-        if bare is None:
-            return [encoding.ids for encoding in _encode(tokenizer, batch)]
-        marked = [any(token in text for token in added) for text in batch]
-        whole = [i for i, mark in enumerate(marked) if mark]
-        rest = [i for i, mark in enumerate(marked) if not mark]
-        ids: list[list[int]] = [[] for _ in batch]
-        for i, encoding in zip(whole, _encode(tokenizer, [batch[i] for i in whole])):
-            ids[i] = encoding.ids
-        normalised = [SPACE_MARK + batch[i].replace(" ", SPACE_MARK) if batch[i] else "" for i in rest]
-        for i, encoding in zip(rest, _encode(bare, normalised)):
-            ids[i] = encoding.ids
-        return ids
+    def _ids(self, batch: list[str]) -> list[np.ndarray]:
+        """Each text's token ids, WordLlama's tokenizer's own, in no particular order (`llama_tokens`)."""
+        return self._llama_ids().ids(batch)
 
     def _tokenizer(self) -> Tokenizer:
         """WordLlama's tokenizer without its padding (its `embed` pads every batch to the longest text)."""
-        return self._tokenizers()[0]
-
-    def _tokenizers(self) -> tuple[Tokenizer, Tokenizer | None, tuple[str, ...]]:
-        """`_tokenizer`; a copy of it without its normalizer where that normalizer is the one `_ids` does itself
-        (else None: every text goes to the tokenizer whole); the texts of its added tokens."""
         if self._unpadded is None:
             model = self._load()  # before the lock, which `_load` takes
             with self._lock:
                 if self._unpadded is None:
-                    import json
-
                     from tokenizers import Tokenizer
 
-                    config = model.tokenizer.to_str()
-                    parsed = json.loads(config)
-                    bare: Tokenizer | None = None
-                    if parsed.get("normalizer") == _SPACE_NORMALIZER and parsed.get("pre_tokenizer") is None:
-                        bare = Tokenizer.from_str(config)
-                        bare.no_padding()
-                        bare.no_truncation()
-                        bare.normalizer = None
-                    self._bare = bare
-                    self._added = tuple(token["content"] for token in parsed.get("added_tokens", ()))
-                    tokenizer = Tokenizer.from_str(config)
+                    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
                     tokenizer.no_padding()
                     tokenizer.no_truncation()
-                    self._unpadded = tokenizer  # last: read without the lock once set
-        return self._unpadded, self._bare, self._added
+                    self._unpadded = tokenizer
+        return self._unpadded
+
+    def _llama_ids(self) -> LlamaIds:
+        if self._ids_of is None:
+            tokenizer = self._tokenizer()
+            with self._lock:
+                if self._ids_of is None:
+                    from rag.embeddings.llama_tokens import LlamaIds
+
+                    self._ids_of = LlamaIds(tokenizer)
+        return self._ids_of
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """The same as passages: WordLlama has no query prefix."""
@@ -177,18 +153,6 @@ class LocalEmbedder:
             if self._model is None:
                 self._model = _load_wordllama(self.CONFIG, self.DIMENSION)
         return self._model
-
-
-SPACE_MARK = "\u2581"
-"""What Llama 2's SentencePiece vocabulary writes a space as (▁)."""
-_SPACE_NORMALIZER = {
-    "type": "Sequence",
-    "normalizers": [
-        {"type": "Prepend", "prepend": SPACE_MARK},
-        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARK},
-    ],
-}
-"""WordLlama l2_supercat's normalizer (its tokenizer.json), which `LocalEmbedder._ids` does itself."""
 
 
 def padded_length(text: str) -> int:
@@ -238,12 +202,3 @@ def _load_wordllama(config: str, dim: int) -> WordLlamaInference:
 
 WordLlamaEmbedder = LocalEmbedder
 """The same class by the model's name, beside E5Embedder."""
-
-
-def _encode(tokenizer: Tokenizer, texts: list[str]) -> list[Encoding]:
-    """`texts` tokenised without special tokens, and without the character offsets where the tokenizers package
-    can (>= 0.20: 30 % less of its time, the same ids)."""
-    if not texts:
-        return []
-    encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    return encode(texts, add_special_tokens=False)
