@@ -121,12 +121,14 @@ class _Tables:
 
 
 def _tables(model: dict[str, Any]) -> _Tables | None:
-    """The tables of a BPE vocabulary with byte fallback (every byte's token in it) and no prefix or suffix for
-    subwords, where no token holds a newline; else None. A character is alone when no token of two characters or
-    more (its leading "▁"s aside) holds it: no merge joins it to a neighbour."""
+    """The tables of a BPE vocabulary with byte fallback (every byte's token in it), merges always applied and no
+    prefix or suffix for subwords, where no token holds a newline; else None. A character is alone when no token of
+    two characters or more (its leading "▁"s aside) holds it: no merge joins it to a neighbour."""
     vocab: dict[str, int] = model.get("vocab") or {}
     plain = not model.get("continuing_subword_prefix") and not model.get("end_of_word_suffix")
     if model.get("type") != "BPE" or not model.get("byte_fallback") or model.get("dropout") or not plain:
+        return None
+    if model.get("ignore_merges"):  # a piece found whole in the vocabulary would be one token, the text's not
         return None
     names = [f"<0x{b:02X}>" for b in range(256)]
     if any(name not in vocab for name in names) or any(_SEPARATOR in token for token in vocab):
