@@ -563,7 +563,7 @@ class _Import:
                 self.progress("write", done, total)
             done += self._write_questions(conn)
             self.progress("write", done, total)
-        self._build_index(dimension)
+        self._after_commit(dimension)
 
     def stage(self, staging: _Staging, keep_ids: bool, documents: int, chunks: int) -> None:
         """The rows into `staging`, after the first `documents` documents and `chunks` chunks of the file (staged
@@ -706,7 +706,7 @@ class _Import:
             done += self._write_questions(conn)
             self.progress("write", done, total)
             staging.drop(conn)
-        self._build_index(dimension)
+        self._after_commit(dimension)
 
     def _make_room(self, conn: psycopg.Connection, embedder: str, dimension: int, replace: bool) -> None:
         """In the writing transaction, before any chunk: the old knowledge base deleted (`replace`; else a name
@@ -731,12 +731,12 @@ class _Import:
             ),
         )
 
-    def _build_index(self, dimension: int) -> None:
-        """The knowledge base's HNSW index, built in bulk after its rows are in (one graph build instead of an
-        insert into it per row: 100k 384-d chunks imported in 672 s with the index first, against pg_restore's
-        439 s, which builds it last), where it is large enough to have one (rag.store.graphs). Its BM25
-        statistics merged meanwhile, in the background, as after an ingest: until then every keyword search reads
-        the rows its writes listed (~10 microseconds a chunk, rag.store.bm25_stats), and no import merged them."""
+    def _after_commit(self, dimension: int) -> None:
+        """What follows the commit of the knowledge base's rows, as after an ingest. Its BM25 statistics merged in the
+        background: until then every keyword search reads the rows its writes listed (~10 microseconds a chunk,
+        rag.store.bm25_stats), and no import merged them. Its HNSW index built in bulk (one graph build instead of
+        an insert into it per row: 100k 384-d chunks imported in 672 s with the index first, against pg_restore's
+        439 s, which builds it last), where it is large enough to have one (rag.store.graphs)."""
         self.store.merge_bm25_later()
         chunks = self.manifest.chunks
         if chunks < graphs.graph_rows(dimension):
