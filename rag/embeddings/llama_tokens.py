@@ -47,6 +47,8 @@ SPACE_NORMALIZER = {
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 _PLANE = 0x10000
 """Characters past the Basic Multilingual Plane (emoji, rare ideographs) go to the tokenizer."""
+_NONE = np.empty(0, dtype=np.intp)
+"""No ids (never written to: the pooling clips only arrays holding some)."""
 
 
 class LlamaIds:
@@ -56,12 +58,13 @@ class LlamaIds:
         from tokenizers import Tokenizer
 
         self._whole = tokenizer
-        config = json.loads(tokenizer.to_str())
+        text = tokenizer.to_str()
+        config = json.loads(text)
         self._added = tuple(token["content"] for token in config.get("added_tokens", ()))
         self._bare: Tokenizer | None = None
         self._tables: _Tables | None = None
         if config.get("normalizer") == SPACE_NORMALIZER and config.get("pre_tokenizer") is None:
-            bare = Tokenizer.from_str(tokenizer.to_str())
+            bare = Tokenizer.from_str(text)
             bare.normalizer = None
             self._bare = bare
             self._tables = _tables(config.get("model", {}))
@@ -75,7 +78,7 @@ class LlamaIds:
         """Each text's token ids (intp), in no particular order."""
         if self._bare is None:
             return [np.array(e.ids, dtype=np.intp) for e in _encode(self._whole, list(texts))]
-        out: list[np.ndarray] = [np.empty(0, dtype=np.intp)] * len(texts)
+        out: list[np.ndarray] = [_NONE] * len(texts)
         marked = [any(token in text for token in self._added) for text in texts]
         whole = [i for i, mark in enumerate(marked) if mark]
         rest = [i for i, mark in enumerate(marked) if not mark]
@@ -83,14 +86,10 @@ class LlamaIds:
             out[i] = np.array(encoding.ids, dtype=np.intp)
         normalised = [SPACE_MARK + texts[i].replace(" ", SPACE_MARK) if texts[i] else "" for i in rest]
         tables = self._tables
-        if tables is None:
-            for i, encoding in zip(rest, _encode(self._bare, normalised)):
-                out[i] = np.array(encoding.ids, dtype=np.intp)
-            return out
-        parts = [tables.split(text) for text in normalised]
+        parts = [tables.split(text) if tables else (text, 0, _NONE) for text in normalised]
         for i, (_, separators, counted), encoding in zip(rest, parts, _encode(self._bare, [p[0] for p in parts])):
             found = np.array(encoding.ids, dtype=np.intp)
-            if separators:
+            if tables and separators:
                 found = np.delete(found, np.flatnonzero(found == tables.newline)[:separators])
             out[i] = np.concatenate((found, counted)) if counted.size else found
         return out
@@ -112,7 +111,7 @@ class _Tables:
         take = self.alone[small] & inside
         take[1:] &= codes[:-1] != _SPACE_CODE
         if not take.any():
-            return text, 0, np.empty(0, dtype=np.intp)
+            return text, 0, _NONE
         counted = self.ids[small[take]].ravel()
         counted = counted[counted >= 0]
         edges = np.flatnonzero(np.diff(np.concatenate(([0], (~take).astype(np.int8), [0])))).reshape(-1, 2)
