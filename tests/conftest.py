@@ -159,3 +159,15 @@ def _no_measured_embedding_rates() -> Iterator[None]:
     RATES.clear()
     yield
     RATES.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_read_ahead_worker() -> Iterator[None]:
+    """Each test's ingest starts its own read-ahead worker: one kept from an earlier test (rag.ingest.readahead
+    keeps it for the next ingest) was spawned with that test's environment and patches."""
+    import sys
+
+    yield
+    readahead = sys.modules.get("rag.ingest.readahead")
+    if readahead is not None:
+        readahead.drop_kept()

@@ -30,6 +30,7 @@ from rag.ingest.readahead import (
     StageCallback,
     chunked_document,
     parse,
+    read_ahead,
 )
 from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
 from rag.text import Text, chunks_text, pages_text
@@ -908,7 +909,7 @@ class _Reader:
         if isinstance(data, IngestResult) or not self._to_parse(source.name, data):
             return _Ahead(source, data)
         if self._worker is None:
-            self._worker = ReadAhead()
+            self._worker = read_ahead()
         return _Ahead(source, data, self._worker.submit(data, source.name))
 
     def _to_parse(self, name: str, data: bytes) -> bool:

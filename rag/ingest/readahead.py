@@ -10,15 +10,17 @@ busy 0.83-0.93 of a core throughout (the rest it waited for one) and this proces
 chunking here (~2.5 of the worker's 13 CPU s) the ingest alone took 0.79-0.80 s per CPU second of this process
 and the worker against 0.84-0.86 (15.7-17.9 s against 17.0-17.7 s, alternating; the machine's speed drifted).
 
-The worker is started for an `ingest_files` that has a second file to parse, and stopped when it ends
-(terminated if it ended early: a stopped ingest does not wait for the parse of a file it will not
-store). A worker that dies is replaced by parsing here, file by file, as before."""
+The worker is started for an `ingest_files` that has a second file to parse (`read_ahead`), and kept for the next
+one for `KEPT_SECONDS` when it ends (terminated if it ended early: a stopped ingest does not wait for the parse of a
+file it will not store). A worker that dies is replaced by parsing here, file by file, as before."""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import multiprocessing
 import queue
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -226,6 +228,16 @@ class ReadAhead:
         return self._done.pop(key)
 
     def close(self) -> None:
+        """Done with for this ingest: kept for the next (`KEPT_SECONDS`) when every file it was given was taken and
+        it is alive, else stopped."""
+        if not (self.idle() and _keep(self)):
+            self.stop()
+
+    def idle(self) -> bool:
+        """Whether it is alive with nothing given it left to take: what a next ingest may use."""
+        return self._taken == self._next and not self._dead and self._process.is_alive()
+
+    def stop(self) -> None:
         """Stop the worker: told to end when every file it was given was taken, else terminated (a stopped
         ingest does not wait for the parse of a file it will not store)."""
         if self._taken == self._next and not self._dead:
@@ -237,3 +249,61 @@ class ReadAhead:
         for channel in (self._tasks, self._results):
             channel.cancel_join_thread()  # what was left in a pipe of a terminated worker is not waited for
             channel.close()
+
+
+KEPT_SECONDS = 120.0
+"""How long the worker of an ingest that ended is kept for the next one: a new worker is an interpreter that imports
+PyMuPDF (~0.35 s before it parses, 0.5-0.6 CPU s), and an upload or a sync often follows another within minutes. Kept
+idle, it holds its memory (92 MB RSS after the peers bench's 200 PDFs, 92 at its start) that long, then ends."""
+
+_kept_lock = threading.Lock()
+_kept: ReadAhead | None = None
+_kept_timer: threading.Timer | None = None
+
+
+def read_ahead() -> ReadAhead:
+    """A worker for an ingest: the one the last ingest kept (`KEPT_SECONDS`) when it is still there, else a new one.
+    Two ingests at once (two sessions of the app) have one each."""
+    global _kept, _kept_timer
+    with _kept_lock:
+        kept, _kept = _kept, None
+        if _kept_timer is not None:
+            _kept_timer.cancel()
+            _kept_timer = None
+    if kept is not None:
+        if kept.idle():
+            return kept
+        kept.stop()
+    return ReadAhead()
+
+
+def _keep(worker: ReadAhead) -> bool:
+    """Keep `worker` for the next ingest, unless one is kept already."""
+    global _kept, _kept_timer
+    if KEPT_SECONDS <= 0:
+        return False
+    with _kept_lock:
+        if _kept is not None:
+            return False
+        _kept = worker
+        _kept_timer = threading.Timer(KEPT_SECONDS, drop_kept, args=(worker,))
+        _kept_timer.daemon = True
+        _kept_timer.start()
+    return True
+
+
+def drop_kept(worker: ReadAhead | None = None) -> None:
+    """Stop the kept worker (only if it is `worker`, when given): once it was kept `KEPT_SECONDS`, and at exit."""
+    global _kept, _kept_timer
+    with _kept_lock:
+        kept = _kept
+        if kept is None or (worker is not None and kept is not worker):
+            return
+        _kept = None
+        if _kept_timer is not None:
+            _kept_timer.cancel()
+            _kept_timer = None
+    kept.stop()
+
+
+atexit.register(drop_kept)  # told to end before multiprocessing terminates what is left at exit

@@ -241,5 +241,49 @@ def test_files_the_starting_worker_has_not_begun_are_parsed_here_and_skipped_the
         assert worker.parsed_here == 1
         assert first not in worker._done  # never parsed there
     finally:
-        worker.close()
+        worker.stop()
     assert not worker._process.is_alive() and worker._process.exitcode == 0  # told to end, not terminated
+
+
+def _until_begun(worker: readahead.ReadAhead, files: int) -> None:
+    deadline = time.monotonic() + 30
+    while worker._begun.value < files and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_worker_is_kept_for_the_next_ingest_and_ends_once_kept_long_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker of an ingest that took every file it was given is kept for the next ingest (a new one is an
+    interpreter importing PyMuPDF: ~0.35 s before it parses), which goes on with it, and told to end once it was kept
+    `KEPT_SECONDS`; one left with a file not taken (a stopped ingest) is not kept."""
+    monkeypatch.setattr(readahead, "KEPT_SECONDS", 1.0)
+    worker = readahead.read_ahead()
+    try:
+        key = worker.submit(FILES["a.pdf"], "a.pdf")
+        _until_begun(worker, 1)  # there, not here
+        assert isinstance(worker.take(key, lambda *told: None), Document)
+        worker.close()
+        pid = worker._process.pid
+        assert worker._process.is_alive()
+        again = readahead.read_ahead()
+        assert again is worker  # kept: no new process
+        key = again.submit(FILES["b.pdf"], "b.pdf")
+        _until_begun(again, 2)
+        doc = again.take(key, lambda *told: None)
+        assert isinstance(doc, Document) and doc.page_count == 4 and again._process.pid == pid
+        again.close()
+        deadline = time.monotonic() + 30
+        while again._process.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert again._process.exitcode == 0  # told to end once kept a second, not terminated
+        assert readahead.read_ahead() is not again
+    finally:
+        readahead.drop_kept()
+    stopped = readahead.ReadAhead()
+    stopped.submit(FILES["a.pdf"], "a.pdf")
+    stopped.close()  # its file not taken: a stopped ingest's
+    assert not stopped._process.is_alive()
+    fresh = readahead.read_ahead()
+    try:
+        assert fresh is not stopped
+    finally:
+        fresh.stop()
