@@ -63,6 +63,10 @@ cost it 0.4 of its 8.6 CPU s on the peers bench's 6,172 pages (8.1-8.2 s so)."""
 
 POLL_SECONDS = 0.2
 """How often a wait for the worker looks whether it is still alive."""
+PARENT_POLL_SECONDS = 1.0
+"""How often an idle worker looks whether the main process is still alive: one killed (the OOM killer, kill -9)
+left its worker waiting for a file for ever, the main process's end of the pipe held open by the worker itself,
+and a worker kept between ingests (`KEPT_SECONDS`) is idle most of its life."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +140,14 @@ def _serve(tasks: multiprocessing.Queue[Any], results: multiprocessing.Queue[Any
     # by the main process, which would otherwise wait for them.
     from rag.documents import loading, mupdf  # noqa: F401
 
+    parent = multiprocessing.parent_process()
     while True:
-        task = tasks.get()
+        try:
+            task = tasks.get(timeout=PARENT_POLL_SECONDS)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return  # the main process was killed: nothing will take what this parses, nor tell it to end
+            continue
         if task is None:
             return
         key, data, filename = task

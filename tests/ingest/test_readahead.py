@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import textwrap
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -196,6 +197,40 @@ def test_ctrl_c_ends_the_worker_with_the_ingest_and_prints_no_traceback_of_it(
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     _, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, commands
+
+
+def test_a_worker_whose_main_process_was_killed_ends(cli_env: dict[str, str]) -> None:
+    """A main process killed outright (the OOM killer, kill -9) runs no clean-up: its worker, waiting for a file
+    on a pipe it holds open itself, waited for ever; a worker kept between ingests is idle most of its life."""
+    code = textwrap.dedent("""
+        import time
+        from rag.ingest import readahead
+
+        worker = readahead.read_ahead()
+        key = worker.submit(b"Harbour log. The keeper lit the lamp at dusk.", "log.txt")
+        deadline = time.monotonic() + 60
+        while worker._begun.value < 1 and time.monotonic() < deadline:  # started: waits for a file once it is done
+            time.sleep(0.01)
+        assert worker.take(key, lambda *told: None) is not None
+        print(worker._process.pid, flush=True)
+        time.sleep(120)
+        """)
+    proc = subprocess.Popen([PYTHON, "-c", code], cwd=ROOT, env=cli_env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    worker = psutil.Process(int(proc.stdout.readline()))
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if worker.status() == psutil.STATUS_ZOMBIE:  # ended; its new parent may not reap it at once
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    else:
+        worker.kill()
+        raise AssertionError("the worker outlived its killed main process")
 
 
 def test_pages_read_are_told_at_most_twenty_a_second_but_the_last_and_an_ocr_start_always(
