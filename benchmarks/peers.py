@@ -332,21 +332,6 @@ statement, the commit) weighed on each row: two runs of this bench put the same 
 each (the bound's writing at 2.1 and 3.6 s)."""
 
 
-def _sample_texts(corpus: Corpus, n: int = STORE_SAMPLE) -> list[list[str]]:
-    """The chunk texts of the corpus's first PDFs, English and Chinese, as our ingest cut them, a list a PDF: as
-    many PDFs as hold `n` chunks."""
-    from rag import documents
-    from rag.chunking import ChunkSettings, split
-
-    texts: list[list[str]] = []
-    for path in corpus.files:
-        if sum(map(len, texts)) >= n:
-            break
-        doc = documents.load_bytes(path.read_bytes(), path.name)
-        texts.append([c.text for c in split(doc.text, ChunkSettings(chunk_size=CHUNK_TOKENS)).chunks])
-    return texts
-
-
 ROUNDS = 3
 """Each contender ingests the corpus this many times, in turns (every other round in the reverse order), each round in
 a database of its own, and is reported by its fastest round. This machine's speed drifted by ~15 % between identical
@@ -382,6 +367,7 @@ def bench_ingest_peers(
 
         embedder.embed(["warm up"])
         warm_up()  # cl100k's tables load once per process (0.5 s): not part of anyone's ingest
+        parse, chunk, sample = own_stages(corpus)
         rounds: list[list[Run]] = [[] for _ in contenders]
         floors: list[Floor] = []
         rows = RowCosts(0.0, 0.0)
@@ -393,12 +379,12 @@ def bench_ingest_peers(
                     rounds[i].append(contenders[i](corpus, uri, embedder))
                 floors.append(embedding_floor(uri, embedder))
                 if number == ROUNDS - 1:
-                    rows = store_profile(report, uri, _sample_texts(corpus), embedder.dimension)
+                    rows = store_profile(report, uri, sample, embedder.dimension)
             finally:
                 drop()
         runs = [fastest(each) for each in rounds]
         ours = runs[0]
-        own = own_work(corpus, rows.everything * ours.chunks)
+    own = OwnWork(parse, chunk, rows.everything * ours.chunks)
     floor = dataclasses.replace(min(floors, key=lambda f: f.cpu), write=rows.bare * ours.chunks)
     for run in runs:
         if run.skipped:
@@ -464,8 +450,9 @@ class OwnWork:
     (`store_profile`'s "everything", per row, times our chunks)."""
 
 
-def own_work(corpus: Corpus, write: float) -> OwnWork:
-    """Our reader and our splitter over the corpus, each alone, in this process."""
+def own_stages(corpus: Corpus, sample: int = STORE_SAMPLE) -> tuple[float, float, list[list[str]]]:
+    """Our reader and our splitter over the corpus, each alone in this process: their CPU seconds, and the chunk
+    texts of the first PDFs (English and Chinese) that hold `sample` chunks, a list a PDF (`store_profile`'s)."""
     from rag import documents
     from rag.chunking import ChunkSettings
     from rag.ingest.readahead import chunked_document
@@ -474,9 +461,14 @@ def own_work(corpus: Corpus, write: float) -> OwnWork:
     parsed = [documents.load_bytes(path.read_bytes(), path.name) for path in corpus.files]
     parse = time.process_time() - cpu
     cpu = time.process_time()
-    for doc in parsed:
-        chunked_document(doc, doc.filename, ChunkSettings(chunk_size=CHUNK_TOKENS))
-    return OwnWork(parse, time.process_time() - cpu, write)
+    chunked = [chunked_document(doc, doc.filename, ChunkSettings(chunk_size=CHUNK_TOKENS)) for doc in parsed]
+    chunk = time.process_time() - cpu
+    texts: list[list[str]] = []
+    for each in chunked:
+        if sum(map(len, texts)) >= sample:
+            break
+        texts.append([c.text for c in each.chunk_set.chunks])
+    return parse, chunk, texts
 
 
 def _own_bound(own: OwnWork, floor: Floor, least: float, ours: Run) -> str:
