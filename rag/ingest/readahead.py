@@ -263,8 +263,9 @@ class ReadAhead:
 
 KEPT_SECONDS = 120.0
 """How long the worker of an ingest that ended is kept for the next one: a new worker is an interpreter that imports
-PyMuPDF (~0.35 s before it parses, 0.5-0.6 CPU s), and an upload or a sync often follows another within minutes. Kept
-idle, it holds its memory (92 MB RSS after the peers bench's 200 PDFs, 92 at its start) that long, then ends."""
+PyMuPDF (~0.35 s before it parses, 0.5-0.6 CPU s), and a folder's sync (the Upload page's) often follows another
+within minutes (files uploaded and previewed are parsed already: no worker). Kept idle, it holds its memory (92 MB
+RSS after the peers bench's 200 PDFs, 92 at its start) that long, then ends."""
 
 _kept_lock = threading.Lock()
 _kept: ReadAhead | None = None
