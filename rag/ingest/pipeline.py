@@ -32,7 +32,7 @@ from rag.ingest.readahead import (
     parse,
     read_ahead,
 )
-from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed
+from rag.ingest.resume import Kept, Resume, kept_after_stop, left_to_embed, prune_vector_cache
 from rag.text import Text, chunks_text, pages_text
 
 if TYPE_CHECKING:  # the store (psycopg) and the embedders are passed in, never built here
@@ -827,6 +827,7 @@ def ingest_files(
                 # ~2.3 s of the server's CPU within it: the ingest alone 18.6-18.8 s against 20.6-24.4 s. The keyword
                 # index's pending list is merged then too (schema.GIN_PENDING_KB).
                 store.merge_bm25_later()
+                prune_vector_cache(store)
         finally:
             reader.close()
 

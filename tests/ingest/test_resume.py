@@ -353,3 +353,28 @@ def test_an_ingest_looks_for_kept_vectors_only_where_some_may_be(store: Store, m
     assert [r.status for r in results] == ["stored", "stored"] and len(looks) == 1
     chunks = results[0].chunks
     assert len(embedder.seen) == chunks  # the twin's chunks were found kept, not embedded again
+
+
+def test_an_ingest_prunes_the_cache_once_at_its_end_and_drops_each_stored_documents_rows(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache is pruned to its bounds once an ingest is done, not after each document (two statements and a
+    transaction each: 800 round trips of an ingest of 200 PDFs); each stored document's own rows still go as it is
+    stored, and a row past its age goes at the ingest's end."""
+    cache: VectorCache = store.vector_cache
+    stale = embedder_key("test:stopped-long-ago", 3)
+    cache.keep(stale, [b"\x01" * 32], np.ones((1, 3), dtype=np.float32))
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute("UPDATE embedding_cache SET used_at = now() - make_interval(days => 400)")
+    prunes: list[int] = []
+    real = VectorCache.prune
+
+    def counted(self: VectorCache, *args: int, **kwargs: int) -> int:
+        prunes.append(cache.count())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(VectorCache, "prune", counted)
+    sources = [Source.upload(f"night-{n}.txt", LOG + f" Night log {n}.".encode()) for n in range(3)]
+    assert [r.status for r in ingest_files(store, Counting(), sources, KB, SETTINGS)] == ["stored"] * 3
+    assert prunes == [1]  # once, when only the stale row was left: every document's kept batches were dropped
+    assert cache.count() == 0

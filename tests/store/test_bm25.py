@@ -575,3 +575,37 @@ def test_the_terms_table_leaves_room_for_updates_in_place(store: Store, pg_uri: 
     Store(pg_uri).close()
     with psycopg.connect(pg_uri) as conn:
         assert conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'bm25_terms'").fetchone()[0] == option
+
+
+def test_an_ingests_end_merges_the_counts_while_the_keyword_index_merges_its_list(
+    store: Store, pg_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`merge_bm25_later` (an ingest's end) folds in the pending counts and cleans the keyword index's pending list
+    at once, in two server processes: the counts' merge starts while the list is being cleaned, and both are done
+    when the thread `close` waits for ends. One after the other, the counts' merge would wait here for a clean that
+    had not begun."""
+    cleaning = threading.Event()
+    during: list[bool] = []
+    cleaned: list[int] = []
+    clean, merge = store.clean_keyword_index, store.merge_bm25
+
+    def clean_and_tell() -> int:
+        cleaning.set()
+        cleaned.append(clean())
+        return cleaned[-1]
+
+    def merge_once_cleaning(wait: bool = True) -> int:
+        during.append(cleaning.wait(10))
+        return merge(wait)
+
+    monkeypatch.setattr(store, "clean_keyword_index", clean_and_tell)
+    monkeypatch.setattr(store, "merge_bm25", merge_once_cleaning)
+    write(store, "docs", "en.txt", ENGLISH)
+    store.merge_bm25_later()
+    assert store._merging is not None
+    store._merging.join()
+    assert during == [True]
+    assert len(cleaned) == 1 and cleaned[0] >= 1  # the written chunks' terms were in the list: its pages merged
+    with psycopg.connect(pg_uri) as conn:
+        assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
+    assert_exact(pg_uri)
