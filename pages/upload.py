@@ -947,7 +947,7 @@ def _show_results() -> None:
             message
             + _(
                 " It was stopped: press **Ingest** to resume (files already stored are skipped, and the chunks "
-                "embedded before the stop are not embedded again)."
+                "whose vectors were kept, as each file's line below says, are not embedded again)."
             ),
             icon="⏹️",
         )

@@ -92,12 +92,13 @@ class BatchCache(Protocol):
     def keep(self, keys: Sequence[bytes], rows: np.ndarray) -> None: ...
 
 
-KEEP_AFTER_SECONDS = 1.0
-"""A batch that embedded faster than this is cheaper to embed again than to keep: WordLlama embeds a
-batch in milliseconds, and keeping its batches took a 4,000-chunk ingest from 6.9-14.5 s to 13.7-16.9 s;
-e5 takes seconds a batch (0.3-0.7 chunks/s on two busy cores), where the write is lost in the noise. At
-0.25 s, WordLlama's batches of 800-token chunks crossed it while the other stages of an ingest ran beside
-it (read ahead, two writers: 3.5 % of the peers bench's main thread went to keeping them)."""
+KEEP_AFTER_SECONDS_A_CHUNK = 0.02
+"""A batch that embedded faster than this a chunk is cheaper to embed again than to keep (keeping writes a row a
+chunk, ~0.2-0.5 ms): WordLlama embeds 800-token chunks in 0.25 ms each alone and ~1 ms beside an ingest's other
+stages, and keeping its batches took a 4,000-chunk ingest from 6.9-14.5 s to 13.7-16.9 s; e5 takes 40-70 ms a
+320-token chunk on two quiet cores (14-25 chunks/s, `bench --only embed`) and ~135 ms in an ingest of the Upload page,
+where the write is ~1 % of it. A batch's time rather than a chunk's was asked before (1 s): once e5 ran a 2,048-token
+batch in ~0.4 s (issue 32), none of its batches was kept, and a stopped ingest embedded everything again."""
 
 _CACHE: ContextVar[BatchCache | None] = ContextVar("rag_embedding_cache", default=None)
 """The cache of the `embed` running in this context. A context variable rather than a parameter: the
@@ -221,7 +222,7 @@ def _reusing(
             raise EmbeddingCancelled(done, total)
         started = time.perf_counter()
         batch = l2_normalise(embed_batch(inputs[span.start : span.stop]))
-        if time.perf_counter() - started >= KEEP_AFTER_SECONDS:
+        if time.perf_counter() - started >= KEEP_AFTER_SECONDS_A_CHUNK * len(span):
             cache.keep(keys[span.start : span.stop], batch)
         if rows is None:
             rows = np.empty((total, batch.shape[1]), dtype=np.float32)

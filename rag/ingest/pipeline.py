@@ -374,7 +374,7 @@ class _Looks:
         return self._kept or self.may_resume()
 
     def kept_vectors(self) -> None:
-        """This ingest kept vectors in the cache (a slow batch's, `batches.KEEP_AFTER_SECONDS`)."""
+        """This ingest kept vectors in the cache (a slow batch's, `batches.KEEP_AFTER_SECONDS_A_CHUNK`)."""
         self._kept = True
 
     def looked_up(self, filename: str, document: StoredDocument | None) -> None:

@@ -19,7 +19,7 @@ from tests.ingest.test_resume import LOG
 def test_ctrl_c_while_embedding_says_what_is_kept_and_the_same_command_resumes(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)  # WordLlama's batches are kept, as e5's would be
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS_A_CHUNK", 0.0)  # WordLlama's batches are kept, as e5's would be
     monkeypatch.setattr(LocalEmbedder, "PADDED_CHARS", 1_200)  # small batches, so there are many
     embed_batch, seen, interrupt = LocalEmbedder._embed_batch, [], [True]
 

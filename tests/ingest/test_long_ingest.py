@@ -20,8 +20,8 @@ TEXT = ("Lighthouse keepers wrote the weather into a ledger every night. " * 40)
 @pytest.fixture(autouse=True)
 def keep_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     """WordLlama embeds a batch in milliseconds, under the time from which a batch is worth keeping for a
-    resume (`batches.KEEP_AFTER_SECONDS`): here every batch is kept, as e5's would be."""
-    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)
+    resume (`batches.KEEP_AFTER_SECONDS_A_CHUNK`): here every batch is kept, as e5's would be."""
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS_A_CHUNK", 0.0)
 
 
 class Ended(BaseException):

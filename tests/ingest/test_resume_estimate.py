@@ -26,7 +26,7 @@ class Paced(Counting):
 
 @pytest.fixture(autouse=True)
 def keep_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS_A_CHUNK", 0.0)
 
 
 def test_the_estimate_leaves_out_the_chunks_a_stopped_ingest_kept(store: Store) -> None:

@@ -18,7 +18,7 @@ from tests.ingest.test_resume import BATCH, KB, LOG, SETTINGS, Counting, stop_af
 
 @pytest.fixture(autouse=True)
 def keep_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS", 0.0)  # every batch kept, as e5's are
+    monkeypatch.setattr(batches, "KEEP_AFTER_SECONDS_A_CHUNK", 0.0)  # every batch kept, as e5's are
 
 
 class Ended(BaseException):
