@@ -144,19 +144,30 @@ def memory_of(turns: Sequence[Turn]) -> Memory | None:
     return None
 
 
+STOPPED_ANSWER = "(no answer: the user stopped it)"
+"""What a question stopped before its answer began is answered with in the history (`history_messages`)."""
+
+
+def _in_history(turn: Turn) -> bool:
+    """A turn with an answer, or one the user stopped before it answered: its question is what the next one may
+    point back to (a Chromium walk: "那它的总面积是多少？" after a stopped "西施故里旅游区是由谁开始规划兴建的？"
+    was rewritten as about the topic before it). A turn that failed (its search, its model) is left out."""
+    return bool(turn.answer.strip()) or turn.stopped
+
+
 def history_messages(turns: Sequence[Turn]) -> list[Message]:
-    """The earlier questions and answers, for the prompt (turns without an answer are left out)."""
+    """The earlier questions and answers, for the prompt (`_in_history`)."""
     out: list[Message] = []
     for t in turns:
-        if t.answer.strip():
-            out += [Message("user", t.question), Message("assistant", t.answer)]
+        if _in_history(t):
+            out += [Message("user", t.question), Message("assistant", t.answer if t.answer.strip() else STOPPED_ANSWER)]
     return out
 
 
 def searched_queries(turns: Sequence[Turn]) -> list[str]:
     """What the earlier questions of `history_messages` were searched with (the rewrite, or the question as
     asked), oldest first: a follow-up whose rewrite is refused is searched after the one before it."""
-    return [t.query for t in turns if t.answer.strip()]
+    return [t.query for t in turns if _in_history(t)]
 
 
 def history_from_json(data: Any, where: str = "the history") -> list[Message]:

@@ -46,12 +46,56 @@ def test_conversation_markdown_lists_sources() -> None:
     assert "## 1. Q1?" in md and "A1 [1]." in md and "- [1] report.pdf p. 3 (score 0.500" in md
 
 
-def test_history_keeps_only_answered_turns() -> None:
+def test_history_keeps_answered_and_stopped_turns_not_failed_ones() -> None:
+    from rag.generate.conversation import STOPPED_ANSWER
+
     turns = [
         Turn(id="a", question="Q1?", query="Q1?", answer="A1 [1]."),
         Turn(id="b", question="Q2?", query="Q2?", problem="Search failed: x"),
+        Turn(id="c", question="Who planned the park?", query="Who planned the park?", stopped=True),
+        Turn(id="d", question="Q4?", query="Q4?", error="the model went away"),
     ]
-    assert generate.history_messages(turns) == [Message("user", "Q1?"), Message("assistant", "A1 [1].")]
+    assert generate.history_messages(turns) == [
+        Message("user", "Q1?"),
+        Message("assistant", "A1 [1]."),
+        Message("user", "Who planned the park?"),
+        Message("assistant", STOPPED_ANSWER),
+    ]
+    assert generate.searched_queries(turns) == ["Q1?", "Who planned the park?"]
+
+
+def test_a_follow_up_after_a_stopped_question_is_rewritten_about_it() -> None:
+    """A Chromium walk: the user stopped "西施故里旅游区是由谁开始规划兴建的？" before its answer began and asked
+    "那它的总面积是多少？": left out of the history, the stopped question could not be what "它" points to, and
+    the rewrite named the topic before it ("华西协合大学的总面积是多少？"); a rewrite naming the stopped
+    question's subject was refused as words nobody said."""
+    from rag.generate.rewrite import rewrite_query, with_previous
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    turns = [
+        Turn(id="a", question="华西医院的前身是什么？", query="华西医院的前身是什么？", answer="仁济、存仁医院 [1]。"),
+        Turn(
+            id="b",
+            question="西施故里旅游区是由谁开始规划兴建的？",
+            query="西施故里旅游区是由谁开始规划兴建的？",
+            stopped=True,
+        ),
+    ]
+    history, searched = generate.history_messages(turns), generate.searched_queries(turns)
+    [prompt] = generate.rewrite_messages(history, "那它的总面积是多少？")
+    assert prompt.content.index("西施故里旅游区") > prompt.content.index(
+        "华西医院"
+    )  # the latest exchange is the stopped one
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "西施故里旅游区的总面积是多少？")]),
+        history,
+        "那它的总面积是多少？",
+        searched=searched,
+    )
+    assert (result.query, result.note) == ("西施故里旅游区的总面积是多少？", "")
+    # Where no rewrite can be used, the question is searched after the stopped one, not the one before it.
+    assert with_previous(history, "那它的总面积是多少？", searched).startswith("西施故里旅游区是由谁开始规划兴建的？")
 
 
 def test_export_says_how_each_answer_ended_and_what_was_searched() -> None:
