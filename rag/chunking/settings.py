@@ -26,10 +26,11 @@ STRATEGY_LABELS: dict[str, str] = {
 }
 
 
-SPLITTER_VERSIONS: dict[str, int] = {"spring": 3, "spring-exact": 1, "token": 1, "recursive": 1}
+SPLITTER_VERSIONS: dict[str, int] = {"spring": 3, "spring-exact": 1, "token": 1, "recursive": 2}
 """Raised when a strategy starts cutting differently, so that a document stored with the old cuts is
 not taken for "unchanged" (spring 2: every cut snapped to a character boundary, no U+FFFD; spring 3:
-a cut that would fall inside a Markdown table row moves to the end of the row before)."""
+a cut that would fall inside a Markdown table row moves to the end of the row before; recursive 2: a word may
+end between two characters of Chinese, Japanese or Korean, so a chunk's overlap in such text is the one asked for)."""
 
 
 def is_spring(strategy: str) -> bool:
