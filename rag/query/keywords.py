@@ -28,3 +28,17 @@ def _bigrams(run: str) -> str:
 def search_text(content: str) -> str:
     """The text stored for indexing (and searched for): CJK runs become bigrams, the rest is kept."""
     return _CJK.sub(lambda m: f" {_bigrams(m.group())} ", content)
+
+
+_QUESTION_WORDS = re.compile(
+    "是什么时候|什么时候|什么地方|什么样|为什么|是什么|什么|怎么样|怎么|怎样|哪里|哪儿|哪些|哪个|哪一|多少|多久|是否|是不是|吗|呢|谁"
+)
+"""Chinese question words: in a question's bigrams they match whatever passage asks or tells "when" ("什么时候"), not
+what is asked about. A Chromium walk: "美庐别墅是什么时候建的？" found three chunks of a blog post on function calling
+among its five (its "什么时候", "么时" and "时候"), beside the two on the villa."""
+
+
+def query_text(question: str) -> str:
+    """`search_text` of a question searched by keyword, its Chinese question words taken out (`_QUESTION_WORDS`):
+    the runs either side of one are bigrams of their own, no bigram across it."""
+    return search_text(_QUESTION_WORDS.sub(" ", question))

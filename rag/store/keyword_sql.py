@@ -155,7 +155,7 @@ def keyword_search(
 ) -> list[Hit]:
     """The `top_k` chunks by BM25 score (`Hit.score`, also `keyword_score`); ties in file order."""
     kbs = list(knowledge_bases)
-    rows = conn.execute(_TERMS_SQL, (keywords.search_text(query), kbs, kbs, kbs), prepare=False).fetchall()
+    rows = conn.execute(_TERMS_SQL, (keywords.query_text(query), kbs, kbs, kbs), prepare=False).fetchall()
     present = [(term, df, global_df) for term, df, global_df, *_ in rows if df > 0]
     if not present:
         return []  # stop words only, or no chunk holds any of the words

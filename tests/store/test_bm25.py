@@ -609,3 +609,19 @@ def test_an_ingests_end_merges_the_counts_while_the_keyword_index_merges_its_lis
     with psycopg.connect(pg_uri) as conn:
         assert conn.execute("SELECT count(*) FROM bm25_pending").fetchone()[0] == 0
     assert_exact(pg_uri)
+
+
+def test_a_chinese_questions_question_words_are_not_searched_by_keyword(store: Store) -> None:
+    """A Chromium walk: "美庐别墅是什么时候建的？" found a blog post's chunks about when a model calls a tool (their
+    "什么时候") beside the villa's; "它是什么时候建的？", searched with its rewrite, found nothing but them."""
+    villa = "美庐别墅位于江西省庐山牯岭东谷河西路180号。美庐别墅始建于1903年，是一座英国卷廊式别墅。"
+    calls = [
+        "什么时候调用工具，由模型决定：它看工具的描述，判断什么时候需要查天气。",
+        "模型什么时候该停下来？工具返回结果以后，它再决定什么时候回答。",
+    ]
+    write(store, "docs", "villa.txt", [villa])
+    write(store, "docs", "agent.txt", calls)
+    assert [h.content for h in store.keyword_search("美庐别墅是什么时候建的？", ["docs"], top_k=5)] == [villa]
+    assert store.keyword_search("它是什么时候建的？", ["docs"], top_k=5) == []
+    # A question word inside what is asked about is taken out too, the rest still found: "谁" of "谁设计的".
+    assert [h.content for h in store.keyword_search("美庐别墅是谁建的？", ["docs"], top_k=5)] == [villa]
