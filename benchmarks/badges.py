@@ -38,8 +38,11 @@ from pathlib import Path
 from benchmarks.report import Report
 
 BADGES_FILE = Path(__file__).with_name("data") / "badges.jsonl"
-KNOWN_GREEN_WRONG: tuple[str, ...] = ()
-"""Wrong answers the claim check still badges green: none. The last two, both of the held-out batches,
+KNOWN_GREEN_WRONG: tuple[str, ...] = ("zh-walk-huaxi-1",)
+"""Wrong answers the claim check still badges green. "华西医院的前身是华西协合大学" (a Chromium walk's answer, the
+hospital having begun as 仁济、存仁医院 and become 华西协合大学's teaching hospital): "前身" (predecessor) is a
+relation the check does not read, and a word the passage never writes is not asked of it, so the two names written
+near each other carry it. The two before it, both of the held-out batches,
 were mended after they were seen (so the held-out figures after that are no longer blind): a swap
 around "identical to … except" (its exception is the subject's: rag.generate.relations) and an
 opposite the source says where the answer's word is never said ("父母都还健在" for "自幼父母双亡":
@@ -56,7 +59,8 @@ class BadgeCase:
     kind: str
     """"verbatim", "paraphrase" (right); "swapped", "relative", "number", "negation", "antonym" (wrong)."""
     split: str
-    """"dev", "held-out-1" or "held-out-2"."""
+    """"dev", "held-out-1", "held-out-2" or "walk-36" (a Chromium walk's answers and their passages, written down
+    before the check changed for them: two right ones it flagged, the wrong one it badged, traps beside them)."""
 
 
 @functools.cache

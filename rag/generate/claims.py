@@ -772,6 +772,47 @@ def _carry(
     return None
 
 
+def _omitted_subject(
+    claim_terms: Sequence[Term], missing: set[str], source: Analysis, window_terms: Sequence[Term]
+) -> list[Term] | None:
+    """The missing terms as the subject a Chinese sentence leaves out because the sentence before names it, or
+    names only by its head noun, or None. "黑龙江省博物馆藏品11万余件" is held by "2012年，黑龙江省博物馆被…核定为…。
+    馆舍面积近1万平方米，藏品11万余件", and "胜利广场的中心是…骑马雕像" by "胜利广场（…）是巴黎的一个圆形广场，…。
+    在广场中心，是…骑马雕像" (a Chromium walk: both copied from their source and flagged). Only where the missing
+    terms are the claim's opening (its subject), the sentence just before the window's writes every term of that
+    opening (those the passage never writes too: "故宫博物院" is not "博物馆"), and the window's clause holding the
+    claim's next term opens with it: no other subject stands before it ("宝玉的父亲是贾政" holds nothing of "贾母的
+    父亲是贾政"). A bigram across the subject's end ("馆藏" of "博物馆藏品") need not be written."""
+    if any(t.isascii() for t in missing):
+        return None
+    ordered = sorted((t for t in claim_terms if len(t[0]) > 1), key=lambda t: t[1])
+    at = next((i for i, t in enumerate(ordered) if t[0] not in missing and any(w[0] == t[0] for w in window_terms)), 0)
+    opening, following = ordered[:at], ordered[at][0] if ordered else ""
+    if not opening or not missing <= {t[0] for t in opening}:
+        return None
+    needed = {t[0] for t in opening}
+    last = opening[-1][0]
+    if len(last) == 2 and following.startswith(last[1]):
+        needed.discard(last)
+    written = [t for t in window_terms if t[0] == following]
+    if not written or not needed:
+        return None
+    first = min(written, key=lambda t: t[1])
+    clause = next((c for c in source.clauses if c[0] <= first[1] < c[1]), None)
+    if clause is None or any(clause[0] <= t[1] < first[1] and len(t[0]) > 1 for t in source.terms):
+        return None
+    sentence = next((i for i, (start, end) in enumerate(source.sentences) if start <= clause[0] < end), 0)
+    if sentence == 0 or not needed <= source.sentence_sets[sentence - 1]:
+        return None
+    # Nor earlier in its sentence: a subject another sentence of the passage opens with ("史湘云性情豪爽，醉卧芍药裀…"
+    # holds nothing of "黛玉醉卧芍药裀…"), where "馆舍面积近1万平方米，" says more of the omitted one.
+    subjects = frozenset().union(*(opener for i, opener in enumerate(source.openers) if i != sentence))
+    opens = source.sentences[sentence][0]
+    if any(opens <= t[1] < first[1] and len(t[0]) > 1 and t[0] in subjects for t in source.terms):
+        return None
+    return [(t, clause[0], clause[0]) for t in missing]
+
+
 def _other_ones(
     claimed: Sequence[Figure],
     held: Sequence[Figure],
@@ -870,7 +911,11 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
             reasons.append("scattered")
             continue
         if missing:
-            carried = _carry(order, missing, source, clauses, terms, claim) if len(missing) < len(wanted) else None
+            carried = None
+            if len(missing) < len(wanted):
+                carried = _carry(order, missing, source, clauses, terms, claim)
+                if carried is None:
+                    carried = _omitted_subject(claim_terms, missing, source, terms)
             if carried is None:
                 reasons.append("scattered")
                 continue

@@ -406,3 +406,31 @@ def test_a_letter_naming_one_of_a_kind_is_a_term() -> None:
     assert not claim_held("Plan B costs $10 per month.", plans).held
     assert claim_held("Plan B includes support.", plans).held and claim_held("Plan A costs $10 per month.", plans).held
     assert [t for t, _a, _b in term_spans("Then I saw Vitamin C. A plan.")] == ["saw", "vitam", "c", "plan"]
+
+
+HLJ = (
+    "2012年，黑龙江省博物馆被国家文物局核定为第二批国家一级博物馆。馆舍面积近1万平方米，藏品11万余件。"
+    "黑龙江省博物馆是一座古典巴洛克建筑，毗邻圣·尼古拉教堂。"
+)
+VICTOIRES = (
+    "胜利广场（Place des Victoires）是巴黎的一个圆形广场，位于巴黎皇家宫殿东北方不远处。在广场中心，是国王路易十四的"
+    "宏伟的骑马雕像，最终在1792年被毁。"
+)
+SHI = "史湘云是贾母娘家的侄孙女。她常到荣国府来住，与宝玉、黛玉一同玩耍。史湘云性情豪爽，醉卧芍药裀一回最为人称道。"
+
+
+@pytest.mark.parametrize(
+    ("answer", "source", "held"),
+    [
+        ("黑龙江省博物馆藏品11万余件。", HLJ, True),  # the subject left out: the sentence before's
+        ("黑龙江省博物馆的馆舍面积近1万平方米。", HLJ, True),
+        ("故宫博物院藏品11万余件。", HLJ, False),  # another subject than the sentence before's
+        ("黑龙江省博物馆藏品1万余件。", HLJ, False),  # the floor area's number
+        ("胜利广场的中心是国王路易十四的宏伟的骑马雕像。", VICTOIRES, True),  # named by its head noun
+        ("黛玉醉卧芍药裀一回最为人称道。", SHI, False),  # the sentence says its own subject, another one
+    ],
+)
+def test_a_chinese_sentence_may_leave_out_the_subject_named_before(answer: str, source: str, held: bool) -> None:
+    """A Chromium walk: answers copied from their source were flagged where the source's sentence left its subject
+    to the sentence before ("…藏品11万余件") or named it by its head noun ("在广场中心，是…")."""
+    assert claim_held(answer, source).held is held
