@@ -1068,6 +1068,14 @@ def _answer(turn: Turn) -> None:
         )
     if not turn.agent and check.uncited and turn.answer:
         st.caption(_("The answer cites no source: check it against the sources before trusting it."))
+    if not turn.agent and grounding.nothing_held:
+        st.warning(
+            _(
+                "Nothing this answer says was found in the sources: the documents may not hold the answer, and the "
+                "model may have written what it guessed."
+            ),
+            icon="🔎",
+        )
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(_(BADGE_LEGEND))
     # The sources the answer cites, then those that hold a sentence it cites another one for (its grey ≈ n).

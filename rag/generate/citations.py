@@ -136,6 +136,14 @@ class Grounding:
         return sum(s.status not in (Status.SHORT, Status.OTHER_LANGUAGE) for s in self.sentences)
 
     @property
+    def nothing_held(self) -> bool:
+        """No sentence judged is held by any source (each flagged, none held by another than the one it cites): the
+        answer is not in what was found. A Chromium walk: "Who designed the Sydney Opera House?", which no document
+        answers, was answered "… designed by Sir Charles Barry [1 ?]", its one orange badge all that said so."""
+        judged = [s for s in self.sentences if s.status not in (Status.SHORT, Status.OTHER_LANGUAGE)]
+        return bool(judged) and all(s.flagged and not s.backing for s in judged)
+
+    @property
     def other_language(self) -> tuple[SentenceCheck, ...]:
         """Sentences not checked: their sources are in another language (`Status.OTHER_LANGUAGE`)."""
         return tuple(s for s in self.sentences if s.status == Status.OTHER_LANGUAGE)
