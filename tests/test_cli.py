@@ -192,13 +192,14 @@ def test_chunk_json_matches_library_for_each_file(tmp_path: Path) -> None:
         assert all(set(item) == {"text", "tokens", "start", "end", "pages"} for item in listed)
     assert outputs[0][-1]["pages"][-1] == 2
     # Without the library: the text file's chunks are its own text, in order, none over 30 tokens, the
-    # whole text covered up to the paragraph break, the English tail a chunk of its own.
+    # whole text covered up to the paragraph break, the English tail in the last chunk after the 5 tokens of
+    # overlap (a word may end between two Chinese characters: the overlap begins there, not at the text's start).
     chunks = outputs[1]
     assert all(c["text"] == text[c["start"] : c["end"]] and 0 < c["tokens"] <= 30 and c["pages"] == [1] for c in chunks)
     assert chunks[0]["start"] == 0 and chunks[-1]["end"] == len(text)
     assert all(x["start"] < y["start"] <= x["end"] for x, y in zip(chunks, chunks[1:-1]))
     assert "".join(c["text"] for c in chunks[:-1]).startswith("第一句。第二句！第三句？" * 2)
-    assert chunks[-1]["text"] == "English tail. More words here."
+    assert chunks[-1]["text"] == "第三句？\n\nEnglish tail. More words here."
 
 
 def test_chunk_rejects_bad_settings_and_files(tmp_path: Path) -> None:

@@ -273,7 +273,7 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
     assert any("1 of 3 sentences citing no source, found in none" in m.value for m in at.markdown)
     assert not any("cites " in m.value and "of" in m.value for m in at.markdown)  # no green "cites k of n"
     assert any(c.value == page.BADGE_LEGEND for c in at.caption)
-    assert not turn.grounding.nothing_held and not [w for w in at.warning if "Nothing this answer says" in w.value]
+    assert not turn.grounding.nothing_held and not [c for c in at.caption if "Nothing this answer says" in c.value]
 
 
 def test_a_sentence_citing_the_wrong_source_shows_the_one_that_holds_it(kb: Store, ollama: HTTPServer) -> None:
@@ -1004,7 +1004,8 @@ def test_an_answer_no_source_holds_says_the_documents_may_not_hold_it(kb: Store,
     ask(at, QUESTION)
     (turn,) = turns(at)
     assert turn.grounding.nothing_held
-    assert [w.value for w in at.warning if "Nothing this answer says" in w.value] == [
-        "Nothing this answer says was found in the sources: the documents may not hold the answer, and the model "
+    assert [c.value for c in at.caption if "Nothing this answer says" in c.value] == [
+        "🔎 Nothing this answer says was found in the sources: the documents may not hold the answer, and the model "
         "may have written what it guessed."
     ]
+    assert any("not found in the sources" in m.value for m in at.markdown)  # the badge
