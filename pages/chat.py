@@ -1039,8 +1039,8 @@ def _answer(turn: Turn) -> None:
                     icon="⚠️",
                     color="orange",
                 )
-            if grounding.nothing_held:
-                st.badge(_("not found in the sources"), icon="🔎", color="red")
+            if grounding.nothing_held:  # a badge, not a line of its own: a card opened below keeps its head in view
+                st.badge(_("not in the sources: the model may have guessed"), icon="🔎", color="red")
             if check.unknown:
                 st.badge(
                     _("{markers} pointing at no source", markers=count(len(check.unknown), "marker")),
@@ -1070,14 +1070,6 @@ def _answer(turn: Turn) -> None:
         )
     if not turn.agent and check.uncited and turn.answer:
         st.caption(_("The answer cites no source: check it against the sources before trusting it."))
-    if not turn.agent and grounding.nothing_held:
-        st.caption(
-            "🔎 "
-            + _(
-                "Nothing this answer says was found in the sources: the documents may not hold the answer, and the "
-                "model may have written what it guessed."
-            )
-        )
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(_(BADGE_LEGEND))
     # The sources the answer cites, then those that hold a sentence it cites another one for (its grey ≈ n).
