@@ -275,17 +275,26 @@ _kept_timer: threading.Timer | None = None
 def read_ahead() -> ReadAhead:
     """A worker for an ingest: the one the last ingest kept (`KEPT_SECONDS`) when it is still there, else a new one.
     Two ingests at once (two sessions of the app) have one each."""
-    global _kept, _kept_timer
-    with _kept_lock:
-        kept, _kept = _kept, None
-        if _kept_timer is not None:
-            _kept_timer.cancel()
-            _kept_timer = None
+    kept = _claim()
     if kept is not None:
         if kept.idle():
             return kept
         kept.stop()
     return ReadAhead()
+
+
+def _claim(worker: ReadAhead | None = None) -> ReadAhead | None:
+    """The kept worker (only if it is `worker`, when given), no longer kept and its timer cancelled; None if none."""
+    global _kept, _kept_timer
+    with _kept_lock:
+        kept = _kept
+        if kept is None or (worker is not None and kept is not worker):
+            return None
+        _kept = None
+        if _kept_timer is not None:
+            _kept_timer.cancel()
+            _kept_timer = None
+    return kept
 
 
 def _keep(worker: ReadAhead) -> bool:
@@ -305,16 +314,9 @@ def _keep(worker: ReadAhead) -> bool:
 
 def drop_kept(worker: ReadAhead | None = None) -> None:
     """Stop the kept worker (only if it is `worker`, when given): once it was kept `KEPT_SECONDS`, and at exit."""
-    global _kept, _kept_timer
-    with _kept_lock:
-        kept = _kept
-        if kept is None or (worker is not None and kept is not worker):
-            return
-        _kept = None
-        if _kept_timer is not None:
-            _kept_timer.cancel()
-            _kept_timer = None
-    kept.stop()
+    kept = _claim(worker)
+    if kept is not None:
+        kept.stop()
 
 
 atexit.register(drop_kept)  # told to end before multiprocessing terminates what is left at exit
