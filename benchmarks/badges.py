@@ -38,12 +38,10 @@ from pathlib import Path
 from benchmarks.report import Report
 
 BADGES_FILE = Path(__file__).with_name("data") / "badges.jsonl"
-KNOWN_GREEN_WRONG: tuple[str, ...] = ("zh-walk-huaxi-1",)
-"""Wrong answers the claim check still badges green. "华西医院的前身是华西协合大学" (a Chromium walk's answer, the
-hospital having begun as 仁济、存仁医院 and become 华西协合大学's teaching hospital): "前身" (predecessor) is a
-relation the check does not read, and a word the passage never writes is not asked of it, so the two names written
-near each other carry it. The two before it, both of the held-out batches,
-were mended after they were seen (so the held-out figures after that are no longer blind): a swap
+KNOWN_GREEN_WRONG: tuple[str, ...] = ()
+"""Wrong answers the claim check still badges green. Each one seen was mended after it was seen (so the figures of
+its split are no longer blind): "华西医院的前身是华西协合大学" (a Chromium walk's answer; "前身" now a relation,
+rag.generate.relations), and two of the held-out batches: a swap
 around "identical to … except" (its exception is the subject's: rag.generate.relations) and an
 opposite the source says where the answer's word is never said ("父母都还健在" for "自幼父母双亡":
 rag.generate.claims). The tests hold the set to exactly these."""
@@ -59,8 +57,12 @@ class BadgeCase:
     kind: str
     """"verbatim", "paraphrase" (right); "swapped", "relative", "number", "negation", "antonym" (wrong)."""
     split: str
-    """"dev", "held-out-1", "held-out-2" or "walk-36" (a Chromium walk's answers and their passages, written down
-    before the check changed for them: two right ones it flagged, the wrong one it badged, traps beside them)."""
+    """"dev", "held-out-1", "held-out-2", "walk-36" (a Chromium walk's answers and their passages, written down
+    before the check changed for them: two right ones it flagged, the wrong one it badged, traps beside them) or
+    "walk-36-bare" (that walk's bare answers, "华西协合大学 [1]", with the questions they answer: written down with
+    the rule that reads them, rag.generate.fragments, so not blind)."""
+    question: str = ""
+    """The question a bare answer answers (read with it), else empty."""
 
 
 @functools.cache
@@ -86,6 +88,7 @@ def badge_cases() -> tuple[BadgeCase, ...]:
             r["right"],
             r["kind"],
             r.get("split", "dev"),
+            r.get("question", ""),
         )
         for r in rows
         if "id" in r
@@ -107,7 +110,7 @@ def grounded(case: BadgeCase, *, claims: bool = True) -> bool:
             )
         ]
     )
-    return generate.check_grounding(case.answer, sources, claims=claims).grounded
+    return generate.check_grounding(case.answer, sources, claims=claims, question=case.question).grounded
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,10 @@ def bench_badges(report: Report, quick: bool) -> None:
         report.line(f"{name} ({len(chosen)}): after:  {measure(chosen, green=claims).line()}")
     for split in sorted({c.split for c in cases} - {"dev"}):
         chosen = [c for c in cases if c.split == split]
+        frozen = not split.endswith("-bare")
+        when = "written after the rules were frozen" if frozen else "written with the rule that reads them"
         report.line(
-            f"{split} ({len(chosen)}, written after the rules were frozen): before: "
+            f"{split} ({len(chosen)}, {when}): before: "
             f"{measure(chosen, green=words).line()}; after: {measure(chosen, green=claims).line()}"
         )
     after = measure(cases, green=claims)

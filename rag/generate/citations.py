@@ -19,11 +19,13 @@ never give one: off by default.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.generate.claims import holding_sources, other_currency
+from rag.generate.fragments import as_claims, other_measure
 from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
@@ -238,6 +240,7 @@ def check_grounding(
     threshold: float = SUPPORTED,
     claims: bool = True,
     judge: Judge | None = None,
+    question: str = "",
 ) -> Grounding:
     """Each sentence of `answer` with its markers and how well the sources it cites support it.
 
@@ -250,7 +253,10 @@ def check_grounding(
     `claims=False` keeps the words alone (the check before issue 27, for the benchmark's before and
     after). `judge` (rag.generate.judge.model_judge: a chat model asked yes or no) is asked about each
     source left backing a sentence and drops the ones it says no to: it can take a badge away, never
-    give one, and costs a model call per cited sentence, so it is off unless given."""
+    give one, and costs a model call per cited sentence, so it is off unless given.
+
+    A bare answer ("华西协合大学 [1]") is read with `question` (the one searched: standalone), as the claim
+    it makes of it (rag.generate.fragments): its sources must hold that claim too."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
     markers = marker_spans(answer)
@@ -303,8 +309,39 @@ def check_grounding(
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
+    if claims and question:
+        checks, cited = _read_with_question(answer, question, checks, cited, texts)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
+
+
+def _read_with_question(
+    answer: str, question: str, checks: list[SentenceCheck], cited: list[int], texts: dict[int, str]
+) -> tuple[list[SentenceCheck], list[int]]:
+    """A one-sentence answer, cited or matched, stays so only where it measures what `question` asks (not a height
+    for a weight) and, a bare answer, where a source it names holds the claim it makes of `question`
+    (rag.generate.fragments); else it is flagged as not supported."""
+    said = [c for c in checks if answer[c.start : c.end].strip()]
+    if len(said) != 1 or said[0].status not in (Status.CITED, Status.MATCHED) or not said[0].backing:
+        return checks, cited
+    check = said[0]
+    sentence = answer[check.start : check.end]
+    claims = as_claims(question, sentence)
+    if other_measure(question, sentence):
+        backing: tuple[int, ...] = ()
+    elif claims:
+        held = {n for claim in claims for n in holding_sources(claim, {n: texts[n] for n in check.backing})}
+        backing = tuple(n for n in check.backing if n in held)
+    else:
+        return checks, cited
+    if backing == check.backing:
+        return checks, cited
+    if backing:
+        kept = dataclasses.replace(check, backing=backing)
+    else:
+        kept = dataclasses.replace(check, status=Status.NOT_SUPPORTED, backing=())
+    dropped = set(check.backing) - set(backing)
+    return [kept if c is check else c for c in checks], [n for n in cited if n not in dropped]
 
 
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")

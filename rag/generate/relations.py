@@ -102,6 +102,11 @@ _ZH: tuple[tuple[str, Relation], ...] = (
     ("领先", _verb("lead", "more")),
     ("落后", _verb("lead", "less")),
     ("取代|替代|接替", _verb("replace", "newer")),
+    # What a thing grew out of: "华西医院的前身是华西协合大学" was green on a passage that has it grow out of two
+    # other hospitals (its words were all there, 前身 nowhere: a walk's answer, benchmarks/data/badges.jsonl).
+    ("前身", _noun("origin", "older")),
+    ("起源于|起源自|源于|源自|发源于|脱胎于", _verb("origin", "newer")),
+    ("发展为|发展成为?|演变为|演变成|演化为|扩建为|升格为|改制为|改组为", _verb("origin", "older")),
 )
 
 _EN: tuple[tuple[str, Relation], ...] = (
@@ -124,6 +129,13 @@ _EN: tuple[tuple[str, Relation], ...] = (
     (r"lost to|loses to|lose to|fell to", _verb("defeat", "loser")),
     (r"acquire[sd]?|bought|buys|purchased", _verb("acquire", "buyer")),
     (r"obsolete[sd]?|supersede[sd]?|replace[sd]?", _verb("replace", "newer")),
+    (r"predecessors?|forerunners?|precursors?", _noun("origin", "older")),
+    (r"successors?", _noun("origin", "newer")),
+    (
+        r"originated (?:from|in|as)|grew out of|evolved from|derived from|derives from|descended from|descends from",
+        _verb("origin", "newer"),
+    ),
+    (r"evolved into|developed into|grew into", _verb("origin", "older")),
     # "HEAD is identical to GET except that …": the exception is the subject's, so the two cannot swap.
     (r"(?:identical to|the same as)(?=[^.;]*\bexcept\b)", _verb("alike", "variant")),
     (r"faster|quicker", _verb("speed", "more")),

@@ -25,4 +25,5 @@ def test_every_case_resolves_its_passage_and_is_labelled() -> None:
     assert all(c.passage and c.answer.rstrip("。.").endswith("[1]") for c in cases)
     assert {c.kind for c in cases if c.right} == {"verbatim", "paraphrase"}
     assert {c.kind for c in cases if not c.right} == {"swapped", "relative", "number", "negation", "antonym"}
-    assert {c.split for c in cases} == {"dev", "held-out-1", "held-out-2", "walk-36"}
+    assert {c.split for c in cases} == {"dev", "held-out-1", "held-out-2", "walk-36", "walk-36-bare"}
+    assert all(c.question for c in cases if c.split == "walk-36-bare")

@@ -1,0 +1,106 @@
+"""A bare answer read with its question: "华西协合大学 [1]" answers "华西医院的前身是什么？".
+
+The claim check (rag.generate.claims) reads a sentence's own words: a bare noun phrase says nothing about
+how it relates to what was asked, so "华西协合大学 [1]" was green on a passage that names the university and
+the hospital but has the hospital grow out of two other hospitals (a Chromium walk of the chat, session 36).
+`as_claim` writes the claim such an answer makes: the question with its question word replaced by the answer
+("华西医院的前身是华西协合大学"), which the cited passage must hold as well.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.generate.sentences import MARKER
+
+FRAGMENT_CHARS = 24
+"""The longest answer read as a bare answer (markers and end punctuation left out): a name, a date, a figure
+with its unit. A longer one is a sentence with its own subject and verb."""
+
+_CLAUSE = re.compile(r"[，,；;：:。！？!?\n]")
+_END = re.compile(r"[\s。．.！!？?]+$")
+_ZH_QUESTION_WORD = re.compile(
+    r"什么时候|什么地方|什么人|什么|谁|哪里|哪儿|哪一年|哪年|哪一天|"
+    r"哪(?:一个|一位|一座|一家|一所|一种|个|位|座|家|所|种|条|国|些)|"
+    r"多少(?:年|人|个|件|次|米|公里|平方公里)?|几(?:个|年|岁|位|次|种|月|号)|多久|多长|多大|多高|多重|多远|多深|多宽|何时|何地|何人|何处"
+)
+_EN_QUESTION_WORD = re.compile(
+    r"\b(?:how\s+(?:many|much|long|old|tall|high|big|far|large)|"
+    r"(?:what|which)(?:\s+(?:year|city|country|town|day|month|date|place))?|who|whom|whose|where|when)\b",
+    re.IGNORECASE,
+)
+_ZH_PARTICLE = re.compile(r"[呢吗呀啊]?[\s？?。.！!]*$")
+_ZH_WORD = re.compile(r"[\u3400-\u9fff]")
+_EN_AUXILIARY = re.compile(r"^\s*(?:do|does|did)\b\s*", re.IGNORECASE)
+
+
+def fragment(answer: str) -> str | None:
+    """The answer's text when it is a bare answer (one short clause, markers and end punctuation dropped), else
+    None."""
+    text = _END.sub("", MARKER.sub("", answer)).strip()
+    if not text or len(text) > FRAGMENT_CHARS or _CLAUSE.search(text):
+        return None
+    return text
+
+
+def as_claim(question: str, answer: str) -> str | None:
+    """The claim a bare `answer` makes of `question`: the question's (first) question word replaced by the
+    answer, its question mark dropped; None when the answer is no bare answer or the question has no question
+    word."""
+    claims = as_claims(question, answer)
+    return claims[0] if claims else None
+
+
+def as_claims(question: str, answer: str) -> tuple[str, ...]:
+    """`as_claim`'s claim, and for a Chinese question whose answer is said of a noun its owner names ("胜利广场的
+    骑马铜像有多高？") the claim of that noun alone ("骑马铜像有12米高"): a passage names the owner, its topic, in
+    a sentence before the one that says it ("…1828年…兴建目前的12米高的骑马铜像"). Either held holds the answer:
+    the relation and the figure are still asked ("前身是华西协合大学" needs a 前身 of its own)."""
+    text = fragment(answer)
+    question = question.strip()
+    if text is None or not question:
+        return ()
+    if _ZH_WORD.search(question):
+        match = _ZH_QUESTION_WORD.search(question)
+        if match is None:
+            return ()
+        before, after = question[: match.start()], _ZH_PARTICLE.sub("", question[match.end() :])
+        if text.startswith("是") and before.endswith("是"):
+            text = text[1:]  # "是华西协合大学" for "…的前身是什么"
+        claim = f"{before}{text}{after}。"
+        owned = before.rfind("的")
+        return (claim, f"{before[owned + 1 :]}{text}{after}。") if 0 < owned < len(before) - 1 else (claim,)
+    match = _EN_QUESTION_WORD.search(question)
+    if match is None:
+        return ()
+    after = _EN_AUXILIARY.sub(" ", question[match.end() :]).rstrip(" ?.!")
+    return (f"{question[: match.start()]}{text}{after}.",)
+
+
+# What a question asks to be measured, and the units that measure it. A walk's "胜利广场的骑马铜像有多重？" was
+# answered "12米高 [3]", a height its source holds, and badged green.
+_ASKS = (
+    ("weight", re.compile(r"多重|多沉|重量|\bhow\s+heavy\b|\bweigh(?:s|t)?\b", re.IGNORECASE)),
+    ("area", re.compile(r"面积|占地|\b(?:floor\s+)?area\b", re.IGNORECASE)),
+    ("length", re.compile(r"多高|多远|多深|多宽|高度|\bhow\s+(?:tall|high|far|deep|wide)\b|\bheight\b", re.IGNORECASE)),
+)
+_UNITS = (
+    ("area", re.compile(r"平方|公顷|亩|\b(?:square|sq|hectares?|acres?)\b|[mk]m²", re.IGNORECASE)),
+    ("weight", re.compile(r"吨|公斤|千克|斤|(?<![千毫厘])克|\d\s*(?:kg|t|tons?|tonnes?|pounds?|lbs?|oz)\b", re.I)),
+    ("length", re.compile(r"米|公里|英尺|英里|\d\s*(?:m|km|cm|mm|ft|meters?|metres?|feet|miles?)\b", re.IGNORECASE)),
+)
+
+
+def other_measure(question: str, answer: str) -> bool:
+    """Whether `answer` measures in other units than the kind `question` asks for ("12米高" for "有多重？"): it
+    gives a figure in units of another kind (weight, length, area) and none of the kind asked."""
+    asked = next((kind for kind, words in _ASKS if words.search(question)), None)
+    if asked is None:
+        return False
+    text = MARKER.sub(" ", answer)
+    given: set[str] = set()
+    for kind, units in _UNITS:
+        if units.search(text):
+            given.add(kind)
+            text = units.sub(" ", text)  # 平方米 is an area, not a length too
+    return bool(given) and asked not in given
