@@ -289,13 +289,21 @@ def check_grounding(
             # (a right sentence copied from [1] without its marker had no badge at all: a walk of the chat).
             backing = ()
             if source is not None and share is not None and share >= threshold and len(said) >= FLAG_TERMS:
-                backing = holding_sources(answer[start:end], {source: texts[source]}) if claims else (source,)
+                if claims:  # any source whose words pass may hold its claim, not only the one with the most
+                    passing = {n: texts[n] for n, t in terms.items() if (support(said, t) or 0.0) >= threshold}
+                    backing = holding_sources(answer[start:end], passing)
+                else:
+                    backing = (source,)
         if share is None:
             status = Status.SHORT
         elif numbers:
             status = (Status.MATCHED if attributed else Status.CITED) if backing else Status.NOT_SUPPORTED
-        elif share >= threshold:
+        elif share >= threshold and (backing or not claims or len(said) < FLAG_TERMS):
             status = Status.UNCITED
+        elif share >= threshold:
+            # Its words are in the sources, its claim in none: flagged as a sentence no source supports (a walk's
+            # "The railway carriage was built by a local woman … from 1930." before a cited one had no badge).
+            status = Status.UNSUPPORTED
         else:
             status = Status.UNSUPPORTED if len(said) >= FLAG_TERMS else Status.SHORT
         if status == Status.NOT_SUPPORTED and claims:

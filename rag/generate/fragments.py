@@ -43,6 +43,22 @@ def fragment(answer: str) -> str | None:
     return text
 
 
+_RESTATED_HAN = 3
+"""Han characters in a row an answer shares with its question that make it a sentence of its own: "黑龙江省博物馆藏品
+11万余件" (16 characters, short) names what was asked; "华西协合大学" shares only 华西 with "华西医院的前身"."""
+
+
+def _restates(question: str, text: str) -> bool:
+    """Whether a short answer names what `question` asks about (it is a sentence, not a bare answer)."""
+    han = re.findall(r"[\u3400-\u9fff]+", question)
+    if any(run[i : i + _RESTATED_HAN] in text for run in han for i in range(len(run) - _RESTATED_HAN + 1)):
+        return True
+    words = re.findall(r"[A-Za-z0-9]+", question.lower())
+    pairs = {f"{a} {b}" for a, b in zip(words, words[1:], strict=False)}
+    said = " ".join(re.findall(r"[A-Za-z0-9]+", text.lower()))
+    return any(pair in said for pair in pairs)
+
+
 def as_claim(question: str, answer: str) -> str | None:
     """The claim a bare `answer` makes of `question`: the question's (first) question word replaced by the
     answer, its question mark dropped; None when the answer is no bare answer or the question has no question
@@ -58,7 +74,7 @@ def as_claims(question: str, answer: str) -> tuple[str, ...]:
     the relation and the figure are still asked ("前身是华西协合大学" needs a 前身 of its own)."""
     text = fragment(answer)
     question = question.strip()
-    if text is None or not question:
+    if text is None or not question or _restates(question, text):
         return ()
     if _ZH_WORD.search(question):
         match = _ZH_QUESTION_WORD.search(question)
