@@ -342,6 +342,38 @@ def keeps_question(rewrite: str, question: str) -> bool:
     return found >= KEPT * len(asked)
 
 
+# What a question asks for, by the words it asks with; a rewrite may ask the same by a noun ("故宫建成年份" for
+# "它是哪一年建成的？").
+_KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(asks, re.IGNORECASE), re.compile(nouns, re.IGNORECASE))
+    for kind, asks, nouns in (
+        (
+            "time",
+            r"什么时候|何时|哪一?年|哪一天|几月|几号|几点|\bwhen\b|\bwhat (?:year|date|time|day|month)\b",
+            r"时间|时候|年份|年代|日期|年|\b(?:year|date|time|when)\b",
+        ),
+        ("place", r"哪里|哪儿|何处|何地|在哪|\bwhere\b", r"地点|位置|地址|地方|所在|哪|\b(?:location|place|address)\b"),
+        ("person", r"谁|何人|\bwho(?:m|se)?\b", r"人|者|\b(?:person|people|name|who)\b"),
+        (
+            "amount",
+            r"多少|几(?:个|位|次|种|件|岁|名|天)|\bhow (?:many|much|old)\b",
+            r"数量|数目|多少|几|\b(?:number|amount|count|how many|how much)\b",
+        ),
+    )
+)
+
+
+def asks_another_kind(rewrite: str, question: str) -> bool:
+    """Whether `rewrite` asks for another kind of thing than `question` (a time, a place, a person, an amount) and
+    names none of it: a walk's "它是什么时候建的？" after "华西医院的前身是什么？" was rewritten "华西协合大学的前身是
+    什么？", the question before it asked of its answer (its words all said, so nothing else refused it). A rewrite
+    that asks nothing (an answer, a guess) is left to the checks that say so."""
+    asked = {kind for kind, asks, _nouns in _KINDS if asks.search(question)}
+    if not asked or not _ASKING.search(rewrite):
+        return False
+    return not any(asks.search(rewrite) or nouns.search(rewrite) for kind, asks, nouns in _KINDS if kind in asked)
+
+
 REPEATED = 2 / 3
 """The share of an earlier question's own words a rewrite holding none of the follow-up's is that question."""
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from rag.errors import ModelError
 from rag.generate.followup import (
     added_words,
+    asks_another_kind,
     keeps_question,
     last_named,
     latest_numbered,
@@ -206,6 +207,14 @@ def rewrite_query(
         return refused(
             Text(
                 "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with "
+                "the question before it.",
+                rewrite=query,
+            ),
+        )
+    if asks_another_kind(query, question):
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) asks for something else than the question does; searched for it with "
                 "the question before it.",
                 rewrite=query,
             ),

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from rag.generate.engine import FOUND_BY
-from rag.generate.followup import added_words, depends_on_conversation, keeps_question, repeats_earlier
+from rag.generate.followup import (
+    added_words,
+    asks_another_kind,
+    depends_on_conversation,
+    keeps_question,
+    repeats_earlier,
+)
 from rag.generate.rewrite import rewrite_query, with_previous
 from rag.llms.types import Message, StreamEvent
 from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
@@ -304,6 +310,34 @@ def test_each_fused_source_names_the_search_whose_ranks_it_shows() -> None:
 )
 def test_a_rewrite_must_still_ask_what_the_question_asks(rewrite: str, question: str, kept: bool) -> None:
     assert keeps_question(rewrite, question) is kept
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "question", "other"),
+    [
+        ("华西协合大学的前身是什么？", "它是什么时候建的？", True),  # a walk: the question before, of its answer
+        ("the American mansion", "它是什么时候建的？", False),  # asks nothing: a guess, refused as one
+        ("美庐别墅是什么时候建的？", "它是什么时候建的？", False),
+        ("故宫建成年份", "它是哪一年建成的？", False),  # the time asked by a noun
+        ("美庐别墅的名称由何而来？", "它是怎么得名的？", False),  # no kind asked: other words may ask it
+        ("Where was the Sydney Opera House built?", "Who built it?", True),
+        ("Who built the Harbour Lighthouse?", "Who built it?", False),
+        ("西施故里旅游区的总面积是多少？", "那它的总面积是多少？", False),
+        ("What is the number of rooms in the palace?", "How many rooms does it have?", False),
+    ],
+)
+def test_a_rewrite_must_ask_for_the_kind_of_thing_the_question_asks_for(
+    rewrite: str, question: str, other: bool
+) -> None:
+    assert asks_another_kind(rewrite, question) is other
+
+
+def test_a_rewrite_asking_the_question_before_of_its_answer_is_refused() -> None:
+    history = [Message("user", "华西医院的前身是什么？"), Message("assistant", "华西协合大学[1]")]
+    model = ScriptedModel([StreamEvent("content", "华西协合大学的前身是什么？")])
+    result = rewrite_query(model, history, "它是什么时候建的？")
+    assert result.query == "华西医院的前身是什么？ 它是什么时候建的？"
+    assert "asks for something else than the question does" in result.note
 
 
 def test_an_answer_word_in_place_of_the_rewrite_is_refused() -> None:

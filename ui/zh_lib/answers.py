@@ -50,6 +50,8 @@ ZH: dict[str, str] = {
     "The model's rewrite ({rewrite}) asks an earlier question again, not this one; searched for it with the "
     "question before it.": "模型的改写（{rewrite}）重复了之前的问题，而不是这个问题；已把追问和上一个问题一起检索。",
     "The model gave the follow-up back unchanged; searched for it with the question before it.": "模型原样返回了追问；已把它和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) asks for something else than the question does; searched for it with the "
+    "question before it.": "模型的改写（{rewrite}）问的不是这个问题要问的；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) leaves out what the question asks: an answer, not a query; searched for it "
     "with the question before it.": "模型的改写（{rewrite}）丢掉了问题本身要问的内容：那是回答，不是检索语句；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; searched "
