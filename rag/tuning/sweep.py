@@ -97,9 +97,15 @@ class Grid:
     base: ChunkSettings = DEFAULT
 
     def __post_init__(self) -> None:
-        for name in ("strategies", "sizes", "overlaps", "modes"):
+        # One message a field, each translated whole: "网格中没有 modes" named the field in English in the Chinese UI.
+        for name, empty in (
+            ("strategies", Text("the grid has no strategy: choose at least one")),
+            ("sizes", Text("the grid has no chunk size: give at least one")),
+            ("overlaps", Text("the grid has no overlap: give at least one (0 for none)")),
+            ("modes", Text("the grid has no search mode: choose at least one")),
+        ):
             if not getattr(self, name):
-                raise RagError(Text("the grid has no {name}: give at least one", name=name))
+                raise RagError(empty)
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown:
             raise RagError(

@@ -101,7 +101,7 @@ def test_a_grid_names_what_is_wrong() -> None:
         Grid(strategies=("words",))
     with pytest.raises(RagError, match="unknown search mode 'semantic'"):
         Grid(modes=("semantic",))
-    with pytest.raises(RagError, match="the grid has no sizes"):
+    with pytest.raises(RagError, match="the grid has no chunk size"):
         Grid(sizes=())
     with pytest.raises(RagError, match="chunk_size must be at least 1 token, got 0"):
         Grid(sizes=(0, 64))
@@ -335,3 +335,15 @@ def test_grid_values_typed_by_the_user_are_read_as_numbers_or_refused_by_name() 
         typed_numbers(["1.5"], "Overlaps")
     with pytest.raises(RagError, match=r"^Hybrid weight: 'high' is not a number$"):
         typed_numbers(["high"], "Hybrid weight", whole=False)
+
+
+def test_an_empty_grid_field_is_named_in_the_users_language() -> None:
+    """The Chinese UI said "网格中没有 modes": the field's name in English inside the Chinese line."""
+    from rag.text import text_of
+    from ui.zh import ZH
+
+    for field, words in (("modes", "检索方式"), ("strategies", "切分策略"), ("sizes", "块大小"), ("overlaps", "重叠")):
+        with pytest.raises(RagError) as raised:
+            Grid(**{field: ()})
+        template = text_of(raised.value).template
+        assert words in ZH[template] and field not in ZH[template], (field, template)

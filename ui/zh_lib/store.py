@@ -132,7 +132,10 @@ ZH: dict[str, str] = {
     "{first} Of them, {label} has the fewest chunks ({chunks}): the cheapest to store and search.": "{first} 其中 {label} 的分块最少（{chunks} 个）：存储和检索的开销最小。",
     "keep must not be negative, got {keep}": "keep 不能为负数，实际为 {keep}",
     # -- the chunk settings sweep (rag.tuning.sweep, rag.tuning.recommend)
-    "the grid has no {name}: give at least one": "网格中没有 {name}：请至少给出一个",
+    "the grid has no strategy: choose at least one": "网格中没有切分策略：请至少选一个",
+    "the grid has no chunk size: give at least one": "网格中没有块大小：请至少给出一个",
+    "the grid has no overlap: give at least one (0 for none)": "网格中没有重叠：请至少给出一个（不重叠填 0）",
+    "the grid has no search mode: choose at least one": "网格中没有检索方式：请至少选一个",
     "a hybrid weight must be 0 or more, got {weights}": "混合检索的权重必须大于或等于 0，实际为 {weights}",
     "top_k must be at least 1, got {top_k}": "top_k 至少为 1，实际为 {top_k}",
     "unknown metric {metric} (choose one of: {metrics})": "未知的指标 {metric}（可选：{metrics}）",
