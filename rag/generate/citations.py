@@ -255,8 +255,10 @@ def check_grounding(
     source left backing a sentence and drops the ones it says no to: it can take a badge away, never
     give one, and costs a model call per cited sentence, so it is off unless given.
 
-    A bare answer ("华西协合大学 [1]") is read with `question` (the one searched: standalone), as the claim
-    it makes of it (rag.generate.fragments): its sources must hold that claim too."""
+    A one-sentence answer is read with `question` (as the user asked it: a wrong rewrite must not flag a right
+    answer) when one is given: a bare answer ("华西协合大学 [1]") as the claim it makes of it, which its sources
+    must hold too, and one in units of another kind than asked ("12米高" for "有多重？") is not supported
+    (rag.generate.fragments)."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
     markers = marker_spans(answer)

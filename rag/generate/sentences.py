@@ -87,6 +87,8 @@ _CJK_CHAR = re.compile(f"[{CJK}]")
 def _ends_here(text: str, start: int, end: int) -> bool:
     """Whether the terminator text[start:end] ends a sentence."""
     mark = text[start:end]
+    if mark == "\n" and start and text[start - 1] == "." and not _ends_here(text, start - 1, start):
+        return not text[end : end + 1].isalpha()  # "architect O.\nReynolds" (a PDF's line) goes on; "etc.\n- item" ends
     if mark == "\n" or any(c in "!?。！？" for c in mark):
         return True
     after = text[end : end + 1]

@@ -67,6 +67,11 @@ def test_only_the_embedded_model_has_its_uncited_answers_attributed() -> None:
         ("It covers benchmarks.[1] It was written in Rust.", ["It covers benchmarks.[1]", " It was written in Rust."]),
         ("The splitter [1,\n2] cuts chunks. Next one.", ["The splitter [1,\n2] cuts chunks.", " Next one."]),
         ("No. The warranty is void. See No. 5 here.", ["No.", " The warranty is void.", " See No. 5 here."]),
+        # A PDF's line ending at an initial or an abbreviation goes on (a walk: "O.\nReynolds" ended a sentence).
+        (
+            "Designed by architect O.\nReynolds in 1890. Dr.\nSmith etc.\n- an item",
+            ["Designed by architect O.\nReynolds in 1890.", " Dr.\nSmith etc.\n", "- an item"],
+        ),
     ],
 )
 def test_sentences_split_where_a_reader_would(text: str, sentences: list[str]) -> None:
