@@ -202,3 +202,57 @@ def bench_badges(report: Report, quick: bool) -> None:
     report.line(f"right answers no longer green: {', '.join(after.lost_ids) or 'none'}")
     median, worst = check_cost(cases[:40] if quick else cases)
     report.line(f"claim check: {median:.1f} ms an answer (median; worst {worst:.1f} ms), passage analysed afresh")
+    bare = bare_answers(limit=60 if quick else None)
+    report.line(
+        f"bare answers on zh_cmrc_trial ({bare.right} gold spans, {bare.wrong} spans answering another question "
+        f"of the same passage, each cited as [1]): without the question {bare.line(asked=False)}; read with it "
+        f"{bare.line(asked=True)}"
+    )
+
+
+@dataclass(frozen=True)
+class Bare:
+    right: int
+    wrong: int
+    right_green: tuple[int, int]
+    """Right answers green (without the question, read with it)."""
+    wrong_green: tuple[int, int]
+
+    def line(self, *, asked: bool) -> str:
+        right, wrong = self.right_green[asked], self.wrong_green[asked]
+        precision = right / (right + wrong) if right + wrong else 1.0
+        return f"green precision {precision:.0%}, right green {right}/{self.right}, wrong green {wrong}/{self.wrong}"
+
+
+def bare_answers(limit: int | None = None) -> Bare:
+    """Bare answers read with their question (rag.generate.fragments), on public data nobody here wrote: each
+    zh_cmrc_trial question's gold span as a right answer, and the gold span of another question of the same
+    passage (neither holding the other) as a wrong one, the slip of a small model that picks the passage's wrong
+    phrase; each cited as [1] with its passage, green without the question and read with it."""
+    from rag import generate
+    from rag.evaluation.sets import eval_set
+    from rag.store import Hit
+
+    data = eval_set("zh_cmrc_trial")
+    texts = {p.key: p.text for p in data.passages}
+    asked = [(q.text, str(q.file), answers[0]) for q, answers in zip(data.questions, data.answers, strict=True)]
+    by_passage: dict[str, list[str]] = {}
+    for _text, pid, gold in asked:
+        by_passage.setdefault(pid, []).append(gold)
+    counts = {(right, read): 0 for right in (True, False) for read in (False, True)}
+    totals = {True: 0, False: 0}
+    meta = {"original_filename": "x.txt", "pages": [1]}
+    for question, pid, gold in asked[:limit]:
+        others = [a for a in by_passage[pid] if gold not in a and a not in gold]
+        sources = generate.number_sources([Hit(id=uuid.uuid4(), content=texts[pid], score=1.0, metadata=meta)])
+        for right, span in ((True, gold), *(((False, others[0]),) if others else ())):
+            totals[right] += 1
+            for read in (False, True):
+                grounding = generate.check_grounding(f"{span} [1]", sources, question=question if read else "")
+                counts[(right, read)] += grounding.grounded
+    return Bare(
+        totals[True],
+        totals[False],
+        (counts[(True, False)], counts[(True, True)]),
+        (counts[(False, False)], counts[(False, True)]),
+    )

@@ -13,9 +13,11 @@ import re
 
 from rag.generate.sentences import MARKER
 
-FRAGMENT_CHARS = 24
+FRAGMENT_CHARS = 32
 """The longest answer read as a bare answer (markers and end punctuation left out): a name, a date, a figure
-with its unit. A longer one is a sentence with its own subject and verb."""
+with its unit, a short phrase. Measured on zh_cmrc_trial's 1,000 gold spans and 989 wrong ones (`python -m rag bench
+--only badges`, its last line): right / wrong green read with the question at 16 characters 908 / 671, 24 897 /
+604, 32 893 / 579, 48 886 / 565 (without the question 975 / 961)."""
 
 _CLAUSE = re.compile(r"[，,；;：:。！？!?\n]")
 _END = re.compile(r"[\s。．.！!？?]+$")
