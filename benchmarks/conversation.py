@@ -331,12 +331,13 @@ def summary_lines(outcomes: Sequence[Outcome]) -> list[str]:
 
 
 def wrong_rows(outcomes: Sequence[Outcome], width: int = 60) -> list[str]:
-    """The wrong answers as a Markdown table: the question, what was searched, the stage and the gold rank."""
+    """The wrong answers as a Markdown table: the question, what was searched, the stage, the gold rank and whether
+    the chat badged it green (a wrong answer with the green badge is the worst: it reads as checked)."""
     from rag.errors import one_line
 
     rows = [
-        "| lang | condition | kind | question | searched for | stage | gold rank | detail | answer |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| lang | condition | kind | question | searched for | stage | gold rank | detail | badge | answer |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         if o.right:
@@ -352,6 +353,7 @@ def wrong_rows(outcomes: Sequence[Outcome], width: int = 60) -> list[str]:
             o.stage,
             rank,
             o.detail,
+            "green" if o.green else "-",
             one_line(o.turn.answer, width) or "-",
         ]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")

@@ -267,9 +267,9 @@ def test_counts_per_language_and_condition_keep_standalone_questions_and_follow_
     rows = bench.wrong_rows(outcomes)
     assert rows[2:] == [
         "| zh | in one conversation | follow-up | 它是哪一年建成的？ | 美庐别墅是哪一年建成的？ | misread | 12 "
-        "| [1] in the prompt | 1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。 |",
+        "| [1] in the prompt | green | 1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。 |",
         "| zh | in one conversation | follow-up | 它是哪一年建成的？ | (as asked) | not retrieved | 12 "
-        "| not among the 1 found | 不知道。 |",
+        "| not among the 1 found | - | 不知道。 |",
     ]
     assert bench.wrong_rows(outcomes[:2]) == []
 
