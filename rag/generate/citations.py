@@ -134,8 +134,21 @@ class Grounding:
         return tuple(s for s in self.sentences if s.flagged)
 
     @property
+    def judged_sentences(self) -> tuple[SentenceCheck, ...]:
+        """The sentences compared with their sources (not too short, not in another language)."""
+        return tuple(s for s in self.sentences if s.status not in (Status.SHORT, Status.OTHER_LANGUAGE))
+
+    @property
     def judged(self) -> int:
-        return sum(s.status not in (Status.SHORT, Status.OTHER_LANGUAGE) for s in self.sentences)
+        return len(self.judged_sentences)
+
+    @property
+    def nothing_held(self) -> bool:
+        """No sentence judged is held by any source (each flagged, none held by another than the one it cites): the
+        answer is not in what was found. A Chromium walk: "Who designed the Sydney Opera House?", which no document
+        answers, was answered "… designed by Sir Charles Barry [1 ?]", its one orange badge all that said so."""
+        judged = self.judged_sentences
+        return bool(judged) and all(s.flagged and not s.backing for s in judged)
 
     @property
     def other_language(self) -> tuple[SentenceCheck, ...]:

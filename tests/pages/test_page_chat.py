@@ -273,6 +273,7 @@ def test_badges_say_which_sentences_their_sources_do_not_support(kb: Store, olla
     assert any("1 of 3 sentences citing no source, found in none" in m.value for m in at.markdown)
     assert not any("cites " in m.value and "of" in m.value for m in at.markdown)  # no green "cites k of n"
     assert any(c.value == page.BADGE_LEGEND for c in at.caption)
+    assert not turn.grounding.nothing_held and not [m for m in at.markdown if "not in the sources" in m.value]
 
 
 def test_a_sentence_citing_the_wrong_source_shows_the_one_that_holds_it(kb: Store, ollama: HTTPServer) -> None:
@@ -991,3 +992,16 @@ def test_a_sentence_in_another_language_than_its_sources_is_shown_unchecked(kb: 
     shown = [m.value for m in at.markdown]
     assert any("1 sentence not checked: the sources are in another language" in v for v in shown), shown
     assert not any("not supported by the source" in v or "cites " in v for v in shown)
+
+
+def test_an_answer_no_source_holds_says_the_documents_may_not_hold_it(kb: Store, ollama: HTTPServer) -> None:
+    """A Chromium walk: a question no document answers was answered with a guess, one orange badge all that said
+    so. Where no sentence is held by any source a red badge says so; where one is, it does not (the test above: one
+    of three held)."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("The company was founded in 1887 by Mr. Smith [2]."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    assert turn.grounding.nothing_held
+    assert any("not in the sources: the model may have guessed" in m.value for m in at.markdown)  # its red badge
