@@ -1039,6 +1039,8 @@ def _answer(turn: Turn) -> None:
                     icon="⚠️",
                     color="orange",
                 )
+            if grounding.figure_missing:
+                st.badge(_("gives no figure, where the question asks for one"), icon="❓", color="orange")
             if grounding.nothing_held:  # a badge, not a line of its own: a card opened below keeps its head in view
                 st.badge(_("not in the sources: the model may have guessed"), icon="🔎", color="red")
             if check.unknown:

@@ -658,6 +658,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
             else "its cited source does not support it"
         )
         print(f"warning: {why}: {text}", file=err)
+    if grounding.figure_missing:
+        print("warning: the question asks for a figure and the answer gives none", file=err)
     for sentence in grounding.other_language:
         text = one_line(turn.answer[sentence.start : sentence.end], 120)
         print(f"note: not checked, in another language than its sources: {text}", file=err)

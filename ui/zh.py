@@ -561,6 +561,7 @@ ZH: dict[str, str] = {
     "Last ingest into **{kb}** at {time}: {done} of {files} in the knowledge base.": "上次入库到 **{kb}**（{time}）：{files}中有 {done} 个已在知识库中。",
     " It was stopped: press **Ingest** to resume (files already stored are skipped, and the chunks whose vectors were kept, as each file's line below says, are not embedded again).": "入库已停止：点击**入库**即从停下的地方继续（已存入的文件会跳过；向量已保留的分块不会再嵌入一次，各文件的保留情况见下方说明）。",
     "not in the sources: the model may have guessed": "来源中找不到：可能是模型的猜测",
+    "gives no figure, where the question asks for one": "问题问的是数字，回答却没有给出",
     " See the reasons below; fix them and ingest again.": "原因见下方；修正后再次入库。",
     " See it in the **Library** tab.": "可在**文档库**标签页查看。",
     "'{file}' was no longer in '{kb}'.": "“{file}”已不在“{kb}”中。",

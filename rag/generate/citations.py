@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.generate.claims import holding_sources, other_currency
-from rag.generate.fragments import as_claims, other_measure
+from rag.generate.fragments import as_claims, figure_missing, other_measure
 from rag.generate.prompt import Source
 from rag.generate.sentences import MARKER, sentence_spans
 from rag.generate.support import FLAG_TERMS, SUPPORTED, best_support, content_terms, support
@@ -128,6 +128,9 @@ class Grounding:
     """Markers that point at no source."""
     attributed: bool
     """The markers were added by matching, not written by the model."""
+    figure_missing: bool = False
+    """The question asked for a figure (how many, how deep, 多少) and the answer writes none: what it says may be
+    held, but it does not answer (`rag.generate.fragments.figure_missing`)."""
 
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
@@ -188,7 +191,14 @@ class Grounding:
     def grounded(self) -> bool:
         """The green badge: the model cited sources that support what it said, and nothing is
         flagged: no unsupported sentence, no padding citation, no marker pointing at nothing."""
-        return bool(self.cited) and not self.flagged and not self.unknown and not self.attributed and not self.padding
+        return (
+            bool(self.cited)
+            and not self.flagged
+            and not self.unknown
+            and not self.attributed
+            and not self.padding
+            and not self.figure_missing
+        )
 
     def as_dict(self, answer: str) -> list[dict[str, object]]:
         return [
@@ -335,7 +345,8 @@ def check_grounding(
     if claims and question:
         checks, cited = _read_with_question(answer, question, checks, cited, texts)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
-    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed)
+    missing = bool(claims and question and answer.strip() and figure_missing(question, answer))
+    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing)
 
 
 def _read_with_question(

@@ -120,6 +120,7 @@ class Turn:
             "grounded": grounding.grounded,
             "sentences": grounding.as_dict(self.answer),
             "unsupported_sentences": len(grounding.flagged),
+            "figure_missing": grounding.figure_missing,
             "looped": self.looped,
             "left_out": [s.n for s in self.left_out],
             "model": self.model,

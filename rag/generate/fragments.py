@@ -122,3 +122,25 @@ def other_measure(question: str, answer: str) -> bool:
             given.add(kind)
             text = units.sub(" ", text)  # 平方米 is an area, not a length too
     return bool(given) and asked not in given
+
+
+# Questions whose answer is a figure (an amount, a measure, a year), and what writes one. A conversation bench run
+# answered "How deep is the lake?" with "The lake is the largest lake in the UK [1]": true, cited, badged green.
+_ASKS_FIGURE = re.compile(
+    r"多少|(?<!哪)几(?:个|位|次|种|件|名|天|月|号|岁|年|倍|层|米)|多(?:深|高|重|长|远|宽|大|久|少)|哪一?年|"
+    r"\bhow\s+(?:many|much|deep|tall|high|long|far|old|big|large|heavy|wide)\b|\b(?:what|which)\s+year\b",
+    re.IGNORECASE,
+)
+_FIGURE_WORDS = re.compile(
+    r"\d|[零〇一二两三四五六七八九十百千万亿半]|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|dozens?|half|"
+    r"a few|several|none|no|tenths?|quarters?|thirds?|halves|doubled?|tripled?|twice|percent|"
+    r"(?:twen|thir|for|fif|six|seven|eigh|nine)ties)\b",
+    re.IGNORECASE,
+)
+
+
+def figure_missing(question: str, answer: str) -> bool:
+    """Whether `question` asks for a figure (how many, how deep, 多少, 哪一年) and `answer` writes none (no digit,
+    no numeral, no number word): whatever its sources hold, it does not answer."""
+    return bool(_ASKS_FIGURE.search(question)) and not _FIGURE_WORDS.search(MARKER.sub(" ", answer))

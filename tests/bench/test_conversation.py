@@ -285,7 +285,8 @@ class ScriptedChat:
     `rewrites` maps a follow-up to the query it is rewritten into (unlisted: the question as is);
     `answers` maps a question to how it is answered: "right" (the first gold answer, citing the gold
     passage when the prompt holds it, else "not found"), "green" (a sentence copied from the first
-    other passage in the prompt, cited: a wrong answer the badge calls grounded) or "wrong"."""
+    other passage in the prompt, one with a figure where it has one, cited: a wrong answer the badge calls
+    grounded) or "wrong"."""
 
     name = "ollama:scripted"
     supports_tools = False
@@ -331,7 +332,9 @@ class ScriptedChat:
             return f"{gold.answers[0]} [{n}]." if n is not None else "I cannot find it in the knowledge base."
         if how == "green":
             n, _, text = next(s for s in sources if s[1] != gold.pid)
-            sentence = re.split(r"(?<=[。.!?！？])", text)[0].rstrip("。.")
+            sentences = [s for s in re.split(r"(?<=[。.!?！？])", text) if s.strip()]
+            # One with a figure: asked one ("塔身高多少米？"), an answer without any is not green.
+            sentence = next((s for s in sentences if re.search(r"\d", s)), sentences[0]).strip().rstrip("。.")
             return f"{sentence} [{n}]。"
         return "I cannot find it in the knowledge base."
 

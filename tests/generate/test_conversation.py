@@ -170,6 +170,7 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
         "grounded",
         "sentences",
         "unsupported_sentences",
+        "figure_missing",
         "looped",
         "left_out",
         "model",

@@ -137,3 +137,32 @@ def test_a_chinese_answer_said_of_an_owned_noun_is_also_read_of_the_noun_alone()
     assert as_claims("胜利广场的骑马铜像有多高？", "12米高 [1]") == height
     predecessor = ("华西医院的前身是华西协合大学。", "前身是华西协合大学。")
     assert as_claims("华西医院的前身是什么？", "华西协合大学 [1]") == predecessor
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "missing"),
+    [
+        ("How deep is the lake?", "The lake is the largest lake in the UK. [1]", True),  # a bench run's green answer
+        ("How deep is the lake?", "It is 230 m deep [1].", False),
+        ("How much did revenue grow in 2023?", "Sales rose by a tenth over the year [1].", False),
+        ("How old was he?", "He was in his twenties [1].", False),
+        ("黑龙江省博物馆有多少件藏品？", "藏品11万余件 [1]", False),
+        ("它是哪一年建成的？", "它由英国人建造 [1]。", True),
+        ("它占地多大？", "占地五千多平方米 [1]。", False),  # a Chinese numeral
+        ("这款列车被配属予哪几个铁道？", "东日本旅客铁道和东海旅客铁道 [1]。", False),  # "which ones", no figure asked
+        ("Who built it?", "A local woman [1].", False),
+    ],
+)
+def test_an_answer_without_the_figure_asked_for(question: str, answer: str, missing: bool) -> None:
+    from rag.generate.fragments import figure_missing
+
+    assert figure_missing(question, answer) is missing
+
+
+def test_a_held_answer_without_the_figure_asked_for_is_not_green() -> None:
+    numbered = sources("The lake is the largest lake in the UK. It is 230 metres deep.")
+    answer = "The lake is the largest lake in the UK [1]."
+    assert generate.check_grounding(answer, numbered).grounded
+    read = generate.check_grounding(answer, numbered, question="How deep is the lake?")
+    assert read.figure_missing and not read.grounded and read.cited == (1,)
+    assert generate.check_grounding("It is 230 metres deep [1].", numbered, question="How deep is the lake?").grounded

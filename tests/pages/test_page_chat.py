@@ -1005,3 +1005,18 @@ def test_an_answer_no_source_holds_says_the_documents_may_not_hold_it(kb: Store,
     (turn,) = turns(at)
     assert turn.grounding.nothing_held
     assert any("not in the sources: the model may have guessed" in m.value for m in at.markdown)  # its red badge
+
+
+def test_a_held_answer_without_the_figure_asked_for_is_not_green(kb: Store, ollama: HTTPServer) -> None:
+    """A conversation bench run: "How deep is the lake?" answered "The lake is the largest lake in the UK [1]", true,
+    cited, green. Asked how much revenue rose, an answer that says only that it rose on subscriptions is held by its
+    source (its marker blue) but gives no figure: no green badge, an orange one saying so."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue rose on subscriptions [1]."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    assert turn.grounding.cited == (1,) and turn.grounding.figure_missing and not turn.grounding.grounded
+    shown = [m.value for m in at.markdown]
+    assert any("gives no figure, where the question asks for one" in v for v in shown), shown
+    assert not any("cites 1 of" in v for v in shown)
