@@ -101,6 +101,7 @@ BADGES = {
     generate.Status.MATCHED: ":gray-badge[≈ {n}]",
     "unchecked": ":gray-badge[{n}]",
     generate.Status.OTHER_LANGUAGE: ":gray-badge[🌐 {n}]",
+    generate.Status.UNHELD: ":orange-badge[≈ {n} ?]",
     "unknown": ":red-badge[⚠ {n}]",
 }
 NOT_SUPPORTED_BADGE = ":orange-badge[{n} ?]"  # also for "padding": this source does not hold the words
@@ -109,9 +110,9 @@ BADGE_LEGEND = (
     "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and "
     "relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does "
     "not · grey ≈ n: matched to a source afterwards, not cited "
-    "by the model · grey n: too short to check · grey 🌐 n: the source is in another language, its words not "
-    "compared · ⚠ no source: no passage holds the sentence's "
-    "words · red ⚠ n: no such source."
+    "by the model · orange ≈ n ?: not cited, and source n holds its words but not its claim · grey n: too short "
+    "to check · grey 🌐 n: the source is in another language, its words not compared · ⚠ no source: no passage "
+    "holds the sentence's words · red ⚠ n: no such source."
 )  # shown as _(BADGE_LEGEND)
 
 
@@ -1011,6 +1012,14 @@ def _answer(turn: Turn) -> None:
                 ),
                 (nowhere, _("{k} of {sentences} citing no source, found in none", k=nowhere, sentences=sentences)),
                 (
+                    len(grounding.unheld),
+                    _(
+                        "{k} of {sentences} citing no source, its words in one that does not say it",
+                        k=len(grounding.unheld),
+                        sentences=sentences,
+                    ),
+                ),
+                (
                     miscited,
                     _(
                         "{k} of {sentences} citing a source that does not hold it (≈ n: the one that does)",
@@ -1039,6 +1048,8 @@ def _answer(turn: Turn) -> None:
                     icon="⚠️",
                     color="orange",
                 )
+            if grounding.other_measure:
+                st.badge(_("measures another thing than the question asks"), icon="❓", color="orange")
             if grounding.figure_missing:
                 st.badge(_("gives no figure, where the question asks for one"), icon="❓", color="orange")
             if grounding.nothing_held:  # a badge, not a line of its own: a card opened below keeps its head in view

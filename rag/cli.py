@@ -651,7 +651,9 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
     for sentence in grounding.flagged:
         text = one_line(turn.answer[sentence.start : sentence.end], 120)
         why = (
-            "no source supports it"
+            f"[{sentence.source}] holds its words but not its claim"
+            if sentence.status == "unheld"
+            else "no source supports it"
             if not sentence.numbers
             else f"its cited source does not support it; [{sentence.backing[0]}] does"
             if sentence.backing

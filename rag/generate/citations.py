@@ -77,6 +77,11 @@ class Status:
     """No marker and no source supports it: possibly invented."""
     UNCITED = "uncited"
     """No marker, but a source supports it."""
+    UNHELD = "unheld"
+    """No marker; its words are in a source (`source`), which does not state its claim: flagged beside that source
+    (orange "≈ n ?"), not as said by none. A walk: "Jim Higgins's house is special because it is built around a
+    real railway carriage." (its source names him in the sentence before) had "⚠ no source", untrue of its words;
+    "The railway carriage was built by a local woman" (the source: lived in by her) had no badge at all."""
     SHORT = "short"
     """Too few content words to judge ("Yes.", a heading)."""
     OTHER_LANGUAGE = "other language"
@@ -102,7 +107,7 @@ class SentenceCheck:
 
     @property
     def flagged(self) -> bool:
-        return self.status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED)
+        return self.status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED, Status.UNHELD)
 
     def kind(self, n: int) -> str:
         """What the badge of cited number `n` says: a `Status`, "padding" (this source does not
@@ -131,6 +136,9 @@ class Grounding:
     figure_missing: bool = False
     """The question asked for a figure (how many, how deep, 多少) and the answer writes none: what it says may be
     held, but it does not answer (`rag.generate.fragments.figure_missing`)."""
+    other_measure: bool = False
+    """The one-sentence answer measures in units of another kind than the question asks ("12米高" for "有多重？",
+    `rag.generate.fragments.other_measure`): flagged, though its words may be the source's."""
 
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
@@ -151,7 +159,9 @@ class Grounding:
         answer is not in what was found. A Chromium walk: "Who designed the Sydney Opera House?", which no document
         answers, was answered "… designed by Sir Charles Barry [1 ?]", its one orange badge all that said so."""
         judged = self.judged_sentences
-        return bool(judged) and all(s.flagged and not s.backing for s in judged)
+        # Not a guess where what it says is the source's but measures another thing (a walk: "12米高" for a weight
+        # was called "not in the sources").
+        return bool(judged) and not self.other_measure and all(s.flagged and not s.backing for s in judged)
 
     @property
     def other_language(self) -> tuple[SentenceCheck, ...]:
@@ -167,6 +177,11 @@ class Grounding:
     def found_in_none(self) -> tuple[SentenceCheck, ...]:
         """Flagged sentences that cite nothing and whose words no source holds (their ⚠ no source)."""
         return tuple(s for s in self.sentences if s.status == Status.UNSUPPORTED)
+
+    @property
+    def unheld(self) -> tuple[SentenceCheck, ...]:
+        """Flagged sentences that cite nothing, whose words a source holds but not their claim (their ≈ n ?)."""
+        return tuple(s for s in self.sentences if s.status == Status.UNHELD)
 
     @property
     def miscited(self) -> tuple[SentenceCheck, ...]:
@@ -217,8 +232,9 @@ class Grounding:
 def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str], flag: str) -> str:
     """The answer with each marker number replaced by `badge(n, kind)` (kind: `SentenceCheck.kind`,
     or "unknown" for a number that points at no source), `flag` after each sentence that cites nothing and
-    that no source supports, and `badge(n, Status.MATCHED)` after one that cites nothing, or only sources that do
-    not hold it, where source n holds its claim."""
+    that no source supports, `badge(n, Status.UNHELD)` after one that cites nothing whose words source n holds but
+    not its claim, and `badge(n, Status.MATCHED)` after one that cites nothing, or only sources that do not hold
+    it, where source n holds its claim."""
     spans = marker_spans(answer)
     parts: list[str] = []
     for sentence in grounding.sentences:
@@ -233,6 +249,9 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
             tail = f"{body} {flag}{tail[len(body) :]}"
+        elif sentence.status == Status.UNHELD and sentence.source is not None:
+            core = tail.rstrip().rstrip(_SENTENCE_END)
+            tail = f"{core} {badge(sentence.source, Status.UNHELD)}{tail[len(core) :]}"
         elif sentence.status in (Status.UNCITED, Status.NOT_SUPPORTED) and sentence.backing:
             core = tail.rstrip().rstrip(_SENTENCE_END)  # where a marker would stand, as attribute_citations adds it
             matched = " ".join(badge(n, Status.MATCHED) for n in sentence.backing)
@@ -326,9 +345,7 @@ def check_grounding(
         elif share >= threshold and (backing or not claims or len(said) < FLAG_TERMS):
             status = Status.UNCITED
         elif share >= threshold:
-            # Its words are in the sources, its claim in none: flagged as a sentence no source supports (a walk's
-            # "The railway carriage was built by a local woman … from 1930." before a cited one had no badge).
-            status = Status.UNSUPPORTED
+            status = Status.UNHELD  # its words are in the sources, its claim in none
         else:
             status = Status.UNSUPPORTED if len(said) >= FLAG_TERMS else Status.SHORT
         if status == Status.NOT_SUPPORTED and claims:
@@ -346,7 +363,9 @@ def check_grounding(
         checks, cited = _read_with_question(answer, question, checks, cited, texts)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     missing = bool(claims and question and answer.strip() and figure_missing(question, answer))
-    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing)
+    one = len([c for c in checks if answer[c.start : c.end].strip()]) == 1
+    measure = bool(claims and question and one and other_measure(question, answer))
+    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure)
 
 
 def _read_with_question(

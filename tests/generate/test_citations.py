@@ -160,16 +160,17 @@ def test_matched_markers_are_shown_as_matched_and_never_count_as_cited() -> None
 
 def test_a_sentence_that_cites_nothing_shows_the_source_holding_its_claim_as_matched() -> None:
     """A right sentence copied from [1] without its marker had no badge, though the legend promises "≈ n";
-    one whose words come from a source but not its claim is flagged as said by no source (it had no badge: a walk's
-    "The railway carriage was built by a local woman … from 1930." before a cited sentence), and neither counts
-    as cited."""
+    one whose words come from a source but not its claim is flagged beside that source, "≈ n ?" (it had no badge: a
+    walk's "The railway carriage was built by a local woman … from 1930." before a cited sentence), and neither
+    counts as cited."""
     answer = "A trace tree is a tree of traces anchored at a loop header. 甄士隐有一个女儿，乳名英莲，年方五岁。"
     grounding = generate.check_grounding(answer, PAPER)
-    assert [(s.status, s.backing) for s in grounding.sentences] == [("uncited", (1,)), ("unsupported", ())]
-    assert grounding.cited == () and not grounding.grounded
+    assert [(s.status, s.backing) for s in grounding.sentences] == [("uncited", (1,)), ("unheld", ())]
+    assert grounding.cited == () and not grounding.grounded and grounding.unheld == grounding.sentences[1:]
     shown = generate.annotate(answer, grounding, lambda n, kind: f"<{n} {kind}>", "<no source>")
     copied, wrong = answer.split(". ")
-    assert shown == f"{copied} <1 matched>. {wrong} <no source>"
+    held_by = grounding.sentences[1].source
+    assert shown == f"{copied} <1 matched>. {wrong[:-1]} <{held_by} unheld>。"
     right = generate.check_grounding("甄士隐有一个女儿，乳名英莲，年方三岁。", PAPER)
     assert [s.status for s in right.sentences] == ["uncited"]
 
@@ -299,4 +300,4 @@ def test_an_amount_in_another_currency_than_the_sources_is_not_held() -> None:
     ):
         assert [s.status for s in generate.check_grounding(answer, sources).sentences] == [status], answer
     (sentence,) = generate.check_grounding("Model 3 costs 15,500.00 yuan and weighs 80 kg.", sources).sentences
-    assert sentence.status == "unsupported" and sentence.backing == ()  # not matched to the price list (≈ 1)
+    assert sentence.status == "unheld" and sentence.backing == ()  # not matched to the price list (≈ 1)

@@ -87,7 +87,9 @@ def test_the_walks_bare_wrong_answer_is_not_green_read_with_its_question() -> No
 def test_a_height_for_a_weight_is_not_green() -> None:
     numbered = sources(STATUE)
     assert generate.check_grounding("12米高 [1]", numbered).grounded
-    assert not generate.check_grounding("12米高 [1]", numbered, question="胜利广场的骑马铜像有多重？").grounded
+    weight = generate.check_grounding("12米高 [1]", numbered, question="胜利广场的骑马铜像有多重？")
+    assert not weight.grounded and weight.other_measure
+    assert not weight.nothing_held  # its words are the source's: not "not in the sources" (a walk saw that)
     assert generate.check_grounding("12米高 [1]", numbered, question="胜利广场的骑马铜像有多高？").grounded
 
 

@@ -1020,3 +1020,21 @@ def test_a_held_answer_without_the_figure_asked_for_is_not_green(kb: Store, olla
     shown = [m.value for m in at.markdown]
     assert any("gives no figure, where the question asks for one" in v for v in shown), shown
     assert not any("cites 1 of" in v for v in shown)
+
+
+def test_an_uncited_sentence_whose_words_a_source_holds_but_not_its_claim_is_flagged_beside_it(
+    kb: Store, ollama: HTTPServer
+) -> None:
+    """A walk: a true uncited sentence whose source names its subject a sentence earlier was marked "⚠ no source",
+    untrue of its words; a false one ("built by" where the source says "lived in by") had no badge. Such a sentence
+    is flagged beside the source that holds its words: orange "≈ 1 ?", and the badge row says so."""
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("Revenue fell eleven percent on subscriptions in the third quarter."), FINAL)
+    at = new_app()
+    ask(at, QUESTION)
+    (turn,) = turns(at)
+    assert [s.status for s in turn.grounding.sentences] == ["unheld"]
+    shown = [m.value for m in at.markdown]
+    assert any("third quarter [:orange-badge[≈ 1 ?]](#source-" in v for v in shown), shown  # a link to its card
+    assert any("1 of 1 sentence citing no source, its words in one that does not say it" in v for v in shown), shown
+    assert not any("⚠ no source" in v for v in shown)
