@@ -397,3 +397,26 @@ def test_dropped_questions_are_counted_by_reason(model: ReplyingModel) -> None:
     assert len(editor(at).value) == 3
     kept = [c.value for c in at.caption if c.value.startswith("3 of 4 questions kept")]
     assert len(kept) == 1 and kept[0].endswith("Dropped: model error 1"), [c.value for c in at.caption]
+
+
+def test_a_language_switch_sends_the_grids_choices_again_in_the_new_labels(model: ReplyingModel) -> None:
+    """A Chromium walk: after English -> Chinese the grid's chips stayed English, and on the way back the chosen
+    search modes were emptied (the browser holds a multiselect's choice by its labels, which changed). After the
+    switch the page sends the choices again, labelled in the new language, and keeps them."""
+    from ui import i18n
+
+    at = open_lab("en")
+    at.multiselect(key="lab_grid_modes").set_value(["vector", "keyword"]).run()
+    at.multiselect(key="lab_grid_strategies").set_value(["recursive"]).run()
+    assert not at.multiselect(key="lab_grid_modes").proto.set_value
+    at.session_state[i18n.CHOICE_KEY] = "zh"  # what the sidebar's 中文 button leaves
+    at.run()
+    modes, strategies = at.multiselect(key="lab_grid_modes"), at.multiselect(key="lab_grid_strategies")
+    assert modes.value == ["vector", "keyword"] and strategies.value == ["recursive"]
+    assert modes.proto.set_value and list(modes.proto.raw_values) == ["向量", "关键词"]
+    assert strategies.proto.set_value and list(strategies.proto.raw_values) == [strategies.format_func("recursive")]
+    assert strategies.format_func("recursive") != "Recursive"
+    at.run()  # told once
+    assert not at.multiselect(key="lab_grid_modes").proto.set_value
+    assert at.multiselect(key="lab_grid_modes").value == ["vector", "keyword"]
+    assert not at.error, [e.value for e in at.error]
