@@ -156,6 +156,15 @@ _QUERY_WORDS_ZH = (
     "如何",
     "是谁",
     "谁",
+    # Asking words of their own, said in other words by a rewrite: "华西医院何时建？" for "它是什么时候建的？"
+    # was refused as adding "何时建" (a walk).
+    "何时",
+    "何地",
+    "何处",
+    "何人",
+    "几时",
+    "哪儿",
+    "多久",
     "年份",
     "时间",
     "日期",

@@ -332,6 +332,13 @@ def test_a_rewrite_must_ask_for_the_kind_of_thing_the_question_asks_for(
     assert asks_another_kind(rewrite, question) is other
 
 
+def test_an_asking_word_said_in_other_words_is_no_added_word() -> None:
+    """A walk: "华西医院何时建？" for "它是什么时候建的？" was refused as adding "何时建"."""
+    history = ["华西医院的前身是什么？", "华西协合大学[1]"]
+    assert added_words("华西医院何时建？", "它是什么时候建的？", history) == []
+    assert added_words("华西医院何时扩建？", "它是什么时候建的？", history) == ["扩建"]
+
+
 def test_a_rewrite_asking_the_question_before_of_its_answer_is_refused() -> None:
     history = [Message("user", "华西医院的前身是什么？"), Message("assistant", "华西协合大学[1]")]
     model = ScriptedModel([StreamEvent("content", "华西协合大学的前身是什么？")])
