@@ -4,7 +4,8 @@ The claim check (rag.generate.claims) reads a sentence's own words: a bare noun 
 how it relates to what was asked, so "华西协合大学 [1]" was green on a passage that names the university and
 the hospital but has the hospital grow out of two other hospitals (a Chromium walk of the chat, session 36).
 `as_claim` writes the claim such an answer makes: the question with its question word replaced by the answer
-("华西医院的前身是华西协合大学"), which the cited passage must hold as well.
+("华西医院的前身是华西协合大学"), which the cited passage must hold as well. Two more readings of an answer with
+its question: `other_measure` (a height for a weight) and `figure_missing` (no figure where one is asked).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ FRAGMENT_CHARS = 32
 """The longest answer read as a bare answer (markers and end punctuation left out): a name, a date, a figure
 with its unit, a short phrase. Measured on zh_cmrc_trial's 1,000 gold spans and 989 wrong ones (`python -m rag bench
 --only badges`, its last line): right / wrong green read with the question at 16 characters 908 / 671, 24 897 /
-604, 32 893 / 579, 48 886 / 565 (without the question 975 / 961)."""
+604, 32 893 / 579, 48 886 / 565 (without the question 975 / 961; before `figure_missing`, which took the wrong ones
+at 32 to 551)."""
 
 _CLAUSE = re.compile(r"[，,；;：:。！？!?\n]")
 _END = re.compile(r"[\s。．.！!？?]+$")
