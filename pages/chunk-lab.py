@@ -1165,6 +1165,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         default=None if "lab_grid_strategies" in state else list(embedder_grid.strategies),
         format_func=lambda s: strategies.get(s, s),
         key="lab_grid_strategies",
+        placeholder=_("Choose one or more…"),  # Streamlit's own is English: 'Choose options'
         persist_state="session",
     )
     sizes = c2.multiselect(
@@ -1172,6 +1173,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         sorted(set(SIZES) | set(embedder_grid.sizes)),
         default=list(embedder_grid.sizes),
         key="lab_grid_sizes",
+        placeholder=_("Choose, or type a number…"),
         persist_state="session",
         accept_new_options=True,
         help=_("The default holds the sizes the embedder reads whole. Type a number to try another."),
@@ -1181,6 +1183,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         sorted(set(OVERLAPS) | set(embedder_grid.overlaps)),
         default=list(embedder_grid.overlaps),
         key="lab_grid_overlaps",
+        placeholder=_("Choose, or type a number…"),
         persist_state="session",
         accept_new_options=True,
         help=_("Spring AI's splitters have no overlap: they are tried once a size. Type a number to try another."),
@@ -1192,6 +1195,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
         default=None if "lab_grid_modes" in state else list(embedder_grid.modes),
         format_func=_mode_names().__getitem__,
         key="lab_grid_modes",
+        placeholder=_("Choose one or more…"),
         persist_state="session",
         help=_("Each setting is ranked every way chosen here."),
     )
@@ -1202,6 +1206,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
             sorted(set(WEIGHTS) | set(embedder_grid.keyword_weights)),
             default=list(embedder_grid.keyword_weights),
             key="lab_grid_weights",
+            placeholder=_("Choose, or type a number…"),
             persist_state="session",
             accept_new_options=True,
             help=_("How much the keyword list counts against the vector list's 1 when fused (the chat's: 2.5)."),

@@ -342,6 +342,9 @@ def test_the_chinese_ui_has_no_english_on_the_tuning_widgets(model: ReplyingMode
     labels = json.loads(editor(at).proto.columns)
     assert [labels[c]["label"] for c in ("question", "answer")] == ["问题", "答案（引自文档）"]
     assert at.multiselect(key="lab_grid_modes").options == ["向量", "关键词", "混合"]
+    # Streamlit's own placeholder is English ("Choose options"): each grid box says its own.
+    assert at.multiselect(key="lab_grid_modes").proto.placeholder == "选择一个或多个…"
+    assert at.multiselect(key="lab_grid_sizes").proto.placeholder == "选择，或输入一个数字…"
     allowed = ["Northwind", "Spring AI", "TokenTextSplitter", "spring-exact", "hit@k", "MRR", "BM25", "CSV", "JSONL"]
     allowed += [model.name, "nDCG@10"]
     found = english_phrases(shown_texts(at), allowed)

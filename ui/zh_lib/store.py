@@ -133,6 +133,8 @@ ZH: dict[str, str] = {
     "keep must not be negative, got {keep}": "keep 不能为负数，实际为 {keep}",
     # -- the chunk settings sweep (rag.tuning.sweep, rag.tuning.recommend)
     "the grid has no strategy: choose at least one": "网格中没有切分策略：请至少选一个",
+    "Choose one or more…": "选择一个或多个…",
+    "Choose, or type a number…": "选择，或输入一个数字…",
     "the grid has no chunk size: give at least one": "网格中没有块大小：请至少给出一个",
     "the grid has no overlap: give at least one (0 for none)": "网格中没有重叠：请至少给出一个（不重叠填 0）",
     "the grid has no search mode: choose at least one": "网格中没有检索方式：请至少选一个",
