@@ -1003,7 +1003,11 @@ def _answer(turn: Turn) -> None:
             # Told apart (a walk read "not supported by the sources" of a sentence that only the source it cites
             # does not hold, another one in another language holding it): the source cited does not say it; or the
             # sentence cites none and no source holds its words (its ⚠ no source).
-            unsupported, nowhere = len(grounding.not_supported), len(grounding.found_in_none)
+            unsupported, nowhere, unheld = (
+                len(grounding.not_supported),
+                len(grounding.found_in_none),
+                len(grounding.unheld),
+            )
             miscited = len(grounding.miscited)
             for k, said in (
                 (
@@ -1012,10 +1016,10 @@ def _answer(turn: Turn) -> None:
                 ),
                 (nowhere, _("{k} of {sentences} citing no source, found in none", k=nowhere, sentences=sentences)),
                 (
-                    len(grounding.unheld),
+                    unheld,
                     _(
                         "{k} of {sentences} citing no source, its words in one that does not say it",
-                        k=len(grounding.unheld),
+                        k=unheld,
                         sentences=sentences,
                     ),
                 ),

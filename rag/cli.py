@@ -584,7 +584,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings, out: TextIO, err: Tex
 
 def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: TextIO) -> int:
     from rag import llms
-    from rag.generate import engine, load_history
+    from rag.generate import Status, engine, load_history
     from rag.store import Store
 
     choice = args.model  # a bare name is an Ollama model: resolve_chat_model reads it so (rag.model_ref)
@@ -652,7 +652,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         text = one_line(turn.answer[sentence.start : sentence.end], 120)
         why = (
             f"[{sentence.source}] holds its words but not its claim"
-            if sentence.status == "unheld"
+            if sentence.status == Status.UNHELD
             else "no source supports it"
             if not sentence.numbers
             else f"its cited source does not support it; [{sentence.backing[0]}] does"

@@ -246,16 +246,17 @@ def annotate(answer: str, grounding: Grounding, badge: Callable[[int, str], str]
             parts.append(" ".join(badge(n, "unknown" if n in grounding.unknown else sentence.kind(n)) for n in numbers))
             pos = end
         tail = answer[max(pos, sentence.start) : sentence.end]
+        after = ""  # the badges after a sentence that cites nothing, or only sources that do not hold it
+        if sentence.status == Status.UNHELD and sentence.source is not None:
+            after = badge(sentence.source, Status.UNHELD)
+        elif sentence.status in (Status.UNCITED, Status.NOT_SUPPORTED) and sentence.backing:
+            after = " ".join(badge(n, Status.MATCHED) for n in sentence.backing)
         if sentence.status == Status.UNSUPPORTED:
             body = tail.rstrip()
             tail = f"{body} {flag}{tail[len(body) :]}"
-        elif sentence.status == Status.UNHELD and sentence.source is not None:
-            core = tail.rstrip().rstrip(_SENTENCE_END)
-            tail = f"{core} {badge(sentence.source, Status.UNHELD)}{tail[len(core) :]}"
-        elif sentence.status in (Status.UNCITED, Status.NOT_SUPPORTED) and sentence.backing:
+        elif after:
             core = tail.rstrip().rstrip(_SENTENCE_END)  # where a marker would stand, as attribute_citations adds it
-            matched = " ".join(badge(n, Status.MATCHED) for n in sentence.backing)
-            tail = f"{core} {matched}{tail[len(core) :]}"
+            tail = f"{core} {after}{tail[len(core) :]}"
         parts.append(tail)
     covered = grounding.sentences[-1].end if grounding.sentences else 0
     return "".join(parts) + answer[covered:]
@@ -359,42 +360,45 @@ def check_grounding(
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
+    missing = measure = False
     if claims and question:
-        checks, cited = _read_with_question(answer, question, checks, cited, texts)
+        checks, cited, measure = _read_with_question(answer, question, checks, cited, texts)
+        missing = bool(answer.strip()) and figure_missing(question, answer)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
-    missing = bool(claims and question and answer.strip() and figure_missing(question, answer))
-    one = len([c for c in checks if answer[c.start : c.end].strip()]) == 1
-    measure = bool(claims and question and one and other_measure(question, answer))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure)
 
 
 def _read_with_question(
     answer: str, question: str, checks: list[SentenceCheck], cited: list[int], texts: dict[int, str]
-) -> tuple[list[SentenceCheck], list[int]]:
+) -> tuple[list[SentenceCheck], list[int], bool]:
     """A one-sentence answer, cited or matched, stays so only where it measures what `question` asks (not a height
     for a weight) and, a bare answer, where a source it names holds the claim it makes of `question`
-    (rag.generate.fragments); else it is flagged as not supported."""
+    (rag.generate.fragments); else it is flagged as not supported. Also whether a one-sentence answer measures
+    another thing than asked (`Grounding.other_measure`)."""
     said = [c for c in checks if answer[c.start : c.end].strip()]
-    if len(said) != 1 or said[0].status not in (Status.CITED, Status.MATCHED) or not said[0].backing:
-        return checks, cited
+    if len(said) != 1:
+        return checks, cited, False
     check = said[0]
     sentence = answer[check.start : check.end]
+    measure = other_measure(question, sentence)
+    if check.status not in (Status.CITED, Status.MATCHED) or not check.backing:
+        return checks, cited, measure
     claims = as_claims(question, sentence)
-    if other_measure(question, sentence):
+    if measure:
         backing: tuple[int, ...] = ()
     elif claims:
         held = {n for claim in claims for n in holding_sources(claim, {n: texts[n] for n in check.backing})}
         backing = tuple(n for n in check.backing if n in held)
     else:
-        return checks, cited
+        return checks, cited, measure
     if backing == check.backing:
-        return checks, cited
+        return checks, cited, measure
     if backing:
         kept = dataclasses.replace(check, backing=backing)
     else:
         kept = dataclasses.replace(check, status=Status.NOT_SUPPORTED, backing=())
     dropped = set(check.backing) - set(backing)
-    return [kept if c is check else c for c in checks], [n for n in cited if n not in dropped]
+    return [kept if c is check else c for c in checks], [n for n in cited if n not in dropped], measure
 
 
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")

@@ -3,7 +3,7 @@
 The claim check (rag.generate.claims) reads a sentence's own words: a bare noun phrase says nothing about
 how it relates to what was asked, so "华西协合大学 [1]" was green on a passage that names the university and
 the hospital but has the hospital grow out of two other hospitals (a Chromium walk of the chat, session 36).
-`as_claim` writes the claim such an answer makes: the question with its question word replaced by the answer
+`as_claims` writes the claim such an answer makes: the question with its question word replaced by the answer
 ("华西医院的前身是华西协合大学"), which the cited passage must hold as well. Two more readings of an answer with
 its question: `other_measure` (a height for a weight) and `figure_missing` (no figure where one is asked).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from rag.generate.sentences import MARKER
+from rag.scripts import HAN, HAN_CHAR
 
 FRAGMENT_CHARS = 32
 """The longest answer read as a bare answer (markers and end punctuation left out): a name, a date, a figure
@@ -34,7 +35,6 @@ _EN_QUESTION_WORD = re.compile(
     re.IGNORECASE,
 )
 _ZH_PARTICLE = re.compile(r"[呢吗呀啊]?[\s？?。.！!]*$")
-_ZH_WORD = re.compile(r"[\u3400-\u9fff]")
 _EN_AUXILIARY = re.compile(r"^\s*(?:do|does|did)\b\s*", re.IGNORECASE)
 
 
@@ -54,7 +54,7 @@ _RESTATED_HAN = 3
 
 def _restates(question: str, text: str) -> bool:
     """Whether a short answer names what `question` asks about (it is a sentence, not a bare answer)."""
-    han = re.findall(r"[\u3400-\u9fff]+", question)
+    han = re.findall(f"[{HAN}]+", question)
     if any(run[i : i + _RESTATED_HAN] in text for run in han for i in range(len(run) - _RESTATED_HAN + 1)):
         return True
     words = re.findall(r"[A-Za-z0-9]+", question.lower())
@@ -63,24 +63,18 @@ def _restates(question: str, text: str) -> bool:
     return any(pair in said for pair in pairs)
 
 
-def as_claim(question: str, answer: str) -> str | None:
-    """The claim a bare `answer` makes of `question`: the question's (first) question word replaced by the
-    answer, its question mark dropped; None when the answer is no bare answer or the question has no question
-    word."""
-    claims = as_claims(question, answer)
-    return claims[0] if claims else None
-
-
 def as_claims(question: str, answer: str) -> tuple[str, ...]:
-    """`as_claim`'s claim, and for a Chinese question whose answer is said of a noun its owner names ("胜利广场的
-    骑马铜像有多高？") the claim of that noun alone ("骑马铜像有12米高"): a passage names the owner, its topic, in
-    a sentence before the one that says it ("…1828年…兴建目前的12米高的骑马铜像"). Either held holds the answer:
-    the relation and the figure are still asked ("前身是华西协合大学" needs a 前身 of its own)."""
+    """The claim a bare `answer` makes of `question`: the question's (first) question word replaced by the answer,
+    its question mark dropped; none when the answer is no bare answer or the question has no question word. For a
+    Chinese question whose answer is said of a noun its owner names ("胜利广场的骑马铜像有多高？") also the claim of
+    that noun alone ("骑马铜像有12米高"): a passage names the owner, its topic, in a sentence before the one that
+    says it ("…1828年…兴建目前的12米高的骑马铜像"). Either held holds the answer: the relation and the figure are
+    still asked ("前身是华西协合大学" needs a 前身 of its own)."""
     text = fragment(answer)
     question = question.strip()
     if text is None or not question or _restates(question, text):
         return ()
-    if _ZH_WORD.search(question):
+    if HAN_CHAR.search(question):
         match = _ZH_QUESTION_WORD.search(question)
         if match is None:
             return ()

@@ -9,7 +9,7 @@ from rag import generate
 from rag.generate.citations import Status
 from rag.generate.claims import claim_held
 from rag.generate.conversation import Turn
-from rag.generate.fragments import as_claim, fragment, other_measure
+from rag.generate.fragments import as_claims, fragment, other_measure
 from tests.generate.samples import hit
 
 HUAXI = (
@@ -46,7 +46,7 @@ def sources(text: str) -> tuple[generate.Source, ...]:
     ],
 )
 def test_a_bare_answer_makes_its_claim_of_the_question(question: str, answer: str, claim: str | None) -> None:
-    assert as_claim(question, answer) == claim
+    assert as_claims(question, answer)[:1] == ((claim,) if claim else ())
 
 
 def test_a_fragment_is_one_short_clause() -> None:
@@ -133,8 +133,6 @@ def test_a_predecessor_in_english() -> None:
 
 
 def test_a_chinese_answer_said_of_an_owned_noun_is_also_read_of_the_noun_alone() -> None:
-    from rag.generate.fragments import as_claims
-
     height = ("胜利广场的骑马铜像有12米高。", "骑马铜像有12米高。")
     assert as_claims("胜利广场的骑马铜像有多高？", "12米高 [1]") == height
     predecessor = ("华西医院的前身是华西协合大学。", "前身是华西协合大学。")
