@@ -26,6 +26,7 @@ made each part of the tuning set; the figures below are the honest estimate):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import statistics
@@ -208,6 +209,12 @@ def bench_badges(report: Report, quick: bool) -> None:
         f"of the same passage, each cited as [1]): without the question {bare.line(asked=False)}; read with it "
         f"{bare.line(asked=True)}"
     )
+    held = sentence_answers(limit=60 if quick else None)
+    report.line(
+        f"sentences on zh_cmrc_trial ({held.right} holding the gold span, {held.wrong} holding another question's "
+        f"answer from the same passage, each cited as [1]): without the asked check {held.line(asked=False)}; "
+        f"with it {held.line(asked=True)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -250,6 +257,48 @@ def bare_answers(limit: int | None = None) -> Bare:
             for read in (False, True):
                 grounding = generate.check_grounding(f"{span} [1]", sources, question=question if read else "")
                 counts[(right, read)] += grounding.grounded
+    return Bare(
+        totals[True],
+        totals[False],
+        (counts[(True, False)], counts[(True, True)]),
+        (counts[(False, False)], counts[(False, True)]),
+    )
+
+
+def sentence_answers(limit: int | None = None) -> Bare:
+    """Whole sentences read with their question (rag.generate.asked), on public data: each zh_cmrc_trial
+    question's passage sentence that holds its gold span as a right answer, and a sentence of the same passage
+    holding another question's gold span (and not this one's) as a wrong one: held by the passage, cited, and
+    not what was asked, as the chat's last green-but-wrong answers were. Green with the question, without and
+    with the asked check (`Grounding.off_question`)."""
+    from rag import generate
+    from rag.evaluation.sets import eval_set
+    from rag.generate.sentences import sentence_spans
+    from rag.store import Hit
+
+    data = eval_set("zh_cmrc_trial")
+    texts = {p.key: p.text for p in data.passages}
+    asked = [(q.text, str(q.file), answers[0]) for q, answers in zip(data.questions, data.answers, strict=True)]
+    by_passage: dict[str, list[str]] = {}
+    for _text, pid, gold in asked:
+        by_passage.setdefault(pid, []).append(gold)
+    counts = {(right, read): 0 for right in (True, False) for read in (False, True)}
+    totals = {True: 0, False: 0}
+    meta = {"original_filename": "x.txt", "pages": [1]}
+    for question, pid, gold in asked[:limit]:
+        passage = texts[pid]
+        sentences = [passage[start:end].strip() for start, end in sentence_spans(passage)]
+        right = next((s for s in sentences if gold in s), None)
+        others = [a for a in by_passage[pid] if gold not in a and a not in gold]
+        wrong = next((s for s in sentences if gold not in s and any(o in s for o in others)), None)
+        if right is None or wrong is None:
+            continue
+        sources = generate.number_sources([Hit(id=uuid.uuid4(), content=passage, score=1.0, metadata=meta)])
+        for is_right, sentence in ((True, right), (False, wrong)):
+            totals[is_right] += 1
+            grounding = generate.check_grounding(f"{sentence} [1]", sources, question=question)
+            counts[(is_right, True)] += grounding.grounded
+            counts[(is_right, False)] += dataclasses.replace(grounding, off_question=False).grounded
     return Bare(
         totals[True],
         totals[False],

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rag.generate.asked import misses_question
 from rag.generate.claims import holding_sources, other_currency
 from rag.generate.fragments import as_claims, figure_missing, other_measure
 from rag.generate.prompt import Source
@@ -139,6 +140,9 @@ class Grounding:
     other_measure: bool = False
     """The one-sentence answer measures in units of another kind than the question asks ("12米高" for "有多重？",
     `rag.generate.fragments.other_measure`): flagged, though its words may be the source's."""
+    off_question: bool = False
+    """What the answer says its sources hold, but it leaves out what the question asks about (a passage's other
+    sentence: "赛里木湖古称“净海”…" for "这个名字是哪种语言的音译？"; `rag.generate.asked`)."""
 
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
@@ -213,6 +217,7 @@ class Grounding:
             and not self.attributed
             and not self.padding
             and not self.figure_missing
+            and not self.off_question
         )
 
     def as_dict(self, answer: str) -> list[dict[str, object]]:
@@ -301,7 +306,8 @@ def check_grounding(
     A one-sentence answer is read with `question` (as the user asked it: a wrong rewrite must not flag a right
     answer) when one is given: a bare answer ("华西协合大学 [1]") as the claim it makes of it, which its sources
     must hold too, and one in units of another kind than asked ("12米高" for "有多重？") is not supported
-    (rag.generate.fragments)."""
+    (rag.generate.fragments). An answer whose words leave out what the question asks about, however held, is not
+    green (`Grounding.off_question`, rag.generate.asked)."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
     markers = marker_spans(answer)
@@ -360,12 +366,17 @@ def check_grounding(
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
-    missing = measure = False
+    missing = measure = off = False
     if claims and question:
         checks, cited, measure = _read_with_question(answer, question, checks, cited, texts)
         missing = bool(answer.strip()) and figure_missing(question, answer)
+        # Read against the sources that hold what it says (cited or matched): their sentences tell the question's
+        # topic from what it asks about. A bare answer names none of it: read as its claim, above.
+        holding = [texts[n] for n in dict.fromkeys(n for c in checks for n in c.backing)]
+        off = bool(holding) and not missing and not as_claims(question, answer)
+        off = off and misses_question(question, answer, holding)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
-    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure)
+    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure, off)
 
 
 def _read_with_question(

@@ -121,6 +121,7 @@ class Turn:
             "sentences": grounding.as_dict(self.answer),
             "unsupported_sentences": len(grounding.flagged),
             "figure_missing": grounding.figure_missing,
+            "off_question": grounding.off_question,
             "looped": self.looped,
             "left_out": [s.n for s in self.left_out],
             "model": self.model,

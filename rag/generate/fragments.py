@@ -24,16 +24,18 @@ at 32 to 551)."""
 
 _CLAUSE = re.compile(r"[，,；;：:。！？!?\n]")
 _END = re.compile(r"[\s。．.！!？?]+$")
-_ZH_QUESTION_WORD = re.compile(
+ZH_QUESTION_WORD = re.compile(
     r"什么时候|什么地方|什么人|什么|谁|哪里|哪儿|哪一年|哪年|哪一天|"
     r"哪(?:一个|一位|一座|一家|一所|一种|个|位|座|家|所|种|条|国|些)|"
     r"多少(?:年|人|个|件|次|米|公里|平方公里)?|几(?:个|年|岁|位|次|种|月|号)|多久|多长|多大|多高|多重|多远|多深|多宽|何时|何地|何人|何处"
 )
-_EN_QUESTION_WORD = re.compile(
+"""A Chinese question's question word: what a bare answer takes the place of."""
+EN_QUESTION_WORD = re.compile(
     r"\b(?:how\s+(?:many|much|long|old|tall|high|big|far|large)|"
     r"(?:what|which)(?:\s+(?:year|city|country|town|day|month|date|place))?|who|whom|whose|where|when)\b",
     re.IGNORECASE,
 )
+"""An English question's question word (with the noun or measure it asks for)."""
 _ZH_PARTICLE = re.compile(r"[呢吗呀啊]?[\s？?。.！!]*$")
 _EN_AUXILIARY = re.compile(r"^\s*(?:do|does|did)\b\s*", re.IGNORECASE)
 
@@ -75,7 +77,7 @@ def as_claims(question: str, answer: str) -> tuple[str, ...]:
     if text is None or not question or _restates(question, text):
         return ()
     if HAN_CHAR.search(question):
-        match = _ZH_QUESTION_WORD.search(question)
+        match = ZH_QUESTION_WORD.search(question)
         if match is None:
             return ()
         before, after = question[: match.start()], _ZH_PARTICLE.sub("", question[match.end() :])
@@ -84,7 +86,7 @@ def as_claims(question: str, answer: str) -> tuple[str, ...]:
         claim = f"{before}{text}{after}。"
         owned = before.rfind("的")
         return (claim, f"{before[owned + 1 :]}{text}{after}。") if 0 < owned < len(before) - 1 else (claim,)
-    match = _EN_QUESTION_WORD.search(question)
+    match = EN_QUESTION_WORD.search(question)
     if match is None:
         return ()
     after = _EN_AUXILIARY.sub(" ", question[match.end() :]).rstrip(" ?.!")

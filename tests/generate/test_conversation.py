@@ -171,6 +171,7 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
         "sentences",
         "unsupported_sentences",
         "figure_missing",
+        "off_question",
         "looped",
         "left_out",
         "model",

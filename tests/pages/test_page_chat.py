@@ -55,6 +55,11 @@ REPORT = make_pdf(
         "Dividends. The board approved a dividend of 42 cents per share, paid in December.",
     ]
 )
+STATION = (
+    "The station opened in 1854 on the line from Bristol. Its iron roof was designed by Owen Jones, who also "
+    "decorated the booking hall. The station closed in 1966 when the branch line lost its trains. The station "
+    "building is now a museum of the railway."
+)
 SMALL_CHUNKS = ChunkSettings(strategy="token", chunk_size=16, chunk_overlap=0, min_chunk_length_to_embed=5)
 
 
@@ -1019,6 +1024,25 @@ def test_a_held_answer_without_the_figure_asked_for_is_not_green(kb: Store, olla
     assert turn.grounding.cited == (1,) and turn.grounding.figure_missing and not turn.grounding.grounded
     shown = [m.value for m in at.markdown]
     assert any("gives no figure, where the question asks for one" in v for v in shown), shown
+    assert not any("cites 1 of" in v for v in shown)
+
+
+def test_a_held_sentence_that_leaves_out_what_was_asked_is_not_green(kb: Store, ollama: HTTPServer) -> None:
+    """The conversation bench: "这个名字是哪种语言的音译？" answered with the passage's sentence on the lake's old
+    name, true, cited, green. Asked who designed the roof, an answer citing the station's opening is held by its
+    source (its marker blue) but says nothing of the roof: no green badge, an orange one saying so."""
+    embedder = retrieve.embedder_named_or_default(get_settings())
+    station = ingest.ingest_bytes(kb, embedder, STATION.encode(), "station.txt", "fin", ChunkSettings())
+    assert station.ok, station.reason
+    expect_show(ollama, ["completion"])
+    expect_chat(ollama, chunk("The station opened in 1854 on the line from Bristol [1]."), FINAL)
+    at = new_app()
+    ask(at, "Who designed the station's roof?")
+    (turn,) = turns(at)
+    assert turn.sources[0].hit.original_filename == "station.txt"
+    assert turn.grounding.cited == (1,) and turn.grounding.off_question and not turn.grounding.grounded
+    shown = [m.value for m in at.markdown]
+    assert any("in the sources, but not what the question asks about" in v for v in shown), shown
     assert not any("cites 1 of" in v for v in shown)
 
 

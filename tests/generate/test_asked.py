@@ -1,0 +1,92 @@
+"""An answer read for what its question asks about (rag.generate.asked): a sentence its source holds is not green
+when it leaves that out. The conversation bench's green-but-wrong answers were such sentences."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag import generate
+from rag.evaluation.sets import eval_set
+from rag.generate.asked import ASKED_SHARE, asked_share, misses_question
+from tests.generate.samples import hit
+
+LAKE = next(p.text for p in eval_set("zh_cmrc_trial").passages if p.key == "TRIAL_839")
+"""A public passage (zh_cmrc_trial) the conversation bench asks about: 赛里木湖's old name, depth, fame."""
+
+STATION = (
+    "The station opened in 1854 on the line from Bristol. Its iron roof was designed by Owen Jones, who also "
+    "decorated the booking hall. The station closed in 1966 when the branch line lost its trains. The station "
+    "building is now a museum of the railway."
+)
+
+
+def sources(text: str) -> tuple[generate.Source, ...]:
+    return tuple(generate.number_sources([hit("lake.txt", (1,), text)]))
+
+
+@pytest.mark.parametrize(
+    ("question", "right", "wrong"),
+    [
+        # The conversation bench's: a follow-up as asked, its topic a pronoun, what it asks 音译 and 语言.
+        (
+            "这个名字是哪种语言的音译？",
+            "“赛里木”为哈萨克语音译[1]。",
+            "赛里木湖古称“净海”，位于中国新疆博尔塔拉州博乐市境内的北天山山脉中，紧邻伊犁州霍城县。[1]",
+        ),
+        ("赛里木湖古称什么？", "赛里木湖，古称“净海”[1]。", "如今的赛里木湖被誉为“天山的明珠”[1]。"),
+        (
+            "如今它被誉为什么？",
+            "如今的赛里木湖被誉为“天山的明珠”[1]。",
+            "赛里木湖属于封闭型的断陷湖，是地壳下沉形成的[1]。",
+        ),
+        ("赛里木湖为什么又名三台海子？", "又名三台海子，因湖东岸的三台而得名[1]。", "赛里木湖属于封闭型的断陷湖[1]。"),
+    ],
+)
+def test_a_held_sentence_that_leaves_out_what_was_asked_is_not_green(question: str, right: str, wrong: str) -> None:
+    numbered = sources(LAKE)
+    assert generate.check_grounding(right, numbered, question=question).grounded
+    held = generate.check_grounding(wrong, numbered, question=question)
+    assert held.cited == (1,) and held.off_question and not held.grounded  # held by [1], but not what was asked
+    assert generate.check_grounding(wrong, numbered).grounded  # without the question: green, as before
+
+
+def test_the_topic_weighs_less_than_what_the_question_asks() -> None:
+    """赛里木湖 is named in many of the passage's sentences, 古称 in one: an answer naming the lake alone holds
+    little of what was asked, one naming 古称 most of it."""
+    topic = asked_share("赛里木湖古称什么？", "赛里木湖位于新疆", [LAKE])
+    asked = asked_share("赛里木湖古称什么？", "古称“净海”", [LAKE])
+    assert topic is not None and asked is not None
+    assert topic < ASKED_SHARE < asked
+
+
+def test_an_english_sentence_about_the_topic_alone_is_not_green() -> None:
+    numbered = sources(STATION)
+    asked = "Who designed the station's roof?"
+    assert generate.check_grounding("Its iron roof was designed by Owen Jones [1].", numbered, question=asked).grounded
+    held = generate.check_grounding(
+        "The station opened in 1854 on the line from Bristol [1].", numbered, question=asked
+    )
+    assert held.off_question and not held.grounded
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("", "赛里木湖平均水深46.4米[1]。"),  # no question: nothing to read it with
+        ("那为什么？", "赛里木湖平均水深46.4米[1]。"),  # nothing of the question in the sources
+        ("赛里木湖古称什么？", "净海 [1]"),  # a bare answer: read as its claim (rag.generate.fragments)
+    ],
+)
+def test_what_cannot_be_judged_is_left_as_it_was(question: str, answer: str) -> None:
+    numbered = sources(LAKE)
+    grounding = generate.check_grounding(answer, numbered, question=question)
+    assert not grounding.off_question
+    assert grounding.grounded == generate.check_grounding(answer, numbered).grounded
+
+
+def test_words_of_the_question_the_sources_do_not_hold_are_not_asked_of_the_answer() -> None:
+    """A question's own paraphrase ("规模"), which no source uses, cannot be missed: only what the sources hold
+    counts, here the lake's name, which the answer says."""
+    assert asked_share("赛里木湖的规模有多大？", "赛里木湖面积453平方公里", [LAKE]) == pytest.approx(1.0)
+    assert not misses_question("赛里木湖的规模有多大？", "赛里木湖面积453平方公里", [LAKE])
+    assert misses_question("赛里木湖古称什么？", "赛里木湖面积453平方公里", [LAKE])  # 古称 is in the sources
