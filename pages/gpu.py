@@ -217,7 +217,9 @@ def build_figure(
         line(2, _("RAM total"), [scaled(s.host.ram_total, GIB) if s.host else None for s in samples], "dot", "#888")
         fig.update_yaxes(range=[0, 100], row=1, col=1)
     add_marks(fig, marks, running, now, len(titles), now - start)
-    fig.update_xaxes(range=[when(start), when(now)])
+    # The time of day alone: Plotly's date ticks and hover name the month in English ("Dec 6, 2026"), in the Chinese
+    # UI too, and a window of minutes needs no date.
+    fig.update_xaxes(range=[when(start), when(now)], tickformat="%H:%M:%S", hoverformat="%H:%M:%S")
     fig.update_layout(
         height=190 * len(titles) + 60,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
@@ -238,17 +240,17 @@ def device_metrics(latest: gpu.Sample | None, status: gpu.GpuStatus) -> None:
                 continue  # said at the top of the page
             tag = f" · GPU {d.index}" if len(latest.devices) > 1 else ""
             cells += [
-                (f"VRAM{tag}", f"{fmt(d.memory_used, '', GIB, 1)} / {fmt(d.memory_total, ' GiB', GIB, 1)}"),
-                (f"GPU util{tag}", fmt(d.gpu_util, " %")),
-                (f"Memory util{tag}", fmt(d.memory_util, " %")),
-                (f"Temperature{tag}", fmt(d.temperature, " °C")),
-                (f"Power{tag}", f"{fmt(d.power_draw)} / {fmt(d.power_limit, ' W')}"),
-                (f"Clocks (MHz){tag}", f"{fmt(d.clock_graphics)} / {fmt(d.clock_memory)}"),
+                (_("VRAM") + tag, f"{fmt(d.memory_used, '', GIB, 1)} / {fmt(d.memory_total, ' GiB', GIB, 1)}"),
+                (_("GPU util") + tag, fmt(d.gpu_util, " %")),
+                (_("Memory util") + tag, fmt(d.memory_util, " %")),
+                (_("Temperature") + tag, fmt(d.temperature, " °C")),
+                (_("Power") + tag, f"{fmt(d.power_draw)} / {fmt(d.power_limit, ' W')}"),
+                (_("Clocks (MHz)") + tag, f"{fmt(d.clock_graphics)} / {fmt(d.clock_memory)}"),
             ]
     if latest.host is not None:
         cells += [
             ("CPU", f"{latest.host.cpu_percent:.0f} %"),
-            ("RAM (GiB)", f"{latest.host.ram_used / GIB:.1f} / {latest.host.ram_total / GIB:.1f}"),
+            (_("RAM (GiB)"), f"{latest.host.ram_used / GIB:.1f} / {latest.host.ram_total / GIB:.1f}"),
         ]
     for row in range(0, len(cells), 4):
         cols = st.columns(4)
@@ -449,7 +451,7 @@ def main() -> None:
     # the four window buttons did not fit at 1400 px, and "10 min" was cut off.
     controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium", key="gpu_controls")
     window_label = controls.segmented_control(
-        _("Window"), list(WINDOWS), default="2 min", key="gpu_window", width="content"
+        _("Window"), list(WINDOWS), default="2 min", key="gpu_window", width="content", format_func=_
     )
     live = controls.toggle(
         _("Live"), value=True, key="gpu_live", help=_("Redraw every {s} s", s=f"{REFRESH_SECONDS:g}")

@@ -302,6 +302,8 @@ def ranking(hit: Hit) -> str:
     shown = " · ".join(parts) or _("score {score}", score=f"{hit.score:.3f}")
     if hit.found_by == "rewrite":
         return _("rewrite: {ranking}", ranking=shown)
+    if hit.found_by == "with previous":
+        return _("with previous: {ranking}", ranking=shown)
     if hit.found_by == "question":
         return _("question: {ranking}", ranking=shown)
     return shown

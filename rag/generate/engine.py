@@ -139,6 +139,10 @@ def find(store: Store, settings: Settings, query: str, request: Request) -> list
 
 FOUND_BY = ("rewrite", "question")
 """What `Hit.found_by` calls the searches of a rewritten turn: its rewrite and the question as asked."""
+WITH_PREVIOUS = "with previous"
+"""What `Hit.found_by` calls the first search where no rewrite was used: the question after the one before it
+(`rag.generate.rewrite.with_previous`). A walk saw those sources labelled as found by a rewrite the note under the
+answer said was refused."""
 
 
 def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) -> list[Hit]:
@@ -151,7 +155,9 @@ def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) ->
 
     lists = [find(store, settings, query, request) for query in (turn.query, turn.question)]
     # One list may hold a copy of a passage the other holds (each list keeps its passages once).
-    fused = fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k * copies.ROOM, FOUND_BY)
+    # A refused rewrite's search holds the question as asked (after the one before it); a model's rewrite says it anew.
+    names = (WITH_PREVIOUS, FOUND_BY[1]) if turn.question.strip() in turn.query else FOUND_BY
+    fused = fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k * copies.ROOM, names)
     return copies.keep_once(fused, request.top_k)
 
 

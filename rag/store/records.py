@@ -97,8 +97,9 @@ class Hit:
     keyword_rank: int | None = None
     """1-based rank among the keyword search's candidates; None where it did not find this chunk."""
     found_by: str | None = None
-    """Of several searches fused (a follow-up's rewrite and its question as asked: "rewrite", "question"), the
-    one whose ranks and scores these are; None for a single search."""
+    """Of several searches fused (a follow-up's rewrite, or where none was used the question after the one before
+    it, and its question as asked: "rewrite" or "with previous", "question"), the one whose ranks and scores these
+    are; None for a single search."""
     copies: tuple[Copy, ...] = ()
     """Where else the search found this passage: copies of it in other chunks, left out of the results
     (rag.retrieve.copies)."""

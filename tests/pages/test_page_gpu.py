@@ -179,6 +179,13 @@ def test_the_model_box_speaks_chinese(use_nvml: Callable[[ScriptedNvml], None]) 
     at.run()
     assert not at.exception, at.exception
     assert at.selectbox(key="gpu_model").options == ["qwen2.5-coder-1.5b · 内置，在 CPU 上运行"]
+    # A walk: the figures' labels, the window's lengths and the chart's dates were English in the Chinese UI.
+    assert set(metrics(at)) == {"CPU", "内存 (GiB)"}
+    (window,) = [c for c in at.container(key="gpu_controls").children.values() if c.type == "button_group"]
+    assert [o.content for o in window.proto.options] == ["1 分钟", "2 分钟", "5 分钟", "10 分钟"]
+    assert at.session_state["gpu_window"] == "2 min"  # the value stays the key the page reads
+    axis = chart(at)["layout"]["xaxis"]
+    assert axis["tickformat"] == "%H:%M:%S" and axis["hoverformat"] == "%H:%M:%S"  # no month name in English
 
 
 def test_without_a_gpu_the_page_is_calm_and_shows_cpu_and_ram(use_nvml: Callable[[ScriptedNvml], None]) -> None:

@@ -52,6 +52,10 @@ DYNAMIC = (
     "Model server",
     "Embedder",
     "GPU",  # the Status checks' names (rag.status)
+    "1 min",  # the GPU page's windows (pages/gpu.WINDOWS, shown through format_func)
+    "2 min",
+    "5 min",
+    "10 min",
     "from Ollama",  # how the chat page knows a model's window
     # the Upload page's ingest stages, results and page units (rag.ingest, rag.documents)
     "parse",
@@ -434,7 +438,8 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "st.json([i18n.ranking(hits[0]), i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.25)),"
         " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, vector_rank=1, vector_score=0.7, found_by='rewrite')),"
         " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, fused_rank=3, keyword_rank=2, keyword_score=7.0,"
-        " found_by='question'))])\n"
+        " found_by='question')),"
+        " i18n.ranking(Hit(uuid.uuid4(), 'x', {}, 0.7, vector_rank=2, vector_score=0.6, found_by='with previous'))])\n"
         "from rag.store import Copy\n"
         "st.json([i18n.copy_place(Copy('b.pdf', (8, 9))), i18n.copy_place(Copy('d.pptx', (3,), 'slide 3')),"
         " i18n.copy_place(Copy('n.txt'))])\n"
@@ -459,6 +464,7 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "得分 0.250",
         "改写检索：向量 #1 (0.70)",  # which of a follow-up's two searches ranked it
         "原问题检索：混合 #3 · 向量：未找到 · 关键词 #2 (BM25 7.0)",
+        "连同上一问检索：向量 #2 (0.60)",  # a refused rewrite: the question searched after the one before it
     ]
     # A copy of a source's passage is placed as a source is (rag.retrieve.copies).
     assert json.loads(at.json[2].value) == ["b.pdf 第 8–9 页", "d.pptx 第 3 张幻灯片", "n.txt"]
@@ -472,6 +478,7 @@ def test_a_chunks_location_is_said_in_chinese_and_a_heading_or_sheet_name_kept()
         "score 0.250",
         "rewrite: vector #1 (0.70)",
         "question: hybrid #3 · vector: not found · keyword #2 (BM25 7.0)",
+        "with previous: vector #2 (0.60)",
     ]
     assert json.loads(at.json[2].value) == ["b.pdf pp. 8–9", "d.pptx slide 3", "n.txt"]
 
