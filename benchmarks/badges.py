@@ -32,9 +32,10 @@ import json
 import statistics
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.report import Report
 
@@ -231,14 +232,10 @@ class Bare:
         return f"green precision {precision:.0%}, right green {right}/{self.right}, wrong green {wrong}/{self.wrong}"
 
 
-def bare_answers(limit: int | None = None) -> Bare:
-    """Bare answers read with their question (rag.generate.fragments), on public data nobody here wrote: each
-    zh_cmrc_trial question's gold span as a right answer, and the gold span of another question of the same
-    passage (neither holding the other) as a wrong one, the slip of a small model that picks the passage's wrong
-    phrase; each cited as [1] with its passage, green without the question and read with it."""
-    from rag import generate
+def _cmrc_cases(limit: int | None) -> Iterator[tuple[str, str, str, list[str]]]:
+    """Each of the first `limit` zh_cmrc_trial questions with its passage, its first gold span, and the first gold
+    spans of the passage's other questions that neither hold it nor lie within it."""
     from rag.evaluation.sets import eval_set
-    from rag.store import Hit
 
     data = eval_set("zh_cmrc_trial")
     texts = {p.key: p.text for p in data.passages}
@@ -246,23 +243,49 @@ def bare_answers(limit: int | None = None) -> Bare:
     by_passage: dict[str, list[str]] = {}
     for _text, pid, gold in asked:
         by_passage.setdefault(pid, []).append(gold)
+    for question, pid, gold in asked[:limit]:
+        yield question, texts[pid], gold, [a for a in by_passage[pid] if gold not in a and a not in gold]
+
+
+Readings = Callable[[str, Sequence[Any], str], tuple[bool, bool]]
+"""Whether an answer citing its sources as [1] is green for a question, without and with the reading measured."""
+
+
+def _tally(cases: Iterable[tuple[str, str, str, str | None]], green: Readings) -> Bare:
+    """Each case's right answer and its wrong one (None: none), cited as [1] with their passage, read by `green`."""
+    from rag import generate
+    from rag.store import Hit
+
     counts = {(right, read): 0 for right in (True, False) for read in (False, True)}
     totals = {True: 0, False: 0}
     meta = {"original_filename": "x.txt", "pages": [1]}
-    for question, pid, gold in asked[:limit]:
-        others = [a for a in by_passage[pid] if gold not in a and a not in gold]
-        sources = generate.number_sources([Hit(id=uuid.uuid4(), content=texts[pid], score=1.0, metadata=meta)])
-        for right, span in ((True, gold), *(((False, others[0]),) if others else ())):
+    for question, passage, right_answer, wrong_answer in cases:
+        sources = generate.number_sources([Hit(id=uuid.uuid4(), content=passage, score=1.0, metadata=meta)])
+        for right, answer in ((True, right_answer), *(((False, wrong_answer),) if wrong_answer else ())):
             totals[right] += 1
-            for read in (False, True):
-                grounding = generate.check_grounding(f"{span} [1]", sources, question=question if read else "")
-                counts[(right, read)] += grounding.grounded
+            for read, shown in zip((False, True), green(f"{answer} [1]", sources, question), strict=True):
+                counts[(right, read)] += shown
     return Bare(
         totals[True],
         totals[False],
         (counts[(True, False)], counts[(True, True)]),
         (counts[(False, False)], counts[(False, True)]),
     )
+
+
+def bare_answers(limit: int | None = None) -> Bare:
+    """Bare answers read with their question (rag.generate.fragments), on public data nobody here wrote: each
+    zh_cmrc_trial question's gold span as a right answer, and the gold span of another question of the same
+    passage (neither holding the other) as a wrong one, the slip of a small model that picks the passage's wrong
+    phrase; each cited as [1] with its passage, green without the question and read with it."""
+    from rag import generate
+
+    def green(answer: str, sources: Sequence[Any], question: str) -> tuple[bool, bool]:
+        without, read = (generate.check_grounding(answer, sources, question=q).grounded for q in ("", question))
+        return without, read
+
+    cases = ((q, passage, gold, others[0] if others else None) for q, passage, gold, others in _cmrc_cases(limit))
+    return _tally(cases, green)
 
 
 def sentence_answers(limit: int | None = None) -> Bare:
@@ -272,36 +295,18 @@ def sentence_answers(limit: int | None = None) -> Bare:
     not what was asked, as the chat's last green-but-wrong answers were. Green with the question, without and
     with the asked check (`Grounding.off_question`)."""
     from rag import generate
-    from rag.evaluation.sets import eval_set
     from rag.generate.sentences import sentence_spans
-    from rag.store import Hit
 
-    data = eval_set("zh_cmrc_trial")
-    texts = {p.key: p.text for p in data.passages}
-    asked = [(q.text, str(q.file), answers[0]) for q, answers in zip(data.questions, data.answers, strict=True)]
-    by_passage: dict[str, list[str]] = {}
-    for _text, pid, gold in asked:
-        by_passage.setdefault(pid, []).append(gold)
-    counts = {(right, read): 0 for right in (True, False) for read in (False, True)}
-    totals = {True: 0, False: 0}
-    meta = {"original_filename": "x.txt", "pages": [1]}
-    for question, pid, gold in asked[:limit]:
-        passage = texts[pid]
-        sentences = [passage[start:end].strip() for start, end in sentence_spans(passage)]
-        right = next((s for s in sentences if gold in s), None)
-        others = [a for a in by_passage[pid] if gold not in a and a not in gold]
-        wrong = next((s for s in sentences if gold not in s and any(o in s for o in others)), None)
-        if right is None or wrong is None:
-            continue
-        sources = generate.number_sources([Hit(id=uuid.uuid4(), content=passage, score=1.0, metadata=meta)])
-        for is_right, sentence in ((True, right), (False, wrong)):
-            totals[is_right] += 1
-            grounding = generate.check_grounding(f"{sentence} [1]", sources, question=question)
-            counts[(is_right, True)] += grounding.grounded
-            counts[(is_right, False)] += dataclasses.replace(grounding, off_question=False).grounded
-    return Bare(
-        totals[True],
-        totals[False],
-        (counts[(True, False)], counts[(True, True)]),
-        (counts[(False, False)], counts[(False, True)]),
-    )
+    def green(answer: str, sources: Sequence[Any], question: str) -> tuple[bool, bool]:
+        grounding = generate.check_grounding(answer, sources, question=question)
+        return dataclasses.replace(grounding, off_question=False).grounded, grounding.grounded
+
+    def cases() -> Iterator[tuple[str, str, str, str | None]]:
+        for question, passage, gold, others in _cmrc_cases(limit):
+            sentences = [passage[start:end].strip() for start, end in sentence_spans(passage)]
+            right = next((s for s in sentences if gold in s), None)
+            wrong = next((s for s in sentences if gold not in s and any(o in s for o in others)), None)
+            if right is not None and wrong is not None:
+                yield question, passage, right, wrong
+
+    return _tally(cases(), green)

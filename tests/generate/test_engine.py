@@ -50,24 +50,19 @@ def kb(store: Store, settings: Settings) -> Store:
     return store
 
 
-def test_the_sources_of_a_refused_rewrite_are_not_labelled_as_the_rewrites(
-    kb: Store, settings: Settings, httpserver: HTTPServer
-) -> None:
-    """A walk: the rewrite was refused (the note under the answer said so) and its sources were labelled "改写检索"
-    (found by the rewrite). What was searched is the question after the one before it: "with previous"."""
+def ask_follow_up(kb: Store, settings: Settings, httpserver: HTTPServer, rewrite: str) -> Turn:
+    """'And what about dividends?' after the revenue question, the model rewriting it as `rewrite` and answering
+    "A dividend of 42 cents [1]."."""
 
     def answer(request: Request) -> Response:
         messages = request.get_json()["messages"]
-        if "Standalone query:" in messages[-1]["content"]:
-            text = "And what about dividends?"  # given back unchanged: refused
-        else:
-            text = "A dividend of 42 cents [1]."
+        text = rewrite if "Standalone query:" in messages[-1]["content"] else "A dividend of 42 cents [1]."
         return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
     model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
     history = [Message("user", QUESTION), Message("assistant", "Revenue rose eleven percent [1].")]
-    turn = engine.ask(
+    return engine.ask(
         "And what about dividends?",
         engine.Request(kbs=("fin",), context=4096, thinks=False),
         model=model,
@@ -75,6 +70,14 @@ def test_the_sources_of_a_refused_rewrite_are_not_labelled_as_the_rewrites(
         settings=settings,
         history=history,
     )
+
+
+def test_the_sources_of_a_refused_rewrite_are_not_labelled_as_the_rewrites(
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
+    """A walk: the rewrite was refused (the note under the answer said so) and its sources were labelled "改写检索"
+    (found by the rewrite). What was searched is the question after the one before it: "with previous"."""
+    turn = ask_follow_up(kb, settings, httpserver, "And what about dividends?")  # given back unchanged: refused
     assert turn.query == f"{QUESTION} And what about dividends?" and "unchanged" in str(turn.notes[0])
     assert {s.hit.found_by for s in turn.sources} <= {"with previous", "question"}
     assert any(s.hit.found_by == "with previous" for s in turn.sources)
@@ -84,26 +87,7 @@ def test_the_sources_of_a_refused_rewrite_are_not_labelled_as_the_rewrites(
 def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     kb: Store, settings: Settings, httpserver: HTTPServer
 ) -> None:
-    def answer(request: Request) -> Response:
-        messages = request.get_json()["messages"]
-        if "Standalone query:" in messages[-1]["content"]:
-            text = "How much did the dividends rise?\nAnd more"
-        else:
-            text = "A dividend of 42 cents [1]."
-        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
-
-    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
-    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
-    history = [Message("user", QUESTION), Message("assistant", "Revenue rose eleven percent [1].")]
-
-    turn = engine.ask(
-        "And what about dividends?",
-        engine.Request(kbs=("fin",), context=4096, thinks=False),
-        model=model,
-        store=kb,
-        settings=settings,
-        history=history,
-    )
+    turn = ask_follow_up(kb, settings, httpserver, "How much did the dividends rise?\nAnd more")
 
     assert turn.query == "How much did the dividends rise?" and turn.rewritten and not turn.notes
     # The rewrite and the question as asked are both searched, the rewrite's list weighing more.
