@@ -122,6 +122,9 @@ VILLA = (
 )
 TOWER = "广州北回归线标志塔的塔身为直立火箭形，高23.5米，暗示北回归线的纬度值。"
 LAKE = "赛里木湖，古称“净海”，位于中国新疆博尔塔拉州博乐市境内的北天山山脉中。"
+EXTENSION = "1935年，别墅扩建了二层。"
+EXTENDED = "1935年，别墅扩建了二层 [1]。"
+"""A year the villa was built on, not the year it was built: held, cited, about building, and wrong."""
 QUESTION = BenchQuestion("它是哪一年建成的？", True, GOLD, ("1903",), "美庐别墅是哪一年建成的？")
 
 
@@ -206,12 +209,13 @@ def test_judging_right_cited_green_and_green_but_wrong() -> None:
     right = judged(turn("美庐别墅始建于1903年 [2]。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)]), ranks=asked)
     assert (right.right, right.cites_gold, right.green, right.stage, right.rank) == (True, True, True, "", None)
     assert asked == [], "a right answer needs no deeper search"
-    # Copied from the gold passage and cited, but not the year asked: the badge is green all the same.
-    green_wrong = judged(
-        turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], query=QUESTION.standalone), ranks=asked
-    )
+    # Copied from the gold passage and cited, a year built, but not the year asked: the badge is green all the same.
+    green_wrong = judged(turn(EXTENDED, [hit(GOLD, VILLA + EXTENSION)], query=QUESTION.standalone), ranks=asked)
     assert (green_wrong.right, green_wrong.cites_gold, green_wrong.green) == (False, True, True)
     assert (green_wrong.stage, green_wrong.rank) == (MISREAD, 12) and asked == [QUESTION.standalone]
+    # A sentence of it that says nothing of building is not green (rag.generate.asked).
+    moved_in = judged(turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], query=QUESTION.standalone))
+    assert (moved_in.right, moved_in.cites_gold, moved_in.green) == (False, True, False)
     uncited = judged(turn("美庐别墅建于1903年。", [hit(GOLD, VILLA)]))
     assert (uncited.right, uncited.cites_gold, uncited.green) == (True, False, False)
     elsewhere = judged(turn("美庐别墅始建于1903年 [1]。", [hit("TRIAL_690", TOWER), hit(GOLD, VILLA)]))
@@ -247,7 +251,7 @@ def test_counts_per_language_and_condition_keep_standalone_questions_and_follow_
             standalone,
         ),
         judged(turn("始建于1903年 [1]。", [hit(GOLD, VILLA)], **rewritten)),
-        judged(turn("1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。", [hit(GOLD, VILLA)], **rewritten)),
+        judged(turn(EXTENDED, [hit(GOLD, VILLA + EXTENSION)], **rewritten)),
         judged(turn("不知道。", [hit("TRIAL_690", TOWER)])),
         judged(turn("始建于1903年 [1]。", [hit(GOLD, VILLA)], question=QUESTION.standalone), condition=ALONE),
     ]
@@ -267,7 +271,7 @@ def test_counts_per_language_and_condition_keep_standalone_questions_and_follow_
     rows = bench.wrong_rows(outcomes)
     assert rows[2:] == [
         "| zh | in one conversation | follow-up | 它是哪一年建成的？ | 美庐别墅是哪一年建成的？ | misread | 12 "
-        "| [1] in the prompt | green | 1933年8月8日，蒋中正和宋美龄夫妇入住 [1]。 |",
+        f"| [1] in the prompt | green | {EXTENDED} |",
         "| zh | in one conversation | follow-up | 它是哪一年建成的？ | (as asked) | not retrieved | 12 "
         "| not among the 1 found | - | 不知道。 |",
     ]
