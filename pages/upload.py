@@ -51,6 +51,8 @@ STATUS_ICONS = {"stored": "✅", "replaced": "🔁", "unchanged": "☑️", "fai
 # What an ingest has done so far, set while it runs: still set at the start of a script run, the
 # ingest before was stopped (by the Stop button or any other click, which end the run).
 RUNNING_KEY = "_upload_running"
+# Set by the Ingest button's callback: the next script run ingests (`_ingest_bar`).
+INGEST_REQUESTED = "_upload_ingest_requested"
 # The knowledge base (and its chunks) whose vector index the last ingest left being built in the background.
 INDEXING_KEY = "_upload_indexing"
 # How long the run after a Stop waits for the stopped one to end: Streamlit starts it at once (fast reruns)
@@ -925,6 +927,10 @@ def _after_stop(store: Store | None) -> None:
     _record(running["kb"], results, running["new_kb"], stopped=True)
 
 
+def _request_ingest() -> None:
+    st.session_state[INGEST_REQUESTED] = True
+
+
 def _show_results() -> None:
     last = st.session_state.get("upload_results")
     if not last:
@@ -1032,16 +1038,22 @@ def _ingest_bar(
         and target.embedder is not None
         and not blockers
     )
+    # Pressed, it asks for the ingest (a callback) and is drawn greyed while it runs: drawn once, not replaced by a
+    # greyed copy, which Chromium showed beside the blue one until the ingest ended (a walk), and not pressed again
+    # while it runs (a click would rerun the page: a stop, then the same ingest anew).
+    requested = bool(st.session_state.pop(INGEST_REQUESTED, False))
     button, plan = st.columns([1, 5], vertical_alignment="center")
-    slot = button.empty()
-    clicked = slot.button(
+    button.button(
         _("Ingest"),
         key="upload_ingest",
         type="primary",
         icon="📥",
-        disabled=not ready,
+        disabled=not ready or requested,
         width="stretch",
-        help=_(
+        on_click=_request_ingest,
+        help=_("Ingesting: **Stop ingesting** ends it early.")
+        if requested
+        else _(
             "Parse, chunk, embed and store every file above. A file already "
             "stored with the same content and settings is skipped."
         ),
@@ -1091,17 +1103,7 @@ def _ingest_bar(
                 file=lab["document"],
             )
         )
-    if clicked:
-        # Not pressed again while it runs (a click would rerun the page: a stop, then the same ingest anew).
-        slot.button(
-            _("Ingest"),
-            key="upload_ingest_running",
-            type="primary",
-            icon="📥",
-            disabled=True,
-            width="stretch",
-            help=_("Ingesting: **Stop ingesting** ends it early."),
-        )
+    if requested:
         results = _run_ingest(store, target.name, target.embedder, settings, previews, target.kb is None)
         _record(target.name, results, target.kb is None)
         _save_lab_questions(store, target.name, results)

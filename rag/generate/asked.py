@@ -74,7 +74,7 @@ def asked_share(question: str, answer: str, sources: Sequence[str]) -> float | N
     that none uses cannot be missed); terms found in the same sentences (a name's characters) count as one, weighted
     by one over the number of those sentences to the power `RARITY`."""
     sentences = [_terms(text[start:end]) for text in sources for start, end in sentence_spans(text)]
-    asked = _ASKING.sub(" ", EN_QUESTION_WORD.sub(" ", ZH_QUESTION_WORD.sub(" ", question)))
+    asked = _asking_removed(question)
     wanted = _terms(asked) & set().union(*sentences)
     if not wanted:
         return None
@@ -88,6 +88,46 @@ def asked_share(question: str, answer: str, sources: Sequence[str]) -> float | N
         total += weight
         got += weight * sum(term in said for term in terms) / len(terms)
     return got / total
+
+
+def _asking_removed(text: str) -> str:
+    return _ASKING.sub(" ", EN_QUESTION_WORD.sub(" ", ZH_QUESTION_WORD.sub(" ", text)))
+
+
+NAMED_HAN = 3
+"""Han characters in a row, none a function character, a question shares with a source that name its subject there
+("西施殿" in "那西施殿呢？它是哪一年建成的？"); "建成的" of "它是哪一年建成的？" holds 的 and names nothing."""
+_EN_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+
+
+def _names_own_subject(question: str, held: str) -> bool:
+    """Whether `question` names, in words of its own that `held` (the sources' text) has, what it asks about: a
+    run of `NAMED_HAN` Han characters, or a capitalised name past its first word."""
+    text = _asking_removed(question)
+    for run in _HAN_RUN.findall(text):
+        windows = (run[i : i + NAMED_HAN] for i in range(len(run) - NAMED_HAN + 1))
+        if any(window in held and not set(window) & HAN_FUNCTION for window in windows):
+            return True
+    names = [m.group() for m in _EN_NAME.finditer(text) if m.start() > 0]
+    return any(name in held for name in names)
+
+
+def about_another_subject(question: str, searched: str, sources: Sequence[str]) -> bool:
+    """Whether the sources an answer draws on are about another subject than the one a follow-up points back to:
+    `searched` (its accepted rewrite, or the question after the one before it, the user's words either way) names
+    it in words the question has not ("美庐别墅" of "美庐别墅是怎么得名的？ 它是哪一年建成的？"), and the sources
+    hold none of them, nor does the question name a subject of its own that they hold. A Chromium walk: "它是哪一年
+    建成的？" after a question on the villa was answered "1986年奠基动工，1990年10月落成 [4]", a temple's dates,
+    cited, green."""
+    if not searched.strip() or searched.strip() == question.strip() or not sources:
+        return False
+    pointed = content_terms(_asking_removed(searched)) - content_terms(_asking_removed(question))
+    if not pointed:
+        return False
+    held = "\n".join(sources)
+    if pointed & set().union(*(content_terms(text) for text in sources)):
+        return False
+    return not _names_own_subject(question, held)
 
 
 def misses_question(question: str, answer: str, sources: Sequence[str]) -> bool:

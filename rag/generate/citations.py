@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag.generate.asked import misses_question
+from rag.generate.asked import about_another_subject, misses_question
 from rag.generate.claims import holding_sources, other_currency
 from rag.generate.fragments import as_claims, figure_missing, other_measure
 from rag.generate.prompt import Source
@@ -142,7 +142,9 @@ class Grounding:
     `rag.generate.fragments.other_measure`): flagged, though its words may be the source's."""
     off_question: bool = False
     """What the answer says its sources hold, but it leaves out what the question asks about (a passage's other
-    sentence: "赛里木湖古称“净海”…" for "这个名字是哪种语言的音译？"; `rag.generate.asked`)."""
+    sentence: "赛里木湖古称“净海”…" for "这个名字是哪种语言的音译？"), or it is drawn from sources about another subject
+    than the one a follow-up points back to (a temple's dates for "它是哪一年建成的？" asked of a villa;
+    `rag.generate.asked`)."""
 
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
@@ -289,6 +291,7 @@ def check_grounding(
     claims: bool = True,
     judge: Judge | None = None,
     question: str = "",
+    searched: str = "",
 ) -> Grounding:
     """Each sentence of `answer` with its markers and how well the sources it cites support it.
 
@@ -307,7 +310,8 @@ def check_grounding(
     answer) when one is given: a bare answer ("华西协合大学 [1]") as the claim it makes of it, which its sources
     must hold too, and one in units of another kind than asked ("12米高" for "有多重？") is not supported
     (rag.generate.fragments). An answer whose words leave out what the question asks about, however held, is not
-    green (`Grounding.off_question`, rag.generate.asked)."""
+    green (`Grounding.off_question`, rag.generate.asked), nor is one drawn from sources about another subject than
+    the one `searched` (a follow-up's accepted rewrite, or the question after the one before it) points back to."""
     terms = source_terms(sources)
     texts = {s.n: s.hit.content for s in sources}
     markers = marker_spans(answer)
@@ -375,6 +379,7 @@ def check_grounding(
         holding = [texts[n] for n in dict.fromkeys(n for c in checks for n in c.backing)]
         off = bool(holding) and not missing and not as_claims(question, answer)
         off = off and misses_question(question, answer, holding)
+        off = off or (bool(holding) and about_another_subject(question, searched, holding))
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure, off)
 

@@ -90,7 +90,9 @@ class Turn:
     @functools.cached_property
     def grounding(self) -> Grounding:
         """The answer checked sentence by sentence against the sources it cites (what the badges say)."""
-        return check_grounding(self.answer, self.sources, attributed=self.attributed, question=self.question)
+        return check_grounding(
+            self.answer, self.sources, attributed=self.attributed, question=self.question, searched=self.query
+        )
 
     @property
     def rewritten(self) -> bool:

@@ -237,6 +237,10 @@ def test_stop_buttons_end_long_work_and_keep_what_is_done(chromium, app_url: str
     wait_idle(page)
     name_new_base(page, "e2e-stop")
     page.get_by_role("button", name="Ingest").click()
+    page.get_by_role("button", name="Stop ingesting").wait_for(timeout=60_000)
+    # One Ingest button while it runs: a greyed copy drawn in its place stood beside the blue one (a walk).
+    ingest_buttons = page.get_by_role("button", name=re.compile(r"^\W*Ingest$"))
+    assert ingest_buttons.count() == 1  # counted now: an expect() waits up to 5 s for the copy to go
     page.get_by_text(re.compile(r"embed \(3/4\) · \d+/\d+ chunks embedded")).first.wait_for(
         state="attached", timeout=180_000
     )

@@ -90,3 +90,31 @@ def test_words_of_the_question_the_sources_do_not_hold_are_not_asked_of_the_answ
     assert asked_share("赛里木湖的规模有多大？", "赛里木湖面积453平方公里", [LAKE]) == pytest.approx(1.0)
     assert not misses_question("赛里木湖的规模有多大？", "赛里木湖面积453平方公里", [LAKE])
     assert misses_question("赛里木湖古称什么？", "赛里木湖面积453平方公里", [LAKE])  # 古称 is in the sources
+
+
+VILLA = next(p.text for p in eval_set("zh_cmrc_trial").passages if p.key == "TRIAL_491")
+TEMPLE = next(p.text for p in eval_set("zh_cmrc_trial").passages if p.key == "TRIAL_187")
+"""Public passages (zh_cmrc_trial): a villa built in 1903, a temple built 1986-1990."""
+
+
+def test_a_follow_up_answered_from_a_source_about_another_subject_is_not_green() -> None:
+    """A Chromium walk: "它是哪一年建成的？" after "美庐别墅是怎么得名的？" (the rewrite refused, the question searched
+    after the one before) was answered with the temple's dates, cited, green."""
+    numbered = tuple(generate.number_sources([hit("villa.txt", (1,), VILLA), hit("temple.txt", (1,), TEMPLE)]))
+    question, searched = "它是哪一年建成的？", "美庐别墅是怎么得名的？ 它是哪一年建成的？"
+    wrong = generate.check_grounding(
+        "1986年奠基动工，1990年10月落成 [2]。", numbered, question=question, searched=searched
+    )
+    assert wrong.cited == (2,) and wrong.off_question and not wrong.grounded
+    assert generate.check_grounding("1986年奠基动工，1990年10月落成 [2]。", numbered, question=question).grounded
+    right = generate.check_grounding("美庐别墅始建于1903年 [1]。", numbered, question=question, searched=searched)
+    assert right.grounded
+    # A follow-up that names its own subject, held by the source, is not asked about the one before.
+    switched = "那西施殿呢？它是哪一年建成的？"
+    other = generate.check_grounding(
+        "1986年奠基动工，1990年10月落成 [2]。",
+        numbered,
+        question=switched,
+        searched=f"美庐别墅是怎么得名的？ {switched}",
+    )
+    assert other.grounded
