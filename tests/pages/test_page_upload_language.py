@@ -125,4 +125,4 @@ def test_the_ingests_status_line_counts_in_chinese_with_a_chinese_comma(store: S
     app.button(key="upload_ingest").click()
     run(app)
     # (the stored copy was cut with other settings: replaced)
-    assert "已入库到“hlm”：已保存 1 个，已替换 1 个" in [s.label for s in app.status]
+    assert "已入库到“hlm”：已保存 1 个文件，已替换 1 个文件" in [s.label for s in app.status]
