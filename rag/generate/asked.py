@@ -6,8 +6,12 @@ whatever it was asked: the conversation bench's last green-but-wrong answers wer
 question asks about is in its own words, and the words that pick the right sentence out of a passage are the
 ones few of its sentences hold (音译, 得名), not its topic (赛里木湖, 美庐), which most of them name. So the
 question's terms that the passages the answer draws on hold are weighted by how few of their sentences hold each,
-and the answer says what was asked when it (or the passage sentences it says again) holds at least `ASKED_SHARE`
+and the answer says what was asked when it (or the passage clauses it says again) holds at least `ASKED_SHARE`
 of that weight.
+
+A follow-up's answer is read against what was searched too (`about_another_subject`): a question that only points
+back ("它是哪一年建成的？") answered from sources that never name what it points back to (a temple's dates, asked of
+a villa) says something its sources hold, about something else.
 
 Measured on public data nobody here wrote (`python -m rag bench --only badges`, "sentences on zh_cmrc_trial"):
 each question's gold sentence of its passage as a right answer, another sentence of the same passage holding
