@@ -16,6 +16,18 @@ def test_rewrite_prompt_and_cleanup() -> None:
     assert "User: What is HNSW?" in msg.content and "Last question: And how fast is it?" in msg.content
     assert generate.clean_rewrite('"How fast is HNSW search?"\nextra', "x") == "How fast is HNSW search?"
     assert generate.clean_rewrite("  \n", "fallback") == "fallback"
+    assert msg.content.startswith("Rewrite the last question")
+
+
+def test_a_chinese_follow_up_is_asked_to_be_rewritten_in_chinese() -> None:
+    """A walk: asked in English, the embedded model rewrote Chinese follow-ups into English (refused as another
+    language) or into another subject. A Chinese question gets the instruction in Chinese; the labels the model
+    completes stay as they are."""
+    history = [Message("user", "赛里木湖古称什么？"), Message("assistant", "净海 [1]。")]
+    [msg] = generate.rewrite_messages(history, "这个名字是哪种语言的音译？")
+    assert msg.content.startswith("把这段对话的最后一个问题改写成一个独立的检索问句")
+    assert "User: 赛里木湖古称什么？" in msg.content
+    assert msg.content.endswith("Last question: 这个名字是哪种语言的音译？\nStandalone query:")
 
 
 def test_an_answer_in_place_of_a_rewrite_is_searched_with_the_question_before() -> None:
