@@ -499,13 +499,12 @@ def _retrieval_check(source: Source, chunk_sets: dict[str, ChunkSet], settings: 
             "passage is in the top k chunks, **MRR** the mean of 1/rank (1.0 = always first)."
         )
     )
-    relabel("lab_mode")  # its labels are translated: after a language switch, send its choice again
     mode_names = _mode_names()
     mode = st.radio(
         _("Rank with"),
         retrieve.MODES,
-        # No index once the state holds the choice (relabel sets it): a widget given both made Streamlit warn.
-        index=None if "lab_mode" in st.session_state else retrieve.MODES.index(retrieve.DEFAULT_MODE),
+        # Its labels are translated: after a language switch its choice is sent again (relabel).
+        index=relabel("lab_mode", retrieve.MODES.index(retrieve.DEFAULT_MODE)),
         key="lab_mode",
         horizontal=True,
         format_func=mode_names.__getitem__,
@@ -1153,16 +1152,12 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
     strategies = {s: _(label) for s, label in chunking.STRATEGY_LABELS.items()}
     st.markdown(_("**2. The grid**"))
     c1, c2, c3 = st.columns(3)
-    state = st.session_state
     # Their chips are translated: after a language switch their choice is sent again (the browser holds it by its
-    # labels, and a walk saw the English ones kept in Chinese, and the search modes emptied on the way back). No
-    # default once the state holds one: Streamlit warns of a widget given both.
-    relabel("lab_grid_strategies")
-    relabel("lab_grid_modes")
+    # labels, and a walk saw the English ones kept in Chinese, and the search modes emptied on the way back).
     chosen_strategies = c1.multiselect(
         _("Strategies"),
         chunking.STRATEGIES,
-        default=None if "lab_grid_strategies" in state else list(embedder_grid.strategies),
+        default=relabel("lab_grid_strategies", list(embedder_grid.strategies)),
         format_func=lambda s: strategies.get(s, s),
         key="lab_grid_strategies",
         placeholder=_("Choose one or more…"),  # Streamlit's own is English: 'Choose options'
@@ -1192,7 +1187,7 @@ def _grid_editor(embedder_grid: Grid) -> Grid | None:
     modes = m1.multiselect(
         _("Search modes"),
         retrieve.MODES,
-        default=None if "lab_grid_modes" in state else list(embedder_grid.modes),
+        default=relabel("lab_grid_modes", list(embedder_grid.modes)),
         format_func=_mode_names().__getitem__,
         key="lab_grid_modes",
         placeholder=_("Choose one or more…"),

@@ -10,7 +10,7 @@ from its id's, and when a translated page shows English while Chinese is on. The
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import streamlit as st
 
@@ -145,17 +145,24 @@ def columns(frame: pd.DataFrame, config: dict[str, object] | None = None) -> dic
     return out
 
 
-def relabel(key: str) -> None:
-    """Call before drawing the keyed selectbox or radio `key` whose option labels are translated: after a
-    language switch its value is handed to the browser again. The browser holds a choice by its label
+_Default = TypeVar("_Default")
+
+
+def relabel(key: str, default: _Default | None = None) -> _Default | None:
+    """Call before drawing the keyed selectbox, radio or multiselect `key` whose option labels are translated:
+    after a language switch its value is handed to the browser again. The browser holds a choice by its label
     (Streamlit 1.67 sends the label, not the option) and kept showing the English one in Chinese ("Spring
-    AI 320 (fits e5)"), since the option it stands for was unchanged and so never sent again."""
+    AI 320 (fits e5)"), since the option it stands for was unchanged and so never sent again.
+
+    Returns the widget's `default` (or index) to give it: `default` until the state holds a choice, then None (a
+    widget given a default beside a state that holds its value made Streamlit warn)."""
     state = st.session_state
     marker = f"_relabel_lang::{key}"
     current = language()
     if state.get(marker, current) != current and key in state:
         state[key] = state[key]  # read by the last run's labels; sent with this run's
     state[marker] = current
+    return None if key in state else default
 
 
 def _remember() -> None:

@@ -53,8 +53,12 @@ def _terms(text: str) -> set[str]:
     return han | content_terms(_HAN_RUN.sub(" ", text))
 
 
-def _clauses(text: str) -> list[str]:
-    return [part for start, end in sentence_spans(text) for part in _CLAUSE.split(text[start:end]) if part.strip()]
+def _sentences(texts: Sequence[str]) -> list[str]:
+    return [text[start:end] for text in texts for start, end in sentence_spans(text)]
+
+
+def _clauses(sentences: Sequence[str]) -> list[str]:
+    return [part for sentence in sentences for part in _CLAUSE.split(sentence) if part.strip()]
 
 
 def _said(answer: str, clauses: Sequence[set[str]]) -> set[str]:
@@ -63,7 +67,7 @@ def _said(answer: str, clauses: Sequence[set[str]]) -> set[str]:
     Stockholm was opened in 1950" says, asked when the first line opened. Clauses, not sentences: "平均水深46.4米"
     does not say the "最深处达106米" of its source's sentence."""
     said = _terms(answer)
-    for clause in _clauses(answer):
+    for clause in _clauses(_sentences([answer])):
         terms = _terms(clause)
         if terms and clauses:
             best = max(clauses, key=lambda c: len(terms & c))
@@ -77,7 +81,8 @@ def asked_share(question: str, answer: str, sources: Sequence[str]) -> float | N
     the question's terms (nothing to judge by). Only terms the sources hold count (a paraphrase of the question's
     that none uses cannot be missed); terms found in the same sentences (a name's characters) count as one, weighted
     by one over the number of those sentences to the power `RARITY`."""
-    sentences = [_terms(text[start:end]) for text in sources for start, end in sentence_spans(text)]
+    pieces = _sentences(sources)
+    sentences = [_terms(piece) for piece in pieces]
     asked = _asking_removed(question)
     wanted = _terms(asked) & set().union(*sentences)
     if not wanted:
@@ -85,7 +90,7 @@ def asked_share(question: str, answer: str, sources: Sequence[str]) -> float | N
     groups: dict[frozenset[int], list[str]] = {}
     for term in wanted:
         groups.setdefault(frozenset(i for i, s in enumerate(sentences) if term in s), []).append(term)
-    said = _said(MARKER.sub(" ", answer), [_terms(c) for text in sources for c in _clauses(text)])
+    said = _said(MARKER.sub(" ", answer), [_terms(clause) for clause in _clauses(pieces)])
     total = got = 0.0
     for where, terms in groups.items():
         weight = 1 / len(where) ** RARITY

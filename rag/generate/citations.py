@@ -377,9 +377,9 @@ def check_grounding(
         # Read against the sources that hold what it says (cited or matched): their sentences tell the question's
         # topic from what it asks about. A bare answer names none of it: read as its claim, above.
         holding = [texts[n] for n in dict.fromkeys(n for c in checks for n in c.backing)]
-        off = bool(holding) and not missing and not as_claims(question, answer)
-        off = off and misses_question(question, answer, holding)
-        off = off or (bool(holding) and about_another_subject(question, searched, holding))
+        if holding:
+            unanswered = not missing and not as_claims(question, answer) and misses_question(question, answer, holding)
+            off = unanswered or about_another_subject(question, searched, holding)
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
     return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure, off)
 
