@@ -38,7 +38,7 @@ from rag.tuning.runner import QuestionsJob, SweepJob
 from rag.tuning.sweep import Grid, PointResult, Search, SweepResult, default_grid, typed_numbers
 from ui import format as fmt
 from ui import resources, widgets
-from ui.i18n import _, columns, count, pages_place, relabel, sentences, tr
+from ui.i18n import _, chart_config, columns, count, pages_place, relabel, sentences, tr
 
 LETTERS = "ABC"
 INITIAL: tuple[ChunkSettings, ...] = (
@@ -346,7 +346,7 @@ def _sizes_view(chunk_sets: dict[str, ChunkSet]) -> None:
                 showlegend=False,
                 xaxis_range=[0, max([target, *sizes]) * 1.12],
             )
-            st.plotly_chart(fig, key=f"lab_hist_{i}")
+            st.plotly_chart(fig, key=f"lab_hist_{i}", config=chart_config())
 
 
 def _views(source: Source, chunk_sets: dict[str, ChunkSet]) -> None:
@@ -667,7 +667,7 @@ def _show_report(report: EvaluationReport, chunk_sets: dict[str, ChunkSet]) -> N
         margin=dict(l=10, r=10, t=20, b=10),
         legend=dict(orientation="h", y=-0.15),
     )
-    st.plotly_chart(fig, key="lab_check_chart")
+    st.plotly_chart(fig, key="lab_check_chart", config=chart_config())
 
     summary = pd.DataFrame(
         [
@@ -1469,7 +1469,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
         yaxis_title="MRR",
         legend=dict(orientation="h", y=-0.2),
     )
-    st.plotly_chart(fig, key="lab_sweep_scatter")
+    st.plotly_chart(fig, key="lab_sweep_scatter", config=chart_config())
 
     searches = list(dict.fromkeys(p.search for p in points))
     search = searches[0]
@@ -1502,7 +1502,7 @@ def _sweep_results(source: Source, result: SweepResult) -> None:
                 xaxis=dict(title=_("overlap (tokens)"), type="category"),
                 yaxis=dict(title=_("chunk size (tokens)"), type="category"),
             )
-            st.plotly_chart(fig, key=f"lab_sweep_heat_{heat.strategy}")
+            st.plotly_chart(fig, key=f"lab_sweep_heat_{heat.strategy}", config=chart_config())
     _point_detail(source, result, found.recommended)
 
 

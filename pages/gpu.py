@@ -25,7 +25,7 @@ from rag.llms.telemetry import PHASE_TITLES, Mark
 from rag.model_ref import ModelRef, shown_name
 from ui import resources
 from ui.format import no_images
-from ui.i18n import _, columns, tr
+from ui.i18n import _, chart_config, columns, tr
 
 # (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 REFRESH_SECONDS = 1.0  # how often the live charts are redrawn; the sampler samples every 0.5 s
@@ -419,7 +419,7 @@ def monitor(watch: gpu.GpuSampler, can_generate: bool, window_label: str | None)
     latest = watch.latest()
     device_metrics(latest, watch.status)
     fig = build_figure(samples, watch.status, watch.marks(since=start), view, start, now)
-    st.plotly_chart(fig, key="gpu_chart", config={"displaylogo": False})
+    st.plotly_chart(fig, key="gpu_chart", config=chart_config())
     st.caption(
         _(
             "Shaded spans: the phases of generations (this page's and the chat's): model load, prompt "

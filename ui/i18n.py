@@ -145,6 +145,42 @@ def columns(frame: pd.DataFrame, config: dict[str, object] | None = None) -> dic
     return out
 
 
+PLOTLY_WORDS = (
+    "Download plot as a PNG",
+    "Download plot as a png",
+    "Download plot",
+    "Zoom",
+    "Pan",
+    "Box Select",
+    "Lasso Select",
+    "Zoom in",
+    "Zoom out",
+    "Autoscale",
+    "Reset axes",
+    "Toggle Spike Lines",
+    "Show closest data on hover",
+    "Compare data on hover",
+    "Double-click to zoom back out",
+    "Double-click on legend to isolate one trace",
+    "Taking snapshot - this may take a few seconds",
+    "Snapshot succeeded",
+    "Sorry, there was a problem downloading your snapshot!",
+)
+"""What Plotly's chart toolbar says (its buttons' tooltips and the notes a download shows), by the English
+plotly.js looks its words up with: a chart's own config can hold a locale's dictionary (`chart_config`). The
+toolbar's last button, "Fullscreen", is Streamlit's, titled without plotly.js's dictionary: it stays English."""
+
+
+def chart_config() -> dict[str, object]:
+    """`st.plotly_chart`'s config: no Plotly logo, and in Chinese the toolbar's tooltips in Chinese (a walk found
+    them English on the GPU page; plotly.js reads a `locales` dictionary from a chart's config, no script needed)."""
+    config: dict[str, object] = {"displaylogo": False}
+    if language() == "zh":
+        config["locale"] = "zh-CN"
+        config["locales"] = {"zh-CN": {"dictionary": {word: ZH[word] for word in PLOTLY_WORDS}}}
+    return config
+
+
 _Default = TypeVar("_Default")
 
 

@@ -424,11 +424,34 @@ def states_figure(rewrite: str, question: str, asked: Iterable[str]) -> list[str
     user never said (in `question` or the `asked` texts: earlier questions and what they were searched with):
     the figure came from an answer, so the rewrite states the answer rather than asks. The Chromium walk saw
     Qwen 1.5B rewrite "And Model 5?" as "Model 5 costs $21,000.00." (the figure of the answer before, which
-    `added_words` lets pass because the conversation said it): searching it searches the answer."""
+    `added_words` lets pass because the conversation said it): searching it searches the answer. Where the
+    question asks for a time or an amount, any number counts, a year too: "它是哪一年建成的？" rewritten
+    "它建成于1959年。" (a year nobody said; a Chromium walk, session 38) states its answer."""
     if _ASKING.search(rewrite):
         return []
     said = {w for text in (question, *asked) for w in _en_words(MARKER.sub(" ", text))}
-    return [w for w in dict.fromkeys(_en_words(MARKER.sub(" ", rewrite))) if _FIGURE.search(w) and w not in said]
+    asks_number = any(asks.search(question) for kind, asks, _nouns in _KINDS if kind in ("time", "amount"))
+    figure = re.compile(r"\d") if asks_number else _FIGURE
+    return [w for w in dict.fromkeys(_en_words(MARKER.sub(" ", rewrite))) if figure.search(w) and w not in said]
+
+
+_ZH_PERSONAL = re.compile(r"它|(?<!其)他(?![人])|她")
+_EN_PERSONAL = frozenset("it its itself they them their themselves he him his himself she her herself".split())
+
+
+def keeps_pointing(rewrite: str, question: str) -> bool:
+    """Whether `rewrite` points back as often as `question` does (它/他/她, it/he/she/they…): the model put in
+    nothing they refer to, so it is no more standalone than the question. A walk saw "它是哪一年建成的？"
+    rewritten "它建成于哪一年？" and used: searched together with the question it adds nothing, where the question
+    before it names the subject."""
+
+    def pointing(text: str) -> int:
+        text = MARKER.sub(" ", text)
+        english = sum(w in _EN_PERSONAL for w in _en_words(text)) - len(_DUMMY_IT.findall(text))  # "does it take"
+        return len(_ZH_PERSONAL.findall(text)) + english
+
+    asked = pointing(question)
+    return asked > 0 and pointing(rewrite) >= asked
 
 
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")

@@ -17,6 +17,7 @@ from rag.errors import ModelError
 from rag.generate.followup import (
     added_words,
     asks_another_kind,
+    keeps_pointing,
     keeps_question,
     last_named,
     latest_numbered,
@@ -177,7 +178,17 @@ def rewrite_query(
     exception goes on). What the query names that the question points back to is `subject_of`'s."""
 
     def refused(note: str) -> Rewrite:
-        """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why."""
+        """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why,
+        and what that question was searched with where it was not its own words (a walk saw the search line chain
+        two earlier questions under a note that spoke of one)."""
+        previous = next((q.strip() for q in reversed(searched) if q.strip()), "")
+        asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
+        if previous and asked and previous != asked[-1]:
+            note = Text(
+                "{reason} The question before it was searched as “{previous}”.",
+                reason=note,
+                previous=previous[-MESSAGE_CHARS:],
+            )
         return Rewrite(with_previous(history, question, searched), note)
 
     messages = rewrite_messages(history, question)
@@ -244,10 +255,18 @@ def rewrite_query(
     if figures:
         return refused(
             Text(
-                "The model's rewrite ({rewrite}) states a figure from an answer ({figures}) instead of asking: "
-                "searched for it with the question before it.",
+                "The model's rewrite ({rewrite}) states a figure nobody asked with ({figures}): an answer, not a "
+                "query; searched for it with the question before it.",
                 rewrite=query,
                 figures=", ".join(figures[:5]),
+            ),
+        )
+    if keeps_pointing(query, question):
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) does not say what the question points back to; searched for it with "
+                "the question before it.",
+                rewrite=query,
             ),
         )
     # The queries searched before are said too: "美庐别墅" named by an earlier rewrite is no guess of this one.

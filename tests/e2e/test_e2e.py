@@ -524,6 +524,27 @@ def test_the_chat_follows_the_browsers_chinese_and_the_switch_is_remembered(chro
     assert errors == []
 
 
+def test_the_charts_toolbar_speaks_the_pages_language(chromium, app_url: str) -> None:
+    """A walk (session 38) found Plotly's toolbar tooltips English on the Chinese GPU page: the chart's config
+    carries a Chinese dictionary (ui.i18n.chart_config), and the English page keeps Plotly's own words."""
+    for locale, reset, download in (
+        ("zh-CN", "重置坐标轴", "下载图表（PNG）"),
+        ("en-US", "Reset axes", "Download plot as a PNG"),
+    ):
+        context = chromium.new_context(viewport={"width": 1400, "height": 1100}, locale=locale)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+        page.goto(f"{app_url}/gpu", wait_until="networkidle")
+        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        expect(page.locator(f'.js-plotly-plot .modebar-btn[data-title="{reset}"]').first).to_be_attached()
+        expect(page.locator(f'.js-plotly-plot .modebar-btn[data-title="{download}"]').first).to_be_attached()
+        english = page.locator('.js-plotly-plot .modebar-btn[data-title="Zoom in"]').count()
+        assert english == (1 if locale == "en-US" else 0)
+        context.close()
+        assert errors == [], locale
+
+
 def test_the_uploaders_own_words_are_chinese_in_a_chinese_browser(chromium, app_url: str) -> None:
     """Issue 29: Streamlit's file uploader said "Upload" and "200MB per file" in the Chinese UI. Its own words
     are drawn by CSS (ui.i18n.uploader_words): the English hidden, the Chinese put in its place; in

@@ -233,7 +233,7 @@ def test_a_rewrite_stating_the_answers_figure_is_searched_with_the_question_befo
     assert states_figure(stated, "And Model 5?", ["How much does Model 4 cost?"]) == ["21,000.00"]
     result = rewrite_query(ScriptedModel([StreamEvent("content", stated)]), history, "And Model 5?")
     assert result.query == "How much does Model 4 cost? And Model 5?"
-    assert "states a figure from an answer (21,000.00)" in result.note
+    assert "states a figure nobody asked with (21,000.00)" in result.note
     # A rewrite that asks, or names only years and counts, or a figure the user said, is a query.
     assert states_figure("How much does Model 5 cost?", "And Model 5?", []) == []
     assert states_figure("Model 5 price in 2023", "And Model 5?", []) == []
@@ -244,6 +244,53 @@ def test_a_rewrite_stating_the_answers_figure_is_searched_with_the_question_befo
         ScriptedModel([StreamEvent("content", "How much does Model 5 cost?")]), history, "And Model 5?"
     )
     assert result.query == "How much does Model 5 cost?" and result.note == ""
+
+
+def test_a_rewrite_stating_a_year_or_keeping_its_pronoun_is_searched_with_the_question_before() -> None:
+    """A Chromium walk (session 38): "它是哪一年建成的？" after "美庐别墅是怎么得名的？" came back "它建成于1959年。" (a
+    year nobody said, its pronoun kept) and was searched; "它建成于哪一年？" asks but says no more than the question."""
+    from rag.generate.followup import keeps_pointing, states_figure
+    from rag.generate.rewrite import rewrite_query
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    history = [
+        Message("user", "美庐别墅是怎么得名的？"),
+        Message("assistant", "因蒋介石题写“美庐”二字而得名 [1]。"),
+    ]
+    question = "它是哪一年建成的？"
+    with_previous = "美庐别墅是怎么得名的？ 它是哪一年建成的？"
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "它建成于1959年。")]), history, question)
+    assert result.query == with_previous
+    assert "（1959）" not in result.note and "states a figure nobody asked with (1959)" in result.note
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "它建成于哪一年？")]), history, question)
+    assert result.query == with_previous and "does not say what the question points back to" in result.note
+    result = rewrite_query(ScriptedModel([StreamEvent("content", "美庐别墅建成于哪一年？")]), history, question)
+    assert result.query == "美庐别墅建成于哪一年？" and result.note == ""
+    # A year is a figure only where the question asks for a time or an amount; a dummy "it" points at nothing.
+    assert states_figure("Model 5 price in 2023", "And Model 5?", []) == []
+    assert states_figure("The lighthouse was built in 1890.", "When was it built?", []) == ["1890"]
+    assert states_figure("美庐别墅建成年份", question, []) == []
+    assert not keeps_pointing("How long does it take to get to Hawaii?", "How long does it take to get there?")
+    assert keeps_pointing("When was it built?", "When was it built")
+    assert not keeps_pointing("When was the lighthouse built?", "When was it built?")
+    assert not keeps_pointing("其他景点有哪些？", "其他的呢？")
+    # A refused rewrite's note says what the question before it was searched with where that was not its words:
+    # the search chains them, and a note speaking of the one question alone was not what the search line showed.
+    history += [Message("user", question), Message("assistant", "1948年 [2]。")]
+    searched = ["美庐别墅是怎么得名的？", with_previous]
+    unchanged = ScriptedModel([StreamEvent("content", "它在哪里？")])
+    result = rewrite_query(unchanged, history, "它在哪里？", searched=searched)
+    assert result.query == f"{with_previous} 它在哪里？"
+    assert result.note.endswith(f"The question before it was searched as “{with_previous}”.")
+    from ui.zh import ZH
+
+    assert ZH[result.note.template].endswith("上一个问题是按“{previous}”检索的。")
+    assert result.note.values["reason"].template in ZH
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "它在哪里？")]), history, "它在哪里？", searched=[*searched[:1], question]
+    )
+    assert result.query == f"{question} 它在哪里？" and "was searched as" not in result.note
 
 
 def test_a_rewrite_naming_what_was_spoken_of_before_the_last_is_set_to_the_last() -> None:

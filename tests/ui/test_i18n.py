@@ -92,6 +92,7 @@ def used_ids() -> set[str]:
     ids = {m for f in TRANSLATED for m in i18n.message_ids(str(ROOT / f))}
     ids |= {t for path in sorted((ROOT / "rag").rglob("*.py")) for t in text_templates(path)}  # rag.text.Text
     ids |= set(i18n.COLUMNS)  # the tables' column labels
+    ids |= set(i18n.PLOTLY_WORDS)  # Plotly's toolbar (i18n.chart_config)
     from rag import chunking
     from rag.generate import kb_tools
     from rag.gpu import nvml

@@ -56,13 +56,17 @@ ZH: dict[str, str] = {
     "with the question before it.": "模型的改写（{rewrite}）丢掉了问题本身要问的内容：那是回答，不是检索语句；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) added words nobody said ({words}): its guess, not the question; searched "
     "for it with the question before it.": "模型的改写（{rewrite}）加入了问题和对话中都没有的词（{words}）：那是它的猜测，不是问题；已把追问和上一个问题一起检索。",
-    "The model's rewrite ({rewrite}) states a figure from an answer ({figures}) instead of asking: searched for it "
-    "with the question before it.": "模型的改写（{rewrite}）陈述了回答中的数字（{figures}），而不是提问：已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) states a figure nobody asked with ({figures}): an answer, not a query; "
+    "searched for it with the question before it.": "模型的改写（{rewrite}）陈述了提问中没有的数字（{figures}）：那是回答，"
+    "不是检索语句；已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) does not say what the question points back to; searched for it with the "
+    "question before it.": "模型的改写（{rewrite}）没有写出问题所指的是什么；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) named what the conversation spoke of before the last and added words nobody "
     "said ({words}); searched for it with the question before it.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象，"
     "还加入了问题和对话中都没有的词（{words}）；已把追问和上一个问题一起检索。",
     "The model's rewrite ({rewrite}) named what the conversation spoke of before the last: searched for {query} "
     "instead.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象：已改为检索 {query}。",
+    "{reason} The question before it was searched as “{previous}”.": "{reason}上一个问题是按“{previous}”检索的。",
     "The model's rewrite ({rewrite}) is not in the question's language nor in the conversation's; searched for it "
     "with the question before it.": "模型的改写（{rewrite}）既不是问题的语言，也不是之前对话的语言；已把追问和上一个问题一起检索。",
     # -- rag.generate.memory

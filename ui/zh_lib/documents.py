@@ -75,7 +75,7 @@ ZH: dict[str, str] = {
     "{done}/{total} chunks embedded ({reused} kept from a stopped ingest)": "已嵌入 {done}/{total} 个分块（其中 {reused} 个沿用自已停止的入库）",
     "writing": "正在写入",
     "no chunks: every piece was shorter than the minimum chunk length to embed": "没有分块：每个片段都短于嵌入的最短长度",
-    "the knowledge base name is empty: give it a name such as 'finance'": "知识库名称为空：请起一个名字，例如“finance”",
+    "the knowledge base name is empty: give it a name such as 'finance'": "知识库名称为空：请起一个名字，例如“财务”",
     "the knowledge base name is {n} characters long; 200 at most": "知识库名称有 {n} 个字符；最多 200 个",
     "{filename}: {status}: {reason}": "{filename}：{status}：{reason}",
     "{filename}: {status}": "{filename}：{status}",
