@@ -134,9 +134,18 @@ def about_another_subject(question: str, searched: str, sources: Sequence[str]) 
     if not pointed:
         return False
     held = "\n".join(sources)
-    if pointed & set().union(*(content_terms(text) for text in sources)):
+    if pointed & set().union(*(content_terms(text) for text in sources)) and not _names_none(searched, question, held):
         return False
     return not _names_own_subject(question, held)
+
+
+def _names_none(searched: str, question: str, held: str) -> bool:
+    """Whether `searched` names things by capitalised words the question does not say and `held` (the sources'
+    text) has none of those words: the conversation bench's "why?", searched as "Why do people jump over the fire
+    on Red Wednesday in Iran?", was answered from a passage on nature that shares "people" with it, and none of
+    Red, Wednesday, Iran."""
+    words = {w for m in _EN_NAME.finditer(searched) if m.start() > 0 for w in m.group().split()} - set(question.split())
+    return bool(words) and not any(re.search(rf"\b{re.escape(w)}\b", held) for w in words)
 
 
 def misses_question(question: str, answer: str, sources: Sequence[str]) -> bool:

@@ -118,3 +118,30 @@ def test_a_follow_up_answered_from_a_source_about_another_subject_is_not_green()
         searched=f"美庐别墅是怎么得名的？ {switched}",
     )
     assert other.grounded
+
+
+NATURE = (
+    "Most people spend their free time looking for the natural world. A study found that children who moved to "
+    "homes with green views did better at school. Old people live better lives when they can reach a garden."
+)
+FESTIVAL = (
+    "On the last Wednesday evening of the year, families in Iran light small fires in the streets. People jump "
+    "over the fire because they believe it takes away bad things and brings good health for the new year."
+)
+
+
+def test_a_bare_follow_up_answered_from_a_passage_naming_none_of_its_subject_is_not_green() -> None:
+    """The conversation bench: "why?", searched as its rewrite "Why do people jump over the fire on Red Wednesday in
+    Iran?", was answered from a passage on nature that shares "people" with it and none of the names, cited, green."""
+    numbered = tuple(generate.number_sources([hit("nature.txt", (1,), NATURE), hit("festival.txt", (1,), FESTIVAL)]))
+    question, searched = "why?", "Why do people jump over the fire on Red Wednesday in Iran?"
+    said = "Old people live better lives when they can reach a garden [1]."
+    wrong = generate.check_grounding(said, numbered, question=question, searched=searched)
+    assert wrong.cited == (1,) and wrong.off_question and not wrong.grounded
+    assert generate.check_grounding(said, numbered, question=question).grounded  # nothing to tell it by
+    right = "People jump over the fire because they believe it takes away bad things [2]."
+    assert generate.check_grounding(right, numbered, question=question, searched=searched).grounded
+    # Searched after the question before it, which named the festival: the right passage names it, the answer stays.
+    before = "What do families in Iran do on the last Wednesday evening of the year?"
+    assert generate.check_grounding(right, numbered, question=question, searched=f"{before} {question}").grounded
+    assert not generate.check_grounding(said, numbered, question=question, searched=f"{before} {question}").grounded
