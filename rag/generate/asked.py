@@ -144,7 +144,8 @@ def _names_none(searched: str, question: str, held: str) -> bool:
     text) has none of those words: the conversation bench's "why?", searched as "Why do people jump over the fire
     on Red Wednesday in Iran?", was answered from a passage on nature that shares "people" with it, and none of
     Red, Wednesday, Iran."""
-    words = {w for m in _EN_NAME.finditer(searched) if m.start() > 0 for w in m.group().split()} - set(question.split())
+    said = set(re.findall(r"[A-Za-z]+", question))
+    words = {w for m in _EN_NAME.finditer(searched) if m.start() > 0 for w in m.group().split()} - said
     return bool(words) and not any(re.search(rf"\b{re.escape(w)}\b", held) for w in words)
 
 
