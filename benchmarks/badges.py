@@ -216,6 +216,12 @@ def bench_badges(report: Report, quick: bool) -> None:
         f"answer from the same passage, each cited as [1]): without the asked check {held.line(asked=False)}; "
         f"with it {held.line(asked=True)}"
     )
+    put = substituted_answers(limit=60 if quick else None)
+    report.line(
+        f"substitutions on zh_cmrc_trial ({put.right} sentences holding the gold span, {put.wrong} with it replaced "
+        f"by another passage's answer of as many Han characters, each cited as [1]): without the replaced-word "
+        f"check {put.line(asked=False)}; with it {put.line(asked=True)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -308,5 +314,40 @@ def sentence_answers(limit: int | None = None) -> Bare:
             wrong = next((s for s in sentences if gold not in s and any(o in s for o in others)), None)
             if right is not None and wrong is not None:
                 yield question, passage, right, wrong
+
+    return _tally(cases(), green)
+
+
+def substituted_answers(limit: int | None = None) -> Bare:
+    """Sentences with their answer put in another's place, on public data: each zh_cmrc_trial question's passage
+    sentence holding its gold span as a right answer, and the same sentence with that span replaced by the gold span
+    of a question on another passage that this passage never writes (a name or a word nobody here wrote, as a small
+    model puts one it knows in the source's place: "赛里木是维吾尔语音译"), each cited as [1]. Green with the
+    question, without and with the check for a word put in the window's place (`claims._replaced`)."""
+    from unittest import mock
+
+    from rag import generate
+    from rag.generate import claims
+    from rag.generate.sentences import sentence_spans
+    from rag.scripts import HAN_CHAR
+
+    def green(answer: str, sources: Sequence[Any], question: str) -> tuple[bool, bool]:
+        with mock.patch.object(claims, "_replaced", lambda *_: False):
+            claims.analyse.cache_clear()
+            without = generate.check_grounding(answer, sources, question=question).grounded
+        claims.analyse.cache_clear()
+        return without, generate.check_grounding(answer, sources, question=question).grounded
+
+    spans = [(passage, gold) for _q, passage, gold, _others in _cmrc_cases(None)]
+
+    def cases() -> Iterator[tuple[str, str, str, str | None]]:
+        for i, (question, passage, gold, _others) in enumerate(_cmrc_cases(limit)):
+            right = next((passage[a:b].strip() for a, b in sentence_spans(passage) if gold in passage[a:b]), None)
+            if right is None or len(HAN_CHAR.findall(gold)) != len(gold):
+                continue  # a span of Han characters alone, put in place of one
+            others = (g for p, g in spans[i + 1 :] + spans[:i] if p != passage and g not in passage)
+            other = next((g for g in others if len(g) == len(gold) and len(HAN_CHAR.findall(g)) == len(g)), None)
+            if other is not None:
+                yield question, passage, right, right.replace(gold, other)
 
     return _tally(cases(), green)
