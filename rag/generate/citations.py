@@ -105,6 +105,9 @@ class SentenceCheck:
     backing: tuple[int, ...] = ()
     """The cited numbers whose source supports the sentence (the others are padding); of a sentence that cites
     nothing, or cites only sources that do not hold it, the source that holds its claim (shown as matched)."""
+    figures_elsewhere: tuple[int, ...] = ()
+    """Of a flagged sentence, the sources in another language that hold every figure it writes: its words could
+    not be compared with theirs, so it is not known to be in no source (`Grounding.nothing_held`)."""
 
     @property
     def flagged(self) -> bool:
@@ -167,7 +170,11 @@ class Grounding:
         judged = self.judged_sentences
         # Not a guess where what it says is the source's but measures another thing (a walk: "12米高" for a weight
         # was called "not in the sources").
-        return bool(judged) and not self.other_measure and all(s.flagged and not s.backing for s in judged)
+        return (
+            bool(judged)
+            and not self.other_measure
+            and all(s.flagged and not s.backing and not s.figures_elsewhere for s in judged)
+        )
 
     @property
     def other_language(self) -> tuple[SentenceCheck, ...]:
@@ -363,13 +370,18 @@ def check_grounding(
             # Cited by the wrong number: the source that holds it is shown beside the orange one (the sentence
             # stays flagged: what it cites does not say it).
             backing = _held_elsewhere(answer[start:end], said, terms, texts, set(numbers), threshold, judge)
+        elsewhere: tuple[int, ...] = ()
         if status in (Status.NOT_SUPPORTED, Status.UNSUPPORTED) and not backing:
             compared = valid or list(texts)  # what it cites, or where nothing it cites exists, every source
             if _other_language(answer[start:end], [texts[n] for n in compared]):
                 status = Status.OTHER_LANGUAGE
+            elif _FIGURE.search(MARKER.sub(" ", answer[start:end])):
+                # A walk: "The depth of Sayram Lake is 106 meters. [3]" cited an English source that does not hold it,
+                # and [1], Chinese, holds 最深处达106米: "not in the sources" was not true.
+                elsewhere = tuple(n for n in texts if _other_language(answer[start:end], [texts[n]]))
         if status == Status.CITED:
             cited += backing
-        checks.append(SentenceCheck(start, end, numbers, share, source, status, backing))
+        checks.append(SentenceCheck(start, end, numbers, share, source, status, backing, elsewhere))
     missing = measure = off = False
     if claims and question:
         checks, cited, measure = _read_with_question(answer, question, checks, cited, texts)

@@ -285,6 +285,25 @@ def test_a_sentence_in_another_language_than_its_sources_is_not_checked_neither_
     assert sentence.status == "other language" and not sentence.flagged
 
 
+def test_a_figure_held_by_a_source_in_another_language_is_not_called_a_guess() -> None:
+    """A Chromium walk: "The depth of Sayram Lake is 106 meters. [3]" cited an English passage that does not hold it
+    while [1], Chinese, holds 最深处达106米; the red "not in the sources: the model may have guessed" was not true.
+    The sentence stays flagged (what it cites does not say it)."""
+    sources = generate.number_sources(
+        [
+            hit("赛里木湖.txt", (1,), "赛里木湖，古称“净海”，是一个高山湖泊。平均水深46.4米，最深处达106米。"),
+            hit("homes.docx", (1,), "When it comes to building homes, people in many countries use wood and stone."),
+        ]
+    )
+    cited_wrong = generate.check_grounding("The depth of Sayram Lake is 106 meters. [2]", sources)
+    (sentence,) = cited_wrong.sentences
+    assert sentence.status == "not supported" and sentence.figures_elsewhere == (1,)
+    assert sentence.flagged and not cited_wrong.grounded and not cited_wrong.nothing_held
+    for guessed in ("The depth of Sayram Lake is 205 meters. [2]", "The lake is deep and very blue. [2]"):
+        grounding = generate.check_grounding(guessed, sources)
+        assert grounding.nothing_held and grounding.sentences[0].figures_elsewhere == (), guessed
+
+
 PRICE_LIST = "Price list of the Model series\nModel 3: $15,500.00, 80 kg\nModel 5: $21,000.00, 110 kg"
 
 
