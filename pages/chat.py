@@ -1056,7 +1056,13 @@ def _answer(turn: Turn) -> None:
                 st.badge(_("measures another thing than the question asks"), icon="❓", color="orange")
             if grounding.figure_missing:
                 st.badge(_("gives no figure, where the question asks for one"), icon="❓", color="orange")
-            if grounding.off_question:
+            if grounding.other_subject:
+                st.badge(
+                    _("in the sources, but about another subject than the one the question points back to"),
+                    icon="❓",
+                    color="orange",
+                )
+            elif grounding.off_question:
                 st.badge(_("in the sources, but not what the question asks about"), icon="❓", color="orange")
             if grounding.nothing_held:  # a badge, not a line of its own: a card opened below keeps its head in view
                 st.badge(_("not in the sources: the model may have guessed"), icon="🔎", color="red")

@@ -662,7 +662,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings, out: TextIO, err: Text
         print(f"warning: {why}: {text}", file=err)
     if grounding.figure_missing:
         print("warning: the question asks for a figure and the answer gives none", file=err)
-    if grounding.off_question:
+    if grounding.other_subject:
+        print(
+            "warning: the answer's sources are about another subject than the one the question points back to", file=err
+        )
+    elif grounding.off_question:
         print("warning: the sources hold the answer's words, but it leaves out what the question asks about", file=err)
     for sentence in grounding.other_language:
         text = one_line(turn.answer[sentence.start : sentence.end], 120)

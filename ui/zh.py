@@ -593,6 +593,7 @@ ZH: dict[str, str] = {
     " It was stopped: press **Ingest** to resume (files already stored are skipped, and the chunks whose vectors were kept, as each file's line below says, are not embedded again).": "入库已停止：点击**入库**即从停下的地方继续（已存入的文件会跳过；向量已保留的分块不会再嵌入一次，各文件的保留情况见下方说明）。",
     "not in the sources: the model may have guessed": "来源中找不到：可能是模型的猜测",
     "gives no figure, where the question asks for one": "问题问的是数字，回答却没有给出",
+    "in the sources, but about another subject than the one the question points back to": "内容出自来源，但说的是另一个对象，不是问题所指的",
     "in the sources, but not what the question asks about": "内容出自来源，但没有说到问题所问",
     "measures another thing than the question asks": "回答给出的量不是问题所问的（例如问重量却答了高度）",
     " See the reasons below; fix them and ingest again.": "原因见下方；修正后再次入库。",

@@ -148,6 +148,9 @@ class Grounding:
     sentence: "赛里木湖古称“净海”…" for "这个名字是哪种语言的音译？"), or it is drawn from sources about another subject
     than the one a follow-up points back to (a temple's dates for "它是哪一年建成的？" asked of a villa;
     `rag.generate.asked`)."""
+    other_subject: bool = False
+    """Why it is `off_question`: its sources are about another subject than the one the follow-up points back to
+    (the answer may say what was asked, of another thing)."""
 
     @property
     def flagged(self) -> tuple[SentenceCheck, ...]:
@@ -382,7 +385,7 @@ def check_grounding(
         if status == Status.CITED:
             cited += backing
         checks.append(SentenceCheck(start, end, numbers, share, source, status, backing, elsewhere))
-    missing = measure = off = False
+    missing = measure = off = other = False
     if claims and question:
         checks, cited, measure = _read_with_question(answer, question, checks, cited, texts)
         missing = bool(answer.strip()) and figure_missing(question, answer)
@@ -391,9 +394,10 @@ def check_grounding(
         holding = [texts[n] for n in dict.fromkeys(n for c in checks for n in c.backing)]
         if holding:
             unanswered = not missing and not as_claims(question, answer) and misses_question(question, answer, holding)
-            off = unanswered or about_another_subject(question, searched, holding)
+            other = about_another_subject(question, searched, holding)
+            off = unanswered or other
     unknown = tuple(dict.fromkeys(n for n in citation_numbers(answer) if n not in terms))
-    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure, off)
+    return Grounding(tuple(checks), tuple(dict.fromkeys(cited)), unknown, attributed, missing, measure, off, other)
 
 
 def _read_with_question(

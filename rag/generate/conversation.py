@@ -124,6 +124,7 @@ class Turn:
             "unsupported_sentences": len(grounding.flagged),
             "figure_missing": grounding.figure_missing,
             "off_question": grounding.off_question,
+            "other_subject": grounding.other_subject,
             "looped": self.looped,
             "left_out": [s.n for s in self.left_out],
             "model": self.model,

@@ -46,7 +46,8 @@ def test_a_held_sentence_that_leaves_out_what_was_asked_is_not_green(question: s
     numbered = sources(LAKE)
     assert generate.check_grounding(right, numbered, question=question).grounded
     held = generate.check_grounding(wrong, numbered, question=question)
-    assert held.cited == (1,) and held.off_question and not held.grounded  # held by [1], but not what was asked
+    # Held by [1], but not what was asked (of the subject asked about: not another one).
+    assert held.cited == (1,) and held.off_question and not held.other_subject and not held.grounded
     assert generate.check_grounding(wrong, numbered).grounded  # without the question: green, as before
 
 
@@ -105,7 +106,7 @@ def test_a_follow_up_answered_from_a_source_about_another_subject_is_not_green()
     wrong = generate.check_grounding(
         "1986年奠基动工，1990年10月落成 [2]。", numbered, question=question, searched=searched
     )
-    assert wrong.cited == (2,) and wrong.off_question and not wrong.grounded
+    assert wrong.cited == (2,) and wrong.off_question and wrong.other_subject and not wrong.grounded
     assert generate.check_grounding("1986年奠基动工，1990年10月落成 [2]。", numbered, question=question).grounded
     right = generate.check_grounding("美庐别墅始建于1903年 [1]。", numbered, question=question, searched=searched)
     assert right.grounded
@@ -137,7 +138,7 @@ def test_a_bare_follow_up_answered_from_a_passage_naming_none_of_its_subject_is_
     question, searched = "why?", "Why do people jump over the fire on Red Wednesday in Iran?"
     said = "Old people live better lives when they can reach a garden [1]."
     wrong = generate.check_grounding(said, numbered, question=question, searched=searched)
-    assert wrong.cited == (1,) and wrong.off_question and not wrong.grounded
+    assert wrong.cited == (1,) and wrong.off_question and wrong.other_subject and not wrong.grounded
     assert generate.check_grounding(said, numbered, question=question).grounded  # nothing to tell it by
     right = "People jump over the fire because they believe it takes away bad things [2]."
     assert generate.check_grounding(right, numbered, question=question, searched=searched).grounded

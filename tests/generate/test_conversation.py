@@ -184,6 +184,7 @@ def test_a_turn_as_json_names_the_cited_chunks() -> None:
         "unsupported_sentences",
         "figure_missing",
         "off_question",
+        "other_subject",
         "looped",
         "left_out",
         "model",

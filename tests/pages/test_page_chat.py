@@ -1043,6 +1043,7 @@ def test_a_held_sentence_that_leaves_out_what_was_asked_is_not_green(kb: Store, 
     assert turn.grounding.cited == (1,) and turn.grounding.off_question and not turn.grounding.grounded
     shown = [m.value for m in at.markdown]
     assert any("in the sources, but not what the question asks about" in v for v in shown), shown
+    assert not turn.grounding.other_subject and not any("about another subject" in v for v in shown)
     assert not any("cites 1 of" in v for v in shown)
 
 
