@@ -219,8 +219,8 @@ def bench_badges(report: Report, quick: bool) -> None:
     put = substituted_answers(limit=60 if quick else None)
     report.line(
         f"substitutions on zh_cmrc_trial ({put.right} sentences holding the gold span, {put.wrong} with it replaced "
-        f"by another passage's answer of as many Han characters, each cited as [1]): without the replaced-word "
-        f"check {put.line(asked=False)}; with it {put.line(asked=True)}"
+        f"by another passage's answer of as many Han characters, each cited as [1]): without the checks for words "
+        f"no source writes {put.line(asked=False)}; with them {put.line(asked=True)}"
     )
 
 
@@ -323,7 +323,7 @@ def substituted_answers(limit: int | None = None) -> Bare:
     sentence holding its gold span as a right answer, and the same sentence with that span replaced by the gold span
     of a question on another passage that this passage never writes (a name or a word nobody here wrote, as a small
     model puts one it knows in the source's place: "赛里木是维吾尔语音译"), each cited as [1]. Green with the
-    question, without and with the check for a word put in the window's place (`claims._replaced`)."""
+    question, without and with the checks for words no source writes (`claims._replaced`, `claims._unknown_clause`)."""
     from unittest import mock
 
     from rag import generate
@@ -332,7 +332,10 @@ def substituted_answers(limit: int | None = None) -> Bare:
     from rag.scripts import HAN_CHAR
 
     def green(answer: str, sources: Sequence[Any], question: str) -> tuple[bool, bool]:
-        with mock.patch.object(claims, "_replaced", lambda *_: False):
+        with (
+            mock.patch.object(claims, "_replaced", lambda *_: False),
+            mock.patch.object(claims, "_unknown_clause", lambda *_: False),
+        ):
             claims.analyse.cache_clear()
             without = generate.check_grounding(answer, sources, question=question).grounded
         claims.analyse.cache_clear()

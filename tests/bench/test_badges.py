@@ -19,7 +19,7 @@ def test_the_badge_bench_reports_before_and_after_per_language() -> None:
     assert " ms an answer (median; worst " in text
     assert "bare answers on zh_cmrc_trial (" in text and "; read with it green precision " in text
     assert "sentences on zh_cmrc_trial (" in text and "; with it green precision " in text
-    assert "substitutions on zh_cmrc_trial (" in text and "replaced-word check green precision " in text
+    assert "substitutions on zh_cmrc_trial (" in text and "words no source writes green precision " in text
 
 
 def test_bare_answers_read_with_their_question_take_green_from_wrong_ones_and_keep_most_right_ones() -> None:
@@ -47,12 +47,12 @@ def test_held_sentences_that_leave_out_what_was_asked_lose_green_and_most_right_
 def test_a_sentence_with_its_answer_replaced_by_words_the_passage_never_writes_loses_green() -> None:
     """On public data: the CMRC sentence holding the gold span (right), and the same sentence with that span replaced
     by another passage's answer (wrong), the words a small model puts in a source's place. Measured on all 243:
-    wrong green 150 -> 110, right green 216 both ways."""
+    wrong green 150 -> 63, right green 216 both ways."""
     from benchmarks.badges import substituted_answers
 
     put = substituted_answers(limit=300)
     assert put.right_green[1] == put.right_green[0]  # 64 of 69 on these 300
-    assert put.wrong_green[1] <= 0.8 * put.wrong_green[0]  # 44 -> 33
+    assert put.wrong_green[1] <= 0.5 * put.wrong_green[0]  # 44 -> 14
 
 
 def test_every_case_resolves_its_passage_and_is_labelled() -> None:
