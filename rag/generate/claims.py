@@ -757,22 +757,22 @@ REPLACED_OWN = 2
 """Characters of the claim's words in the window's place that neither the window nor the held words around them
 write."""
 REPLACED_REACH = 4
-"""Characters beyond the claim's unknown words that the window's own words in their place may take ("四所" for "高丽"
-between "共" and "高中书院": the window's words need not be as long)."""
+"""Characters beyond the claim's unknown words that the window's own words in their place may take (the window's words
+need not be as long as the claim's)."""
 
 
 def _replaced(
     claim: Analysis, claim_terms: Sequence[Term], everywhere: set[str], source: Analysis, window: tuple[int, int]
 ) -> bool:
     """Whether the claim puts words the passage never writes where the window writes words of its own the claim
-    lacks, between the same held words: "全香港共高丽高中书院" against "全香港共有四所高中书院", "赛里木是维吾尔语音译"
-    against "“赛里木”为哈萨克语音译". The share of words held let such sentences pass (0.57-0.98): on zh_cmrc_trial's
-    sentences with their answer replaced by another passage's (`bench --only badges`, "substitutions") 150 of 243
-    stayed green, 110 with this check (the 216 right ones all kept; 63 with `_unknown_clause` too); the labelled
-    set's right answers kept green 116 -> 115 of 129 ("第一位" for "首位"), CMRC's bare answers 826 / 192 -> 818 / 183
-    (right / wrong green). Words
-    sharing a character are taken for synonyms ("一起玩耍" for "一同玩耍", "当年三岁" for "年方三岁"), and so are words
-    the window writes elsewhere ("高洋多次" where it writes 高洋 and 数数)."""
+    lacks, between the same held words: "赛里木是维吾尔语音译" against "“赛里木”为哈萨克语音译". The share of words held
+    let such sentences pass (0.57-0.98): on zh_cmrc_trial's sentences with their answer replaced by another
+    passage's (`bench --only badges`, "substitutions") 150 of 243 stayed green, 110 with this check (the 216 right
+    ones all kept; 63 with `_unknown_clause` too); the labelled set's right answers kept green 116 -> 115 of 129
+    ("第一位" for "首位"), CMRC's bare answers 826 / 192 -> 818 / 183 (right / wrong green). Words sharing a character
+    are taken for synonyms ("一起玩耍" for "一同玩耍", "当年三岁" for "年方三岁"), and so are words the window writes
+    elsewhere ("高洋多次" where it writes 高洋 and 数数); so is a word of one character of its own ("全香港共高丽高中
+    书院" against "全香港共有四所高中书院" passes: 高 is the window's)."""
     pairs = [t for t in claim_terms if len(t[0]) == 2 and not t[0].isascii()]
     text = source.text[window[0] : window[1]]
     written = set(HAN_CHAR.findall(text))
