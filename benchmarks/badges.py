@@ -336,15 +336,14 @@ def substituted_answers(limit: int | None = None) -> Bare:
             mock.patch.object(claims, "_replaced", lambda *_: False),
             mock.patch.object(claims, "_unknown_clause", lambda *_: False),
         ):
-            claims.analyse.cache_clear()
             without = generate.check_grounding(answer, sources, question=question).grounded
-        claims.analyse.cache_clear()
         return without, generate.check_grounding(answer, sources, question=question).grounded
 
-    spans = [(passage, gold) for _q, passage, gold, _others in _cmrc_cases(None)]
+    every = list(_cmrc_cases(None))
+    spans = [(passage, gold) for _q, passage, gold, _others in every]
 
     def cases() -> Iterator[tuple[str, str, str, str | None]]:
-        for i, (question, passage, gold, _others) in enumerate(_cmrc_cases(limit)):
+        for i, (question, passage, gold, _others) in enumerate(every[:limit]):
             right = next((passage[a:b].strip() for a, b in sentence_spans(passage) if gold in passage[a:b]), None)
             if right is None or len(HAN_CHAR.findall(gold)) != len(gold):
                 continue  # a span of Han characters alone, put in place of one

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import MARKER, sentence_spans
-from rag.generate.support import HAN_FUNCTION, term_spans
+from rag.generate.support import HAN_FUNCTION, HAN_POINTING, term_spans
 from rag.scripts import HAN, HAN_CHAR
 
 Term = tuple[str, int, int]
@@ -718,16 +718,20 @@ def _named_in_part(
     return excused
 
 
+def _han_pairs(terms: Sequence[Term]) -> list[Term]:
+    """The Chinese character pairs among `terms`."""
+    return [t for t in terms if len(t[0]) == 2 and not t[0].isascii()]
+
+
 def _suffixed_name(
-    claim: Analysis, claim_terms: Sequence[Term], missing: set[str], source: Analysis, window: tuple[int, int]
+    claim: Analysis, pairs: Sequence[Term], missing: set[str], source: Analysis, window: tuple[int, int]
 ) -> set[str]:
     """The missing Chinese pair that ends a name of the claim one character past what the window writes of it
     ("木湖" of "赛里木湖" where the window writes "“赛里木”为哈萨克语音译"), when the window writes that part as a word
     of its own (no Han character after it) and a sentence of the passage opens with the whole name, written as a
     word too ("赛里木湖，"): its subject. The Chinese counterpart of `_named_in_part`: a Chromium walk's right answer
     "赛里木湖的名称是哈萨克语音译…[1]", copied from that window, was flagged a guess. One character only ("北京大学"
-    is not "北京"), and not "毛利元就" where the window writes "毛利家"."""
-    pairs = [t for t in claim_terms if len(t[0]) == 2 and not t[0].isascii()]
+    is not "北京"), and not "毛利元就" where the window writes "毛利家". `pairs`: the claim's (`_han_pairs`)."""
     by_end = {t[2]: t for t in pairs}
     starts = {t[1] for t in pairs}
     written = source.text[window[0] : window[1]]
@@ -752,7 +756,6 @@ def _suffixed_name(
     return excused
 
 
-_ZH_POINTING = frozenset("她他它其此该")
 REPLACED_OWN = 2
 """Characters of the claim's words in the window's place that neither the window nor the held words around them
 write."""
@@ -761,21 +764,20 @@ REPLACED_REACH = 4
 need not be as long as the claim's)."""
 
 
-def _replaced(
-    claim: Analysis, claim_terms: Sequence[Term], everywhere: set[str], source: Analysis, window: tuple[int, int]
-) -> bool:
-    """Whether the claim puts words the passage never writes where the window writes words of its own the claim
-    lacks, between the same held words: "赛里木是维吾尔语音译" against "“赛里木”为哈萨克语音译". The share of words held
-    let such sentences pass (0.57-0.98): on zh_cmrc_trial's sentences with their answer replaced by another
-    passage's (`bench --only badges`, "substitutions") 150 of 243 stayed green, 110 with this check (the 216 right
-    ones all kept; 63 with `_unknown_clause` too); the labelled set's right answers kept green 116 -> 115 of 129
-    ("第一位" for "首位"), CMRC's bare answers 826 / 192 -> 818 / 183 (right / wrong green). Words sharing a character
-    are taken for synonyms ("一起玩耍" for "一同玩耍", "当年三岁" for "年方三岁"), and so are words the window writes
-    elsewhere ("高洋多次" where it writes 高洋 and 数数); so is a word of one character of its own ("全香港共高丽高中
-    书院" against "全香港共有四所高中书院" passes: 高 is the window's)."""
-    pairs = [t for t in claim_terms if len(t[0]) == 2 and not t[0].isascii()]
-    text = source.text[window[0] : window[1]]
-    written = set(HAN_CHAR.findall(text))
+@dataclass(frozen=True)
+class _Gap:
+    """A run of the claim's Chinese pairs that the passage never writes, with the held pairs around it."""
+
+    start: int
+    end: int
+    before: Term | None
+    after: Term
+    own: frozenset[str]
+    """Its characters, but those of the held pairs around it and function characters."""
+
+
+def _gaps(claim: Analysis, pairs: Sequence[Term], everywhere: set[str]) -> list[_Gap]:
+    """The runs of `pairs` (`_han_pairs`) that the passage never writes and that a held pair follows."""
     runs: list[list[Term]] = []
     for term in pairs:
         if term[0] in everywhere:
@@ -785,27 +787,45 @@ def _replaced(
         else:
             runs.append([term])
     known = [t for t in pairs if t[0] in everywhere]
+    gaps = []
     for run in runs:
         u0, u1 = run[0][1], run[-1][2]
         before = next((t for t in reversed(known) if t[2] <= u0 + 1 and t[2] >= u0 - 1), None)
         after = next((t for t in known if u1 - 1 <= t[1] <= u1 + 1), None)
-        if after is None:
-            continue
-        anchors = set(after[0]) | set(before[0] if before else "")
+        if after is not None:
+            anchors = set(after[0]) | set(before[0] if before else "")
+            gaps.append(_Gap(u0, u1, before, after, frozenset(set(claim.text[u0:u1]) - anchors - HAN_FUNCTION)))
+    return gaps
+
+
+def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: tuple[int, int]) -> bool:
+    """Whether the claim puts words the passage never writes (`_gaps`) where the window writes words of its own
+    the claim lacks, between the same held words: "赛里木是维吾尔语音译" against "“赛里木”为哈萨克语音译". The share of
+    words held let such sentences pass (0.57-0.98): on zh_cmrc_trial's sentences with their answer replaced by another
+    passage's (`bench --only badges`, "substitutions") 150 of 243 stayed green, 110 with this check (the 216 right
+    ones all kept; 63 with `_unknown_clause` too); the labelled set's right answers kept green 116 -> 115 of 129
+    ("第一位" for "首位"), CMRC's bare answers 826 / 192 -> 818 / 183 (right / wrong green). Words sharing a character
+    are taken for synonyms ("一起玩耍" for "一同玩耍", "当年三岁" for "年方三岁"), and so are words the window writes
+    elsewhere ("高洋多次" where it writes 高洋 and 数数); so is a word of one character of its own ("全香港共高丽高中
+    书院" against "全香港共有四所高中书院" passes: 高 is the window's)."""
+    text = source.text[window[0] : window[1]]
+    written = set(HAN_CHAR.findall(text))
+    for gap in gaps:
         # Two characters of its own at least: one ("一起玩耍" for "一同玩耍") is a synonym as often.
-        if len(set(claim.text[u0:u1]) - anchors - written - HAN_FUNCTION) < REPLACED_OWN:
+        if len(gap.own - written) < REPLACED_OWN:
             continue
-        for m in re.finditer(re.escape(after[0]), text):
-            reach = text[max(0, m.start() - (u1 - u0) - REPLACED_REACH) : m.start()]
-            if before is not None:
-                at = reach.rfind(before[0])
+        said = set(claim.text[gap.start : gap.end])
+        for m in re.finditer(re.escape(gap.after[0]), text):
+            reach = text[max(0, m.start() - (gap.end - gap.start) - REPLACED_REACH) : m.start()]
+            if gap.before is not None:
+                at = reach.rfind(gap.before[0])
                 if at < 0:
                     # Not there: nothing to compare. Comparing as many characters back instead caught 4 more
                     # substitutions and took green from 2 more right answers of the labelled set.
                     continue
                 reach = reach[at + 2 :]
-            theirs = set(HAN_CHAR.findall(reach)) - HAN_FUNCTION - _ZH_POINTING  # "她常到" for "史湘云常到"
-            if theirs - set(claim.text) and not theirs & set(claim.text[u0:u1]):
+            theirs = set(HAN_CHAR.findall(reach)) - HAN_FUNCTION - HAN_POINTING  # "她常到" for "史湘云常到"
+            if theirs - set(claim.text) and not theirs & said:
                 return True
     return False
 
@@ -815,15 +835,15 @@ UNKNOWN_PAIRS = 3
 a clause of its own ("研究人员认为狐蝠科是它们主要授粉者，南开大学…毕业"), not a paraphrase of the window's."""
 
 
-def _unknown_clause(claim: Analysis, part: tuple[int, int], claim_terms: Sequence[Term], everywhere: set[str]) -> bool:
-    """Whether a clause of the claim is mostly words the passage never writes (`UNKNOWN_PAIRS`). On zh_cmrc_trial's
-    substituted sentences (`_replaced`) wrong green 110 -> 63 of 243, the right ones, the labelled set and the
-    sentences line unchanged, CMRC's bare answers' wrong green 183 -> 181."""
+def _unknown_clause(claim: Analysis, part: tuple[int, int], pairs: Sequence[Term], everywhere: set[str]) -> bool:
+    """Whether a clause of the claim is mostly words the passage never writes (`UNKNOWN_PAIRS`; `pairs`: the claim's,
+    `_han_pairs`). On zh_cmrc_trial's substituted sentences (`_replaced`) wrong green 110 -> 63 of 243, the right
+    ones, the labelled set and the sentences line unchanged, CMRC's bare answers' wrong green 183 -> 181."""
     for m in re.finditer(r"[^，,；;：:。！？!?]+", claim.text[part[0] : part[1]]):
         a, b = part[0] + m.start(), part[0] + m.end()
-        pairs = [t for t in claim_terms if a <= t[1] and t[2] <= b and len(t[0]) == 2 and not t[0].isascii()]
-        unknown = sum(t[0] not in everywhere for t in pairs)
-        if unknown >= UNKNOWN_PAIRS and unknown >= 2 * (len(pairs) - unknown):
+        inside = [t for t in pairs if a <= t[1] and t[2] <= b]
+        unknown = sum(t[0] not in everywhere for t in inside)
+        if unknown >= UNKNOWN_PAIRS and unknown >= 2 * (len(inside) - unknown):
             return True
     return False
 
@@ -982,8 +1002,10 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
         and not any(a < t[2] and t[1] < b for a, b in relation_spans)
     ]
     chars = {t[0] for t in claim_terms if len(t[0]) == 1 and not t[0].isdigit() and not t[0].isascii()}
-    if _unknown_clause(claim, part, claim_terms, everywhere):
+    pairs = _han_pairs(claim_terms)
+    if _unknown_clause(claim, part, pairs, everywhere):
         return Verdict(False, "unknown clause")
+    gaps = _gaps(claim, pairs, everywhere)
     order = list(dict.fromkeys(t[0] for t in found))
     wanted = set(order)
     claim_figures = [f for f in claim.figures if part[0] <= f.start and f.end <= part[1]]
@@ -1008,8 +1030,8 @@ def _held_part(claim: Analysis, part: tuple[int, int], source: Analysis) -> Verd
         window = (clauses[0][0], clauses[-1][1])
         terms = [t for i in indices for t in source.clause_terms[i]]
         missing -= _named_in_part(claim, claim_terms, missing, {t[0] for t in terms}, source)
-        missing -= _suffixed_name(claim, claim_terms, missing, source, window)
-        if _replaced(claim, claim_terms, everywhere, source, window):
+        missing -= _suffixed_name(claim, pairs, missing, source, window)
+        if _replaced(claim, gaps, source, window):
             reasons.append("replaced")
             continue
         # "Every model comes with a three-year warranty" holds it of "Model 4": the number of a thing the window

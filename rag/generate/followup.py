@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from rag.generate.figures import ZH_KIND_WORDS
 from rag.generate.sentences import MARKER
-from rag.generate.support import HAN_FUNCTION
+from rag.generate.support import HAN_FUNCTION, HAN_POINTING
 from rag.scripts import CJK
 
 _EN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d+(?:[.,:]\d+)*%?")
@@ -313,7 +313,6 @@ def _new_in_run(run: str, known_text: str, known_chars: set[str]) -> list[str]:
 KEPT = 0.5
 """The share of the question's own words a rewrite must keep: Qwen 1.5B rewrote "What does it return?"
 as "HEAD" and "她的母亲是谁？" as "贾母" (its answers, and 贾母 a wrong one) from words of the conversation."""
-_ZH_POINTING_CHARS = frozenset("它他她这那其该此")
 
 
 def _asked_terms(text: str) -> set[str]:
@@ -325,7 +324,7 @@ def _asked_terms(text: str) -> set[str]:
     }
     for phrase in _QUERY_WORDS_ZH:
         text = text.replace(phrase, " ")
-    skip = _ZH_FUNCTION | _ZH_POINTING_CHARS
+    skip = _ZH_FUNCTION | HAN_POINTING
     for run in _CJK_RUN.findall(text):
         terms.update(run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) & skip)
     return terms
@@ -372,12 +371,17 @@ _KINDS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = tuple(
 )
 
 
+def _asked_kinds(question: str) -> set[str]:
+    """The kinds of thing `question` asks for by its asking words (`_KINDS`: "time", "place", "person", "amount")."""
+    return {kind for kind, asks, _nouns in _KINDS if asks.search(question)}
+
+
 def asks_another_kind(rewrite: str, question: str) -> bool:
     """Whether `rewrite` asks for another kind of thing than `question` (a time, a place, a person, an amount) and
     names none of it: a walk's "它是什么时候建的？" after "华西医院的前身是什么？" was rewritten "华西协合大学的前身是
     什么？", the question before it asked of its answer (its words all said, so nothing else refused it). A rewrite
     that asks nothing (an answer, a guess) is left to the checks that say so."""
-    asked = {kind for kind, asks, _nouns in _KINDS if asks.search(question)}
+    asked = _asked_kinds(question)
     if not asked or not _ASKING.search(rewrite):
         return False
     return not any(asks.search(rewrite) or nouns.search(rewrite) for kind, asks, nouns in _KINDS if kind in asked)
@@ -430,7 +434,7 @@ def states_figure(rewrite: str, question: str, asked: Iterable[str]) -> list[str
     if _ASKING.search(rewrite):
         return []
     said = {w for text in (question, *asked) for w in _en_words(MARKER.sub(" ", text))}
-    asks_number = any(asks.search(question) for kind, asks, _nouns in _KINDS if kind in ("time", "amount"))
+    asks_number = bool(_asked_kinds(question) & {"time", "amount"})
     figure = re.compile(r"\d") if asks_number else _FIGURE
     return [w for w in dict.fromkeys(_en_words(MARKER.sub(" ", rewrite))) if figure.search(w) and w not in said]
 

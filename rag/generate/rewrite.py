@@ -96,7 +96,7 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
     warranty? How heavy is it? (Model 5)"."""
     earlier = _earlier(history, searched)
-    previous = next((q.strip() for q in reversed(searched) if q.strip()), "") or (earlier[-1][0] if earlier else "")
+    previous = _last_search(searched) or (earlier[-1][0] if earlier else "")
     if not previous:
         return question
     query = f"{previous[-MESSAGE_CHARS:]} {question}"
@@ -105,6 +105,11 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     if thing and list(named_things(previous).values()) != [thing]:
         query += f" ({thing})"
     return query
+
+
+def _last_search(searched: Sequence[str]) -> str:
+    """What the question before was searched with (`searched`: oldest first), "" where nothing was."""
+    return next((q.strip() for q in reversed(searched) if q.strip()), "")
 
 
 def _earlier(history: Sequence[Message], searched: Sequence[str]) -> list[tuple[str, str]]:
@@ -181,9 +186,8 @@ def rewrite_query(
         """No rewrite can be used: the follow-up is searched after the question before it, and `note` says why,
         and what that question was searched with where it was not its own words (a walk saw the search line chain
         two earlier questions under a note that spoke of one)."""
-        previous = next((q.strip() for q in reversed(searched) if q.strip()), "")
-        asked = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
-        if previous and asked and previous != asked[-1]:
+        previous, earlier = _last_search(searched), _earlier(history, searched)
+        if previous and earlier and previous != earlier[-1][0]:
             note = Text(
                 "{reason} The question before it was searched as “{previous}”.",
                 reason=note,

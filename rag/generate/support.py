@@ -49,6 +49,8 @@ anything else further
 # Chinese function characters that carry no content on their own; a bigram holding one is dropped
 # ("隐的", "的女" would match any text about anyone's daughter).
 HAN_FUNCTION = frozenset("的了是在和与及或也都就而且并但所以因为这那个之其于为以被把从对中上下")
+HAN_POINTING = frozenset("它他她这那其该此")
+"""Chinese characters that point back at something said before (它, 她, 该…)."""
 
 
 _NAMED_BEFORE = re.compile(r"\b[A-Z][a-z]+ $")
