@@ -550,8 +550,13 @@ def test_the_charts_toolbar_speaks_the_pages_language(chromium, app_url: str) ->
         page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
         expect(page.locator(f'.js-plotly-plot .modebar-btn[data-title="{reset}"]').first).to_be_attached()
         expect(page.locator(f'.js-plotly-plot .modebar-btn[data-title="{download}"]').first).to_be_attached()
-        english = page.locator('.js-plotly-plot .modebar-btn[data-title="Zoom in"]').count()
-        assert english == (1 if locale == "en-US" else 0)
+        # Plotly's English: on every chart of the English page, on none of the Chinese one. (Counted, not compared
+        # with 1: the live chart is redrawn every second and may stand twice for a moment, a CI run saw.)
+        english = page.locator('.js-plotly-plot .modebar-btn[data-title="Zoom in"]')
+        if locale == "en-US":
+            expect(english.first).to_be_attached()
+        else:
+            expect(english).to_have_count(0)
         context.close()
         assert errors == [], locale
 
