@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag import gpu
+from rag import gpu, heap
 from rag import status as rag_status
 from rag.errors import RagError, install_log_masking
 from ui import resources
@@ -18,6 +18,7 @@ from ui.i18n import _, language_switch, tr
 
 st.set_page_config(page_title="RAG Knowledge Lab", page_icon="🧪", layout="wide")
 install_log_masking()  # a driver's error quoted in a log line may hold a connection string
+heap.map_large_buffers()  # a thread's heap grew by ~50 MB for an answer now and then (rag.heap)
 
 # Each URL path is the page's file name (chunk-lab too): ui/routing.py relies on it.
 UPLOAD = st.Page("pages/upload.py", title=_("Upload & preview"), icon="📄", url_path="upload")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from rag import heap
 from rag.cores import usable_cores
 from rag.errors import GenerationError, ModelError, one_line
 from rag.llms import qwen_weights, residency
@@ -453,7 +454,7 @@ class LocalChatModel:
                     close = getattr(completion, "close", None)
                     if close is not None:
                         close()
-                    residency.hand_back_free_heap()  # what the prompt cache's copies left free
+                    heap.hand_back_free_heap()  # what the prompt cache's copies left free
                 # The KV cache holds the prompt and every generated token but the last one.
                 marks["generated"] = llm.n_tokens - prompt_tokens + 1
             finally:

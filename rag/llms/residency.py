@@ -6,22 +6,21 @@ only the rows of the tokens in its prompts: 125 MB of Qwen2.5-Coder-1.5B's 1,117
 read back ~1 MB (measured with /proc/self/smaps). `release_unread_rows` hands those pages back to the kernel,
 and marks them read one page at a time when a row is needed (no read-ahead around it).
 
-glibc's malloc keeps freed memory for its next requests: after three answers 57 MB of the process's own
-memory were free yet held; `hand_back_free_heap` returns it (malloc_trim), run after each answer.
+What malloc keeps after an answer is handed back by `rag.heap.hand_back_free_heap`.
 
-Both are Linux (glibc) only and do nothing elsewhere; failing, they log and leave memory as it was.
+It is Linux (glibc) only and does nothing elsewhere; failing, it logs and leaves memory as it was.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import mmap
 import os
 import struct
-import sys
 from pathlib import Path
+
+from rag import heap
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,6 @@ _PAGE = mmap.PAGESIZE
 _SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 """GGUF metadata value types by their byte size (8 is a string, 9 an array)."""
 _STRING, _ARRAY = 8, 9
-_libc: ctypes.CDLL | None = None
 
 
 class _Header:
@@ -112,18 +110,6 @@ def tensor_spans(path: Path) -> dict[str, tuple[int, int]]:
     return {name: (bounds[i], bounds[i + 1]) for i, (_, name) in enumerate(offsets)}
 
 
-def _c_library() -> ctypes.CDLL | None:
-    global _libc
-    if _libc is None and sys.platform.startswith("linux"):
-        try:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            _libc.madvise.restype = ctypes.c_int
-        except OSError:
-            return None
-    return _libc
-
-
 def _mappings(path: Path) -> list[tuple[int, int, int]]:
     """(start address, end address, file offset) of each of this process's mappings of `path`."""
     target = os.path.realpath(path)
@@ -142,7 +128,7 @@ def release_span(path: Path, start: int, end: int) -> int:
     cache, and have later reads of them fault in one page at a time; the bytes released. Where the kernel mapped
     the file in large pieces (a 2 MB folio under one entry), the piece a span's edge cuts is unmapped whole and
     read again from the page cache when used."""
-    libc = _c_library()
+    libc = heap.libc()
     if libc is None:
         return 0
     released = 0
@@ -178,11 +164,3 @@ def release_unread_rows(path: Path) -> int:
         return 0
     log.info("Released %.0f MB of %s's token table from memory", released / 2**20, path.name)
     return released
-
-
-def hand_back_free_heap() -> None:
-    """Return the memory malloc holds free to the kernel (glibc's malloc_trim; nothing elsewhere)."""
-    libc = _c_library()
-    trim = getattr(libc, "malloc_trim", None)
-    if trim is not None:
-        trim(0)

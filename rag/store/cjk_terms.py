@@ -86,7 +86,9 @@ def split_terms(texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
     out: list[tuple[str | None, bytes | None]] = []
     wanted: list[int] = []
     for i, text in enumerate(texts):
-        if not text.isascii() and len(text) < LAST_POSITION:  # fewer characters than positions: none passed
+        # Fewer characters than positions: none passed. A "<" can open a tag, which the parser reads as one token
+        # across blanks and CJK runs alike ("<K文文>"): such a text is left to the server whole.
+        if not text.isascii() and len(text) < LAST_POSITION and "<" not in text:
             wanted.append(i)
     made: dict[int, bytes | None] = {}
     for group in _groups(wanted, texts):

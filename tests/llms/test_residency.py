@@ -120,7 +120,7 @@ def test_the_token_table_is_released_only_beside_an_output_layer_of_its_own(tmp_
 
 FREED_SCRIPT = """
 import json
-from rag.llms import residency
+from rag import heap
 
 def own_kb():
     with open("/proc/self/status") as status:
@@ -129,7 +129,7 @@ def own_kb():
 blocks = [bytearray(100_000) for _ in range(1000)]  # 100 MB on malloc's heap (each below its mmap threshold)
 del blocks[::2]  # 50 MB free between blocks still held: malloc keeps it
 held = own_kb()
-residency.hand_back_free_heap()
+heap.hand_back_free_heap()
 print(json.dumps({"held": held, "after": own_kb()}))
 """
 
