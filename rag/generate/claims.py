@@ -810,6 +810,7 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
     书院" against "全香港共有四所高中书院" passes: 高 is the window's)."""
     text = source.text[window[0] : window[1]]
     written = set(HAN_CHAR.findall(text))
+    claimed = set(claim.text)
     for gap in gaps:
         # Two characters of its own at least: one ("一起玩耍" for "一同玩耍") is a synonym as often.
         if len(gap.own - written) < REPLACED_OWN:
@@ -825,7 +826,7 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
                     continue
                 reach = reach[at + 2 :]
             theirs = set(HAN_CHAR.findall(reach)) - HAN_FUNCTION - HAN_POINTING  # "她常到" for "史湘云常到"
-            if theirs - set(claim.text) and not theirs & said:
+            if theirs - claimed and not theirs & said:
                 return True
     return False
 
