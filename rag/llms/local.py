@@ -318,14 +318,15 @@ class LocalChatModel:
             started = time.perf_counter()
             path = cls._weights_path()
             try:
-                llm = Llama(
-                    model_path=str(path),
-                    n_ctx=cls.N_CTX,
-                    n_ubatch=cls.N_UBATCH,
-                    n_threads=usable_cores(),
-                    type_k=cls.KEY_CACHE_TYPE,
-                    verbose=False,
-                )
+                with residency.rows_released_while_loading(path):
+                    llm = Llama(
+                        model_path=str(path),
+                        n_ctx=cls.N_CTX,
+                        n_ubatch=cls.N_UBATCH,
+                        n_threads=usable_cores(),
+                        type_k=cls.KEY_CACHE_TYPE,
+                        verbose=False,
+                    )
             except Exception as exc:
                 raise ModelError(
                     Text(

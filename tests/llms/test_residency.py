@@ -8,6 +8,8 @@ import mmap
 import struct
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,6 +118,42 @@ def test_the_token_table_is_released_only_beside_an_output_layer_of_its_own(tmp_
         assert before[0] - released // 1024 - 2 * HUGE_KB <= resident_kb(untied) <= before[0] - released // 1024
         assert residency.release_unread_rows(tied) == 0  # tied: the table is the output layer, read whole
         assert resident_kb(tied) == before[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise and /proc/self/smaps are Linux's")
+def test_the_token_table_leaves_while_the_model_still_loads(tmp_path: Path) -> None:
+    """The load maps the file and goes on (its context, its buffers): the table's pages are gone before it ends,
+    the other tensors' stay, and every byte still reads back."""
+    path = tmp_path / "untied.gguf"
+    spans = write_gguf(path, {"output.weight": 4 * 2**20, "token_embd.weight": 8 * 2**20, "blk.0.w": 4 * 2**20})
+    data = path.read_bytes()
+    start, end = spans["token_embd.weight"]
+    table_kb = (end // PAGE - -(-start // PAGE)) * PAGE // 1024
+    with (
+        residency.rows_released_while_loading(path),
+        open(path, "rb") as file,
+        mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+    ):
+        sum(mapped[i] for i in range(0, len(mapped), PAGE))  # as MAP_POPULATE maps every page
+        whole = len(mapped) // 1024
+        deadline = time.monotonic() + 5
+        while resident_kb(path) > whole - table_kb + 2 * HUGE_KB and time.monotonic() < deadline:
+            time.sleep(residency.UNMAP_SECONDS)
+        held = resident_kb(path)  # still inside the load
+        assert whole - table_kb - 2 * HUGE_KB <= held <= whole - table_kb + 2 * HUGE_KB
+        assert mapped[:] == data
+    # Not where the table is the output layer too (tied), nor for a file that is no GGUF: nothing dropped.
+    tied = tmp_path / "tied.gguf"
+    write_gguf(tied, {"token_embd.weight": 8 * 2**20, "blk.0.w": 4 * 2**20})
+    for other in (tied, tmp_path / "missing.gguf"):
+        with residency.rows_released_while_loading(other):
+            if other.exists():
+                with open(other, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    sum(mapped[i] for i in range(0, len(mapped), PAGE))
+                    mapped_kb = resident_kb(other)
+                    time.sleep(5 * residency.UNMAP_SECONDS)
+                    assert resident_kb(other) == mapped_kb >= len(mapped) // 1024
+    assert not [t for t in threading.enumerate() if t.name == "model-rows"]
 
 
 FREED_SCRIPT = """
