@@ -26,6 +26,7 @@ ODD_TEXTS = [
     "x" * LAST_POSITION + "中文",  # longer than the positions: left to the server
     "\U00020000\U0002a6d6 emoji 🙂 中文",  # beyond the Basic Multilingual Plane
     "文K文~0K{1'K\t<K文文>2 中文",  # a tag across CJK runs (random text found it): the parser's whole
+    "naïve café — “quoted” ‘text’ №5",  # past ASCII, but no CJK character: the text as it is
 ]
 
 
@@ -52,6 +53,7 @@ def test_the_terms_equal_the_parsers_on_real_and_odd_text(store: Store, pg_uri: 
     assert sum(vector is not None for _, vector in made) >= 300  # the Chinese passages went this way
     assert made[1] == (None, None) and made[9][1] is None  # English; too long for positions
     assert made[11][1] is None  # a "<": all of it left to the server
+    assert made[12] == (None, None)  # past ASCII, no CJK: the text as it is
     with psycopg.connect(pg_uri) as conn:
         conn.execute("CREATE TEMP TABLE made (i int, parsed text, cjk tsvector)")
         with conn.cursor().copy("COPY made (i, parsed, cjk) FROM STDIN WITH (FORMAT BINARY)") as copy:
