@@ -163,6 +163,10 @@ def release_span(path: Path, start: int, end: int) -> int:
     return released
 
 
+_UNREADABLE = (OSError, ValueError, UnicodeDecodeError, KeyError)
+"""What reading a GGUF file's tensors (`tensor_spans`) may raise."""
+
+
 def _unread_rows(path: Path) -> tuple[int, int] | None:
     """The token table's byte range where the model has an output layer of its own (with tied weights the table
     is that layer, read whole for every token); None otherwise."""
@@ -198,7 +202,7 @@ def rows_released_while_loading(path: Path) -> Iterator[None]:
     rest."""
     try:
         rows = _unread_rows(path)
-    except (OSError, ValueError, UnicodeDecodeError, KeyError):
+    except _UNREADABLE:
         rows = None  # release_unread_rows says why, after the load
     if rows is None or heap.libc() is None:
         yield
@@ -229,7 +233,7 @@ def release_unread_rows(path: Path) -> int:
         if rows is None:
             return 0
         released = release_span(path, *rows)
-    except (OSError, ValueError, UnicodeDecodeError, KeyError) as exc:
+    except _UNREADABLE as exc:
         log.warning("Kept the token table of %s in memory: %s", path.name, exc)
         return 0
     log.info("Released %.0f MB of %s's token table from memory", released / 2**20, path.name)
