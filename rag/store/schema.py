@@ -44,6 +44,16 @@ it writes them (with PostgreSQL's 4 MB, a 64 MB pending list is merged in 16 rou
 were 2.4 s)."""
 
 
+AUTOVACUUM_ROWS = 100_000
+"""Rows written to `vector_store` before PostgreSQL's autovacuum analyzes it (or vacuums it for the inserts alone) on
+its own: its default (50 rows and a tenth of the table, 1,000 and a fifth for a vacuum) fired in the middle of every
+`bench --only peers` ingest (~10 s into it), and an autovacuum worker's VACUUM or ANALYZE of a table merges its
+keyword index's pending list (`GIN_PENDING_KB`), the work an ingest leaves to its end: the server's CPU within the
+ingest 7.6-8.7 s against 4.0-4.5 with autovacuum kept off that table, the ingest 14.1-18.0 s against 13.1-15.7 s
+(four runs each, alternating). An ingest's end analyzes the table instead (`Store.analyze_if_due`), after the
+merges, by autovacuum's own rule; what others write to the table (Spring AI's store) is analyzed by autovacuum
+past this many rows, or by the app's next ingest. Dead rows (a document replaced or deleted) vacuum it as before."""
+
 TOAST_TARGET = 8160
 """Bytes a row of `vector_store` may have before PostgreSQL compresses it or moves parts of it out of line (the
 largest it accepts: a page less its header and one line pointer)."""
@@ -211,6 +221,10 @@ CREATE TABLE IF NOT EXISTS vector_store (
 -- for nothing. Inserting the peers bench's 12,014 rows took the server 1.2-1.3 CPU s against 1.8-2.1, the table
 -- 103 MB against 115. Checked first, as above.
 {_unless_option("TABLE", "vector_store", f"toast_tuple_target={TOAST_TARGET}")}
+-- Not analyzed nor vacuumed by autovacuum for rows merely added while an ingest writes them (AUTOVACUUM_ROWS).
+-- Checked first, as above.
+{_unless_option("TABLE", "vector_store", f"autovacuum_analyze_threshold={AUTOVACUUM_ROWS}")}
+{_unless_option("TABLE", "vector_store", f"autovacuum_vacuum_insert_threshold={AUTOVACUUM_ROWS}")}
 -- A stored file is kept as it is (EXTERNAL: out of line, never compressed). PDFs, Office files and EPUBs are
 -- compressed inside already, and PostgreSQL's compression ran over each of them before giving up: the peers
 -- bench's 200 PDFs (16.0 MB) took the server 0.28 CPU s to store against 0.07 kept as they are, 16.0 MB either

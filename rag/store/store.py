@@ -54,6 +54,14 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
+
+_ANALYZE_DUE = """
+SELECT c.reltuples < 0 OR coalesce(s.n_mod_since_analyze, 0) > current_setting('autovacuum_analyze_threshold')::float8
+       + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
+FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE c.oid = 'vector_store'::regclass"""
+"""Whether `vector_store` is due an ANALYZE by autovacuum's rule (`Store.analyze_if_due`); the changes counted are
+those the writers' server processes have reported (within a second or so of their last commit)."""
 T = TypeVar("T")
 
 
@@ -501,6 +509,24 @@ class Store:
             log.warning("the keyword index's pending list stays pending: %s", one_line(exc, None))
             return 0
 
+    def analyze_if_due(self) -> bool:
+        """`vector_store` analyzed where autovacuum's own rule says it is due (more rows changed since it last was
+        than the server's autovacuum_analyze_threshold and its scale factor of the table's rows), or where it never
+        was: the writes' end does what `schema.AUTOVACUUM_ROWS` keeps autovacuum from doing in their middle. Whether
+        it was due. SKIP_LOCKED: a graph being built (CREATE INDEX CONCURRENTLY holds the lock ANALYZE takes, and
+        waits for older transactions to end) is not waited for; its build's end asks again. A failure is logged,
+        never raised: the planner's figures are older, nothing is wrong."""
+        try:
+            with self._conn() as conn:
+                due = conn.execute(_ANALYZE_DUE).fetchone()
+                if not due or not due[0]:
+                    return False
+                conn.execute("ANALYZE (SKIP_LOCKED) vector_store")
+                return True
+        except StoreError as exc:
+            log.warning("the knowledge bases' table was not analyzed: %s", one_line(exc, None))
+            return False
+
     def merge_bm25_later(self) -> None:
         """Merge what is pending in a thread of its own, after the merge running now if one is, and clean the
         keyword index's pending list (an ingest's end: its knowledge base is searchable, and exact, before its
@@ -518,6 +544,7 @@ class Store:
                     before.join()
                 self.merge_bm25()
                 cleaning.join()
+                self.analyze_if_due()
 
             self._merging = threading.Thread(target=merge, name="rag-bm25-merge", daemon=True)
             self._merging.start()
@@ -626,6 +653,7 @@ class Store:
                     self._graphs_awaited = False  # and is awaited only if an ingest asks again
                     return
             self.build_graphs(None if names is None else sorted(names))
+            self.analyze_if_due()  # skipped while the build held the table (`analyze_if_due`)
 
     def _lock_knowledge_base(
         self,

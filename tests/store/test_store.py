@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from rag.chunking import Chunk
 from rag.errors import EmbedderMismatchError, StoreError
 from rag.query.filters import to_sql
 from rag.store import Store, graphs
-from rag.store.schema import GIN_PENDING_KB, TOAST_TARGET
+from rag.store.schema import AUTOVACUUM_ROWS, GIN_PENDING_KB, TOAST_TARGET
 from tests.store.killed import DIE_AT_CHUNK_50, killed_write
 
 RNG = np.random.default_rng(7)
@@ -582,6 +583,80 @@ def test_keyword_index_keeps_a_large_pending_list_also_on_an_older_database(stor
     assert options() == []
     Store(pg_uri).close()
     assert options() == [f"gin_pending_list_limit={GIN_PENDING_KB}"]
+
+
+def test_autovacuum_leaves_the_rows_an_ingest_adds_to_its_end_also_on_an_older_table(store: Store, pg_uri: str) -> None:
+    """Rows merely added do not make autovacuum analyze or vacuum the chunks' table (its VACUUM or ANALYZE merged the
+    keyword index's pending list in the middle of the peers bench's ingest, ~3-4 CPU s of the server's); a table
+    made before gets the options when a Store opens."""
+
+    def options() -> list[str]:
+        with psycopg.connect(pg_uri) as conn:
+            row = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'vector_store'::regclass").fetchone()
+        return sorted(o for o in (row[0] or []) if o.startswith("autovacuum")) if row else []
+
+    expected = [
+        f"autovacuum_analyze_threshold={AUTOVACUUM_ROWS}",
+        f"autovacuum_vacuum_insert_threshold={AUTOVACUUM_ROWS}",
+    ]
+    assert options() == expected
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        conn.execute(
+            "ALTER TABLE vector_store RESET (autovacuum_analyze_threshold, autovacuum_vacuum_insert_threshold)"
+        )
+    assert options() == []
+    Store(pg_uri).close()
+    assert options() == expected
+
+
+def _analyzed(pg_uri: str) -> tuple[int, float]:
+    """How often `vector_store` was analyzed by a statement (not by autovacuum), and its rows as that counted."""
+    with psycopg.connect(pg_uri) as conn:
+        return conn.execute(
+            "SELECT s.analyze_count, c.reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+            "WHERE s.relid = 'vector_store'::regclass"
+        ).fetchone()
+
+
+def test_the_end_of_the_writes_analyzes_the_table_where_autovacuum_would_have(store: Store, pg_uri: str) -> None:
+    """What autovacuum no longer does while an ingest writes, its end does (`merge_bm25_later`, which an ingest and an
+    import call), by autovacuum's own rule: a table never analyzed, or changed by more than 50 rows and a tenth."""
+    before, _ = _analyzed(pg_uri)  # the table was emptied by TRUNCATE: never analyzed since
+    write(store, "kb", "a.txt", n=80)
+    # The writer's server process reports its changes within a second of going idle (an ingest's merges take that
+    # long): reported after the ANALYZE, they would count as changes since it.
+    time.sleep(1.5)
+    store.merge_bm25_later()
+    store.close()  # waits for the merges, and the analysis after them
+    assert _analyzed(pg_uri) == (before + 1, 80)
+    with Store(pg_uri) as again:
+        assert again.analyze_if_due() is False  # nothing changed since
+        write(again, "kb", "b.txt", n=5)  # 5 rows: fewer than 50 and a tenth of 80
+        time.sleep(1.5)
+        assert again.analyze_if_due() is False
+        write(again, "kb", "c.txt", n=120)
+        deadline = time.monotonic() + 30
+        while not again.analyze_if_due():
+            assert time.monotonic() < deadline, "125 rows changed, and the table not due an ANALYZE"
+            time.sleep(0.5)
+    assert _analyzed(pg_uri) == (before + 2, 205)
+
+
+def test_the_analysis_does_not_wait_for_a_graph_being_built(store: Store, pg_uri: str) -> None:
+    """A graph's build (CREATE INDEX CONCURRENTLY) holds the lock ANALYZE takes and waits for older transactions:
+    the analysis skips the table then rather than wait for it (the build's end asks again)."""
+    write(store, "kb", "a.txt", n=10)
+    with psycopg.connect(pg_uri) as holder:
+        holder.execute("LOCK TABLE vector_store IN SHARE UPDATE EXCLUSIVE MODE")  # as CREATE INDEX CONCURRENTLY
+        before, _ = _analyzed(pg_uri)
+        done: list[bool] = []
+        thread = threading.Thread(target=lambda: done.append(store.analyze_if_due()), daemon=True)
+        thread.start()
+        thread.join(timeout=20)
+        assert not thread.is_alive(), "the analysis waited for the lock"
+        assert done == [True] and _analyzed(pg_uri)[0] == before  # due, and skipped
+    assert store.analyze_if_due() is True
+    assert _analyzed(pg_uri) == (before + 1, 10)
 
 
 def test_a_chunks_row_stays_whole_in_its_page_also_on_an_older_table(store: Store, pg_uri: str) -> None:
