@@ -51,7 +51,7 @@ its own: its default (50 rows and a tenth of the table, 1,000 and a fifth for a 
 keyword index's pending list (`GIN_PENDING_KB`), the work an ingest leaves to its end: the server's CPU within the
 ingest 7.6-8.7 s against 4.0-4.5 with autovacuum kept off that table, the ingest 14.1-18.0 s against 13.1-15.7 s
 (four runs each, alternating). An ingest's end analyzes the table instead (`Store.analyze_if_due`), after the
-merges, by autovacuum's own rule; what others write to the table (Spring AI's store) is analyzed by autovacuum
+BM25 merge, by autovacuum's own rule; what others write to the table (Spring AI's store) is analyzed by autovacuum
 past this many rows, or by the app's next ingest. Dead rows (a document replaced or deleted) vacuum it as before."""
 
 TOAST_TARGET = 8160
