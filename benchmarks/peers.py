@@ -343,6 +343,15 @@ rounds still left one contender's two runs in one slow phase now and then (ours 
 Contender = Callable[[Corpus, str, object], Run]
 
 
+def settle(uri: str) -> None:
+    """What the contenders before left to autovacuum in the round's database done before the next one starts: the
+    statistics of tables grown by ~12,000 rows and a keyword index's pending list (LlamaIndex's hybrid store keeps
+    one too), which an autovacuum worker took up several seconds into whatever ran next (~3-4 CPU s of a server
+    process beside our ingest when it was its own table's turn, `rag.store.schema.AUTOVACUUM_ROWS`)."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+
+
 def bench_ingest_peers(
     report: Report, base_uri: str, quick: bool, scratch: Callable[[str, str], tuple[str, Callable[[], None]]]
 ) -> None:
@@ -376,7 +385,9 @@ def bench_ingest_peers(
             try:
                 order = list(range(len(contenders)))
                 for i in order if number % 2 == 0 else order[::-1]:
+                    settle(uri)
                     rounds[i].append(contenders[i](corpus, uri, embedder))
+                settle(uri)
                 floors.append(embedding_floor(uri, embedder))
                 if number == ROUNDS - 1:
                     rows = store_profile(report, uri, sample, embedder.dimension)

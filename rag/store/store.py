@@ -62,6 +62,7 @@ FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
 WHERE c.oid = 'vector_store'::regclass"""
 """Whether `vector_store` is due an ANALYZE by autovacuum's rule (`Store.analyze_if_due`); the changes counted are
 those the writers' server processes have reported (within a second or so of their last commit)."""
+
 T = TypeVar("T")
 
 
@@ -530,7 +531,8 @@ class Store:
     def merge_bm25_later(self) -> None:
         """Merge what is pending in a thread of its own, after the merge running now if one is, and clean the
         keyword index's pending list (an ingest's end: its knowledge base is searchable, and exact, before its
-        counts are folded in and its terms sorted into the index; `close` waits for it)."""
+        counts are folded in and its terms sorted into the index; `close` waits for it); the table is analyzed
+        there too where it is due (`analyze_if_due`)."""
         with self._merging_lock:
             before = self._merging
 
