@@ -657,7 +657,8 @@ class Store:
                     self._graphs_awaited = False  # and is awaited only if an ingest asks again
                     return
             self.build_graphs(None if names is None else sorted(names))
-            self.analyze_if_due()  # skipped while the build held the table (`analyze_if_due`)
+            if not self._pool.closed:  # a build a search asked for may end after `close`
+                self.analyze_if_due()  # skipped while the build held the table (`analyze_if_due`)
 
     def _lock_knowledge_base(
         self,
