@@ -419,7 +419,7 @@ def _read_with_question(
     if measure:
         backing: tuple[int, ...] = ()
     elif claims:
-        held = {n for claim in claims for n in holding_sources(claim, {n: texts[n] for n in check.backing})}
+        held = {n for claim in claims for n in holding_sources(claim, {n: texts[n] for n in check.backing}, question)}
         backing = tuple(n for n in check.backing if n in held)
     else:
         return checks, cited, measure

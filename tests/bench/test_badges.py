@@ -47,12 +47,13 @@ def test_held_sentences_that_leave_out_what_was_asked_lose_green_and_most_right_
 def test_a_sentence_with_its_answer_replaced_by_words_the_passage_never_writes_loses_green() -> None:
     """On public data: the CMRC sentence holding the gold span (right), and the same sentence with that span replaced
     by another passage's answer (wrong), the words a small model puts in a source's place. Measured on all 243:
-    wrong green 150 -> 63, right green 216 both ways."""
+    wrong green 150 -> 31, right green 216 both ways (63 before a run ending its clause was compared, and before one
+    shared character stopped making two names synonyms)."""
     from benchmarks.badges import substituted_answers
 
     put = substituted_answers(limit=300)
     assert put.right_green[1] == put.right_green[0]  # 64 of 69 on these 300
-    assert put.wrong_green[1] <= 0.5 * put.wrong_green[0]  # 44 -> 14
+    assert put.wrong_green[1] <= 0.25 * put.wrong_green[0]  # 44 -> 9 (14 before)
 
 
 def test_every_case_resolves_its_passage_and_is_labelled() -> None:

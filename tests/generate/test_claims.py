@@ -456,6 +456,42 @@ def test_a_word_put_in_the_windows_place_is_not_held_and_a_name_written_in_part_
     assert not claim_held("毛利元就在混乱中遇袭身亡。", battle).held
 
 
+def test_a_word_put_in_place_of_the_windows_at_the_end_of_its_clause_is_not_held() -> None:
+    """On zh_cmrc_trial's gold sentences with their answer replaced by another passage's, a replaced run that ends
+    its clause ("…总部位于伴随算子，") was held: its clause alone passed, no held word after it to place it by. What the
+    window writes there is compared as between two held words; a verb of one character ("崩" for "去世") is not."""
+    bank = "西贡商信银行是越南的一家商业银行。该银行的总部位于胡志明市，成立时最初的注册资本为30亿越南盾。"
+    assert holding_sources("该银行的总部位于胡志明市，成立时最初的注册资本为30亿越南盾。", {1: bank}) == (1,)
+    assert holding_sources("该银行的总部位于伴随算子，成立时最初的注册资本为30亿越南盾。", {1: bank}) == ()
+    assert claim_held("该银行的总部位于伴随算子。", bank) == claims.Verdict(False, "replaced")
+    reign = "皇建元年（560年），孝昭帝即位，十一月立为皇后。皇建二年（561年），孝昭帝崩，梓宫之邺。"
+    assert holding_sources("皇建二年（561年），孝昭帝去世。", {1: reign}) == (1,)
+
+
+def test_a_bare_answer_put_into_its_question_is_not_replaced_by_the_questions_own_words() -> None:
+    """A bare answer is read as the claim it makes of its question ("牛车水是位于新加坡国家。" for "新加坡" to
+    "牛车水是位于哪个国家？"): the question's word after it (国家) is no word of the answer's put in the window's
+    place ("…是新加坡的唐人街"), as it would be in a sentence of the answer's own."""
+    passage = "牛车水是新加坡的唐人街，是新加坡历史上重要的华人聚集地。"
+    question = "牛车水是位于哪个国家？"
+    assert holding_sources("牛车水是位于新加坡国家。", {1: passage}, question) == (1,)
+    assert holding_sources("牛车水是位于新加坡国家。", {1: passage}) == ()
+    sources = generate.number_sources([hit("source.txt", (1,), passage)])
+    assert generate.check_grounding("新加坡 [1]", sources, question=question).grounded
+
+
+def test_a_name_sharing_one_character_with_the_windows_is_no_synonym() -> None:
+    """Words sharing a character were taken for synonyms however long: "湖广右布政使史朝宜" in the place of
+    "江苏省扬州市广陵区" (a 广 each) was held. A quarter of the shorter one's characters at least now
+    (`claims.SYNONYM_SHARE`); "儿子叫" for "有一子" still is one."""
+    street = "东关街是中国江苏省扬州市广陵区的一条东西向街道，全长1122米，宽约5米。"
+    assert claim_held("东关街是中国江苏省扬州市广陵区的一条东西向街道。", street).held
+    assert claim_held("东关街是中国湖广右布政使史朝宜的一条东西向街道。", street) == claims.Verdict(False, "replaced")
+    queen = "元氏初为常山王妃，有一子乐陵王高百年。"
+    sources = generate.number_sources([hit("source.txt", (1,), queen)])
+    assert generate.check_grounding("高百年 [1]", sources, question="元皇后的儿子叫什么？").grounded
+
+
 def test_a_clause_of_words_no_source_writes_is_not_held() -> None:
     """On zh_cmrc_trial's gold sentences with their answer replaced by another passage's, a replaced clause of its
     own ("研究人员认为狐蝠科是它们主要授粉者，南开大学…") passed on the share of the words the rest holds."""
