@@ -866,7 +866,7 @@ SYNONYM_SHARE = 0.25
 """Of the fewer characters of the window's words and the claim's in their place, the share they must have in common to
 be taken for synonyms: one shared character of three ("儿子叫" for "有一子") is, one of nine ("湖广右布政使史朝宜" for
 "江苏省扬州市广陵区", a 广 each) is not. Any one shared had let 8 of zh_cmrc_trial's remaining 39 substitutions pass
-(`bench --only badges`); a third would take green from a right bare answer ("元皇后的儿子叫高百年", 1 of 4)."""
+(`bench --only badges`); a third took green from a right bare answer ("元皇后的儿子叫高百年")."""
 
 
 def _synonyms(theirs: set[str], said: set[str]) -> bool:
