@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
-from rag.generate.sentences import MARKER, sentence_spans
+from rag.generate.sentences import CLAUSE_MARK, MARKER, sentence_spans
 from rag.generate.support import HAN_FUNCTION, HAN_POINTING, term_spans
 from rag.scripts import HAN, HAN_CHAR
 
@@ -840,7 +840,7 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
                     # substitutions and took green from 2 more right answers of the labelled set.
                     continue
                 reach = reach[at + 2 :]
-            theirs = set(HAN_CHAR.findall(reach)) - HAN_FUNCTION - HAN_POINTING  # "她常到" for "史湘云常到"
+            theirs = _content_chars(reach)  # "她常到" for "史湘云常到"
             if theirs - claimed and not _synonyms(theirs, said):
                 return True
     return False
@@ -854,14 +854,18 @@ def _replaced_after(gap: _Gap, text: str, claimed: set[str], said: set[str]) -> 
     if gap.before is None:
         return False
     for m in re.finditer(re.escape(gap.before[0]), text):
-        reach = _CLAUSE_END.split(text[m.end() : m.end() + (gap.end - gap.start) + REPLACED_REACH])[0]
-        theirs = set(HAN_CHAR.findall(reach)) - HAN_FUNCTION - HAN_POINTING
+        reach = CLAUSE_MARK.split(text[m.end() : m.end() + (gap.end - gap.start) + REPLACED_REACH])[0]
+        theirs = _content_chars(reach)
         if len(theirs - claimed) >= REPLACED_OWN and not _synonyms(theirs, said):
             return True
     return False
 
 
-_CLAUSE_END = re.compile(r"[，,；;：:。！？!?\n]")
+def _content_chars(text: str) -> set[str]:
+    """The Han characters of `text` but function characters and pronouns: what words in a window's place say."""
+    return set(HAN_CHAR.findall(text)) - HAN_FUNCTION - HAN_POINTING
+
+
 SYNONYM_SHARE = 0.25
 """Of the fewer characters of the window's words and the claim's in their place, the share they must have in common to
 be taken for synonyms: one shared character of three ("儿子叫" for "有一子") is, one of nine ("湖广右布政使史朝宜" for

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from rag.generate.sentences import MARKER
+from rag.generate.sentences import CLAUSE_MARK, MARKER
 from rag.scripts import HAN, HAN_CHAR
 
 FRAGMENT_CHARS = 32
@@ -22,7 +22,6 @@ with its unit, a short phrase. Measured on zh_cmrc_trial's 1,000 gold spans and 
 604, 32 893 / 579, 48 886 / 565 (without the question 975 / 961; before `figure_missing`, which took the wrong ones
 at 32 to 551)."""
 
-_CLAUSE = re.compile(r"[，,；;：:。！？!?\n]")
 _END = re.compile(r"[\s。．.！!？?]+$")
 ZH_QUESTION_WORD = re.compile(
     r"什么时候|什么地方|什么人|什么|谁|哪里|哪儿|哪一年|哪年|哪一天|"
@@ -44,7 +43,7 @@ def fragment(answer: str) -> str | None:
     """The answer's text when it is a bare answer (one short clause, markers and end punctuation dropped), else
     None."""
     text = _END.sub("", MARKER.sub("", answer)).strip()
-    if not text or len(text) > FRAGMENT_CHARS or _CLAUSE.search(text):
+    if not text or len(text) > FRAGMENT_CHARS or CLAUSE_MARK.search(text):
         return None
     return text
 

@@ -75,6 +75,8 @@ ABBREVIATIONS = frozenset(
 NUMBERED = frozenset({"no", "nos"})
 """Abbreviations only before a number ("No. 5"); "No." before a word ends a sentence."""
 _END = re.compile(r"[.!?。！？]+|\n")
+CLAUSE_MARK = re.compile(r"[，,；;：:。！？!?\n]")
+"""What ends a clause: a comma, semicolon or colon, a sentence's end, a line's."""
 _CLOSERS = "\"'”’」』）)]"
 # [1], [1, 2], and the full-width 【1】 that Chinese answers often use; group 1 holds the numbers.
 MARKER_PATTERN = r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]"
