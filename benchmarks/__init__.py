@@ -136,8 +136,9 @@ def run(
         bench_answers(report, quick)
     if "badges" in chosen:
         from benchmarks.badges import bench_badges
+        from benchmarks.conversation import ANSWERS_FILE
 
-        bench_badges(report, quick)
+        bench_badges(report, quick, answers=settings.data_dir / "bench" / ANSWERS_FILE)
     if "tune" in chosen:
         from benchmarks.tune import bench_tune
 

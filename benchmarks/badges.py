@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 import statistics
 import time
 import uuid
@@ -169,7 +170,9 @@ def check_cost(cases: Sequence[BadgeCase]) -> tuple[float, float]:
     return statistics.median(costs), max(costs)
 
 
-def bench_badges(report: Report, quick: bool) -> None:
+def bench_badges(report: Report, quick: bool, *, answers: Path | None = None) -> None:
+    """The labelled set, then the lines on public data; with `answers` (the conversation bench's kept answers,
+    `benchmarks.conversation.save_answers`) where that file exists, the model's own answers read again."""
     cases = badge_cases()
     report.section(
         f"Green badge on {len(cases)} labelled answers ({sum(c.right for c in cases)} right, "
@@ -222,6 +225,14 @@ def bench_badges(report: Report, quick: bool) -> None:
         f"by another passage's answer of as many Han characters, each cited as [1]): without the checks for words "
         f"no source writes {put.line(asked=False)}; with them {put.line(asked=True)}"
     )
+    names = substituted_names(limit=40 if quick else None)
+    report.line(
+        f"name substitutions on en_race ({names.right} sentences writing a name, {names.wrong} with it replaced by a "
+        f"name another passage writes and this one never does, each cited as [1]): without the check for names no "
+        f"source writes {names.line(asked=False)}; with it {names.line(asked=True)}"
+    )
+    if answers is not None and answers.exists():
+        report.line(recorded_answers(answers))
 
 
 @dataclass(frozen=True)
@@ -353,3 +364,83 @@ def substituted_answers(limit: int | None = None) -> Bare:
                 yield question, passage, right, right.replace(gold, other)
 
     return _tally(cases(), green)
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def _race_names(text: str) -> list[re.Match[str]]:
+    """The words of an en_race passage written as names: capitalised wherever the passage writes them, and at least
+    once inside a sentence (not "However"), and no stop word ("These" opening a sentence glued to a letter: "C These
+    days")."""
+    from rag.generate import claims
+    from rag.generate.support import content_terms
+
+    inside = [
+        m
+        for m in _CAPITALISED.finditer(text)
+        if not claims._at_opening(text, m.start()) and content_terms(m.group())  # not "That"
+    ]
+    return [m for m in inside if all(w[0].isupper() for w in re.findall(rf"\b{m.group()}\b", text, re.IGNORECASE))]
+
+
+def substituted_names(limit: int | None = None) -> Bare:
+    """English sentences with a name put in another's place, on public data: up to two sentences of each en_race
+    passage that write a name inside them (right), and each with that name replaced by one another passage writes and
+    this one never does (wrong: "The CEO is Tran Van Hoa" where the source names "Tran Minh Duc", a small model's
+    slip in the conversation bench's English sources), each cited as [1]. Green without and with the check for names
+    no source writes (`claims._unknown_names`)."""
+    from unittest import mock
+
+    from rag import generate
+    from rag.evaluation.sets import eval_set
+    from rag.generate import claims
+    from rag.generate.sentences import sentence_spans
+    from rag.generate.support import content_terms
+
+    def green(answer: str, sources: Sequence[Any], question: str) -> tuple[bool, bool]:
+        with mock.patch.object(claims, "_unknown_names", lambda *_: False):
+            without = generate.check_grounding(answer, sources, question=question).grounded
+        return without, generate.check_grounding(answer, sources, question=question).grounded
+
+    texts = [p.text for p in eval_set("en_race").passages]
+
+    def cases() -> Iterator[tuple[str, str, str, str | None]]:
+        for i, text in enumerate(texts[:limit]):
+            written = content_terms(text)
+            pool = (m.group() for other in texts[i + 1 :] + texts[:i] for m in _race_names(other))
+            substitutes = (w for w in pool if not content_terms(w) & written)
+            names = _race_names(text)
+            taken = 0
+            for a, b in sentence_spans(text):
+                sentence = text[a:b].strip()
+                lead = a + len(text[a:b]) - len(text[a:b].lstrip())
+                # Inside the sentence as an answer writes it too: not "Hearing this, …" after a passage's line
+                # with no stop.
+                inside = (m for m in names if a <= m.start() < b and not claims._at_opening(sentence, m.start() - lead))
+                name = next(inside, None)
+                if name is None or taken == 2:
+                    continue
+                taken += 1
+                at = name.start() - lead
+                yield "", text, sentence, sentence[:at] + next(substitutes) + sentence[at + len(name.group()) :]
+
+    return _tally(cases(), green)
+
+
+def recorded_answers(path: Path) -> str:
+    """The line on the conversation bench's kept answers (the embedded model's, right or wrong by the gold answers),
+    badged again by today's checks: the right ones a change would show as guesses, the wrong ones it would badge."""
+    from benchmarks.conversation import load_answers
+
+    turns = load_answers(path)
+    by_language: dict[str, list[tuple[bool, bool]]] = {}
+    for language, turn, right in turns:
+        by_language.setdefault(language, []).append((right, turn.grounding.grounded))
+    parts = []
+    for language, rows in sorted(by_language.items(), reverse=True):
+        right = [green for is_right, green in rows if is_right]
+        wrong = [green for is_right, green in rows if not is_right]
+        parts.append(f"{language} right green {sum(right)}/{len(right)}, wrong green {sum(wrong)}/{len(wrong)}")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+    return f"the conversation bench's answers of {when} ({len(turns)}, {path.name}), badged again: " + "; ".join(parts)

@@ -14,7 +14,8 @@ conversation, a follow-up in its standalone form (asked as written, alone, it na
 
 Judged per answer: right (it holds a gold answer after `normalise`, the answers bench's rule),
 gold cited (a marker the model wrote points at the gold passage), green but wrong (the chat would
-badge a wrong answer grounded), rewritten (what was searched is not the question as asked: the
+badge a wrong answer grounded), right and green (a right one: the others show a true answer as a possible
+guess), rewritten (what was searched is not the question as asked: the
 engine decides which questions to rewrite, so a standalone question rewritten, or a follow-up not,
 shows here), and seconds to the first word (from `engine.start`: the rewrite and the search count).
 A wrong answer is traced to the stage that lost it: not retrieved (the gold passage is not among the
@@ -282,13 +283,16 @@ class Counts:
     stages: dict[str, int]
     """Wrong answers by the stage that lost them."""
     first_word: tuple[float, ...]
+    right_green: int = 0
+    """Right answers the chat badges green: the rest show a true answer as a possible guess."""
 
     def line(self, label: str) -> str:
         n = self.asked
         lost = ", ".join(f"{stage} {self.stages[stage]}" for stage in STAGES if self.stages.get(stage))
         return (
             f"{label} {self.right}/{n} right, gold cited {self.cites_gold}/{n}, green but wrong "
-            f"{self.green_but_wrong}, rewritten {self.rewritten}/{n}" + (f" (wrong: {lost})" if lost else "")
+            f"{self.green_but_wrong}, right and green {self.right_green}/{self.right}, rewritten {self.rewritten}/{n}"
+            + (f" (wrong: {lost})" if lost else "")
         )
 
 
@@ -301,6 +305,7 @@ def count(outcomes: Sequence[Outcome]) -> Counts:
         rewritten=sum(o.rewritten for o in outcomes),
         stages=dict(Counter(o.stage for o in outcomes if not o.right)),
         first_word=tuple(o.first_word for o in outcomes if o.first_word is not None),
+        right_green=sum(o.green and o.right for o in outcomes),
     )
 
 
@@ -508,4 +513,65 @@ def bench_conversation(
         for row in rows:
             report.line(row)
     report.line(f"({time.perf_counter() - started:.0f} s, {cache.embedded} texts embedded this run)")
+    if conversations is None:
+        kept = save_answers(outcomes, local.data_dir / "bench" / ANSWERS_FILE)
+        report.line(f"answers kept in {kept} (`bench --only badges` reads them again with today's checks)")
     return outcomes
+
+
+ANSWERS_FILE = "conversation-answers.jsonl"
+"""The last full run's answers with what they cite, under the data folder's `bench/`: the model's real answers, read
+again by `bench --only badges` in seconds where a change to the checks would otherwise need the model's 30 minutes."""
+
+
+def save_answers(outcomes: Sequence[Outcome], path: Path) -> Path:
+    """Each outcome's turn (question, what was searched, the answer, the passages it was given) and whether the
+    answer is right, one JSON line each, written whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps(
+            {
+                "language": o.language,
+                "condition": o.condition,
+                "question": o.turn.question,
+                "query": o.turn.query,
+                "answer": o.turn.answer,
+                "attributed": o.turn.attributed,
+                "right": o.right,
+                "green": o.green,
+                "sources": [{"n": s.n, "file": s.hit.original_filename, "passage": s.passage} for s in o.turn.sources],
+            },
+            ensure_ascii=False,
+        )
+        for o in outcomes
+    ]
+    partial = path.with_suffix(".partial")
+    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def load_answers(path: Path) -> list[tuple[str, Turn, bool]]:
+    """The turns `save_answers` kept, each with its language and whether its answer is right."""
+    import uuid
+
+    from rag.generate.prompt import Source
+    from rag.store import Hit
+
+    turns = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        sources = tuple(
+            Source(s["n"], Hit(uuid.uuid4(), s["passage"], {"original_filename": s["file"]}, 1.0))
+            for s in row["sources"]
+        )
+        turn = Turn(
+            "",
+            row["question"],
+            row["query"],
+            sources=sources,
+            answer=row["answer"],
+            attributed=row["attributed"],
+        )
+        turns.append((row["language"], turn, bool(row["right"])))
+    return turns

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import io
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
 
 from benchmarks.badges import KNOWN_GREEN_WRONG, badge_cases, bench_badges
 from benchmarks.report import Report
+from rag.store import Hit
+
+
+def hit(passage: str) -> Hit:
+    return Hit(uuid.uuid4(), passage, {"original_filename": "source.md", "pages": [1]}, 1.0)
 
 
 def test_the_badge_bench_reports_before_and_after_per_language() -> None:
@@ -20,6 +28,7 @@ def test_the_badge_bench_reports_before_and_after_per_language() -> None:
     assert "bare answers on zh_cmrc_trial (" in text and "; read with it green precision " in text
     assert "sentences on zh_cmrc_trial (" in text and "; with it green precision " in text
     assert "substitutions on zh_cmrc_trial (" in text and "words no source writes green precision " in text
+    assert "name substitutions on en_race (" in text and "names no source writes green precision " in text
 
 
 def test_bare_answers_read_with_their_question_take_green_from_wrong_ones_and_keep_most_right_ones() -> None:
@@ -47,13 +56,61 @@ def test_held_sentences_that_leave_out_what_was_asked_lose_green_and_most_right_
 def test_a_sentence_with_its_answer_replaced_by_words_the_passage_never_writes_loses_green() -> None:
     """On public data: the CMRC sentence holding the gold span (right), and the same sentence with that span replaced
     by another passage's answer (wrong), the words a small model puts in a source's place. Measured on all 243:
-    wrong green 150 -> 31, right green 216 both ways (63 before a run ending its clause was compared, and before one
-    shared character stopped making two names synonyms)."""
+    wrong green 150 -> 24, right green 216 both ways (63 before a run ending its clause was compared, and before one
+    shared character stopped making two names synonyms; 31 before a long stretch of them was not held anywhere)."""
     from benchmarks.badges import substituted_answers
 
     put = substituted_answers(limit=300)
     assert put.right_green[1] == put.right_green[0]  # 64 of 69 on these 300
-    assert put.wrong_green[1] <= 0.25 * put.wrong_green[0]  # 44 -> 9 (14 before)
+    assert put.wrong_green[1] <= 0.2 * put.wrong_green[0]  # 44 -> 7 (9 before `claims.UNKNOWN_RUN`)
+
+
+def test_an_english_sentence_with_a_name_put_in_anothers_place_loses_green() -> None:
+    """On public data: en_race sentences writing a name (right) and the same with that name replaced by one of another
+    passage (wrong). Measured on all 268: wrong green 256 -> 1 (a title's word, read as a line's label), right green
+    267 both ways; on these 123: 116 -> 1."""
+    from benchmarks.badges import substituted_names
+
+    put = substituted_names(limit=80)
+    assert put.right >= 100
+    assert put.right_green[1] == put.right_green[0]
+    assert put.wrong_green[1] <= 0.05 * put.wrong_green[0]
+
+
+def test_the_conversation_benchs_kept_answers_are_badged_again(tmp_path: Path) -> None:
+    """The model's answers a conversation run kept are read back and badged by today's checks, per language."""
+    from benchmarks.badges import recorded_answers
+    from benchmarks.conversation import load_answers, save_answers
+    from rag import generate
+    from rag.generate.conversation import Turn
+
+    bank = "Its current chief executive officer (CEO) is Tran Minh Duc. The bank was founded in 1991."
+    lake = "赛里木湖位于新疆博尔塔拉州博乐市境内，湖面海拔2071.9米。"
+
+    def outcome(language: str, question: str, answer: str, passage: str, right: bool) -> SimpleNamespace:
+        sources = tuple(generate.number_sources([hit(passage)]))
+        turn = Turn("t", question, question, sources=sources, answer=answer)
+        return SimpleNamespace(language=language, condition="alone", turn=turn, right=right, green=False)
+
+    kept = save_answers(
+        [
+            outcome("en", "Who is the CEO?", "The CEO is Tran Minh Duc. [1]", bank, True),
+            outcome("en", "Who is the CEO?", "The CEO is Tran Van Hoa. [1]", bank, False),
+            outcome("zh", "赛里木湖的海拔是多少？", "赛里木湖湖面海拔2071.9米。[1]", lake, True),
+        ],
+        tmp_path / "bench" / "answers.jsonl",
+    )
+    read = load_answers(kept)
+    assert [(language, turn.answer, right) for language, turn, right in read] == [
+        ("en", "The CEO is Tran Minh Duc. [1]", True),
+        ("en", "The CEO is Tran Van Hoa. [1]", False),
+        ("zh", "赛里木湖湖面海拔2071.9米。[1]", True),
+    ]
+    assert read[0][1].sources[0].passage == bank
+    line = recorded_answers(kept)
+    assert line.endswith(
+        "(3, answers.jsonl), badged again: zh right green 1/1, wrong green 0/0; en right green 1/1, wrong green 0/1"
+    )
 
 
 def test_every_case_resolves_its_passage_and_is_labelled() -> None:

@@ -480,12 +480,15 @@ def test_a_bare_answer_put_into_its_question_is_not_replaced_by_the_questions_ow
     assert generate.check_grounding("新加坡 [1]", sources, question=question).grounded
 
 
-def test_a_name_sharing_one_character_with_the_windows_is_no_synonym() -> None:
+def test_a_name_sharing_one_character_with_the_windows_is_no_synonym(monkeypatch: pytest.MonkeyPatch) -> None:
     """Words sharing a character were taken for synonyms however long: "湖广右布政使史朝宜" in the place of
     "江苏省扬州市广陵区" (a 广 each) was held. A quarter of the shorter one's characters at least now
     (`claims.SYNONYM_SHARE`); "儿子叫" for "有一子" still is one."""
     street = "东关街是中国江苏省扬州市广陵区的一条东西向街道，全长1122米，宽约5米。"
     assert claim_held("东关街是中国江苏省扬州市广陵区的一条东西向街道。", street).held
+    assert not claim_held("东关街是中国湖广右布政使史朝宜的一条东西向街道。", street).held
+    # Compared with the window's words, as a shorter stretch would be (`claims.UNKNOWN_RUN` finds this one too).
+    monkeypatch.setattr(claims, "_unknown_clause", lambda *_: False)
     assert claim_held("东关街是中国湖广右布政使史朝宜的一条东西向街道。", street) == claims.Verdict(False, "replaced")
     queen = "元氏初为常山王妃，有一子乐陵王高百年。"
     sources = generate.number_sources([hit("source.txt", (1,), queen)])
@@ -501,3 +504,86 @@ def test_a_clause_of_words_no_source_writes_is_not_held() -> None:
     assert claim_held("1977年毕业于天津师范专科学校中文系，后在南开大学明清史专业学习。", passage).held
     # A clause in other words that keeps some of the window's is a paraphrase, judged as before.
     assert claim_held("他后来到南开大学读明清史专业，拿到硕士学位。", passage).reason != "unknown clause"
+
+
+BANK = (
+    "# Saigon Merchant Bank\n\n"
+    "Saigon Merchant Bank is a fictional commercial bank headquartered in Ho Chi Minh City, Vietnam.\n"
+    "The bank was founded in 1991 with an initial capital of 3 billion dong.\n"
+    "Today Saigon Merchant Bank operates 120 branches across the country.\n"
+    "Its current chief executive officer (CEO) is Tran Minh Duc.\n"
+    "Its head office is located on Nguyen Hue Boulevard in District 1.\n"
+    "In 2020 the bank launched a mobile banking app called SMB Go.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Its CEO is Tran Minh Hoa.",  # the name's end replaced: every other word is held
+        "The CEO is Tran Van Hoa.",
+        "Its current chief executive officer is John Smith.",
+        "The bank was founded in 1991 by John Smith.",  # a name added that the source never writes
+        "The head office is located on Nguyen Trai Boulevard in District 1.",
+        "In 2020 the bank launched a mobile banking app called SMB Pay.",
+        "The CEO is **Tran Van Hoa**.",
+    ],
+)
+def test_a_name_the_source_never_writes_is_not_held(answer: str) -> None:
+    """The share of words held (0.5-0.9) and a window holding every word the passage writes badged these green
+    (a walk's source; "Tran Van Hoa" is what a small model put for its CEO)."""
+    assert claim_held(answer, BANK) == claims.Verdict(False, "unknown name")
+    sources = generate.number_sources([hit("bank.md", (1,), BANK)])
+    assert not generate.check_grounding(f"{answer} [1]", sources).grounded
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Its CEO is Tran Minh Duc.",
+        "Today Saigon Merchant Bank operates 120 branches across the country.",
+        "Yes, the bank employs 120 branches.",  # an opening's capital says nothing (held or not on other grounds)
+        "**Founding Year:** The bank was founded in 1991.",  # a line's label in title case
+        "- Launch Date: the bank launched SMB Go in 2020.",
+    ],
+)
+def test_capitals_that_open_a_sentence_or_label_a_line_are_no_names(answer: str) -> None:
+    assert claim_held(answer, BANK).reason != "unknown name"
+
+
+def test_a_name_the_window_writes_by_its_last_word_is_held() -> None:
+    """A walk's right answer, "Saigon Merchant Bank was founded in 1991 …" where the window writes "The bank was
+    founded in 1991 …", was flagged a guess: the name's other words were left out of the window, and the
+    passage's sentence "Today Saigon Merchant Bank operates…" made "Today" part of the name."""
+    assert claim_held("Saigon Merchant Bank was founded in 1991 with an initial capital of 3 billion dong.", BANK).held
+    assert claim_held("**Founding Year:** Saigon Merchant Bank was founded in 1991.", BANK).held
+    assert claim_held("Its CEO is Tran Minh Duc.", BANK).held
+    # Another bank's name is no part of it.
+    assert not claim_held("Saigon Commercial Bank was founded in 1991.", BANK).held
+
+
+def test_a_colour_the_source_never_says_is_another_colour() -> None:
+    """ "…on a red background" where the source says "on a white background" was held: "red", a word the passage
+    never writes, was no term to miss, and the rest is the window's."""
+    logo = "Its logo is a green lotus flower on a white background."
+    assert claim_held("Its logo is a green lotus flower on a red background.", logo) == claims.Verdict(
+        False, "exclusive"
+    )
+    assert claim_held("The logo is a green lotus flower on a white background.", logo).held
+    assert claim_held("Its logo is green and white.", "Its logo is green and white, designed in 1991.").held
+    flag = "该行的标志是白色背景上的一朵绿色莲花。"
+    assert not claim_held("该行的标志是红色背景上的一朵绿色莲花。", flag).held
+    assert claim_held("该行的标志是白色背景上的一朵绿色莲花。", flag).held
+
+
+def test_a_long_stretch_of_words_no_source_writes_is_not_held_whatever_surrounds_it() -> None:
+    """zh_cmrc_trial's club sentence with its place replaced by another passage's words: the stretch has no held word
+    beside it to be compared at, and the club's name, written twice, outweighed it in its clause."""
+    passage = "摩尔甘比足球俱乐部（）是位于英格兰西北兰开夏郡渡假小镇莫克姆（Morecambe）的足球俱乐部。"
+    replaced = "摩尔甘比足球俱乐部（）是位于牠们主要的食粮是海里的虫类及鱼类（Morecambe）的足球俱乐部。"
+    assert claim_held(replaced, passage) == claims.Verdict(False, "unknown clause")
+    assert claim_held(passage, passage).held
+    # A bare answer put into its question: the question's words are not the answer's.
+    tower = "塔身为直立火箭形，高23.5米，暗示北回归线的纬度值，塔身连塔基共高30.4米。"
+    sources = generate.number_sources([hit("source.txt", (1,), tower)])
+    assert generate.check_grounding("暗示北回归线的纬度值 [1]", sources, question="塔身高23.5米象征着什么？").grounded
