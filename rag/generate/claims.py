@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -950,30 +951,59 @@ def _at_opening(text: str, at: int) -> bool:
     nothing of it."""
     while at > 0 and text[at - 1] in _LEADING:
         at -= 1
+    if at > 1 and text[at - 1] == "." and _TITLE_BEFORE.search(text, 0, at - 1):
+        return False  # "Mr. Smith", "J. K. Rowling"
     return at == 0 or text[at - 1] in _STOPS
+
+
+_TITLE_BEFORE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|Mt|Gen|Capt|Col|Lt|Sgt|Rev|Hon)|\b[A-Z])$")
 
 
 _LINE_LABEL = re.compile(r"^[ \t]*(?:[-*•]\s+)?\**[^:：\n*]{1,40}\**[:：]", re.MULTILINE)
 """A line's label ("**Founding Year:** 1991", "- Head office: …"), in title case as often as not."""
 
 
-def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], everywhere: set[str]) -> bool:
+def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysis, everywhere: set[str]) -> bool:
     """Whether the claim writes a Latin name the passage never writes: a capitalised word inside a sentence
     ("The CEO is Tran Van Hoa" where the passage names "Tran Minh Duc", "…was founded in 1991 by John Smith", "an
     app called SMB Pay" for "SMB Go"). A name is not paraphrased: the share of words held (3 of 4) and a window
     holding every term the passage writes had badged those green, as they did every answer whose wrong part is a
     name the passage never writes. Not a word opening a sentence or a line ("Today", "Yes"), whose capital says
-    nothing, nor a word of a line's label ("**Founding Year:**")."""
+    nothing, nor a word of a line's label ("**Founding Year:**"), nor an acronym of words the passage writes
+    ("CEO")."""
     labels = [m.span() for m in _LINE_LABEL.finditer(claim.text)]
-    return any(
-        t[0].isascii()
+    unknown = [
+        t
+        for t in claim_terms
+        if t[0].isascii()
         and not t[0][0].isdigit()
         and t[0] not in everywhere
         and claim.text[t[1]].isupper()
         and not _at_opening(claim.text, t[1])
         and not _inside(labels, t[1], t[2])
-        for t in claim_terms
-    )
+        and not _spelt_out(claim.text[t[1] : t[2]], source)
+    ]
+    if not unknown:
+        return False
+    # "Bedat" for "Bédat" (whose letters are no word of the passage's terms): the passage without its accents.
+    plain = _unaccented(source.text)
+    return any(re.search(rf"\b{re.escape(claim.text[t[1] : t[2]])}\b", plain, re.IGNORECASE) is None for t in unknown)
+
+
+def _unaccented(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+_LINKING = r"(?:(?:of|and|the|for|de|&)[\s-]+)?"
+
+
+def _spelt_out(word: str, source: Analysis) -> bool:
+    """Whether `word` is an acronym of words the passage writes ("CEO" of "chief executive officer", "USA" of
+    "United States of America"): a name it writes in full."""
+    if not (2 <= len(word) <= 6 and word.isalpha() and word.isupper()):
+        return False
+    letters = (re.escape(c) + r"[a-z]*" for c in word)
+    return re.search(r"\b" + (r"[\s-]+" + _LINKING).join(letters) + r"\b", source.text, re.IGNORECASE) is not None
 
 
 def _carry(
@@ -1135,7 +1165,7 @@ def _held_part(
     pairs = _han_pairs(claim_terms)
     if _unknown_clause(claim, part, pairs, everywhere, given):
         return Verdict(False, "unknown clause")
-    if _unknown_names(claim, claim_terms, everywhere):
+    if _unknown_names(claim, claim_terms, source, everywhere):
         return Verdict(False, "unknown name")
     gaps = _gaps(claim, pairs, everywhere, given)
     order = list(dict.fromkeys(t[0] for t in found))

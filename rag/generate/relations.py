@@ -190,7 +190,7 @@ EXCLUSIVE: tuple[tuple[str, ...], ...] = (
     ("permanent", "temporary", "temporarily"),
     ("健在", "双亡", "去世", "逝世", "已故"),
     ("alive", "dead", "died", "deceased"),
-    ("red", "yellow", "green", "blue", "purple", "pink", "black", "white", "grey", "gray"),
+    ("red", "yellow", "green", "blue", "purple", "pink", "black", "white", "grey"),
     ("红色", "黄色", "绿色", "蓝色", "紫色", "粉色", "黑色", "白色", "灰色"),
 )
 """Words that exclude each other: a passage that says one of them (and not another) denies the others."""

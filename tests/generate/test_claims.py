@@ -527,6 +527,8 @@ BANK = (
         "The head office is located on Nguyen Trai Boulevard in District 1.",
         "In 2020 the bank launched a mobile banking app called SMB Pay.",
         "The CEO is **Tran Van Hoa**.",
+        "The CFO is Tran Minh Duc.",  # an acronym of nothing the source writes
+        "Today Mr. Jones operates 120 branches across the country.",  # a title's stop opens no sentence
     ],
 )
 def test_a_name_the_source_never_writes_is_not_held(answer: str) -> None:
@@ -545,10 +547,21 @@ def test_a_name_the_source_never_writes_is_not_held(answer: str) -> None:
         "Yes, the bank employs 120 branches.",  # an opening's capital says nothing (held or not on other grounds)
         "**Founding Year:** The bank was founded in 1991.",  # a line's label in title case
         "- Launch Date: the bank launched SMB Go in 2020.",
+        "The CEO is Tran Minh Duc.",  # "chief executive officer (CEO)"; an acronym of words the source writes
+        "The bank's chief is Tran Minh Duc, based in HCMC.",  # Ho Chi Minh City
     ],
 )
 def test_capitals_that_open_a_sentence_or_label_a_line_are_no_names(answer: str) -> None:
     assert claim_held(answer, BANK).reason != "unknown name"
+
+
+def test_a_name_is_the_sources_without_its_accents_and_an_acronym_of_its_words() -> None:
+    source = "Ms. Bédat and a business partner started a company called Zady. The chief executive officer is Ms. Bédat."
+    assert claim_held("Ms. Bedat and a business partner started a company called Zady.", source).held
+    assert (
+        claim_held("Ms. Bedit and a business partner started a company called Zady.", source).reason == "unknown name"
+    )
+    assert claim_held("The CEO is Ms. Bédat.", source).held
 
 
 def test_a_name_the_window_writes_by_its_last_word_is_held() -> None:
