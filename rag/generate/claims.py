@@ -53,7 +53,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
@@ -135,6 +135,8 @@ class Analysis:
     sentence_sets: tuple[frozenset[str], ...] = ()
     lists: tuple[ListLines, ...] = ()
     """The lists of lines it holds (`list_lines`)."""
+    name_runs: tuple[frozenset[str], ...] = ()
+    """The terms of each run of capitalised words, but a sentence's opening word that is no name (`_name_runs`)."""
 
 
 @dataclass(frozen=True)
@@ -391,7 +393,7 @@ def analyse(text: str) -> Analysis:
     for start, end in sentences:
         runs = _runs(blank, [t for t in terms if start <= t[1] and t[2] <= end])
         openers.append(frozenset(t[0] for t in runs[0]) if runs else frozenset())
-    return Analysis(
+    analysis = Analysis(
         blank,
         tuple(terms),
         tuple(figures(blank)),
@@ -406,6 +408,7 @@ def analyse(text: str) -> Analysis:
         tuple(frozenset(t[0] for t in terms if start <= t[1] and t[2] <= end) for start, end in sentences),
         tuple(lists),
     )
+    return replace(analysis, name_runs=_name_runs(analysis))
 
 
 def _windows(source: Analysis) -> Iterable[tuple[int, ...]]:
@@ -704,15 +707,10 @@ def _titled_subject(source: Analysis, missing: set[str]) -> bool:
     return False
 
 
-def _named_in_part(
-    claim: Analysis, claim_terms: Sequence[Term], missing: set[str], present: set[str], source: Analysis
-) -> set[str]:
-    """The `missing` terms that are the rest of a name whose other part the window holds ("Charles" of
-    "Charles Dickens" where the window says "Dickens"), when the passage gives that full name."""
-    excused: set[str] = set()
-    # Not a capital a sentence's opening gives a word ("Today Saigon Merchant Bank operates…": "Today" is no part
-    # of the name, which the window's "The bank was founded in 1991" then left unexcused, a walk's right answer
-    # flagged as a guess).
+def _name_runs(source: Analysis) -> tuple[frozenset[str], ...]:
+    """`Analysis.name_runs`. Not a capital a sentence's opening gives a word ("Today Saigon Merchant Bank
+    operates…": "Today" is no part of the name; with it, the window's "The bank was founded in 1991" left the name
+    of a walk's right answer unexcused, and it was flagged as a guess)."""
     capitalised = [
         t
         for t in source.terms
@@ -720,7 +718,16 @@ def _named_in_part(
         and source.text[t[1]].isupper()
         and (not _at_opening(source.text, t[1]) or _named(source, t[0]))
     ]
-    source_runs = [{t[0] for t in r} for r in _runs(source.text, capitalised)]
+    return tuple(frozenset(t[0] for t in r) for r in _runs(source.text, capitalised))
+
+
+def _named_in_part(
+    claim: Analysis, claim_terms: Sequence[Term], missing: set[str], present: set[str], source: Analysis
+) -> set[str]:
+    """The `missing` terms that are the rest of a name whose other part the window holds ("Charles" of
+    "Charles Dickens" where the window says "Dickens"), when the passage gives that full name."""
+    excused: set[str] = set()
+    source_runs = source.name_runs
     for run in _runs(claim.text, [t for t in claim_terms if t[0].isascii() and claim.text[t[1]].isupper()]):
         names = {t[0] for t in run}
         written = [r for r in source_runs if r & names & present]
