@@ -989,6 +989,7 @@ def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysi
         and not _at_opening(claim.text, t[1])
         and not _inside(labels, t[1], t[2])
         and not _spelt_out(claim.text[t[1] : t[2]], source)
+        and claim.text[t[1] : t[2]].lower() not in _SOURCE_WORDS
     ]
     if not unknown:
         return False
@@ -999,6 +1000,13 @@ def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysi
 
 def _unaccented(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+_SOURCE_WORDS = frozenset(
+    "source sources document documents passage passages context section paragraph page table figure chapter "
+    "article text note".split()
+)
+"""Words an answer names its sources by, capitalised as often as not ("According to Document 1, …")."""
 
 
 _LINKING = r"(?:(?:of|and|the|for|de|&)[\s-]+)?"

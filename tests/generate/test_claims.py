@@ -549,6 +549,7 @@ def test_a_name_the_source_never_writes_is_not_held(answer: str) -> None:
         "- Launch Date: the bank launched SMB Go in 2020.",
         "The CEO is Tran Minh Duc.",  # "chief executive officer (CEO)"; an acronym of words the source writes
         "The bank's chief is Tran Minh Duc, based in HCMC.",  # Ho Chi Minh City
+        "According to Document 1, the CEO is Tran Minh Duc.",  # a word naming the source
     ],
 )
 def test_capitals_that_open_a_sentence_or_label_a_line_are_no_names(answer: str) -> None:
