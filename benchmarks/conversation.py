@@ -525,8 +525,8 @@ again by `bench --only badges` in seconds where a change to the checks would oth
 
 
 def save_answers(outcomes: Sequence[Outcome], path: Path) -> Path:
-    """Each outcome's turn (question, what was searched, the answer, the passages it was given) and whether the
-    answer is right, one JSON line each, written whole."""
+    """Each outcome's turn (question, what was searched, the answer, each source's whole content and the part of it
+    the prompt gave) and whether the answer is right, one JSON line each, written whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         json.dumps(
@@ -539,7 +539,10 @@ def save_answers(outcomes: Sequence[Outcome], path: Path) -> Path:
                 "attributed": o.turn.attributed,
                 "right": o.right,
                 "green": o.green,
-                "sources": [{"n": s.n, "file": s.hit.original_filename, "passage": s.passage} for s in o.turn.sources],
+                "sources": [
+                    {"n": s.n, "file": s.hit.original_filename, "content": s.hit.content, "text": s.text}
+                    for s in o.turn.sources
+                ],
             },
             ensure_ascii=False,
         )
@@ -561,8 +564,13 @@ def load_answers(path: Path) -> list[tuple[str, Turn, bool]]:
     turns = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
+        # The hit's whole content (what the checks read) and the part of it the prompt gave (`Source.text`).
         sources = tuple(
-            Source(s["n"], Hit(uuid.uuid4(), s["passage"], {"original_filename": s["file"]}, 1.0))
+            Source(
+                s["n"],
+                Hit(uuid.uuid4(), s.get("content", s.get("passage", "")), {"original_filename": s["file"]}, 1.0),
+                s.get("text"),
+            )
             for s in row["sources"]
         )
         turn = Turn(

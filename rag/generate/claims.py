@@ -93,7 +93,7 @@ _PRONOUNS = re.compile(
     re.IGNORECASE,
 )
 _NOT_PRONOUN = re.compile(r"其他|其中|其实|其余|其次|尤其|极其|应该")
-_GLUED = re.compile(r"(?<=[a-z]{2})[.!?](?=[A-Z][a-z])")
+_GLUED = re.compile(r"(?<=[a-z]{2}|\d{2})[.!?](?=[A-Z][a-z])")
 _RANK = {"大": 1, "长": 1, "二": 2, "次": 2, "三": 3, "四": 4}
 _RUN_GAP = re.compile(r"[\s·.\-]*")
 _MODIFIERS = re.compile(
@@ -688,6 +688,9 @@ def _named(source: Analysis, term: str) -> bool:
 _DETERMINER = re.compile(r"\s*(?:The|This|That|Its|Their|Our)\s+$")
 
 
+_AUXILIARY_AFTER = re.compile(r"\s+(?:is|was|are|were|has|had|have|will|can|could|would)\b")
+
+
 def _titled_subject(source: Analysis, missing: set[str]) -> bool:
     """Whether the `missing` terms are the opening of a sentence's subject headed by a name: "The Arden
     lighthouse stands …" (a determiner, a name, then the words of its noun) before "It was built in 1868",
@@ -697,7 +700,11 @@ def _titled_subject(source: Analysis, missing: set[str]) -> bool:
         run = next(iter(_runs(source.text, [t for t in source.terms if start <= t[1] and t[2] <= end])), [])
         head = run[: len(missing)]
         if (
-            len(run) > len(missing)  # the subject's verb follows: the pronoun stands for what comes before it
+            # The subject's verb follows (a word of the run, or an auxiliary: "The Stockholm Subway is well-known
+            # …. It is called the longest art gallery", a right answer flagged): the pronoun stands for what comes
+            # before it.
+            run
+            and (len(run) > len(missing) or _AUXILIARY_AFTER.match(source.text, run[-1][2]) is not None)
             and {t[0] for t in head} == missing
             and _DETERMINER.fullmatch(source.text[start : head[0][1]])
             and source.text[head[0][1]].isupper()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import uuid
 from pathlib import Path
@@ -67,8 +68,8 @@ def test_a_sentence_with_its_answer_replaced_by_words_the_passage_never_writes_l
 
 def test_an_english_sentence_with_a_name_put_in_anothers_place_loses_green() -> None:
     """On public data: en_race sentences writing a name (right) and the same with that name replaced by one of another
-    passage (wrong). Measured on all 269: wrong green 257 -> 1 (a title's word, read as a line's label), right green
-    268 both ways; on these 123: 116 -> 1."""
+    passage (wrong). Measured on all 269: wrong green 257 -> 2 (a title's word, read as a line's label; "Paragraph"),
+    right green 268 both ways; on these 123: 116 -> 1."""
     from benchmarks.badges import substituted_names
 
     put = substituted_names(limit=80)
@@ -88,7 +89,8 @@ def test_the_conversation_benchs_kept_answers_are_badged_again(tmp_path: Path) -
     lake = "赛里木湖位于新疆博尔塔拉州博乐市境内，湖面海拔2071.9米。"
 
     def outcome(language: str, question: str, answer: str, passage: str, right: bool) -> SimpleNamespace:
-        sources = tuple(generate.number_sources([hit(passage)]))
+        given = passage.split("，")[-1] if language == "zh" else None  # the part packing gave the prompt
+        sources = tuple(dataclasses.replace(s, text=given) for s in generate.number_sources([hit(passage)]))
         turn = Turn("t", question, question, sources=sources, answer=answer)
         return SimpleNamespace(language=language, condition="alone", turn=turn, right=right, green=False)
 
@@ -106,7 +108,8 @@ def test_the_conversation_benchs_kept_answers_are_badged_again(tmp_path: Path) -
         ("en", "The CEO is Tran Van Hoa. [1]", False),
         ("zh", "赛里木湖湖面海拔2071.9米。[1]", True),
     ]
-    assert read[0][1].sources[0].passage == bank
+    assert read[0][1].sources[0].hit.content == bank and read[0][1].sources[0].text is None
+    assert read[2][1].sources[0].hit.content == lake and read[2][1].sources[0].text == "湖面海拔2071.9米。"
     line = recorded_answers(kept)
     assert line.endswith(
         "(3, answers.jsonl), badged again: zh right green 1/1, wrong green 0/0; en right green 1/1, wrong green 0/1"

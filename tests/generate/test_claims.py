@@ -601,3 +601,20 @@ def test_a_long_stretch_of_words_no_source_writes_is_not_held_whatever_surrounds
     tower = "塔身为直立火箭形，高23.5米，暗示北回归线的纬度值，塔身连塔基共高30.4米。"
     sources = generate.number_sources([hit("source.txt", (1,), tower)])
     assert generate.check_grounding("暗示北回归线的纬度值 [1]", sources, question="塔身高23.5米象征着什么？").grounded
+
+
+def test_a_pronoun_stands_for_a_titled_subject_before_an_auxiliary_and_after_a_glued_stop() -> None:
+    """A conversation bench's right answer, "The Stockholm Subway is called the longest art gallery in the world.",
+    was flagged: the window's "It" stood for nothing, as the subject's verb ("is") is no term, and "1950.The" (no
+    space after the stop, as the eval passages write) made one sentence of two."""
+    passage = (
+        "Stockholm, Sweden The first subway line for Stockholm was opened in 1950.The Stockholm Subway is well-known "
+        "for its decoration of the stations. It is called the longest art gallery in the world."
+    )
+    assert claim_held("The Stockholm Subway is called the longest art gallery in the world.", passage).held
+    assert not claim_held("The London Subway is called the longest art gallery in the world.", passage).held
+    assert [passage[a:b].strip()[:9] for a, b in claims.analyse(passage).sentences] == [
+        "Stockholm",
+        "The Stock",
+        "It is cal",
+    ]
