@@ -505,7 +505,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
             key="chat_kbs",
             placeholder=_("Choose knowledge bases"),
             format_func=lambda n: f"{n} · {docs[n]}" if n in docs else n,
-            help=_("The `knowledge` tags to search; each is searched with the embedder it was built with."),
+            help=_("The knowledge bases to search; each is searched with the embedder it was built with."),
         )
         if not by_name:
             st.caption(_("No knowledge bases yet: ingest documents on the Upload page first."))
@@ -534,7 +534,7 @@ def _controls(store: Store | None, settings: Settings) -> Controls:
                 disabled=use_agent,
                 help=_(
                     "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese "
-                    "too). Hybrid: both, fused by reciprocal rank."
+                    "too). Hybrid: both, their scores normalised and added, the keyword ones weighing more."
                 ),
             )
             top_k = st.number_input(

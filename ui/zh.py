@@ -54,7 +54,7 @@ ZH: dict[str, str] = {
     # -- chat: retrieval and generation settings
     "Knowledge bases": "知识库",
     "Choose knowledge bases": "选择知识库",
-    "The `knowledge` tags to search; each is searched with the embedder it was built with.": "要检索的 `knowledge` 标签；每个知识库都用构建它时的嵌入模型检索。",
+    "The knowledge bases to search; each is searched with the embedder it was built with.": "要检索的知识库；每个知识库都用构建它时的嵌入模型检索。",
     "No knowledge bases yet: ingest documents on the Upload page first.": "还没有知识库：请先在上传页面把文档入库。",
     "Agent mode needs a model with tool calling.": "智能体模式需要支持工具调用的模型。",
     "Agent mode (tools)": "智能体模式（工具）",
@@ -69,7 +69,7 @@ ZH: dict[str, str] = {
     "Vector": "向量",
     "Keyword": "关键词",
     "Hybrid": "混合",
-    "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese too). Hybrid: both, fused by reciprocal rank.": "向量：按语义（嵌入）。关键词：按词语的 BM25（也适用于中文）。混合：两者结合，按倒数排名融合。",
+    "Vector: meaning (embeddings). Keyword: BM25 on the words (Chinese too). Hybrid: both, their scores normalised and added, the keyword ones weighing more.": "向量：按语义（嵌入）。关键词：按词语的 BM25（也适用于中文）。混合：两者结合，两边的分数归一化后相加，关键词的权重更高。",
     "How many passages are searched for. As many as fit the model's window go into the prompt, best first (the last one in part); the rest are listed as left out.": "检索多少段落。能放进模型窗口的按相关度依次放入提示（最后一段可能只放一部分）；其余的列为未放入。",
     "Minimum similarity": "最低相似度",
     "Top-k": "检索条数（Top-k）",

@@ -618,3 +618,19 @@ def test_a_pronoun_stands_for_a_titled_subject_before_an_auxiliary_and_after_a_g
         "The Stock",
         "It is cal",
     ]
+
+
+def test_it_stands_for_the_thing_a_sentence_opens_with() -> None:
+    """A walk's right answer, "The company's customer tracking app is called Tide Tracker. [1]" against "The company
+    was founded in 1987. … Its customer tracking app is called Tide Tracker.", was flagged as a guess: a pronoun
+    stood only for a name. "It" and "its" stand for a thing a sentence opens with ("The company"); "his" does not."""
+    firm = (
+        "Blue Heron Harborline Shipping is a container shipping firm based in Portugal.\n"
+        "The company was founded in 1987.\n"
+        "The current chief executive officer is Isabela Moreno Duarte.\n"
+        "Its customer tracking app is called Tide Tracker.\n"
+    )
+    assert claim_held("The company's customer tracking app is called Tide Tracker.", firm).held
+    assert not claim_held("The company's customer tracking app is called Wave Tracker.", firm).held
+    hired = "The company was founded in 1987. It hired Tom Baker in 2001. His own app is called Tide Tracker."
+    assert not claim_held("The company's own app is called Tide Tracker.", hired).held
