@@ -545,7 +545,7 @@ def _overview(
                 "on ingest",
                 help=_(
                     "new: added · replaces: same filename with other content or "
-                    "settings · unchanged: already stored exactly so (skipped)"
+                    "settings · already stored: stored exactly so before (skipped)"
                 ),
             ),
         }
@@ -555,7 +555,9 @@ def _overview(
 
 def _destiny_label(destiny: str) -> str:
     """What an ingest would do with a file (rag.ingest.destiny), in the user's language."""
-    return {"new": _("new"), "replaces": _("replaces"), "unchanged": _("unchanged"), "fails": _("fails")}[destiny]
+    # Not "unchanged": right after an ingest it said that of the files just stored (a walk found it odd).
+    labels = {"new": _("new"), "replaces": _("replaces"), "unchanged": _("already stored"), "fails": _("fails")}
+    return labels[destiny]
 
 
 def _file_preview(p: FilePreview, settings: ChunkSettings, window: InputWindow | None) -> None:

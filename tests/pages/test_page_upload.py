@@ -175,7 +175,7 @@ def test_ingest_into_a_new_knowledge_base_then_unchanged_then_delete(app: AppTes
     # The new knowledge base is now the chosen one; the same file again changes nothing.
     run(app)
     assert app.selectbox(key="upload_kb_choice").value == "finance"
-    assert table(app, "upload_overview")["on ingest"].tolist() == ["unchanged"]
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["already stored"]
     app.button(key="upload_ingest").click()
     run(app)
     assert table(app, "upload_summary")["status"].tolist() == ["unchanged"]
@@ -492,7 +492,7 @@ def test_a_file_stored_with_the_old_default_is_replaced_unless_the_bases_setting
     app.button(key="upload_use_kb_settings").click()
     run(app)
     assert app.selectbox(key="upload_preset").value == "Spring AI default"
-    assert table(app, "upload_overview")["on ingest"].tolist() == ["unchanged"]
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["already stored"]
 
 
 def test_the_preset_box_says_when_the_settings_were_changed(app: AppTest) -> None:

@@ -36,7 +36,7 @@ def test_after_an_ingest_a_new_upload_has_no_knowledge_base_chosen(store: Store)
     # At once, not at the next click: the base exists, its files are stored (the page drawn before the ingest
     # had offered to create it and said "new" of the file, and an Ingest pressed again said "unchanged").
     assert app.selectbox(key="upload_kb_choice").value == "finance"  # the same files: the base they went to
-    assert table(app, "upload_overview")["on ingest"].tolist() == ["unchanged"]
+    assert table(app, "upload_overview")["on ingest"].tolist() == ["already stored"]
     assert not [t for t in app.text_input if t.key == "upload_kb_new"]
     assert "Ingested into 'finance': 1 stored" in [s.label for s in app.status]  # the ingest's last status
 
