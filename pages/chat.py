@@ -854,7 +854,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
             )
         return
     where = ", ".join(turn.kbs)
-    took = f" · {turn.search_ms:.0f} ms" if turn.search_ms is not None else ""
+    took = " · " + _("{ms} ms", ms=f"{turn.search_ms:.0f}") if turn.search_ms is not None else ""
     how = (
         _("found by the agent")
         if turn.agent
@@ -921,14 +921,15 @@ def _stats_line(turn: Turn) -> str:
         if s.prompt_eval_count:
             parts.append(_("prompt {n} tokens", n=f"{s.prompt_eval_count:,}"))
         if s.total_duration:
-            parts.append(f"{s.total_duration:.1f} s")
+            parts.append(_("{s} s", s=f"{s.total_duration:.1f}"))
     return " · ".join(parts)
 
 
 def _steps(steps: Sequence[agent.Step]) -> None:
     for step in steps:
         with st.expander(
-            f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {_(step.status)} · {step.duration:.2f} s",
+            f"{step.index}. {_md(step.name)} ({_md(step.source or '?')}) · {_(step.status)} · "
+            + _("{s} s", s=f"{step.duration:.2f}"),
             type="step",
             icon="✅" if step.ok else "⚠️",
         ):

@@ -378,6 +378,8 @@ ZH: dict[str, str] = {
     "Calling {tool}…": "正在调用 {tool}…",
     "The tool reported an error ({s} s)": "工具报告了错误（{s} 秒）",
     "Done in {s} s": "完成，用时 {s} 秒",
+    "{s} s": "{s} 秒",
+    "{ms} ms": "{ms} 毫秒",
     "This app's knowledge-base tools": "本应用的知识库工具",
     "What `python -m rag mcp` serves to other agents (and what agent mode gives the model), called here on this app's database.": "即 `python -m rag mcp` 提供给其他智能体的工具（也是智能体模式交给模型的工具），在这里直接对本应用的数据库调用。",
     "Web search and routes": "网络搜索与路由",
