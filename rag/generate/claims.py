@@ -426,6 +426,25 @@ def _windows(source: Analysis) -> Iterable[tuple[int, ...]]:
                 yield tuple(parts) if i == 0 else (stretch[0], *parts)
     yield from _table_windows(source)
     yield from _list_windows(source)
+    yield from _label_windows(source)
+
+
+_LABEL_OPENS = re.compile(r"\s*[A-Z][A-Za-z ]{1,20}:\s")
+"""A sentence that opens with a label ("Admission: 80 pence"), which says something of the item before it."""
+
+
+def _label_windows(source: Analysis) -> Iterable[tuple[int, ...]]:
+    """A sentence opening with a label, read with the sentence before it: "The John Bennet Big Band at The Bull's
+    Head, Barnes. Admission: 80 pence" holds "The John Bennet Big Band at The Bull's Head in Barnes costs 80 pence"
+    (a conversation bench's right answer, flagged: the band and its price were two sentences)."""
+    for k in range(1, len(source.sentences)):
+        before, this = source.sentences[k - 1], source.sentences[k]
+        if not _LABEL_OPENS.match(source.text, this[0]):
+            continue
+        item = [i for i, (a, b, _opens) in enumerate(source.clauses) if before[0] <= a < before[1]]
+        label = [i for i, (a, b, _opens) in enumerate(source.clauses) if this[0] <= a < this[1]][:2]
+        if item and label and len(item) <= WINDOW_CLAUSES + 1:
+            yield (*item, *label)
 
 
 def _list_windows(source: Analysis) -> Iterable[tuple[int, ...]]:

@@ -634,3 +634,15 @@ def test_it_stands_for_the_thing_a_sentence_opens_with() -> None:
     assert not claim_held("The company's customer tracking app is called Wave Tracker.", firm).held
     hired = "The company was founded in 1987. It hired Tom Baker in 2001. His own app is called Tide Tracker."
     assert not claim_held("The company's own app is called Tide Tracker.", hired).held
+
+
+def test_a_sentence_opening_with_a_label_is_read_with_the_one_before() -> None:
+    """A conversation bench's right answer was flagged: the item and its price were two sentences of an ad."""
+    ads = (
+        "JAZZ. The John Bennet Big Band at The Bull's Head, Barnes. Admission: 80 pence THE DERBY ARMS, Upper "
+        "Richmond Road West, give you Joe on the electric accordion. Tel: 789-4536 Sunday DISCO. Satin Sounds Disco, "
+        "free at The Lord Napier, Mortlake High Street. FOLK at The Derby Arms. Admission: 70 pence."
+    )
+    assert claim_held("The John Bennet Big Band at The Bull's Head in Barnes costs 80 pence.", ads).held
+    assert not claim_held("The John Bennet Big Band at The Bull's Head in Barnes costs 70 pence.", ads).held
+    assert not claim_held("Satin Sounds Disco at The Lord Napier costs 80 pence.", ads).held
