@@ -649,8 +649,8 @@ def test_a_sentence_opening_with_a_label_is_read_with_the_one_before() -> None:
 
 
 def test_an_articles_topic_is_the_subject_its_later_sentences_leave_out() -> None:
-    """A conversation bench's right answers ("松平康忠是德川氏的家臣。[1]") were flagged: the passage names its topic once,
-    in its first sentence, and the sentence holding the claim (a fragment: "德川氏的家臣。") names no subject."""
+    """A conversation bench's right answers ("松平康忠是德川氏的家臣。[1]") were flagged: the passage names its topic
+    once, in its first sentence, and the sentence holding the claim (a fragment: "德川氏的家臣。") names no subject."""
     passage = (
         "松平康忠（1546年－1618年9月28日）是日本战国时代至安土桃山时代的武将。长泽松平家第8代当主。德川氏的家臣。"
         "德川家康的从弟。父亲是松平政忠。"
