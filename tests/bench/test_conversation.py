@@ -257,13 +257,13 @@ def test_counts_per_language_and_condition_keep_standalone_questions_and_follow_
     ]
     outcomes[1] = Outcome(**{**outcomes[1].__dict__, "first_word": 4.0})
     kinds = bench.by_kind(outcomes, "zh", CONVERSATION)
-    assert kinds["standalone"] == bench.Counts(1, 1, 1, 0, 0, {}, (2.0,), right_green=0)
+    assert kinds["standalone"] == bench.Counts(1, 1, 1, 0, 0, {}, (2.0,), right_green=1)
     assert kinds["follow-up"] == bench.Counts(
         3, 1, 2, 1, 2, {MISREAD: 1, NOT_RETRIEVED: 1}, (4.0, 2.0, 2.0), right_green=1
     )
     assert bench.by_kind(outcomes, "zh", ALONE)["follow-up"] == bench.Counts(1, 1, 1, 0, 0, {}, (2.0,), right_green=1)
     assert bench.summary_lines(outcomes) == [
-        "zh, in one conversation: standalone 1/1 right, gold cited 1/1, green but wrong 0, right and green 0/1, "
+        "zh, in one conversation: standalone 1/1 right, gold cited 1/1, green but wrong 0, right and green 1/1, "
         "rewritten 0/1; follow-ups 1/3 right, gold cited 2/3, green but wrong 1, right and green 1/1, rewritten 2/3 "
         "(wrong: not retrieved 1, misread 1); first word p50 2.0 s, max 4.0 s",
         "zh, alone: standalone 0/0 right, gold cited 0/0, green but wrong 0, right and green 0/0, rewritten 0/0; "
