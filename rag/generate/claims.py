@@ -684,11 +684,7 @@ def _opens_sentence(source: Analysis, missing: set[str]) -> bool:
 def _last_named(source: Analysis, before: int) -> set[str]:
     """The terms of the last name the passage writes before `before` ("Edison" for the "he" after it)."""
     start = next((s for s, e in source.sentences if s <= before < e), before)
-    names = [
-        t
-        for t in source.terms
-        if t[2] <= start and t[0].isascii() and source.text[t[1]].isupper() and _named(source, t[0])
-    ]
+    names = [t for t in source.terms if t[2] <= start and _capitalised(source.text, t) and _named(source, t[0])]
     runs = _runs(source.text, names)
     return {t[0] for t in runs[-1]} if runs else set()
 
@@ -710,12 +706,14 @@ _DETERMINER = re.compile(r"\s*(?:The|This|That|Its|Their|Our)\s+$")
 _AUXILIARY_AFTER = re.compile(r"\s+(?:is|was|are|were|has|had|have|will|can|could|would)\b")
 
 
-def _titled_subject(source: Analysis, missing: set[str], *, described: bool = False) -> bool:
+def _titled_subject(source: Analysis, missing: set[str]) -> str | None:
     """Whether the `missing` terms are the opening of a sentence's subject headed by a name: "The Arden
     lighthouse stands …" (a determiner, a name, then the words of its noun) before "It was built in 1868",
-    where the answer wrote "The Arden lighthouse was built in 1868 [1]" and "lighthouse" is no name of its own.
-    The determiner is what tells a noun phrase from "Edison founded GE", whose "founded" no pronoun stands for.
-    `described`: or headed by "The" and no name ("The company was founded in 1987")."""
+    where the answer wrote "The Arden lighthouse was built in 1868 [1]" and "lighthouse" is no name of its own
+    ("named"). The determiner is what tells a noun phrase from "Edison founded GE", whose "founded" no pronoun
+    stands for. Else "described" where it is headed by "The" and no name ("The company was founded in 1987"), and
+    None where it is neither. One walk over the sentences for both."""
+    found: str | None = None
     for start, end in source.sentences:
         run = next(iter(_runs(source.text, [t for t in source.terms if start <= t[1] and t[2] <= end])), [])
         head = run[: len(missing)]
@@ -727,13 +725,17 @@ def _titled_subject(source: Analysis, missing: set[str], *, described: bool = Fa
             and (len(run) > len(missing) or _AUXILIARY_AFTER.match(source.text, run[-1][2]) is not None)
             and {t[0] for t in head} == missing
             and _DETERMINER.fullmatch(source.text[start : head[0][1]])
-            and (
-                (source.text[head[0][1]].isupper() and _named(source, head[0][0]))
-                or (described and source.text[start : head[0][1]].strip() == "The")
-            )
         ):
-            return True
-    return False
+            if source.text[head[0][1]].isupper() and _named(source, head[0][0]):
+                return "named"
+            if source.text[start : head[0][1]].strip() == "The":
+                found = "described"
+    return found
+
+
+def _capitalised(text: str, term: Term) -> bool:
+    """Whether `term` is a Latin word written with a capital in `text` (a name's, or a sentence's opening)."""
+    return term[0].isascii() and text[term[1]].isupper()
 
 
 def _name_runs(source: Analysis) -> tuple[frozenset[str], ...]:
@@ -743,9 +745,7 @@ def _name_runs(source: Analysis) -> tuple[frozenset[str], ...]:
     capitalised = [
         t
         for t in source.terms
-        if t[0].isascii()
-        and source.text[t[1]].isupper()
-        and (not _at_opening(source.text, t[1]) or _named(source, t[0]))
+        if _capitalised(source.text, t) and (not _at_opening(source.text, t[1]) or _named(source, t[0]))
     ]
     return tuple(frozenset(t[0] for t in r) for r in _runs(source.text, capitalised))
 
@@ -757,7 +757,7 @@ def _named_in_part(
     "Charles Dickens" where the window says "Dickens"), when the passage gives that full name."""
     excused: set[str] = set()
     source_runs = source.name_runs
-    for run in _runs(claim.text, [t for t in claim_terms if t[0].isascii() and claim.text[t[1]].isupper()]):
+    for run in _runs(claim.text, [t for t in claim_terms if _capitalised(claim.text, t)]):
         names = {t[0] for t in run}
         written = [r for r in source_runs if r & names & present]
         # The window writes part of this name and no other name with it ("Dickens", not "Cambridge
@@ -1007,18 +1007,20 @@ def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysi
     name the passage never writes. Not a word opening a sentence or a line ("Today", "Yes"), whose capital says
     nothing, nor a word of a line's label ("**Founding Year:**"), nor an acronym of words the passage writes
     ("CEO")."""
-    labels = [m.span() for m in _LINE_LABEL.finditer(claim.text)]
-    unknown = [
+    candidates = [
         t
         for t in claim_terms
-        if t[0].isascii()
+        if _capitalised(claim.text, t)
         and not t[0][0].isdigit()
         and t[0] not in everywhere
-        and claim.text[t[1]].isupper()
         and not _at_opening(claim.text, t[1])
-        and not _inside(labels, t[1], t[2])
-        and not _spelt_out(claim.text[t[1] : t[2]], source)
         and claim.text[t[1] : t[2]].lower() not in _SOURCE_WORDS
+    ]
+    if not candidates:
+        return False  # most claims: no line's labels to look for
+    labels = [m.span() for m in _LINE_LABEL.finditer(claim.text)]
+    unknown = [
+        t for t in candidates if not _inside(labels, t[1], t[2]) and not _spelt_out(claim.text[t[1] : t[2]], source)
     ]
     if not unknown:
         return False
@@ -1069,11 +1071,14 @@ def _carry(
     first, last = claim_order.index(block[0]), claim_order.index(block[-1])
     if last - first + 1 != len(block):
         return None  # two separate things are missing
-    if any(t.isascii() and not _named(source, t) for t in missing) and not _titled_subject(source, missing):
+    if (
+        any(t.isascii() and not _named(source, t) for t in missing)
+        and (subject := _titled_subject(source, missing)) != "named"
+    ):
         # A pronoun stands for a name, not for "founded" or "Doctors"; "it" and "its" for a thing a sentence opens
         # with ("The company was founded in 1987. … Its customer tracking app is called Tide Tracker", a walk's right
         # answer "The company's customer tracking app is called Tide Tracker [1]" flagged as a guess).
-        if not _titled_subject(source, missing, described=True):
+        if subject is None:
             return None
         pronouns = [p for p in pronouns if source.text[p[0] : p[1]].lower() in ("it", "its")]
         if not pronouns:
@@ -1099,7 +1104,7 @@ def _carry(
                 s_start == start
                 and missing <= opener
                 and not any(
-                    t[0] not in missing and t[0].isascii() and source.text[t[1]].isupper() and _named(source, t[0])
+                    t[0] not in missing and _capitalised(source.text, t) and _named(source, t[0])
                     for t in source.terms
                     if s_start <= t[1] < p_start
                 )
