@@ -343,7 +343,7 @@ def check_grounding(
             )
             sentence = answer[start:end]
             if claims and backing:
-                backing = holding_sources(sentence, {n: texts[n] for n in backing})
+                backing = holding_sources(sentence, {n: texts[n] for n in backing}, question, restated=True)
             if judge is not None and backing:
                 backing = tuple(n for n in backing if judge(sentence, texts[n]) is not False)
             source = max(valid, key=lambda n: shares[n] or 0.0) if valid else None
@@ -356,7 +356,7 @@ def check_grounding(
             if source is not None and share is not None and share >= threshold and len(said) >= FLAG_TERMS:
                 if claims:  # any source whose words pass may hold its claim, not only the one with the most
                     passing = {n: texts[n] for n, t in terms.items() if (support(said, t) or 0.0) >= threshold}
-                    backing = holding_sources(answer[start:end], passing)
+                    backing = holding_sources(answer[start:end], passing, question, restated=True)
                 else:
                     backing = (source,)
         if share is None:
