@@ -506,6 +506,24 @@ def test_a_sentence_opening_with_the_questions_words_restates_the_question() -> 
     assert not generate.check_grounding(f"{right}[1]", sources).grounded
 
 
+def test_an_articles_topic_left_out_after_a_clause_of_time_is_the_claims_subject_there() -> None:
+    """zh_cmrc_trial's right bare answer "王光宇" to "2001年，叶盛茂接替谁担任调查局局长？" makes the claim
+    "2001年，叶盛茂接替王光宇担任调查局局长", which an article on 叶盛茂 holds as "2001年8月，接替王光宇担任
+    调查局局长" (its topic left out after the clause of time): it was scattered, the topic standing only for a
+    claim's opening. There, only the topic: not a name the sentence before writes (陈水扁), nor the names swapped."""
+    article = (
+        "叶盛茂（），中华民国法务部调查局前局长。毕业于国立中兴大学法商学院(今国立台北大学)法律系，调查班第4期毕业，"
+        "在陈水扁担任台北市长时期，叶盛茂是台北市政府政风处处长。2001年8月，接替王光宇担任调查局局长，总计在位8年。"
+    )
+    assert claim_held("2001年，叶盛茂接替王光宇担任调查局局长。", article).held
+    assert claim_held("叶盛茂接替王光宇担任调查局局长。", article).held
+    assert not claim_held("2001年，王光宇接替叶盛茂担任调查局局长。", article).held
+    assert not claim_held("2001年，陈水扁接替王光宇担任调查局局长。", article).held
+    assert not claim_held("2001年叶盛茂接替王光宇担任调查局局长。", article).held  # no clause of its own: as before
+    sources = generate.number_sources([hit("source.txt", (1,), article)])
+    assert generate.check_grounding("王光宇 [1]", sources, question="2001年，叶盛茂接替谁担任调查局局长？").grounded
+
+
 def test_a_name_sharing_one_character_with_the_windows_is_no_synonym(monkeypatch: pytest.MonkeyPatch) -> None:
     """Words sharing a character were taken for synonyms however long: "湖广右布政使史朝宜" in the place of
     "江苏省扬州市广陵区" (a 广 each) was held. A quarter of the shorter one's characters at least now
