@@ -524,6 +524,37 @@ def test_an_articles_topic_left_out_after_a_clause_of_time_is_the_claims_subject
     assert generate.check_grounding("王光宇 [1]", sources, question="2001年，叶盛茂接替谁担任调查局局长？").grounded
 
 
+def test_a_number_with_a_thousands_separator_is_one_clause_and_hearsay_says_no_more_than_the_source() -> None:
+    """A conversation bench's source: "People say a big monster lives in its dark, cold waters. It weighs more than
+    1,000 kilos…". Its comma cut "1,000" into two clauses, and "It weighs more than 1,000 kilos" was held by no window;
+    the answer "Some people say it weighs more than 1,000 kilos" says less than the source (what unnamed people say)."""
+    loch = (
+        "In northern Scotland there is a long, deep lake called Loch Ness. People say a big monster lives in its dark, "
+        "cold waters. It weighs more than 1,000 kilos and is at least ten meters long. Some people say it has a head "
+        "like a horse."
+    )
+    assert claim_held("It weighs more than 1,000 kilos.", loch).held
+    assert claim_held("It weighs more than 2,000 kilos.", loch) == claims.Verdict(False, "numbers")
+    assert holding_sources("Some people say it weighs more than 1,000 kilos.", {1: loch}) == (1,)
+    assert holding_sources("Some people say it weighs more than 2,000 kilos.", {1: loch}) == ()
+    assert claim_held(
+        "The museum opens at 10:30 every day.", "The museum opens at 10:30 every day, except Mondays."
+    ).held
+
+
+def test_what_someone_said_is_held_only_by_a_window_reporting_speech() -> None:
+    """ "said" is no term: "Edison said that he had failed 10,000 times" read as "Edison failed 10,000 times", which the
+    passage writes, while what he said was that he hadn't (the labelled set's en-race-edison-3, wrong, kept orange
+    only by "10,000" cut in two before the number was one clause)."""
+    passage = (
+        "Consider this: Edison failed 10,000 times before he invented the light bulb. When he was asked how he felt to "
+        "fail that many times, he said that he hadn't failed 10,000 times, but rather had learned 10,000 things that "
+        "didn't work."
+    )
+    assert claim_held("Edison failed 10,000 times before he invented the light bulb.", passage).held
+    assert not claim_held("Edison said that he had failed 10,000 times.", passage).held
+
+
 def test_a_name_sharing_one_character_with_the_windows_is_no_synonym(monkeypatch: pytest.MonkeyPatch) -> None:
     """Words sharing a character were taken for synonyms however long: "湖广右布政使史朝宜" in the place of
     "江苏省扬州市广陵区" (a 广 each) was held. A quarter of the shorter one's characters at least now
