@@ -1281,7 +1281,7 @@ def _held_part(
     if _unknown_names(claim, claim_terms, source, everywhere):
         return Verdict(False, "unknown name")
     gaps = _gaps(claim, pairs, everywhere, given, restated)
-    reports = _REPORTED.search(claim.text, *part) is not None
+    reports = _reports_speech(claim.text[part[0] : part[1]])
     order = list(dict.fromkeys(t[0] for t in found))
     wanted = set(order)
     claim_figures = [f for f in claim.figures if part[0] <= f.start and f.end <= part[1]]
@@ -1404,6 +1404,17 @@ _REPORTED = re.compile(r"\b(?:says|said|tells|told)\b", re.IGNORECASE)
 """Words reporting what someone said ("said" is no term: `support.STOP_WORDS`): a claim of what was said is held only
 by a window that reports speech too. (With "say", "answered", "added", "wrote" too, right answers on RFCs lost green:
 "sent with a 503 to say how long", "the server adds a header".)"""
+
+
+_SOURCE_SAYS = re.compile(
+    rf"\b(?:{'|'.join(sorted(_SOURCE_WORDS))}|it)\s+(?:\[?\d+\]?\s+)?(?:says|said|tells|told)\b", re.IGNORECASE
+)
+"""A source saying something ("the passage says", "Document 1 says"): the answer's words for where it read it."""
+
+
+def _reports_speech(claim: str) -> bool:
+    """Whether `claim` reports what someone said (`_REPORTED`), a source's saying (`_SOURCE_SAYS`) aside."""
+    return _REPORTED.search(_SOURCE_SAYS.sub(" ", claim)) is not None
 
 
 _HEARSAY = re.compile(

@@ -553,6 +553,8 @@ def test_what_someone_said_is_held_only_by_a_window_reporting_speech() -> None:
     )
     assert claim_held("Edison failed 10,000 times before he invented the light bulb.", passage).held
     assert not claim_held("Edison said that he had failed 10,000 times.", passage).held
+    # A source saying it is where the answer read it, no speech of anyone's.
+    assert claim_held("The passage says Edison failed 10,000 times before he invented the light bulb.", passage).held
 
 
 def test_a_name_sharing_one_character_with_the_windows_is_no_synonym(monkeypatch: pytest.MonkeyPatch) -> None:
