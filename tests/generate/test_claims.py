@@ -520,6 +520,13 @@ def test_an_articles_topic_left_out_after_a_clause_of_time_is_the_claims_subject
     assert not claim_held("2001年，王光宇接替叶盛茂担任调查局局长。", article).held
     assert not claim_held("2001年，陈水扁接替王光宇担任调查局局长。", article).held
     assert not claim_held("2001年叶盛茂接替王光宇担任调查局局长。", article).held  # no clause of its own: as before
+    # The sentence before stands for the subject left out by its own subject, not by any name it writes: 陈水扁 there
+    # is in its opening clause of time ("在陈水扁担任台北市长时期，叶盛茂是…"), and this wrong claim was held by it.
+    assert not claim_held("陈水扁接替王光宇担任调查局局长。", article).held
+    assert claims._subject(claims.analyse(article), 1) == {"毕业"}
+    museum = "2012年，黑龙江省博物馆被核定为国家一级博物馆。馆舍面积近1万平方米，藏品11万余件。"
+    assert claims._subject(claims.analyse(museum), 0) >= {"黑龙", "龙江", "博物", "物馆"}
+    assert claim_held("黑龙江省博物馆藏品11万余件。", museum).held
     sources = generate.number_sources([hit("source.txt", (1,), article)])
     assert generate.check_grounding("王光宇 [1]", sources, question="2001年，叶盛茂接替谁担任调查局局长？").grounded
 
