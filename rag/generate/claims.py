@@ -860,16 +860,18 @@ def _gaps(
             continue
         anchors = set(after[0] if after else "") | set(before[0] if before else "")
         own = frozenset(set(claim.text[u0:u1]) - anchors - HAN_FUNCTION)
-        if not own <= given or (
-            after is not None and (before is not None or not restated or _said_before(claim.text, u0))
-        ):
+        # The question's characters alone, where the run ends the claim's words, or opens the model's own sentence.
+        excused = own <= given and (
+            after is None or (restated and before is None and not _writes_a_word(claim.text[:u0]))
+        )
+        if not excused:
             gaps.append(_Gap(u0, u1, before, after, own))
     return gaps
 
 
-def _said_before(text: str, at: int) -> bool:
-    """Whether `text` writes a word before `at`: a letter, a digit or a Han character but a function one."""
-    return any(c.isalnum() and c not in HAN_FUNCTION for c in text[:at])
+def _writes_a_word(text: str) -> bool:
+    """Whether `text` holds a letter, a digit or a Han character but a function one."""
+    return any(c.isalnum() and c not in HAN_FUNCTION for c in text)
 
 
 def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: tuple[int, int]) -> bool:
@@ -1157,7 +1159,7 @@ def _omitted_subject(
     # before there: "2001年，陈水扁接替王光宇…" where the sentence before writes "在陈水扁担任台北市长时期，叶盛茂是…".
     inside = next((i for i, t in enumerate(ordered) if t[0] in missing), 0)
     for begin in dict.fromkeys((0, inside)):
-        if begin and _said_before(lead := CLAUSE_MARK.split(claim_text[: ordered[begin][1]])[-1], len(lead)):
+        if begin and _writes_a_word(CLAUSE_MARK.split(claim_text[: ordered[begin][1]])[-1]):
             continue
         found = _omitted_from(ordered, begin, missing, source, window_terms, topic_only=begin > 0)
         if found is not None:
@@ -1199,8 +1201,8 @@ def _omitted_from(
     at = next(
         (
             i
-            for i, t in enumerate(ordered)
-            if i >= begin and t[0] not in missing and any(w[0] == t[0] for w in window_terms)
+            for i in range(begin, len(ordered))
+            if ordered[i][0] not in missing and any(w[0] == ordered[i][0] for w in window_terms)
         ),
         0,
     )
@@ -1421,14 +1423,15 @@ def claim_parts(claim: Analysis) -> list[tuple[int, int]]:
     return parts
 
 
-_REPORTED = re.compile(r"\b(?:says|said|tells|told)\b", re.IGNORECASE)
+_SPEECH = "says|said|tells|told"
+_REPORTED = re.compile(rf"\b(?:{_SPEECH})\b", re.IGNORECASE)
 """Words reporting what someone said ("said" is no term: `support.STOP_WORDS`): a claim of what was said is held only
 by a window that reports speech too. (With "say", "answered", "added", "wrote" too, right answers on RFCs lost green:
 "sent with a 503 to say how long", "the server adds a header".)"""
 
 
 _SOURCE_SAYS = re.compile(
-    rf"\b(?:{'|'.join(sorted(_SOURCE_WORDS))}|it)\s+(?:\[?\d+\]?\s+)?(?:says|said|tells|told)\b", re.IGNORECASE
+    rf"\b(?:{'|'.join(sorted(_SOURCE_WORDS))}|it)\s+(?:\[?\d+\]?\s+)?(?:{_SPEECH})\b", re.IGNORECASE
 )
 """A source saying something ("the passage says", "Document 1 says"): the answer's words for where it read it."""
 
