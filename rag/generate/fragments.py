@@ -99,6 +99,19 @@ _ASKS = (
     ("area", re.compile(r"面积|占地|\b(?:floor\s+)?area\b", re.IGNORECASE)),
     ("length", re.compile(r"多高|多远|多深|多宽|高度|\bhow\s+(?:tall|high|far|deep|wide)\b|\bheight\b", re.IGNORECASE)),
 )
+_ASKS_ORGANISATION = re.compile(
+    r"(?:哪(?:一)?(?:家|个|所)?|什么)(?:公司|机构|单位|企业|组织|电视台|电台|报社|出版社|银行|厂商)|"
+    r"\b(?:which|what)\s+(?:company|firm|organi[sz]ation|agency|channel|network|broadcaster|publisher)\b",
+    re.IGNORECASE,
+)
+_CLOCK_AND_CALENDAR = re.compile(
+    r"[\d\s:：～~\-–—至到点分秒年月日号时、，,。.]|每|逢|周[一二三四五六日天末]?|星期[一二三四五六日天]?|礼拜[一二三四五六日天]?|"
+    r"[上下中]午|早上|晚上|凌晨|傍晚|\b(?:a\.?m\.?|p\.?m\.?|every|on|at|from|to|until|noon|mondays?|tuesdays?|"
+    r"wednesdays?|thursdays?|fridays?|saturdays?|sundays?)\b",
+    re.IGNORECASE,
+)
+"""What writes a time or a date (a clock time, a weekday, a part of the day, their figures and punctuation): an
+answer of these alone names no one."""
 _UNITS = (
     ("area", re.compile(r"平方|公顷|亩|\b(?:square|sq|hectares?|acres?)\b|[mk]m²", re.IGNORECASE)),
     ("weight", re.compile(r"吨|公斤|千克|斤|(?<![千毫厘])克|\d\s*(?:kg|t|tons?|tonnes?|pounds?|lbs?|oz)\b", re.I)),
@@ -108,7 +121,10 @@ _UNITS = (
 
 def other_measure(question: str, answer: str) -> bool:
     """Whether `answer` measures in other units than the kind `question` asks for ("12米高" for "有多重？"): it
-    gives a figure in units of another kind (weight, length, area) and none of the kind asked."""
+    gives a figure in units of another kind (weight, length, area) and none of the kind asked; or it gives a time or
+    a date and nothing else where the question asks which company or organisation."""
+    if _ASKS_ORGANISATION.search(question) and not _CLOCK_AND_CALENDAR.sub("", MARKER.sub(" ", answer)):
+        return True  # "每周日上午11:00～12:00" for "…是由哪家公司负责的？": a time, no company
     asked = next((kind for kind, words in _ASKS if words.search(question)), None)
     if asked is None:
         return False

@@ -67,6 +67,12 @@ def test_a_fragment_is_one_short_clause() -> None:
         ("How tall is it?", "It weighs 3 kg and stands 12 m tall [1].", False),
         ("它是什么时候建的？", "1903年 [1]", False),  # no measure asked
         ("它有多重？", "很重 [1]", False),  # no unit given
+        ("《台视周日卡通》是由哪家公司负责的？", "每周日上午11:00～12:00 [1]", True),  # a time for a company
+        ("《台视周日卡通》是由哪家公司负责的？", "台湾电视公司 [1]", False),
+        ("是哪家公司负责的？", "由台视负责，每周日上午11:00播出 [1]", False),  # a company, and a time
+        ("Which company makes it?", "Every Sunday at 11:00 a.m. [1]", True),
+        ("Which company makes it?", "3M, since 1990 [1]", False),
+        ("它是哪一年由谁建的？", "1903年 [1]", False),  # a year is asked
     ],
 )
 def test_an_answer_in_units_of_another_kind_than_asked(question: str, answer: str, other: bool) -> None:
