@@ -58,7 +58,7 @@ from dataclasses import dataclass, replace
 from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import CLAUSE_MARK, MARKER, sentence_spans
-from rag.generate.support import HAN_FUNCTION, HAN_POINTING, term_spans
+from rag.generate.support import HAN_FUNCTION, HAN_POINTING, spelled, term_spans
 from rag.scripts import HAN, HAN_CHAR
 
 Term = tuple[str, int, int]
@@ -359,7 +359,7 @@ def _canonical(term: Term, text: str) -> Term:
     word, start, end = term
     if not word.isascii() or not word[0].isalpha():
         return term
-    w = text[start:end].lower().split("'")[0]
+    w = spelled(text[start:end].lower().split("'")[0])
     w = _IRREGULAR.get(w, w)
     for suffix in _SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:

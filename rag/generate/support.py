@@ -53,6 +53,27 @@ HAN_POINTING = frozenset("它他她这那其该此")
 """Chinese characters that point back at something said before (它, 她, 该…)."""
 
 
+_SPELLINGS = (
+    (re.compile(r"^(col|fav|hon|lab|hum|rum|vap|arm|od)our"), r"\1or"),
+    (re.compile(r"^(met|lit|fib)re(?=s?$)"), r"\1er"),
+    (re.compile(r"^kilogram(?:me)?"), "kilo"),
+    (re.compile(r"^grey"), "gray"),
+)
+"""British spellings as American ones ("colour", "metres", "grey") and a kilogram as a kilo: one word either way,
+which five-letter stems kept apart ("colou" and "color"), so that a right answer writing "more than 1,000 kilograms"
+of a passage's "more than 1,000 kilos" was read as writing a word the passage does not."""
+
+
+def spelled(word: str) -> str:
+    """A lower-case English word in one spelling of it (`_SPELLINGS`)."""
+    if word[:2] in _SPELLED_STARTS:
+        for pattern, replacement in _SPELLINGS:
+            word = pattern.sub(replacement, word)
+    return word
+
+
+_SPELLED_STARTS = frozenset({"co", "fa", "ho", "la", "hu", "ru", "va", "ar", "od", "me", "li", "fi", "ki", "gr"})
+"""The two first letters of every word `_SPELLINGS` changes (most words are looked at no further)."""
 _NAMED_BEFORE = re.compile(r"\b[A-Z][a-z]+ $")
 """A capitalised word and one space just before a position."""
 
@@ -81,7 +102,7 @@ def term_spans(text: str) -> list[tuple[str, int, int]]:
             # Two capitals are a name ("UK", "EU", "AI"): "schools in the UK" was held by a passage that says
             # "offered to schools" and, sentences away, "people in the UK" (a walk's wrong answer, badged green).
             if word not in STOP_WORDS and (len(word) > 2 or (len(token) == 2 and token.isupper())):
-                spans.append((word[:5], start, match.end()))
+                spans.append((spelled(word)[:5], start, match.end()))
             elif len(token) == 1 and token.isupper() and token != "I" and _NAMED_BEFORE.search(text, 0, start):
                 # A letter naming one of a kind ("Plan A", "Vitamin C"): "Plan A includes support" was held by
                 # "Plan B costs $25 per month and includes support", the letters being no terms.

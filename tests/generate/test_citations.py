@@ -320,3 +320,26 @@ def test_an_amount_in_another_currency_than_the_sources_is_not_held() -> None:
         assert [s.status for s in generate.check_grounding(answer, sources).sentences] == [status], answer
     (sentence,) = generate.check_grounding("Model 3 costs 15,500.00 yuan and weighs 80 kg.", sources).sentences
     assert sentence.status == "unheld" and sentence.backing == ()  # not matched to the price list (≈ 1)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Its favorite color was red. [1]",  # the passage: "Its favourite colour was red."
+        "The hall was painted gray and is 12 meters long. [1]",
+    ],
+)
+def test_a_word_spelled_the_other_way_is_the_same_word(answer: str) -> None:
+    from rag.generate.support import content_terms, spelled
+
+    passage = "The old hall was painted grey and is 12 metres long. Its favourite colour was red."
+    numbered = tuple(generate.number_sources([hit("hall.txt", (1,), passage)]))
+    assert generate.check_grounding(answer, numbered).grounded
+    assert content_terms("1,000 kilograms of colours") == content_terms("1,000 kilos of colors")
+    # A word that only begins like one is left as it is.
+    assert [spelled(w) for w in ("laboratory", "metropolis", "colonel", "kilometre")] == [
+        "laboratory",
+        "metropolis",
+        "colonel",
+        "kilometre",
+    ]
