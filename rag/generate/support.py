@@ -60,8 +60,8 @@ _SPELLINGS = (
     (re.compile(r"^grey"), "gray"),
 )
 """British spellings as American ones ("colour", "metres", "grey") and a kilogram as a kilo: one word either way,
-which five-letter stems kept apart ("colou" and "color"), so that a right answer writing "more than 1,000 kilograms"
-of a passage's "more than 1,000 kilos" was read as writing a word the passage does not."""
+which five-letter stems kept apart ("colou" and "color"): "Its favorite color was red. [1]" of a passage's "Its
+favourite colour was red." was not supported (RACE's passages are British, the embedded Qwen writes American)."""
 
 
 def spelled(word: str) -> str:
