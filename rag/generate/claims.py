@@ -147,6 +147,8 @@ class Verdict:
     reason: str
     """"held", or what failed: "scattered", "numbers", "moved number", "negation", "relation", "relative",
     "exclusive", "unknown clause", "unknown name"."""
+    window: tuple[int, int] | None = None
+    """Where the source holds it (the first window that does): its first clause's start, its last clause's end."""
 
 
 _LINE_BREAK = re.compile(r"(?<![\n|])\r?\n(?!\r?\n)(?![ \t]*\|)")
@@ -1283,7 +1285,9 @@ def _held_part(
     source: Analysis,
     given: frozenset[str] = frozenset(),
     restated: bool = False,
+    within: tuple[int, int] | None = None,
 ) -> Verdict:
+    """Whether `source` holds the `part` of `claim`; `within`: by a window inside that stretch of it only."""
     claim_terms = [t for t in claim.terms if part[0] <= t[1] and t[2] <= part[1]]
     claim_mentions = [m for m in claim.mentions if part[0] <= m.start and m.end <= part[1]]
     relation_spans = [(m.start, m.end) for m in claim_mentions]
@@ -1327,6 +1331,8 @@ def _held_part(
             continue
         clauses = [source.clauses[i][:2] for i in indices]
         window = (clauses[0][0], clauses[-1][1])
+        if within is not None and not (within[0] <= window[0] and window[1] <= within[1]):
+            continue
         terms = [t for i in indices for t in source.clause_terms[i]]
         missing -= _named_in_part(claim, claim_terms, missing, {t[0] for t in terms}, source)
         missing -= _suffixed_name(claim, pairs, missing, source, window)
@@ -1391,7 +1397,7 @@ def _held_part(
         ):
             reasons.append("exclusive")
             continue
-        return Verdict(True, "held")
+        return Verdict(True, "held", window)
     order_of_blame = (
         "negation",
         "relation",
@@ -1466,6 +1472,9 @@ def holding_sources(
     holders = tuple(n for n, text in sources.items() if _held_part(said, whole, analyse(text), chars, restated).held)
     if holders:
         return holders
+    cause = _BECAUSE.search(said.text)
+    if cause is not None:
+        return _with_reason(said, (0, cause.start()), (cause.end(), len(said.text)), sources, chars, restated)
     hedge = _HEARSAY.match(claim)
     if hedge is not None and claim[hedge.end() :].strip():
         # "Some people say it weighs more than 1,000 kilos" says less than a source's "It weighs more than 1,000 kilos"
@@ -1481,6 +1490,50 @@ def holding_sources(
             return ()
         backing += by
     return tuple(dict.fromkeys(n for n in sources if n in backing))
+
+
+_BECAUSE = re.compile(r",?\s+because\s+(?=\S)", re.IGNORECASE)
+"""What gives an effect its reason ("People jump over the fire because they hope…"): each held alone is not the
+two held together, so the reason must follow the effect where a source writes them (`_with_reason`)."""
+
+
+def _with_reason(
+    said: Analysis,
+    effect: tuple[int, int],
+    reason: tuple[int, int],
+    sources: Mapping[int, str],
+    chars: frozenset[str],
+    restated: bool,
+) -> tuple[int, ...]:
+    """The sources holding `effect` and `reason` after it: in the sentence of the window that holds the effect, or
+    in the next one where that opens by pointing back ("They hope…", "This is because…"). "People jump over the
+    fire because they hope it will take the bad things away" of "People jump over the fire. They hope that it will
+    take all the bad things away." (a conversation bench's right answer was flagged: no one window held both), not of
+    a source whose sentence before says "It is on the eve of the last Wednesday of the year" (each part held
+    anywhere had made "…, because it is on the eve of…" green); nor of a reason most of whose words the source never
+    writes ("because they hope it will bring money": `REASON_SHARE`)."""
+    reason_terms = {t[0] for t in said.terms if reason[0] <= t[1] and t[2] <= reason[1]}
+    holders = []
+    for n, text in sources.items():
+        source = analyse(text)
+        if len(reason_terms & {t[0] for t in source.terms}) < REASON_SHARE * len(reason_terms) or not reason_terms:
+            continue  # words the source never writes are not judged by the windows (only names are)
+        at = _held_part(said, effect, source, chars, restated).window
+        if at is None:
+            continue
+        opens = [start for start, _end, opened in source.clauses if opened and start >= at[1]]
+        bounds = [opens[0] if opens else len(source.text)]
+        if opens and _POINTS_BACK.match(source.text, opens[0]):
+            bounds.append(opens[1] if len(opens) > 1 else len(source.text))
+        if any(_held_part(said, reason, source, chars, restated, within=(at[0], end)).held for end in bounds):
+            holders.append(n)
+    return tuple(holders)
+
+
+REASON_SHARE = 0.5
+"""Of a reason's terms, the share its source must write (as `support.SUPPORTED` of a sentence's)."""
+_POINTS_BACK = re.compile(r"\s*(?:they|it|this|that|these|those|he|she|because|so)\b", re.IGNORECASE)
+"""How a sentence giving the reason of the one before it opens ("They hope…", "This is because…")."""
 
 
 def other_currency(claim: str, passage: str) -> Figure | None:

@@ -741,3 +741,28 @@ def test_an_articles_topic_is_the_subject_its_later_sentences_leave_out() -> Non
     )
     assert claim_held("松平康忠是德川氏的家臣。", passage).held
     assert not claim_held("德川家康是德川氏的家臣。", passage).held
+
+
+_FESTIVAL = (
+    "Red Wednesday in Iran is a fire jumping festival. It is on the eve of the last Wednesday of the year. "
+    "People jump over the fire. They hope that it will take all the bad things away."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "held"),
+    [
+        # The reason in the sentence after the effect's, which points back to it: held (was not: no one window).
+        ("People jump over the fire because they hope that it will take all the bad things away.", True),
+        ("People jump over the fire, because they hope that it will take all the bad things away.", True),
+        # Each part held somewhere, but the reason before the effect, or in a sentence not pointing back to it.
+        ("People jump over the fire, because it is on the eve of the last Wednesday of the year.", False),
+        ("People jump over the fire because it is on the eve of the last Wednesday of the year.", False),
+        ("It is on the eve of the last Wednesday of the year because people jump over the fire.", False),
+        ("Red Wednesday in Iran is a fire jumping festival because people jump over the fire.", False),
+        # A reason whose words the source does not write.
+        ("People jump over the fire because they hope it will bring money.", False),
+    ],
+)
+def test_a_reason_is_held_where_it_follows_its_effect(claim: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: _FESTIVAL})) is held
