@@ -1532,8 +1532,9 @@ def _with_reason(
 
 REASON_SHARE = 0.5
 """Of a reason's terms, the share its source must write (as `support.SUPPORTED` of a sentence's)."""
-_POINTS_BACK = re.compile(r"\s*(?:they|it|this|that|these|those|he|she|because|so)\b", re.IGNORECASE)
-"""How a sentence giving the reason of the one before it opens ("They hope…", "This is because…")."""
+_POINTS_BACK = re.compile(r"\s*(?:they|it|this|that|these|those|he|she|because)\b", re.IGNORECASE)
+"""How a sentence giving the reason of the one before it opens ("They hope…", "This is because…"; not "So…", which
+gives a consequence)."""
 
 
 def other_currency(claim: str, passage: str) -> Figure | None:
