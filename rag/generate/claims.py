@@ -1516,7 +1516,7 @@ def _with_reason(
     holders = []
     for n, text in sources.items():
         source = analyse(text)
-        if len(reason_terms & {t[0] for t in source.terms}) < REASON_SHARE * len(reason_terms) or not reason_terms:
+        if not reason_terms or len(reason_terms & {t[0] for t in source.terms}) < REASON_SHARE * len(reason_terms):
             continue  # words the source never writes are not judged by the windows (only names are)
         at = _held_part(said, effect, source, chars, restated).window
         if at is None:

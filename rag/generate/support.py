@@ -53,27 +53,24 @@ HAN_POINTING = frozenset("它他她这那其该此")
 """Chinese characters that point back at something said before (它, 她, 该…)."""
 
 
-_SPELLINGS = (
-    (re.compile(r"^(col|fav|hon|lab|hum|rum|vap|arm|od)our"), r"\1or"),
-    (re.compile(r"^(met|lit|fib)re(?=s?$)"), r"\1er"),
-    (re.compile(r"^kilogram(?:me)?"), "kilo"),
-    (re.compile(r"^grey"), "gray"),
-)
+_BRITISH = re.compile(r"^(?:(col|fav|hon|lab|hum|rum|vap|arm|od)our|(met|lit|fib)re(?=s?$)|(kilo)gram(?:me)?|gr(e)y)")
 """British spellings as American ones ("colour", "metres", "grey") and a kilogram as a kilo: one word either way,
 which five-letter stems kept apart ("colou" and "color"): "Its favorite color was red. [1]" of a passage's "Its
 favourite colour was red." was not supported (RACE's passages are British, the embedded Qwen writes American)."""
+_AMERICAN = ("{}or", "{}er", "{}", "gray")
+"""What each alternative of `_BRITISH` becomes, its group put in."""
 
 
 def spelled(word: str) -> str:
-    """A lower-case English word in one spelling of it (`_SPELLINGS`)."""
-    if word[:2] in _SPELLED_STARTS:
-        for pattern, replacement in _SPELLINGS:
-            word = pattern.sub(replacement, word)
-    return word
+    """A lower-case English word in one spelling of it (`_BRITISH`); one anchored match, which most words fail at
+    their first letters."""
+    found = _BRITISH.match(word)
+    if found is None:
+        return word
+    k = found.lastindex or 1
+    return _AMERICAN[k - 1].format(found.group(k)) + word[found.end() :]
 
 
-_SPELLED_STARTS = frozenset({"co", "fa", "ho", "la", "hu", "ru", "va", "ar", "od", "me", "li", "fi", "ki", "gr"})
-"""The two first letters of every word `_SPELLINGS` changes (most words are looked at no further)."""
 _NAMED_BEFORE = re.compile(r"\b[A-Z][a-z]+ $")
 """A capitalised word and one space just before a position."""
 
