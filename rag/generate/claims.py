@@ -1472,9 +1472,9 @@ def holding_sources(
     holders = tuple(n for n, text in sources.items() if _held_part(said, whole, analyse(text), chars, restated).held)
     if holders:
         return holders
-    cause = _BECAUSE.search(said.text)
+    cause = _cause_and_effect(said.text)
     if cause is not None:
-        return _with_reason(said, (0, cause.start()), (cause.end(), len(said.text)), sources, chars, restated)
+        return _with_reason(said, *cause, sources, chars, restated) or _in_one_sentence(said, sources, chars, restated)
     hedge = _HEARSAY.match(claim)
     if hedge is not None and claim[hedge.end() :].strip():
         # "Some people say it weighs more than 1,000 kilos" says less than a source's "It weighs more than 1,000 kilos"
@@ -1492,9 +1492,28 @@ def holding_sources(
     return tuple(dict.fromkeys(n for n in sources if n in backing))
 
 
-_BECAUSE = re.compile(r",?\s+because\s+(?=\S)", re.IGNORECASE)
-"""What gives an effect its reason ("People jump over the fire because they hope…"): each held alone is not the
-two held together, so the reason must follow the effect where a source writes them (`_with_reason`)."""
+_BECAUSE = re.compile(r",?\s+because\s+(?=\S)|[，,]?\s*(?:这|那)?(?:正|就|也)?是?(?:因为|由于)(?=\S)", re.IGNORECASE)
+"""What gives an effect its reason after it ("People jump over the fire because they hope…", "人们从火上跳过去，是因为
+他们希望…"): each held alone is not the two held together, so a source must write them together (`_with_reason`)."""
+_REASON_FIRST = re.compile(r"\s*(?:(?:and|but)\s+|而|但是?|并且|且|又|也)?(?:because\s+|因为|由于)(?=\S)", re.I)
+"""A reason said before its effect ("Because it rained, …", "因为下雨，所以…", "而由于…，因此…")."""
+_THEREFORE = re.compile(r"\s*[，,]?\s*(?:所以|因此|因而|于是)")
+_COMMA = re.compile(r"\s*[，,]\s*")
+
+
+def _cause_and_effect(text: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The spans of the effect and of its reason where `text` gives one of the other ("Y because X", "Y，是因为X",
+    "Because X, Y", "因为X，所以Y"); None where it gives none, or either is empty."""
+    first = _REASON_FIRST.match(text)
+    if first is not None:
+        then = _THEREFORE.search(text, first.end()) or _COMMA.search(text, first.end())
+        if then is None or then.start() <= first.end() or not text[then.end() :].strip():
+            return None
+        return (then.end(), len(text)), (first.end(), then.start())
+    cause = _BECAUSE.search(text)
+    if cause is None or not text[: cause.start()].strip() or not text[cause.end() :].strip():
+        return None
+    return (0, cause.start()), (cause.end(), len(text))
 
 
 def _with_reason(
@@ -1505,12 +1524,14 @@ def _with_reason(
     chars: frozenset[str],
     restated: bool,
 ) -> tuple[int, ...]:
-    """The sources holding `effect` and `reason` after it: in the sentence of the window that holds the effect, or
-    in the next one where that opens by pointing back ("They hope…", "This is because…"). "People jump over the
-    fire because they hope it will take the bad things away" of "People jump over the fire. They hope that it will
-    take all the bad things away." (a conversation bench's right answer was flagged: no one window held both), not of
-    a source whose sentence before says "It is on the eve of the last Wednesday of the year" (each part held
-    anywhere had made "…, because it is on the eve of…" green); nor of a reason most of whose words the source never
+    """The sources holding `effect` and its `reason` together: the reason after the effect in the sentence of the window
+    that holds the effect, or in the next sentence where that opens by pointing back ("They hope…", "This is
+    because…", "他们希望…"); or before it, where the effect's sentence opens as a consequence ("So…", "所以…",
+    "于是…"), in that sentence or the one before. "People jump over the fire because they hope it will take the bad
+    things away" of "People jump over the fire. They hope that it will take all the bad things away." (a conversation
+    bench's right answer was flagged: no one window held both), not of a source whose sentence before says "It is on
+    the eve of the last Wednesday of the year" (each part held anywhere had made "…, because it is on the eve of…"
+    green, and "人们从火上跳过去，因为这一天是…" of its Chinese); nor of a reason most of whose words the source never
     writes ("because they hope it will bring money": `REASON_SHARE`)."""
     reason_terms = {t[0] for t in said.terms if reason[0] <= t[1] and t[2] <= reason[1]}
     holders = []
@@ -1521,20 +1542,53 @@ def _with_reason(
         at = _held_part(said, effect, source, chars, restated).window
         if at is None:
             continue
-        opens = [start for start, _end, opened in source.clauses if opened and start >= at[1]]
-        bounds = [opens[0] if opens else len(source.text)]
-        if opens and _POINTS_BACK.match(source.text, opens[0]):
-            bounds.append(opens[1] if len(opens) > 1 else len(source.text))
-        if any(_held_part(said, reason, source, chars, restated, within=(at[0], end)).held for end in bounds):
+        opens = [start for start, _end, opened in source.clauses if opened]
+        before = [start for start in opens if start <= at[0]]
+        after = [start for start in opens if start >= at[1]]
+        end = after[0] if after else len(source.text)
+        stretches = [(at[0], end)]
+        if after and _POINTS_BACK.match(source.text, after[0]):
+            stretches.append((at[0], after[1] if len(after) > 1 else len(source.text)))
+        if before and _CONSEQUENCE.match(source.text, before[-1]):
+            stretches.append((before[-2] if len(before) > 1 else before[-1], end))
+        if any(_held_part(said, reason, source, chars, restated, within=s).held for s in stretches):
             holders.append(n)
+    return tuple(holders)
+
+
+def _in_one_sentence(
+    said: Analysis, sources: Mapping[int, str], chars: frozenset[str], restated: bool
+) -> tuple[int, ...]:
+    """The sources one sentence of which holds every clause of `said` (`claim_parts`), each by a window of its own: a
+    long sentence giving a reason ("…，由于…，因此…，…", copied from its passage) that no one window holds, where the
+    effect and the reason are each more than a window (`_with_reason`)."""
+    parts = claim_parts(said)
+    if len(parts) < 2:
+        return ()
+    wanted = {t[0] for t in said.terms}
+    holders = []
+    for n, text in sources.items():
+        source = analyse(text)
+        for a, b in source.sentences:
+            # Only a sentence writing most of the claim's terms can hold all its clauses (the others cost a look each).
+            written = {t[0] for t in source.terms if a <= t[1] and t[2] <= b}
+            if len(wanted & written) < REASON_SHARE * len(wanted):
+                continue
+            if all(_held_part(said, part, source, chars, restated, within=(a, b)).held for part in parts):
+                holders.append(n)
+                break
     return tuple(holders)
 
 
 REASON_SHARE = 0.5
 """Of a reason's terms, the share its source must write (as `support.SUPPORTED` of a sentence's)."""
-_POINTS_BACK = re.compile(r"\s*(?:they|it|this|that|these|those|he|she|because)\b", re.IGNORECASE)
-"""How a sentence giving the reason of the one before it opens ("They hope…", "This is because…"; not "So…", which
-gives a consequence)."""
+_POINTS_BACK = re.compile(
+    r"\s*(?:(?:they|it|this|that|these|those|he|she|because)\b|他|她|它|这|那|因为|由于|原因)", re.IGNORECASE
+)
+"""How a sentence giving the reason of the one before it opens ("They hope…", "This is because…", "他们希望…", "这是
+因为…"; not "So…", which gives a consequence)."""
+_CONSEQUENCE = re.compile(r"\s*(?:(?:so|therefore|thus|hence)\b|所以|因此|因而|于是)", re.IGNORECASE)
+"""How a sentence giving the consequence of the one before it opens ("So the match was cancelled.", "于是…")."""
 
 
 def other_currency(claim: str, passage: str) -> Figure | None:

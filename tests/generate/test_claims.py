@@ -766,3 +766,55 @@ _FESTIVAL = (
 )
 def test_a_reason_is_held_where_it_follows_its_effect(claim: str, held: bool) -> None:
     assert bool(holding_sources(claim, {1: _FESTIVAL})) is held
+
+
+_FESTIVAL_ZH = (
+    "每年最后一个星期三的前夜，伊朗人会在街上点起篝火。人们从火上跳过去。他们希望火能带走所有不好的东西。"
+    "这一天也是新年前的最后一个星期三。"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "held"),
+    [
+        # The reason in the sentence after the effect's, which points back to it ("他们…"), said either way round.
+        ("人们从火上跳过去，因为他们希望火能带走所有不好的东西。", True),
+        ("人们从火上跳过去是因为他们希望火能带走所有不好的东西。", True),
+        ("因为希望火能带走所有不好的东西，所以人们从火上跳过去。", True),
+        ("由于他们希望火能带走所有不好的东西，人们从火上跳过去。", True),
+        # Each part held somewhere, the reason in a sentence that does not give it: green before, clause by clause.
+        ("人们从火上跳过去，因为这一天是新年前的最后一个星期三。", False),
+        ("人们从火上跳过去是因为这一天是新年前的最后一个星期三。", False),
+        ("因为这一天是新年前的最后一个星期三，所以人们从火上跳过去。", False),
+    ],
+)
+def test_a_chinese_reason_is_held_where_its_source_gives_it(claim: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: _FESTIVAL_ZH})) is held
+
+
+@pytest.mark.parametrize(
+    ("claim", "source", "held"),
+    [
+        # A sentence opening as a consequence ("So…", "所以…") gives the sentence before it as its reason.
+        ("The match was cancelled because it rained all day.", "It rained all day. So the match was cancelled.", True),
+        ("The match was cancelled because it rained all day.", "It rained all day. The match was cancelled.", False),
+        ("比赛取消了，因为整天都在下雨。", "整天都在下雨。所以比赛取消了。球迷们回家了。", True),
+        ("比赛取消了，因为整天都在下雨。", "整天都在下雨。比赛取消了。球迷们回家了。", False),
+        ("球迷们回家了，因为整天都在下雨。", "整天都在下雨。所以比赛取消了。球迷们回家了。", False),
+    ],
+)
+def test_a_consequence_has_its_reason_in_the_sentence_before(claim: str, source: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: source})) is held
+
+
+def test_a_long_sentence_giving_a_reason_is_held_by_its_own_sentence() -> None:
+    """A passage's own sentence, cited: its reason and its effect are each more than a window, so `_with_reason` holds
+    neither; one sentence holding every clause holds it (zh_cmrc_trial's sentences, green before the reason check)."""
+    sentence = (
+        "佐敦谷邨于1996年开始清拆，由于佐敦谷南道位于邨中心，加上已计划在原址兴建佐敦谷游泳池，佐敦谷南道必须停用。"
+    )
+    passage = "佐敦谷南道是香港九龙的一条道路。" + sentence + "现址为佐敦谷游泳池。"
+    assert holding_sources(sentence, {1: passage}) == (1,)
+    # The same clauses from two sentences that do not give the one as the reason of the other.
+    scattered = "佐敦谷南道位于邨中心。佐敦谷邨于1996年开始清拆。原址计划兴建佐敦谷游泳池。后来佐敦谷南道必须停用。"
+    assert holding_sources("佐敦谷南道必须停用，因为佐敦谷南道位于邨中心。", {1: scattered}) == ()
