@@ -911,9 +911,31 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
                     continue
                 reach = reach[at + 2 :]
             theirs = _content_chars(reach)  # "她常到" for "史湘云常到"
+            if not theirs and gap.before is None and not _writes_a_word(CLAUSE_MARK.split(claim.text[: gap.start])[-1]):
+                theirs = _left_out(source, window[0] + m.start())
             if theirs - claimed and not _synonyms(theirs, said):
                 return True
     return False
+
+
+def _left_out(source: Analysis, at: int) -> set[str]:
+    """The characters of the subject a clause of `source` leaves out, the clause writing no word of its own before
+    `at`: the subject of its sentence where the clause is not its first ("王磊在比赛中受伤了，所以退出了决赛" leaves out
+    王磊), else of the sentence before. A claim putting a name the passage never writes there ("刘洋退出了决赛") puts it
+    in that subject's place (it was held: the window "所以退出了决赛" writes nothing before the verb)."""
+    k = next((i for i, (a, b) in enumerate(source.sentences) if a <= at < b), None)
+    if k is None:
+        return set()
+    clause = next((c for c in source.clauses if c[0] <= at < c[1]), None)
+    if clause is None or _content_chars(source.text[clause[0] : at]):
+        return set()
+    if clause[0] > source.sentences[k][0]:
+        subject = _subject(source, k)
+    elif k > 0:
+        subject = _subject(source, k - 1)
+    else:
+        return set()
+    return _content_chars("".join(subject))
 
 
 def _replaced_after(gap: _Gap, text: str, claimed: set[str], said: set[str]) -> bool:
