@@ -1041,6 +1041,39 @@ _LINE_LABEL = re.compile(r"^[ \t]*(?:[-*•]\s+)?\**[^:：\n*]{1,40}\**[:：]", 
 """A line's label ("**Founding Year:** 1991", "- Head office: …"), in title case as often as not."""
 
 
+_LIST_ITEM = re.compile(rf"(?:(?<=、)|(?<![{HAN}]))([{HAN}]{{3,8}})、(?=([{HAN}]{{2}}))")
+"""A name of an enumeration ("…、青龙天坑、神鹰天坑、…"): three to eight Han characters before a 、 (after a 、 or
+no Han character), and the first two of the next (not the last name, which may run on into the claim's next
+words)."""
+_ITEM_BEFORE = re.compile(rf"[{HAN}]{{1,8}}$")
+
+
+def _unknown_item(claim: str, source: str) -> bool:
+    """Whether the claim lists a name the passage never writes in a place where the passage lists another, in an
+    enumeration of three or more whose other names it writes: "天龙天坑、神鹰天坑、…" for
+    "…、黑龙桥、青龙天坑、神鹰天坑、…" (the conversation bench's one wrong answer green: every pair of
+    characters of "天龙天坑" is the passage's, so no word of it was unknown). A list of names is copied, not
+    paraphrased. A name is in its place where the passage writes the next one after a 、: the first name may hold
+    the claim's words before it ("保护区包括天龙桥、青龙桥…" for "包括天龙桥、青龙桥"), or drop some of the
+    passage's."""
+    if claim.count("、") < 2:
+        return False
+    known, unknown = 0, 0
+    for m in _LIST_ITEM.finditer(claim):
+        item, following = m.group(1), m.group(2)
+        if item in source:
+            known += 1
+            continue
+        theirs = [
+            found.group()
+            for at in (k.start() for k in re.finditer("、" + following, source))
+            if (found := _ITEM_BEFORE.search(source, 0, at)) is not None
+        ]
+        if theirs and not any(item.endswith(t) or t.endswith(item) for t in theirs):
+            unknown += 1
+    return unknown > 0 and known >= 2
+
+
 def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysis, everywhere: set[str]) -> bool:
     """Whether the claim writes a Latin name the passage never writes: a capitalised word inside a sentence
     ("The CEO is Tran Van Hoa" where the passage names "Tran Minh Duc", "…was founded in 1991 by John Smith", "an
@@ -1329,6 +1362,8 @@ def _held_part(
         return Verdict(False, "unknown clause")
     if _unknown_names(claim, claim_terms, source, everywhere):
         return Verdict(False, "unknown name")
+    if _unknown_item(claim.text[part[0] : part[1]], source.text):
+        return Verdict(False, "unknown item")
     gaps = _gaps(claim, pairs, everywhere, given, restated)
     reports = _reports_speech(claim.text[part[0] : part[1]])
     order = list(dict.fromkeys(t[0] for t in found))

@@ -834,3 +834,24 @@ def test_a_name_put_in_place_of_a_left_out_subject_is_not_held(source: str) -> N
     "所以退出了决赛" writes nothing before the verb, so nothing stood against "刘洋" (the first two were green)."""
     assert holding_sources("刘洋退出了决赛。", {1: source}) == ()
     assert holding_sources("刘洋退出了决赛。", {1: source + "刘洋退出了决赛。"}) == (1,)
+
+
+_KARST = (
+    "天生三桥位于乌江支流羊水河畔，核心保护区约22平方公里，包括天龙桥、青龙桥、黑龙桥、青龙天坑、神鹰天坑、"
+    "羊水河喀斯特峡谷、龙水峡地缝、中石院天坑、下石院天坑、七十二岔洞、龙泉洞、仙人洞和白果伏流。"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "held"),
+    [
+        # The conversation bench's one wrong answer green: "天龙天坑" is no name of the passage, though each of its
+        # pairs of characters is (天龙桥, 青龙天坑).
+        ("天龙天坑、神鹰天坑、羊水河喀斯特峡谷、龙水峡地缝、中石院天坑和下石院天坑。", False),
+        ("青龙天坑、神鹰天坑、羊水河喀斯特峡谷、龙水峡地缝、中石院天坑和下石院天坑。", True),
+        # The last name runs on into the sentence's own words: not judged as a name.
+        ("保护区包括天龙桥、青龙桥、黑龙桥和青龙天坑。", True),
+    ],
+)
+def test_an_enumeration_writes_the_passages_names(claim: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: _KARST})) is held
