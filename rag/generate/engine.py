@@ -209,7 +209,12 @@ def start(
     if turn.agent and store is not None and model is not None:
         return start_agent(turn, request, model, settings, store, history, warn, keepalive)
     notes: list[str] = []
-    if request.rewrite and history and model is not None and depends_on_conversation(question):
+    if (
+        request.rewrite
+        and history
+        and model is not None
+        and depends_on_conversation(question, [m.content for m in history])
+    ):
         thinks = request.thinks if request.thinks is not None else _thinks(model)
         with busy(Text("Rewriting the follow-up into a standalone query…")):
             rewritten = rewrite_query(

@@ -96,8 +96,29 @@ def _cjk_chars(text: str) -> str:
     return "".join(_CJK_CHAR.findall(text))
 
 
-def depends_on_conversation(question: str) -> bool:
-    """Whether `question` needs the conversation before it to be understood (and so a rewrite)."""
+_NAME = re.compile(r"(?<=[A-Za-z0-9,;:)] )[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*")
+"""A capitalised name inside an English question (not its first word, which any word may be)."""
+
+
+def names_its_subject(question: str, earlier: Iterable[str] = ()) -> bool:
+    """Whether `question` names whom its opening phrase's pronouns point to: a name nothing `earlier` in the
+    conversation writes, after a comma that follows every pronoun before it ("At her 80th birthday party, why did
+    Thelma keep looking at a gentleman?" asked after questions about Ellen was taken for a follow-up in a Chromium
+    walk, and searched with the questions about Ellen before it). Not "Why did she choose Englishtown?", whose "she"
+    is someone the conversation named."""
+    said = " ".join(earlier)
+    for name in _NAME.finditer(question):
+        if name.group().lower() in _POINTING or re.search(rf"\b{re.escape(name.group())}\b", said):
+            continue
+        head = question[: name.start()]
+        pointing = [m.end() for m in _EN_WORD.finditer(head) if m.group().lower() in _POINTING]
+        return bool(pointing) and head.rfind(",") > pointing[-1]
+    return False
+
+
+def depends_on_conversation(question: str, earlier: Iterable[str] = ()) -> bool:
+    """Whether `question` needs the conversation before it (`earlier`: its messages' texts) to be understood (and so
+    a rewrite)."""
     text = MARKER.sub(" ", question).strip()
     han = _cjk_chars(text)
     words = _en_words(text)
@@ -124,7 +145,7 @@ def depends_on_conversation(question: str) -> bool:
         # "When was it built?", "What does the server do with it?" point back; in "How does HTTP
         # handle caching when it is disabled?" the "it" has its noun before it in the question.
         if pointing and (len(content) <= 3 or pointing[0] < len(words) / 2):
-            return True
+            return not names_its_subject(text, earlier)
         if not content:
             return True  # "Why?", "How so?"
         if len(content) == 1 and (content[0][0].isdigit() or words[0] not in _QUESTION_WORDS):

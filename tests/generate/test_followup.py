@@ -481,3 +481,32 @@ def test_a_stop_raised_while_the_model_reads_the_summary_prompt_stops_the_model(
     with pytest.raises(Stopped):
         summarize(model, [Message("user", "Who is Lin Daiyu?"), Message("assistant", "A heroine [1].")], tick=tick)  # type: ignore[arg-type]
     assert model.stopped.wait(2.0)
+
+
+_ELLEN = [
+    "How long did it take Ellen Rema to finish all her courses?",
+    "Ellen finished all her courses after 2 years [1].",
+    "And what did she do after that?",
+    "She chose to study for two more years [2].",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "follows"),
+    [
+        # Its opening phrase's pronouns point to the name after it, which the conversation never wrote: a new topic,
+        # searched as asked (a Chromium walk's question was searched with the questions about Ellen before it).
+        (
+            "At her 80th birthday party, why did Thelma keep looking at a gentleman, "
+            "and how many times had she been married?",
+            False,
+        ),
+        ("When she was young, where did Thelma live?", False),
+        # The pronoun is someone the conversation named, or the name is not after the phrase holding it.
+        ("At her party, why did Ellen cry?", True),
+        ("Why did she choose Englishtown?", True),
+        ("When did she meet Thelma?", True),
+    ],
+)
+def test_a_question_naming_whom_its_pronouns_point_to_stands_alone(question: str, follows: bool) -> None:
+    assert depends_on_conversation(question, _ELLEN) is follows
