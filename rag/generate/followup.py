@@ -476,7 +476,10 @@ def keeps_pointing(rewrite: str, question: str) -> bool:
         return len(_ZH_PERSONAL.findall(text)) + english
 
     asked = pointing(question)
-    return asked > 0 and pointing(rewrite) >= asked
+    # A pronoun after a name the rewrite puts in points to it: "What did Ellen Rema do after finishing all her
+    # courses?" for "And what did she do after that?" was refused (a Chromium walk).
+    named = next((m for m in _NAME.finditer(f" {rewrite}") if m.group() not in question), None)
+    return asked > 0 and pointing(rewrite if named is None else rewrite[: named.start() - 1]) >= asked
 
 
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")

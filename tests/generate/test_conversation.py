@@ -405,3 +405,23 @@ def test_a_chinese_follow_up_is_searched_and_asked_with_the_model_the_conversati
     assert repeats_earlier("型号4和型号5多少钱？", "它有多重？", asked)
     assert added_words("型号5的重量是多少？", "它有多重？", texts) == []
     assert added_words("型号5的手机重量是多少？", "它有多重？", texts) == ["手机"]
+
+
+def test_a_rewrite_naming_whom_its_pronoun_points_to_is_searched() -> None:
+    """A Chromium walk (session 47): "What did Ellen Rema do after finishing all her courses?" for "And what did she do
+    after that?" was refused as keeping the question's pronoun: its "her" comes after the name it puts in."""
+    from rag.generate.followup import keeps_pointing
+    from rag.generate.rewrite import rewrite_query
+    from rag.llms.types import StreamEvent
+    from tests.generate.test_watch import ScriptedModel
+
+    history = [
+        Message("user", "How long did it take Ellen Rema to finish all her courses?"),
+        Message("assistant", "Ellen finished all her courses after 2 years [1]."),
+    ]
+    question = "And what did she do after that?"
+    rewrite = "What did Ellen Rema do after finishing all her courses?"
+    result = rewrite_query(ScriptedModel([StreamEvent("content", rewrite)]), history, question)
+    assert result.query == rewrite and result.note == ""
+    # Without the name the pronoun is still the question's.
+    assert keeps_pointing("What did she do after finishing all her courses?", question)
