@@ -56,6 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rag.generate.figures import ZH_KIND_WORDS, Figure, currency, figures, moved
+from rag.generate.fragments import measure_nouns
 from rag.generate.relations import CONVERSE, Mention, exclusive_words, mentions
 from rag.generate.sentences import CLAUSE_MARK, MARKER, sentence_spans
 from rag.generate.support import HAN_FUNCTION, HAN_POINTING, spelled, term_spans
@@ -890,7 +891,8 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
     word of one character of its own ("全香港共高丽高中书院" against "全香港共有四所高中书院" passes: 高 is the
     window's)."""
     text = source.text[window[0] : window[1]]
-    written = set(HAN_CHAR.findall(text))
+    # The noun naming the measure of a figure ("体重" of "体重约只有8公斤") is the window's unit said again.
+    written = set(HAN_CHAR.findall(text)) | measure_nouns(claim.text)
     claimed = set(claim.text)
     for gap in gaps:
         # Two characters of its own at least: one ("一起玩耍" for "一同玩耍") is a synonym as often.

@@ -278,7 +278,13 @@ def moved(claimed: list[Figure], held: list[Figure]) -> Figure | None:
             label = getattr(figure, side)
             if not label:
                 continue
-            same = [g for g in held if getattr(g, side) == label]
+            # A number of another unit on the same word is of another measure: "尤金袋鼠约只有8公斤重" is not moved
+            # by "尤金袋鼠共有三个亚种" (a Chromium walk's right answer was flagged).
+            same = [
+                g
+                for g in held
+                if getattr(g, side) == label and not (side == "before" and unit and _unit(g.after) not in ("", unit))
+            ]
             if same and all(g.value != figure.value for g in same):
                 return figure
     return None

@@ -119,6 +119,25 @@ _UNITS = (
 )
 
 
+_MEASURE_NOUNS = {
+    "weight": re.compile(r"体重|重量"),
+    "area": re.compile(r"面积|占地"),
+    "length": re.compile(r"身高|高度|长度|深度|宽度|海拔"),
+}
+"""The Chinese nouns naming what a kind of unit measures."""
+
+
+def measure_nouns(text: str) -> set[str]:
+    """The characters of the nouns in `text` that name what its figures' units measure ("体重" where it writes
+    "8公斤"): a sentence may name the measure its source leaves to the unit ("尤金袋鼠的体重约只有8公斤" of "尤金袋鼠很
+    细小，约只有8公斤重")."""
+    found: set[str] = set()
+    for kind, units in _UNITS:
+        if units.search(text):
+            found.update(*_MEASURE_NOUNS[kind].findall(text))
+    return found
+
+
 def other_measure(question: str, answer: str) -> bool:
     """Whether `answer` measures in other units than the kind `question` asks for ("12米高" for "有多重？"): it
     gives a figure in units of another kind (weight, length, area) and none of the kind asked; or it gives a time or

@@ -855,3 +855,24 @@ _KARST = (
 )
 def test_an_enumeration_writes_the_passages_names(claim: str, held: bool) -> None:
     assert bool(holding_sources(claim, {1: _KARST})) is held
+
+
+_KANGAROO = (
+    "尤金袋鼠最初是于1628年船难的生还者在西澳发现的。尤金袋鼠共有三个亚种：尤金袋鼠很细小，约只有8公斤重，适合饲养。"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "held"),
+    [
+        # A Chromium walk's right answer, flagged: "三个亚种" on the same word is another measure than "8公斤", and
+        # 体重 names what the source leaves to its unit.
+        ("尤金袋鼠约只有8公斤重。", True),
+        ("尤金袋鼠的体重大约只有8公斤重。", True),
+        ("尤金袋鼠的体重大约只有3公斤重。", False),
+        ("尤金袋鼠的身高大约只有8公斤重。", False),
+        ("尤金袋鼠共有八个亚种。", False),
+    ],
+)
+def test_a_measure_is_read_with_its_unit(claim: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: _KANGAROO})) is held
