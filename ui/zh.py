@@ -290,7 +290,7 @@ ZH: dict[str, str] = {
     "Stops at the next step of the file being ingested: that file is stored whole or not at all (the chunks it embedded by then are kept, and the next Ingest goes on from there), the files done before stay, the rest are not started.": "在正在入库的文件进入下一步时停止：该文件要么完整保存要么完全不保存（已嵌入的分块会保留，下次入库从那里继续），之前完成的文件保留，其余的不再开始。",
     "**Stop ingesting** ends it early; the files done by then stay.": "**停止入库**可提前结束；已完成的文件会保留。",
     "Ingesting {files} into '{kb}'…": "正在把 {files}入库到“{kb}”…",
-    "Ingesting {done}/{total} done · reading {file}…": "正在入库：已完成 {done}/{total} · 正在读取 {file}…",
+    "Ingesting {done}/{total} done · {file}: {stage}…": "正在入库：已完成 {done}/{total} · {file}：{stage}…",
     "Ingesting {done}/{total} done…": "正在入库：已完成 {done}/{total}…",
     "The vector index of '{kb}' ({chunks}) is built in the background after the ingest: until it is ready, a search "
     "compares the question with every chunk (exact, only slower).": "“{kb}”的向量索引（{chunks}）在入库完成后于后台建立："
