@@ -373,6 +373,24 @@ def _canonical(term: Term, text: str) -> Term:
     return (w[:6], start, end)
 
 
+_QUOTE = re.compile(r"“[^”]{1,2000}”|\"[^\"]{1,2000}\"")
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b")
+_SPEECH_VERB = re.compile(r"\b(?:says|said|tells|told|asks|asked|adds|added|explains|explained|recalls|recalled)\b")
+
+
+def _speakers(text: str) -> list[tuple[int, int]]:
+    """Each "I", "me" and "my" of a quotation a speech verb reports beside it (“I finished all my courses…,” she
+    said): a pronoun standing for its speaker, as "she" does, so that "Ellen finished all her courses" is held where
+    the passage names Ellen before (a Chromium walk's right answer was flagged)."""
+    found = []
+    for quote in _QUOTE.finditer(text):
+        around = text[max(0, quote.start() - 80) : quote.start()] + " " + text[quote.end() : quote.end() + 80]
+        if _SPEECH_VERB.search(around) is None:
+            continue
+        found += [(m.start(), m.end()) for m in _FIRST_PERSON.finditer(text, quote.start(), quote.end())]
+    return found
+
+
 @functools.lru_cache(maxsize=512)
 def analyse(text: str) -> Analysis:
     blank, lists = _blank(text)
@@ -385,6 +403,7 @@ def analyse(text: str) -> Analysis:
     pronouns = [
         (m.start(), m.end()) for m in _PRONOUNS.finditer(blank) if not any(a <= m.start() < b for a, b in excluded)
     ]
+    pronouns = sorted(pronouns + _speakers(blank))
     sentences = _sentences(blank)
     terms = sorted(
         [_canonical(t, blank) for t in term_spans(blank)]
@@ -1076,22 +1095,32 @@ def _unknown_item(claim: str, source: str) -> bool:
     return unknown > 0 and known >= 2
 
 
+_OPENING_WORDS = frozenset(
+    "yes yeah no nope ok okay sure indeed well now today currently nowadays overall however therefore thus hence "
+    "also additionally furthermore moreover finally first firstly second secondly third lastly actually basically "
+    "certainly clearly perhaps maybe probably unfortunately fortunately interestingly generally usually typically "
+    "briefly answer summary note".split()
+)
+"""Words opening a sentence that say how it is said, not of whom ("Yes, the bank employs…", "Overall, …")."""
+
+
 def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysis, everywhere: set[str]) -> bool:
     """Whether the claim writes a Latin name the passage never writes: a capitalised word inside a sentence
     ("The CEO is Tran Van Hoa" where the passage names "Tran Minh Duc", "…was founded in 1991 by John Smith", "an
     app called SMB Pay" for "SMB Go"). A name is not paraphrased: the share of words held (3 of 4) and a window
     holding every term the passage writes had badged those green, as they did every answer whose wrong part is a
-    name the passage never writes. Not a word opening a sentence or a line ("Today", "Yes"), whose capital says
-    nothing, nor a word of a line's label ("**Founding Year:**"), nor an acronym of words the passage writes
-    ("CEO")."""
+    name the passage never writes. A word opening a sentence too, whose capital says nothing of it: "Thelma began
+    with the first level of Englishtown" of "Ellen began with…" was green, and "Today" or "Scientists" the passage
+    never writes are no more its words (on every badges line, no right answer lost). Not a word of a line's label
+    ("**Founding Year:**"), nor an acronym of words the passage writes ("CEO")."""
     candidates = [
         t
         for t in claim_terms
         if _capitalised(claim.text, t)
         and not t[0][0].isdigit()
         and t[0] not in everywhere
-        and not _at_opening(claim.text, t[1])
         and claim.text[t[1] : t[2]].lower() not in _SOURCE_WORDS
+        and not (_at_opening(claim.text, t[1]) and claim.text[t[1] : t[2]].lower() in _OPENING_WORDS)
     ]
     if not candidates:
         return False  # most claims: no line's labels to look for

@@ -876,3 +876,26 @@ _KANGAROO = (
 )
 def test_a_measure_is_read_with_its_unit(claim: str, held: bool) -> None:
     assert bool(holding_sources(claim, {1: _KANGAROO})) is held
+
+
+_ENGLISHTOWN = (
+    "Ellen began to learn English at the age of fifty. Ellen began with the first level of Englishtown and quickly "
+    "progressed. “I spent hours and hours studying,” she said. “Maybe I wanted too much in a short time. I finished "
+    "all my courses after 2 years, but I still had grammar difficulties.” Instead of giving up, she chose to continue."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "held"),
+    [
+        # The "I" of a quotation she said stands for her, as "she" would (a Chromium walk's right answer, flagged).
+        ("Ellen finished all her courses after 2 years, but she still had grammar difficulties.", True),
+        ("Thelma finished all her courses after 2 years, but she still had grammar difficulties.", False),
+        # A name opening the sentence is judged as one inside it: "Thelma" was green, its capital said nothing.
+        ("Ellen began with the first level of Englishtown.", True),
+        ("Thelma began with the first level of Englishtown.", False),
+        ("She chose to continue.", True),
+    ],
+)
+def test_a_quotations_speaker_and_an_opening_name(claim: str, held: bool) -> None:
+    assert bool(holding_sources(claim, {1: _ENGLISHTOWN})) is held
