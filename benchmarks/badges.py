@@ -231,6 +231,11 @@ def bench_badges(report: Report, quick: bool, *, answers: Path | None = None) ->
         f"name another passage writes and this one never does, each cited as [1]): without the check for names no "
         f"source writes {names.line(asked=False)}; with it {names.line(asked=True)}"
     )
+    names = substituted_names(limit=40 if quick else None, opening=True)
+    report.line(
+        f"the same of names opening their sentence ({names.right} sentences, {names.wrong} with the name replaced): "
+        f"without the check for names no source writes {names.line(asked=False)}; with it {names.line(asked=True)}"
+    )
     if answers is not None and answers.exists():
         report.line(recorded_answers(answers))
 
@@ -384,12 +389,13 @@ def _race_names(text: str) -> list[re.Match[str]]:
     return [m for m in inside if all(w[0].isupper() for w in re.findall(rf"\b{m.group()}\b", text, re.IGNORECASE))]
 
 
-def substituted_names(limit: int | None = None) -> Bare:
+def substituted_names(limit: int | None = None, *, opening: bool = False) -> Bare:
     """English sentences with a name put in another's place, on public data: up to two sentences of each en_race
     passage that write a name inside them (right), and each with that name replaced by one another passage writes and
     this one never does (wrong: "The CEO is Tran Van Hoa" where the source names "Tran Minh Duc", a small model's
     slip in the conversation bench's English sources), each cited as [1]. Green without and with the check for names
-    no source writes (`claims._unknown_names`)."""
+    no source writes (`claims._unknown_names`). `opening`: the name opening its sentence instead ("Thelma began…" for
+    "Ellen began…", whose capital had excused it until session 47)."""
     from unittest import mock
 
     from rag import generate
@@ -417,7 +423,9 @@ def substituted_names(limit: int | None = None) -> Bare:
                 lead = a + len(text[a:b]) - len(text[a:b].lstrip())
                 # Inside the sentence as an answer writes it too: not "Hearing this, …" after a passage's line
                 # with no stop.
-                inside = (m for m in names if a <= m.start() < b and not claims._at_opening(sentence, m.start() - lead))
+                inside = (
+                    m for m in names if a <= m.start() < b and claims._at_opening(sentence, m.start() - lead) is opening
+                )
                 name = next(inside, None)
                 if name is None or taken == 2:
                     continue

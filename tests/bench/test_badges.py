@@ -78,6 +78,17 @@ def test_an_english_sentence_with_a_name_put_in_anothers_place_loses_green() -> 
     assert put.wrong_green[1] <= 0.05 * put.wrong_green[0]
 
 
+def test_a_name_put_in_place_of_one_opening_its_sentence_loses_green() -> None:
+    """The same with the name opening its sentence ("Thelma began…" for "Ellen began…"), which the check excused until
+    session 47. Measured on all 37: wrong green 31 -> 0, right green 37 both ways."""
+    from benchmarks.badges import substituted_names
+
+    put = substituted_names(opening=True)
+    assert put.right >= 30
+    assert put.right_green[1] == put.right_green[0]
+    assert put.wrong_green[1] <= 0.1 * put.wrong_green[0]
+
+
 def test_the_conversation_benchs_kept_answers_are_badged_again(tmp_path: Path) -> None:
     """The model's answers a conversation run kept are read back and badged by today's checks, per language."""
     from benchmarks.badges import recorded_answers
