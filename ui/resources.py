@@ -3,6 +3,7 @@ sampler and the status look-ups, each cached once (st.cache_resource objects are
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -79,4 +80,12 @@ def gpu_presence() -> rag_status.GpuPresence:
 
 @st.cache_data(ttl=10, show_spinner=False)  # a server killed under the app shows within 10 s (a ~1 ms query)
 def server_info() -> ServerInfo:
-    return store().server_info()
+    return current(store().server_info())
+
+
+def current(info: ServerInfo) -> ServerInfo:
+    """`info` as an instance of the class `rag.store` holds now. An edit under `streamlit run` imports every module
+    of the app anew, while the store (st.cache_resource) keeps making the old class's, which st.cache_data cannot
+    pickle ("Can't pickle <class 'rag.store.records.ServerInfo'>: it's not the same object"): every page was down
+    until a restart (a Chromium walk, the app answering while a file changed)."""
+    return ServerInfo(**dataclasses.asdict(info))
