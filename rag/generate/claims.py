@@ -374,18 +374,23 @@ def _canonical(term: Term, text: str) -> Term:
 
 
 _QUOTE = re.compile(r"“[^”]{1,2000}”|\"[^\"]{1,2000}\"")
-_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b")
-_SPEECH_VERB = re.compile(r"\b(?:says|said|tells|told|asks|asked|adds|added|explains|explained|recalls|recalled)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
+_SAYS = r"(?:says|said|tells|told|asks|asked|adds|added|explains|explained|recalls|recalled)"
+_SHE_SAID_AFTER = re.compile(rf"[\s,.!?]*(?:(?:she|he)\s+{_SAYS}|{_SAYS}\s+(?:she|he))\b", re.IGNORECASE)
+_SHE_SAID_BEFORE = re.compile(rf"\b(?:she|he)\s+{_SAYS}[\s,.:]*$", re.IGNORECASE)
 
 
 def _speakers(text: str) -> list[tuple[int, int]]:
-    """Each "I", "me" and "my" of a quotation a speech verb reports beside it (“I finished all my courses…,” she
-    said): a pronoun standing for its speaker, as "she" does, so that "Ellen finished all her courses" is held where
-    the passage names Ellen before (a Chromium walk's right answer was flagged)."""
+    """Each "I", "me" and "my" of a quotation that "she said" or "he says" reports, right after it or right before it
+    (“I finished all my courses…” after “I spent hours studying,” she said.): a pronoun standing for its speaker, as
+    "she" does, so that "Ellen finished all her courses" is held where the passage names Ellen before (a Chromium
+    walk's right answer was flagged). Not where the quotation names its speaker ("…,” Mary said": the claim's name
+    must then be Mary's, which no pronoun stands for)."""
     found = []
     for quote in _QUOTE.finditer(text):
-        around = text[max(0, quote.start() - 80) : quote.start()] + " " + text[quote.end() : quote.end() + 80]
-        if _SPEECH_VERB.search(around) is None:
+        after = _SHE_SAID_AFTER.match(text, quote.end(), min(len(text), quote.end() + 40))
+        before = _SHE_SAID_BEFORE.search(text, max(0, quote.start() - 40), quote.start())
+        if after is None and before is None:
             continue
         found += [(m.start(), m.end()) for m in _FIRST_PERSON.finditer(text, quote.start(), quote.end())]
     return found
@@ -911,7 +916,7 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
     window's)."""
     text = source.text[window[0] : window[1]]
     # The noun naming the measure of a figure ("体重" of "体重约只有8公斤") is the window's unit said again.
-    written = set(HAN_CHAR.findall(text)) | measure_nouns(claim.text)
+    written = set(HAN_CHAR.findall(text)) | measure_nouns(claim.text, text)
     claimed = set(claim.text)
     for gap in gaps:
         # Two characters of its own at least: one ("一起玩耍" for "一同玩耍") is a synonym as often.
@@ -1071,7 +1076,8 @@ _ITEM_BEFORE = re.compile(rf"[{HAN}]{{1,8}}$")
 
 def _unknown_item(claim: str, source: str) -> bool:
     """Whether the claim lists a name the passage never writes in a place where the passage lists another, in an
-    enumeration of three or more whose other names it writes: "天龙天坑、神鹰天坑、…" for
+    enumeration of three or more (its last name, which may run on into the claim's words, not judged) of whose
+    other names the passage writes one at least: "天龙天坑、神鹰天坑、…" for
     "…、黑龙桥、青龙天坑、神鹰天坑、…" (the conversation bench's one wrong answer green: every pair of
     characters of "天龙天坑" is the passage's, so no word of it was unknown). A list of names is copied, not
     paraphrased. A name is in its place where the passage writes the next one after a 、: the first name may hold
@@ -1092,16 +1098,32 @@ def _unknown_item(claim: str, source: str) -> bool:
         ]
         if theirs and not any(item.endswith(t) or t.endswith(item) for t in theirs):
             unknown += 1
-    return unknown > 0 and known >= 2
+    return unknown > 0 and known >= 1
 
 
 _OPENING_WORDS = frozenset(
     "yes yeah no nope ok okay sure indeed well now today currently nowadays overall however therefore thus hence "
-    "also additionally furthermore moreover finally first firstly second secondly third lastly actually basically "
-    "certainly clearly perhaps maybe probably unfortunately fortunately interestingly generally usually typically "
-    "briefly answer summary note".split()
+    "also furthermore moreover first second third answer summary note later afterwards afterward meanwhile soon then "
+    "still yet besides despite rather instead after before although though since while when once unlike like "
+    "nevertheless nonetheless otherwise anyway sometimes often".split()
 )
-"""Words opening a sentence that say how it is said, not of whom ("Yes, the bank employs…", "Overall, …")."""
+"""Words opening a sentence that say when or how, not of whom ("Yes, the bank employs…", "Later she chose…")."""
+
+
+def _says_how(text: str, term: Term) -> bool:
+    """Whether the word of `term` opening a sentence says when or how rather than naming someone: one of
+    `_OPENING_WORDS`, an adverb ("Eventually"; not "Sally" nor "Kimberly": `_ADVERB`), or a participle its comma sets
+    apart ("Undeterred, she…"; not "Lauren, …", whom it addresses)."""
+    end = re.match(r"[A-Za-z'-]*", text[term[1] :])
+    word = text[term[1] : term[1] + (end.end() if end else 0)].lower()
+    after = text[term[1] + len(word) :].lstrip(" ")
+    participle = len(word) >= 6 and word.endswith(("ed", "ing")) and after.startswith(",")
+    return word in _OPENING_WORDS or _ADVERB.search(word) is not None or participle
+
+
+_ADVERB = re.compile(r"^.{5,}(?<!r)ly$|^(?:clearly|nearly|sadly|only|early)$")
+"""An English adverb in -ly of seven letters or more ("Eventually", "Unfortunately", "Recently"): names end in -ly
+too, shorter or in -rly ("Sally", "Emily", "Shelly", "Kimberly", "Beverly")."""
 
 
 def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysis, everywhere: set[str]) -> bool:
@@ -1120,7 +1142,7 @@ def _unknown_names(claim: Analysis, claim_terms: Sequence[Term], source: Analysi
         and not t[0][0].isdigit()
         and t[0] not in everywhere
         and claim.text[t[1] : t[2]].lower() not in _SOURCE_WORDS
-        and not (_at_opening(claim.text, t[1]) and claim.text[t[1] : t[2]].lower() in _OPENING_WORDS)
+        and not (_at_opening(claim.text, t[1]) and _says_how(claim.text, t))
     ]
     if not candidates:
         return False  # most claims: no line's labels to look for
@@ -1580,9 +1602,14 @@ def holding_sources(
     return tuple(dict.fromkeys(n for n in sources if n in backing))
 
 
-_BECAUSE = re.compile(r",?\s+because\s+(?=\S)|[，,]?\s*(?:这|那)?(?:正|就|也)?是?(?:因为|由于)(?=\S)", re.IGNORECASE)
+_BECAUSE = re.compile(
+    r",?\s+because\s+(?=\S)|[，,]\s*(?:这|那)?(?:正|就|也)?是?(?:因为|由于)(?=\S)"
+    r"|(?<![总还可只要倒于但若不凡像或老])是(?:因为|由于)(?=\S)",
+    re.IGNORECASE,
+)
 """What gives an effect its reason after it ("People jump over the fire because they hope…", "人们从火上跳过去，是因为
-他们希望…"): each held alone is not the two held together, so a source must write them together (`_with_reason`)."""
+他们希望…"): each held alone is not the two held together, so a source must write them together (`_with_reason`).
+Not a 因为 inside a clause ("李明总是因为迟到被批评" gives its reason before its effect, and 总是 is no "是因为")."""
 _REASON_FIRST = re.compile(r"\s*(?:(?:and|but)\s+|而|但是?|并且|且|又|也)?(?:because\s+|因为|由于)(?=\S)", re.I)
 """A reason said before its effect ("Because it rained, …", "因为下雨，所以…", "而由于…，因此…")."""
 _THEREFORE = re.compile(r"\s*[，,]?\s*(?:所以|因此|因而|于是)")
@@ -1651,6 +1678,7 @@ def _in_one_sentence(
     long sentence giving a reason ("…，由于…，因此…，…", copied from its passage) that no one window holds, where the
     effect and the reason are each more than a window (`_with_reason`)."""
     parts = claim_parts(said)
+    markers = {m.group().lower() for m in _CAUSAL.finditer(said.text)}
     if len(parts) < 2:
         return ()
     wanted = {t[0] for t in said.terms}
@@ -1658,9 +1686,13 @@ def _in_one_sentence(
     for n, text in sources.items():
         source = analyse(text)
         for a, b in source.sentences:
-            # Only a sentence writing most of the claim's terms can hold all its clauses (the others cost a look each).
+            # Only a sentence writing most of the claim's terms can hold all its clauses (the others cost a look each),
+            # and the claim's own words of cause: "The river flooded, so the bridge was closed" holds no "…, because the
+            # bridge was closed", nor "…, and she went to bed early" a "because she went to bed early".
             written = {t[0] for t in source.terms if a <= t[1] and t[2] <= b}
             if len(wanted & written) < REASON_SHARE * len(wanted):
+                continue
+            if not markers <= {m.group().lower() for m in _CAUSAL.finditer(source.text, a, b)}:
                 continue
             if all(_held_part(said, part, source, chars, restated, within=(a, b)).held for part in parts):
                 holders.append(n)
@@ -1668,13 +1700,15 @@ def _in_one_sentence(
     return tuple(holders)
 
 
+_CAUSAL = re.compile(r"\bbecause\b|因为|由于|所以|因此|因而|于是", re.IGNORECASE)
+"""The words giving a cause or its consequence, which a sentence holding a reason claim clause by clause writes too."""
 REASON_SHARE = 0.5
 """Of a reason's terms, the share its source must write (as `support.SUPPORTED` of a sentence's)."""
 _POINTS_BACK = re.compile(
-    r"\s*(?:(?:they|it|this|that|these|those|he|she|because)\b|他|她|它|这|那|因为|由于|原因)", re.IGNORECASE
+    r"\s*(?:(?:they|it|this|that|these|those|he|she|because)\b|他|她|它|这是|那是|因为|由于|原因)", re.IGNORECASE
 )
 """How a sentence giving the reason of the one before it opens ("They hope…", "This is because…", "他们希望…", "这是
-因为…"; not "So…", which gives a consequence)."""
+因为…"; not "So…", which gives a consequence, nor "这一天…", a time)."""
 _CONSEQUENCE = re.compile(r"\s*(?:(?:so|therefore|thus|hence)\b|所以|因此|因而|于是)", re.IGNORECASE)
 """How a sentence giving the consequence of the one before it opens ("So the match was cancelled.", "于是…")."""
 

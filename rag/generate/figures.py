@@ -278,16 +278,24 @@ def moved(claimed: list[Figure], held: list[Figure]) -> Figure | None:
             label = getattr(figure, side)
             if not label:
                 continue
-            # A number of another unit on the same word is of another measure: "尤金袋鼠约只有8公斤重" is not moved
-            # by "尤金袋鼠共有三个亚种" (a Chromium walk's right answer was flagged).
-            same = [
-                g
-                for g in held
-                if getattr(g, side) == label and not (side == "before" and unit and _unit(g.after) not in ("", unit))
-            ]
+            same = [g for g in held if getattr(g, side) == label]
             if same and all(g.value != figure.value for g in same):
+                if side == "before" and _of_a_left_out_subject(figure, unit, same, held):
+                    continue
                 return figure
     return None
+
+
+def _of_a_left_out_subject(figure: Figure, unit: str, same: list[Figure], held: list[Figure]) -> bool:
+    """Whether `held` writes `figure`'s number in its unit with no word before it (its clause leaves the subject out),
+    and the numbers on the claim's word are all of other units: "尤金袋鼠约只有8公斤重" of
+    "尤金袋鼠共有三个亚种：尤金袋鼠很细小，约只有8公斤重" (a Chromium walk's right answer was flagged), not
+    "小明有5公斤大米" of "小明有3个苹果，小红有5公斤大米", whose 5 is 小红's."""
+    return (
+        bool(unit)
+        and all(_unit(g.after) not in ("", unit) for g in same)
+        and any(g.value == figure.value and _unit(g.after) == unit and not g.before for g in held)
+    )
 
 
 _CURRENCY_BEFORE = re.compile(r"(US\$|\$|€|£|￥|¥|\b(?:RMB|USD|EUR|GBP|CNY))\s*$", re.IGNORECASE)

@@ -110,10 +110,15 @@ def names_its_subject(question: str, earlier: Iterable[str] = ()) -> bool:
     for name in _NAME.finditer(question):
         if name.group().lower() in _POINTING or re.search(rf"\b{re.escape(name.group())}\b", said):
             continue
-        head = question[: name.start()]
+        head, tail = question[: name.start()], question[name.end() :]
         pointing = [m.end() for m in _EN_WORD.finditer(head) if m.group().lower() in _POINTING]
-        return bool(pointing) and head.rfind(",") > pointing[-1]
+        # "…, what did Mary say to her?": a "her" after the name is someone else, whom the opening's "she" is too.
+        others = [w for w in _en_words(tail) if w in _OBJECTS]
+        return bool(pointing) and head.rfind(",") > pointing[-1] and not others
     return False
+
+
+_OBJECTS = frozenset("him her them".split())
 
 
 def depends_on_conversation(question: str, earlier: Iterable[str] = ()) -> bool:
@@ -476,10 +481,21 @@ def keeps_pointing(rewrite: str, question: str) -> bool:
         return len(_ZH_PERSONAL.findall(text)) + english
 
     asked = pointing(question)
-    # A pronoun after a name the rewrite puts in points to it: "What did Ellen Rema do after finishing all her
-    # courses?" for "And what did she do after that?" was refused (a Chromium walk).
-    named = next((m for m in _NAME.finditer(f" {rewrite}") if m.group() not in question), None)
-    return asked > 0 and pointing(rewrite if named is None else rewrite[: named.start() - 1]) >= asked
+    # A pronoun after the name the rewrite puts in as its subject points to it: "What did Ellen Rema do after finishing
+    # all her courses?" for "And what did she do after that?" was refused (a Chromium walk). Only there: "After
+    # Englishtown, what did she do after that?" names a place, and its "she" is the question's.
+    named = _SUBJECT.match(rewrite)
+    if named is not None and named.group(1) in question:
+        named = None
+    return asked > 0 and pointing(rewrite if named is None else rewrite[: named.start(1)]) >= asked
+
+
+_SUBJECT = re.compile(
+    r"\s*(?i:what|why|how|when|where|which|who(?:m)?)(?:\s+[a-z]+)?\s+(?i:did|does|do|is|was|were|are|has|had|have|"
+    r"will|would|can|could)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b"
+)
+"""A question's subject as a name after its question word and auxiliary ("What did Ellen Rema …", "How many years did
+Ellen …")."""
 
 
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+(\d{1,4}[A-Za-z]?)\b")

@@ -899,3 +899,40 @@ _ENGLISHTOWN = (
 )
 def test_a_quotations_speaker_and_an_opening_name(claim: str, held: bool) -> None:
     assert bool(holding_sources(claim, {1: _ENGLISHTOWN})) is held
+
+
+@pytest.mark.parametrize(
+    ("claim", "source"),
+    [
+        # A review of session 47's rules: each held where the source does not say it.
+        ("The river flooded, because the bridge was closed.", "The river flooded, so the bridge was closed."),
+        (
+            "Ellen was tired after the long trip, because she went to bed early.",
+            "Ellen was tired after the long trip, and she went to bed early.",
+        ),
+        (
+            "Ellen finished all her courses after 2 years.",
+            "Ellen began with the first level. “I finished all my courses after 2 years,” her teacher Mary said.",
+        ),
+        ("这条隧道的深度为800米。", "这条隧道全长800米，是当地最长的隧道。"),
+        ("小明有5公斤大米。", "小明有3个苹果，小红有5公斤大米。"),
+        ("尤金袋鼠约有50公斤重。", "尤金袋鼠共有三个亚种，灰袋鼠的体重约有50公斤。"),
+        ("李明总是因为迟到被老师批评。", "李明总是很准时。这一天王强因为迟到被老师批评。"),
+    ],
+)
+def test_the_rules_of_session_47_hold_nothing_their_source_does_not_say(claim: str, source: str) -> None:
+    assert holding_sources(claim, {1: source}) == ()
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Eventually, she chose to continue.",
+        "Undeterred, she chose to continue.",
+        "Afterwards she chose to continue.",
+        "Rather than giving up, she chose to continue.",
+        "Initially, Ellen began with the first level of Englishtown.",
+    ],
+)
+def test_a_word_saying_when_or_how_opens_a_sentence_and_names_no_one(claim: str) -> None:
+    assert holding_sources(claim, {1: _ENGLISHTOWN}) == (1,)

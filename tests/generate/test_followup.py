@@ -510,3 +510,14 @@ _ELLEN = [
 )
 def test_a_question_naming_whom_its_pronouns_point_to_stands_alone(question: str, follows: bool) -> None:
     assert depends_on_conversation(question, _ELLEN) is follows
+
+
+def test_a_pronoun_after_the_name_points_elsewhere_and_a_rewrite_names_its_subject() -> None:
+    """A review of session 47's rules: "…, what did Mary say to her?" speaks of someone before Mary; "After Englishtown,
+    what did she do…?" puts a place in, not whom "she" is."""
+    from rag.generate.followup import keeps_pointing
+
+    assert depends_on_conversation("After she finished all her courses, what did Mary say to her?", _ELLEN)
+    question = "And what did she do after that?"
+    assert keeps_pointing("After Englishtown, what did she do after that?", question)
+    assert not keeps_pointing("What did Ellen Rema do after finishing all her courses?", question)
