@@ -807,8 +807,6 @@ def _ingesting(
         rows: dict[str, tuple[DeltaGenerator, DeltaGenerator]] = {}  # file -> (its container, its bar)
         fractions: dict[str, float] = {}
 
-        latest = [""]  # the file begun last: the label says its stage
-
         def said(name: str, stage: str) -> None:
             status.update(
                 label=_(
@@ -834,12 +832,11 @@ def _ingesting(
             # Said again each time: the browser keeps an expander at this place closed if one was before. The
             # count is of files done: the next files are read while one is written (a walk saw "22/40" with 10
             # stored when it counted the files begun).
-            latest[0] = name
             said(name, "parse")
 
             def update(stage: str, fraction: float, message: str) -> None:
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
-                if stage != reached[name] and latest[0] == name:
+                if stage != reached[name] and next(reversed(rows)) == name:  # the file begun last: its stage is said
                     said(name, stage)  # a walk read "reading english_stories.txt…" while it was embedded
                 reached[name] = stage
                 fractions[name] = min(max(float(fraction), 0.0), 1.0)

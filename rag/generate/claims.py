@@ -914,6 +914,8 @@ def _replaced(claim: Analysis, gaps: Sequence[_Gap], source: Analysis, window: t
     `SYNONYM_SHARE`), and so are words the window writes elsewhere ("高洋多次" where it writes 高洋 and 数数); so is a
     word of one character of its own ("全香港共高丽高中书院" against "全香港共有四所高中书院" passes: 高 is the
     window's)."""
+    if not gaps:
+        return False
     text = source.text[window[0] : window[1]]
     # The noun naming the measure of a figure ("体重" of "体重约只有8公斤") is the window's unit said again.
     written = set(HAN_CHAR.findall(text)) | measure_nouns(claim.text, text)
@@ -1114,11 +1116,14 @@ def _says_how(text: str, term: Term) -> bool:
     """Whether the word of `term` opening a sentence says when or how rather than naming someone: one of
     `_OPENING_WORDS`, an adverb ("Eventually"; not "Sally" nor "Kimberly": `_ADVERB`), or a participle its comma sets
     apart ("Undeterred, she…"; not "Lauren, …", whom it addresses)."""
-    end = re.match(r"[A-Za-z'-]*", text[term[1] :])
-    word = text[term[1] : term[1] + (end.end() if end else 0)].lower()
-    after = text[term[1] + len(word) :].lstrip(" ")
-    participle = len(word) >= 6 and word.endswith(("ed", "ing")) and after.startswith(",")
+    found = _OPENING_WORD.match(text, term[1])
+    word = found.group(1).lower() if found else ""
+    participle = len(word) >= 6 and word.endswith(("ed", "ing")) and bool(found and found.group(2))
     return word in _OPENING_WORDS or _ADVERB.search(word) is not None or participle
+
+
+_OPENING_WORD = re.compile(r"([A-Za-z'-]*)( *,)?")
+"""A word and the comma after it, if one follows."""
 
 
 _ADVERB = re.compile(r"^.{5,}(?<!r)ly$|^(?:clearly|nearly|sadly|only|early)$")
@@ -1612,7 +1617,9 @@ _BECAUSE = re.compile(
 Not a 因为 inside a clause ("李明总是因为迟到被批评" gives its reason before its effect, and 总是 is no "是因为")."""
 _REASON_FIRST = re.compile(r"\s*(?:(?:and|but)\s+|而|但是?|并且|且|又|也)?(?:because\s+|因为|由于)(?=\S)", re.I)
 """A reason said before its effect ("Because it rained, …", "因为下雨，所以…", "而由于…，因此…")."""
-_THEREFORE = re.compile(r"\s*[，,]?\s*(?:所以|因此|因而|于是)")
+_ZH_THEREFORE = "所以|因此|因而|于是"
+"""Chinese words giving a consequence (`_THEREFORE`, `_CAUSAL`, `_CONSEQUENCE`)."""
+_THEREFORE = re.compile(rf"\s*[，,]?\s*(?:{_ZH_THEREFORE})")
 _COMMA = re.compile(r"\s*[，,]\s*")
 
 
@@ -1685,11 +1692,10 @@ def _in_one_sentence(
     holders = []
     for n, text in sources.items():
         source = analyse(text)
-        for a, b in source.sentences:
+        for (a, b), written in zip(source.sentences, source.sentence_sets, strict=True):
             # Only a sentence writing most of the claim's terms can hold all its clauses (the others cost a look each),
             # and the claim's own words of cause: "The river flooded, so the bridge was closed" holds no "…, because the
             # bridge was closed", nor "…, and she went to bed early" a "because she went to bed early".
-            written = {t[0] for t in source.terms if a <= t[1] and t[2] <= b}
             if len(wanted & written) < REASON_SHARE * len(wanted):
                 continue
             if not markers <= {m.group().lower() for m in _CAUSAL.finditer(source.text, a, b)}:
@@ -1700,7 +1706,7 @@ def _in_one_sentence(
     return tuple(holders)
 
 
-_CAUSAL = re.compile(r"\bbecause\b|因为|由于|所以|因此|因而|于是", re.IGNORECASE)
+_CAUSAL = re.compile(rf"\bbecause\b|因为|由于|{_ZH_THEREFORE}", re.IGNORECASE)
 """The words giving a cause or its consequence, which a sentence holding a reason claim clause by clause writes too."""
 REASON_SHARE = 0.5
 """Of a reason's terms, the share its source must write (as `support.SUPPORTED` of a sentence's)."""
@@ -1709,7 +1715,7 @@ _POINTS_BACK = re.compile(
 )
 """How a sentence giving the reason of the one before it opens ("They hope…", "This is because…", "他们希望…", "这是
 因为…"; not "So…", which gives a consequence, nor "这一天…", a time)."""
-_CONSEQUENCE = re.compile(r"\s*(?:(?:so|therefore|thus|hence)\b|所以|因此|因而|于是)", re.IGNORECASE)
+_CONSEQUENCE = re.compile(rf"\s*(?:(?:so|therefore|thus|hence)\b|{_ZH_THEREFORE})", re.IGNORECASE)
 """How a sentence giving the consequence of the one before it opens ("So the match was cancelled.", "于是…")."""
 
 

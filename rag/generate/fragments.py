@@ -119,15 +119,20 @@ _UNITS = (
 )
 
 
+def _beside_a_figure(character: str, units: str) -> re.Pattern[str]:
+    """`character` written by a figure in `units` ("8公斤重", "长约800米")."""
+    return re.compile(rf"{character}\s*(?:约|近|达|逾|为|有)?\s*\d|\d[\d.,]*\s*(?:{units})\s*{character}")
+
+
 _MEASURE_NOUNS = (
-    (re.compile(r"体重|重量"), "重", r"吨|公斤|千克|斤|克|kg"),
-    (re.compile(r"长度"), "长", r"米|公里|英尺|英里|km|m"),
-    (re.compile(r"身高|高度"), "高", r"米|英尺|m"),
-    (re.compile(r"深度"), "深", r"米|英尺|m"),
-    (re.compile(r"宽度"), "宽", r"米|公里|英尺|km|m"),
+    (re.compile(r"体重|重量"), _beside_a_figure("重", r"吨|公斤|千克|斤|克|kg")),
+    (re.compile(r"长度"), _beside_a_figure("长", r"米|公里|英尺|英里|km|m")),
+    (re.compile(r"身高|高度"), _beside_a_figure("高", r"米|英尺|m")),
+    (re.compile(r"深度"), _beside_a_figure("深", r"米|英尺|m")),
+    (re.compile(r"宽度"), _beside_a_figure("宽", r"米|公里|英尺|km|m")),
 )
-"""Chinese nouns naming a measure, the character a passage writes by a figure for it instead ("8公斤重", "全长800米",
-"高12米"), and the units that figure is in."""
+"""Chinese nouns naming a measure, and where a passage writes that measure's character by a figure instead ("8公斤重",
+"全长800米", "高12米")."""
 
 
 def measure_nouns(claim: str, window: str) -> set[str]:
@@ -136,9 +141,8 @@ def measure_nouns(claim: str, window: str) -> set[str]:
     flagged: 体重 stood where the window writes 很细小). Only where the window writes that measure's own character
     next to a figure in its units ("深度" is no "全长800米"'s)."""
     found: set[str] = set()
-    for nouns, character, units in _MEASURE_NOUNS:
-        beside = rf"{character}\s*(?:约|近|达|逾|为|有)?\s*\d|\d[\d.,]*\s*(?:{units})\s*{character}"
-        if re.search(beside, window):
+    for nouns, beside in _MEASURE_NOUNS:
+        if beside.search(window):
             found.update(*nouns.findall(claim))
     return found
 
