@@ -998,7 +998,7 @@ def _answer(turn: Turn) -> None:
                 )
             elif turn.attributed:
                 st.badge(_("matched to sources, not cited by the model"), icon="≈", color="gray")
-            elif check.uncited and turn.answer:
+            elif check.uncited and turn.answer and not turn.stopped:  # stopped: its grey badge says why (a walk)
                 st.badge(_("uncited"), icon="⚠️", color="orange")
             sentences = count(grounding.judged, "sentence")
             # Told apart (a walk read "not supported by the sources" of a sentence that only the source it cites
@@ -1095,7 +1095,11 @@ def _answer(turn: Turn) -> None:
             )
         )
     if not turn.agent and check.uncited and turn.answer:
-        st.caption(_("The answer cites no source: check it against the sources before trusting it."))
+        st.caption(
+            _("Stopped before it cited a source: check what it says against the sources.")
+            if turn.stopped
+            else _("The answer cites no source: check it against the sources before trusting it.")
+        )
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(_(BADGE_LEGEND))
     # The sources the answer cites, then those that hold a sentence it cites another one for (its grey ≈ n).

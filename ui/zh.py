@@ -164,6 +164,7 @@ ZH: dict[str, str] = {
     " points at no source (this answer had {n}): the claim there is not backed by a passage shown here.": " 指向不存在的来源（此回答共有 {n} 个来源）：那里的说法没有这里显示的段落支持。",
     " point at no source (this answer had {n}): the claims there are not backed by a passage shown here.": " 指向不存在的来源（此回答共有 {n} 个来源）：那些说法没有这里显示的段落支持。",
     "The answer cites no source: check it against the sources before trusting it.": "回答没有引用任何来源：请先对照来源核实再采信。",
+    "Stopped before it cited a source: check what it says against the sources.": "在引用来源之前就已停止：请对照来源核实其内容。",
     "no source": "无来源",
     "Blue [n]: the cited source states the sentence's claim (the same names, numbers, negation and relation within one of its sentences; checked by rules, not by a model) · orange [n ?]: it does not · grey ≈ n: matched to a source afterwards, not cited by the model · orange ≈ n ?: not cited, and source n holds its words but not its claim · grey n: too short to check · grey 🌐 n: the source is in another language, its words not compared · ⚠ no source: no passage holds the sentence's words · red ⚠ n: no such source.": "蓝色 [n]：被引用的来源陈述了这句话的论断（在其中一句里有相同的名字、数字、否定和关系；由规则核对，不靠模型）· 橙色 [n ?]：没有 · 灰色 ≈ n：事后匹配到来源，并非模型引用 · 橙色 ≈ n ?：没有引用，来源 n 有它的词语却没有它的论断 · 灰色 n：太短无法核对 · 灰色 🌐 n：来源是另一种语言，未比对词语 · ⚠ 无来源：没有段落包含这句话的词语 · 红色 ⚠ n：不存在这个来源。",
     " · deleted since": " · 已被删除",

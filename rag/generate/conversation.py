@@ -296,7 +296,11 @@ def export_markdown(
                 )
                 answer += f"\n\n*✅ {say(supported)}*"
             elif t.citations.uncited:
-                cites_none = Text("The answer cites no source: check it against the sources before trusting it.")
+                cites_none = (
+                    Text("Stopped before it cited a source: check what it says against the sources.")
+                    if t.stopped
+                    else Text("The answer cites no source: check it against the sources before trusting it.")
+                )
                 answer += f"\n\n*⚠️ {say(cites_none)}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))

@@ -29,7 +29,7 @@ from rag.generate.followup import depends_on_conversation
 from rag.generate.memory import Memory
 from rag.generate.packing import Packed, exchanges_of, pack_limits, pack_prompt
 from rag.generate.prompt import number_sources
-from rag.generate.rewrite import rewrite_query, subject_of
+from rag.generate.rewrite import rewrite_query, searched_with_previous, subject_of
 from rag.llms.counting import calibrate, token_counter
 from rag.llms.loops import guard_loops
 from rag.llms.stream import Keepalive, Runner, fold
@@ -156,7 +156,7 @@ def find_turn(store: Store, settings: Settings, turn: Turn, request: Request) ->
     lists = [find(store, settings, query, request) for query in (turn.query, turn.question)]
     # One list may hold a copy of a passage the other holds (each list keeps its passages once).
     # A refused rewrite's search holds the question as asked (after the one before it); a model's rewrite says it anew.
-    names = (WITH_PREVIOUS, FOUND_BY[1]) if turn.question.strip() in turn.query else FOUND_BY
+    names = (WITH_PREVIOUS, FOUND_BY[1]) if searched_with_previous(turn.query, turn.question) else FOUND_BY
     fused = fuse_queries(lists, (1.0, QUESTION_WEIGHT), request.top_k * copies.ROOM, names)
     return copies.keep_once(fused, request.top_k)
 

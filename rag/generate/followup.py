@@ -356,6 +356,55 @@ def _asked_terms(text: str) -> set[str]:
     return terms
 
 
+def asks_only(question: str) -> bool:
+    """Whether `question` asks without a word of its own ("Why?", "How so?", "Why is that?", "为什么会这样？"): it asks
+    about what the answer before it said. One that points at a person or a thing ("Where is it?", "它在哪里？") asks
+    about that."""
+    if _asked_terms(question) - {"that"} or _ZH_PERSONAL.search(question):
+        return False
+    return not any(word in _POINTING - _DEMONSTRATIVES for word in _en_words(MARKER.sub(" ", question)))
+
+
+ABOUT_THE_LAST = 0.5
+"""The share of its own words a rewrite of a question asking without words of its own ("Why?") takes from the
+exchange before it."""
+
+
+def about_another_exchange(rewrite: str, question: str, last: str) -> bool:
+    """Whether `rewrite`, made of a question asking without words of its own ("why?", `asks_only`), asks about
+    something else than the exchange before it (`last`: that question, what it was searched with and what its answer
+    said with a source): fewer than `ABOUT_THE_LAST` of the rewrite's own words are there. A Chromium walk saw
+    "why?" after "What do people do on Red Wednesday in Iran?" rewritten "Why did Thelma keep looking at a
+    gentleman?" (a question two turns before), and after an answer that ran on, uncited, into the next passage,
+    "Why is the Quebec Winter Carnival popular?": both searched, the passage on Red Wednesday left out."""
+    if not asks_only(question):
+        return False
+    own = _asked_terms(rewrite)
+    if not own:
+        return False
+    known, text = _asked_terms(last), last.lower()
+    return sum(term in known or term in text for term in own) < ABOUT_THE_LAST * len(own)
+
+
+def states_answer(rewrite: str, question: str) -> bool:
+    """Whether `rewrite` is a statement where `question` asks (it asks with a question word; the rewrite has none, nor
+    a question mark, and ends as a sentence does): the model answered ("1959年陈布雷住过美庐别墅。" for "1959年谁在
+    那里住过？", a walk: searched, and the answer named whom the model had guessed). A query in keywords ("美庐别墅
+    建成年份") ends with no full stop."""
+    if not _asking_words(question) or _ASKING.search(rewrite):
+        return False
+    return rewrite.rstrip(_CLOSING).endswith(_SENTENCE_ENDS)
+
+
+_CLOSING = "\"'”’」』）) "
+_SENTENCE_ENDS = (".", "。", "!", "！")
+
+
+_DEMONSTRATIVES = frozenset("this these those".split())
+"""Pointing words that may point at what an answer said ("Why is this?")."""
+_ZH_PERSONAL = re.compile("[它他她其]")
+
+
 _ASKING = re.compile(
     r"[?？]|\b(?:what|who|whom|whose|which|when|where|why|how)\b|谁|什么|哪|何|几|多少|吗|怎|是否", re.IGNORECASE
 )

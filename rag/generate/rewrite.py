@@ -10,22 +10,26 @@ the question is searched with the one before it. A failure is never fatal, and a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import ModelError
 from rag.generate.followup import (
+    about_another_exchange,
     added_words,
     asks_another_kind,
+    asks_only,
     keeps_pointing,
     keeps_question,
     last_named,
     latest_numbered,
     named_things,
     repeats_earlier,
+    states_answer,
     states_figure,
 )
-from rag.generate.sentences import MARKER
+from rag.generate.sentences import MARKER, sentence_spans
 from rag.llms.stream import collect
 from rag.llms.types import ChatModel, Message
 from rag.scripts import HAN_CHAR, language_of
@@ -94,17 +98,57 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     first) says so: a follow-up of a follow-up was searched after "最早是谁建造的？", which names nothing, where
     the question before had been searched as "美庐别墅最早是谁建造的？". A thing an earlier question named by a
     number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
-    warranty? How heavy is it? (Model 5)"."""
+    warranty? How heavy is it? (Model 5)". A question asking without words of its own ("Why?") is searched with
+    what the answer before it said with a source too (`answer_stated`)."""
     earlier = _earlier(history, searched)
     previous = _last_search(searched) or (earlier[-1][0] if earlier else "")
     if not previous:
         return question
-    query = f"{previous[-MESSAGE_CHARS:]} {question}"
+    stated = answer_stated(history) if asks_only(question) else ""
+    query = " ".join(filter(None, (previous[-MESSAGE_CHARS:], stated, question)))
     thing = last_named(question, earlier)
     # Added where the previous search names it not, or not alone ("How much does Model 4 cost? And Model 5?").
     if thing and list(named_things(previous).values()) != [thing]:
         query += f" ({thing})"
     return query
+
+
+STATED_CHARS = 300
+"""Characters of the answer before it a follow-up asking without words of its own is searched with."""
+
+
+def answer_stated(history: Sequence[Message], limit: int | None = STATED_CHARS) -> str:
+    """What the answer that ends `history` said with a source (its sentences that cite one, markers out, up to
+    `limit` characters), "" where it cites none. "Why?" asks about that: searched only after the questions before
+    it, which a walk's chain of two refused rewrites made "…after finishing all her courses? … Why?", the passages
+    holding the reason ranked 5th and 6th and were left out of the model's prompt; the answer's own sentence is
+    close to the passage it came from."""
+    if not history or history[-1].role != "assistant":
+        return ""
+    answer = history[-1].content
+    cited = (answer[a:b] for a, b in sentence_spans(answer) if MARKER.search(answer, a, b))
+    said = " ".join(" ".join(MARKER.sub(" ", sentence).split()) for sentence in cited)
+    return _BEFORE_MARK.sub(r"\1", said)[:limit].strip()
+
+
+_BEFORE_MARK = re.compile(r"\s+([.,;:!?。，；：！？、])")
+"""The space a marker left before the punctuation after it ("giving up [1]." -> "giving up .")."""
+
+
+def _last_exchange(history: Sequence[Message], searched: Sequence[str]) -> str:
+    """The exchange before the question: the last question, what it was searched with and what its answer said with
+    a source (`answer_stated`, whole)."""
+    earlier = _earlier(history, searched)
+    asked = earlier[-1] if earlier else ("", "")
+    return "\n".join((*asked, answer_stated(history, limit=None)))
+
+
+def searched_with_previous(query: str, question: str) -> bool:
+    """Whether `query` is `with_previous`'s for `question` (the question after what came before it, a space between,
+    the thing it points back to after it): a model's rewrite may hold the question whole too ("美庐别墅最早是谁建造
+    的？" for "最早是谁建造的？", whose sources a walk saw labelled "with previous")."""
+    asked = question.strip()
+    return query != asked and (query.endswith(f" {asked}") or f" {asked} (" in query)
 
 
 def _last_search(searched: Sequence[str]) -> str:
@@ -193,7 +237,13 @@ def rewrite_query(
                 reason=note,
                 previous=previous[-MESSAGE_CHARS:],
             )
-        return Rewrite(with_previous(history, question, searched), note)
+        query = with_previous(history, question, searched)
+        stated = answer_stated(history) if asks_only(question) else ""
+        if stated and stated in query:
+            note = Text(
+                "{reason} It asks about the answer before it: what that answer cited was searched too.", reason=note
+            )
+        return Rewrite(query, note)
 
     messages = rewrite_messages(history, question)
     try:
@@ -239,6 +289,14 @@ def rewrite_query(
                 rewrite=query,
             ),
         )
+    if about_another_exchange(query, question, _last_exchange(history, searched)):
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) asks about something else than the answer before it; searched for it "
+                "with the question before it.",
+                rewrite=query,
+            ),
+        )
     if asks_another_kind(query, question):
         return refused(
             Text(
@@ -263,6 +321,14 @@ def rewrite_query(
                 "query; searched for it with the question before it.",
                 rewrite=query,
                 figures=", ".join(figures[:5]),
+            ),
+        )
+    if states_answer(query, question):
+        return refused(
+            Text(
+                "The model's rewrite ({rewrite}) states something where the question asks: an answer, not a query; "
+                "searched for it with the question before it.",
+                rewrite=query,
             ),
         )
     if keeps_pointing(query, question):

@@ -84,6 +84,33 @@ def test_the_sources_of_a_refused_rewrite_are_not_labelled_as_the_rewrites(
     assert all(s.hit.ranking.startswith(f"{s.hit.found_by}: ") for s in turn.sources)
 
 
+def test_the_sources_of_a_rewrite_holding_the_question_whole_are_the_rewrites(
+    kb: Store, settings: Settings, httpserver: HTTPServer
+) -> None:
+    """A walk: "最早是谁建造的？" rewritten "美庐别墅最早是谁建造的？" (used: the note said so) had every source
+    labelled "连同上一问检索" (with previous), the rewrite holding the question whole as a refused rewrite's search
+    does."""
+
+    def answer(request: Request) -> Response:
+        messages = request.get_json()["messages"]
+        text = "美庐别墅最早是谁建造的？" if "Standalone query:" in messages[-1]["content"] else "英国人 [1]。"
+        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
+
+    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
+    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
+    turn = engine.ask(
+        "最早是谁建造的？",
+        engine.Request(kbs=("fin",), context=4096, thinks=False),
+        model=model,
+        store=kb,
+        settings=settings,
+        history=[Message("user", "美庐别墅在哪里？"), Message("assistant", "在牯岭东谷 [1]。")],
+    )
+    assert turn.query == "美庐别墅最早是谁建造的？" and not turn.notes
+    assert {s.hit.found_by for s in turn.sources} <= {"rewrite", "question"}
+    assert any(s.hit.found_by == "rewrite" for s in turn.sources)
+
+
 def test_a_follow_up_is_rewritten_searched_and_answered_with_the_history(
     kb: Store, settings: Settings, httpserver: HTTPServer
 ) -> None:

@@ -13,13 +13,15 @@ import pytest
 
 from rag.generate.engine import FOUND_BY
 from rag.generate.followup import (
+    about_another_exchange,
     added_words,
     asks_another_kind,
     depends_on_conversation,
     keeps_question,
     repeats_earlier,
+    states_answer,
 )
-from rag.generate.rewrite import rewrite_query, with_previous
+from rag.generate.rewrite import rewrite_query, searched_with_previous, with_previous
 from rag.llms.types import Message, StreamEvent
 from rag.retrieve.fusion import QUESTION_WEIGHT, fuse_queries
 from rag.scripts import language_of
@@ -165,6 +167,113 @@ def test_a_refused_rewrite_is_searched_after_what_the_question_before_was_search
     assert result.query == "美庐别墅最早是谁建造的？ 那它是怎么得名的？" and "unchanged" in result.note
     # Without what was searched (`rag ask --history` gives messages only): the user's previous words.
     assert with_previous(history, "那它是怎么得名的？") == "最早是谁建造的？ 那它是怎么得名的？"
+
+
+def test_a_question_asking_without_words_of_its_own_is_searched_with_what_the_answer_before_it_cited() -> None:
+    """A Chromium walk: "Why?" after a right answer, its rewrite refused as the earlier question again, was searched
+    after the two questions before it ("…after finishing all her courses? Why?"); the passages holding the reason
+    ranked 5th and 6th and were left out of the prompt. What the answer said with a source is searched too."""
+    history = [
+        Message("user", "What did Ellen Rema do after finishing all her courses?"),
+        Message(
+            "assistant", "She chose to continue studying on Englishtown instead of giving up [1]. I hope it helps!"
+        ),
+    ]
+    earlier = "What did Ellen Rema do after finishing all her courses?"
+    stated = "She chose to continue studying on Englishtown instead of giving up."
+    assert with_previous(history, "Why?") == f"{earlier} {stated} Why?"
+    assert with_previous(history, "Why is that?") == f"{earlier} {stated} Why is that?"
+    # A question with words of its own, or pointing at someone or something, asks about them, not about the answer.
+    assert with_previous(history, "Where does she live?") == f"{earlier} Where does she live?"
+    assert with_previous(history, "Where is it?") == f"{earlier} Where is it?"
+    assert with_previous(history, "How so?") == f"{earlier} {stated} How so?"
+    # An answer that cites nothing said nothing found: the question before it only.
+    uncited = [*history[:1], Message("assistant", "The sources do not say.")]
+    assert with_previous(uncited, "Why?") == f"{earlier} Why?"
+    zh = [
+        Message("user", "美庐别墅最早是谁建造的？"),
+        Message("assistant", "最早由英国人赖有仁建造【1】。后来几经转手。"),
+    ]
+    assert with_previous(zh, "为什么？") == "美庐别墅最早是谁建造的？ 最早由英国人赖有仁建造。 为什么？"
+    assert with_previous(zh, "为什么会这样？") == "美庐别墅最早是谁建造的？ 最早由英国人赖有仁建造。 为什么会这样？"
+    assert with_previous(zh, "它在哪里？") == "美庐别墅最早是谁建造的？ 它在哪里？"
+    # Refused (the question before asked again), the note says what was searched.
+    again = ScriptedModel([StreamEvent("content", earlier)])
+    result = rewrite_query(again, history, "Why?", searched=[earlier])
+    assert result.query == f"{earlier} {stated} Why?"
+    assert "asks an earlier question again" in result.note and "what that answer cited was searched too" in result.note
+    # A rewrite that is used is searched as written.
+    whole = "Why did Ellen Rema continue studying on Englishtown?"
+    kept = rewrite_query(ScriptedModel([StreamEvent("content", whole)]), history, "Why?", searched=[earlier])
+    assert kept.query == whole and kept.note == ""
+
+
+def test_a_why_rewritten_about_another_exchange_is_refused() -> None:
+    """A Chromium walk: "why?" after "What do people do on Red Wednesday in Iran?" came back "Why did Thelma keep
+    looking at a gentleman?" (asked two turns before) and was searched; in a new conversation, after an answer that
+    ran on uncited into the next passage, "Why is the Quebec Winter Carnival popular?". The Red Wednesday passage was
+    left out both times."""
+    asked = "What do people do on Red Wednesday in Iran?"
+    said = "Red Wednesday in Iran is a fire jumping festival [1]. People jump over the fire [1]."
+    history = [
+        Message("user", "At her 80th birthday party, why did Thelma keep looking at a gentleman?"),
+        Message("assistant", "She could not help looking his way [1]."),
+        Message("user", asked),
+        Message("assistant", f"{said} They hope that it will take all the bad things away."),
+    ]
+    searched = ["At her 80th birthday party, why did Thelma keep looking at a gentleman?", asked]
+    other = ScriptedModel([StreamEvent("content", "Why did Thelma keep looking at a gentleman?")])
+    result = rewrite_query(other, history, "why?", searched=searched)
+    assert "asks about something else than the answer before it" in result.note
+    assert result.query == f"{asked} {said.replace(' [1]', '')} why?"
+    run_on = [
+        Message("user", asked),
+        Message("assistant", "People jump over the fire. The Quebec Winter Carnival is fun."),
+    ]
+    quebec = ScriptedModel([StreamEvent("content", "Why is the Quebec Winter Carnival popular?")])
+    result = rewrite_query(quebec, run_on, "why?", searched=[asked])
+    assert "something else than the answer before it" in result.note and result.query == f"{asked} why?"
+    # About the exchange before it, in its words: used.
+    whole = "Why do people jump over the fire on Red Wednesday in Iran?"
+    kept = rewrite_query(ScriptedModel([StreamEvent("content", whole)]), history, "why?", searched=searched)
+    assert kept.query == whole and kept.note == ""
+    zh = [
+        Message("user", "最早是谁建造的？"),
+        Message("assistant", "美庐别墅是英国人西伊勋爵在脂红路12号地皮建造的【1】。"),
+    ]
+    reason = "为什么英国人西伊勋爵建造了美庐别墅？"
+    kept = rewrite_query(
+        ScriptedModel([StreamEvent("content", reason)]), zh, "为什么？", searched=["美庐别墅最早是谁建造的？"]
+    )
+    assert kept.query == reason and kept.note == ""
+    # A question with words of its own may be rewritten with what came before the last exchange.
+    assert not about_another_exchange("Why did Thelma keep looking?", "Why did she keep looking?", asked)
+
+
+def test_a_rewrite_stating_an_answer_where_the_question_asks_is_refused() -> None:
+    """A walk: "1959年谁在那里住过？" came back "1959年陈布雷住过美庐别墅。" (a name an answer had said: no new
+    word) and was searched; the answer named him."""
+    history = [
+        Message("user", "美庐别墅在哪里？"),
+        Message("assistant", "在庐山牯岭东谷 [1]。陈布雷曾在庐山疗养 [2]。"),
+    ]
+    result = rewrite_query(
+        ScriptedModel([StreamEvent("content", "1959年陈布雷住过美庐别墅。")]), history, "1959年谁在那里住过？"
+    )
+    assert "states something where the question asks" in result.note
+    assert result.query == "美庐别墅在哪里？ 1959年谁在那里住过？"
+    assert states_answer("The board paid 42 cents.", "What did the board pay?")
+    # Asking, or keywords with no full stop, or a question asking with no question word: not a statement.
+    assert not states_answer("1959年谁住过美庐别墅？", "1959年谁在那里住过？")
+    assert not states_answer("美庐别墅建成年份", "它是哪一年建成的？")
+    assert not states_answer("Model 5.", "And Model 5?")
+
+
+def test_what_a_refused_rewrite_searched_is_told_from_a_rewrite_holding_the_question() -> None:
+    assert searched_with_previous("美庐别墅在哪里？ 最早是谁建造的？", "最早是谁建造的？")
+    assert searched_with_previous("What is the warranty? How heavy is it? (Model 5)", "How heavy is it?")
+    assert not searched_with_previous("美庐别墅最早是谁建造的？", "最早是谁建造的？")
+    assert not searched_with_previous("Why?", "Why?")
 
 
 def test_a_subject_an_earlier_search_named_is_no_guess() -> None:

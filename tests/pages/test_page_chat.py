@@ -484,6 +484,10 @@ def test_the_page_renders_a_stopped_answer_as_stopped(slow_ollama: tuple[HTTPSer
     assert any(m.value.startswith(turn.answer.split()[0]) for m in at.markdown)
     assert any("stopped" in m.value for m in at.markdown)
     assert "(stopped)" in generate.export_markdown(turns(at))
+    # Cut off by the user before it cited anything: not badged "uncited" as an answer that cited nothing (a walk).
+    assert not any("uncited" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Stopped before it cited a source") for c in at.caption)
+    assert "*⚠️ Stopped before it cited a source" in generate.export_markdown(turns(at))
 
 
 def test_the_page_touches_the_answer_it_follows_and_starts_it_with_a_keepalive(

@@ -67,6 +67,13 @@ ZH: dict[str, str] = {
     "The model's rewrite ({rewrite}) named what the conversation spoke of before the last: searched for {query} "
     "instead.": "模型的改写（{rewrite}）指向的是对话中更早提到的对象：已改为检索 {query}。",
     "{reason} The question before it was searched as “{previous}”.": "{reason}上一个问题是按“{previous}”检索的。",
+    "The model's rewrite ({rewrite}) asks about something else than the answer before it; searched for it with the "
+    "question before it.": "模型的改写（{rewrite}）问的不是上一个回答所说的内容；已把追问和上一个问题一起检索。",
+    "The model's rewrite ({rewrite}) states something where the question asks: an answer, not a query; searched "
+    "for it with the question before it.": "模型的改写（{rewrite}）是陈述而不是提问：那是回答，不是检索语句；已把追问和上一个问题一起检索。",
+    "{reason} It asks about the answer before it: what that answer cited was searched too.": (
+        "{reason}它问的是上一个回答：那个回答引用的内容也一并检索了。"
+    ),
     "The model's rewrite ({rewrite}) is not in the question's language nor in the conversation's; searched for it "
     "with the question before it.": "模型的改写（{rewrite}）既不是问题的语言，也不是之前对话的语言；已把追问和上一个问题一起检索。",
     # -- rag.generate.memory
