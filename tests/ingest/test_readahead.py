@@ -174,7 +174,9 @@ def test_ctrl_c_ends_the_worker_with_the_ingest_and_prints_no_traceback_of_it(
     exit code only, and no worker left behind. A process of its own: the signal and the processes are the point."""
     folder = tmp_path / "pdfs"
     folder.mkdir()
-    for i in range(12):
+    # Enough files that the signal comes before the last: twelve were all stored before it once, on a machine busy
+    # with a chat model beside the tests.
+    for i in range(48):
         (folder / f"log-{i:02d}.pdf").write_bytes(_pdf(f"Log {i}", 6))
     proc = subprocess.Popen(
         [PYTHON, "-m", "rag", "ingest", str(folder), "--kb", "logs", "--chunk-size", "60"],
