@@ -50,20 +50,30 @@ def kb(store: Store, settings: Settings) -> Store:
     return store
 
 
-def ask_follow_up(kb: Store, settings: Settings, httpserver: HTTPServer, rewrite: str) -> Turn:
-    """'And what about dividends?' after the revenue question, the model rewriting it as `rewrite` and answering
-    "A dividend of 42 cents [1]."."""
+def ask_follow_up(
+    kb: Store,
+    settings: Settings,
+    httpserver: HTTPServer,
+    rewrite: str,
+    question: str = "And what about dividends?",
+    history: tuple[Message, ...] = (
+        Message("user", QUESTION),
+        Message("assistant", "Revenue rose eleven percent [1]."),
+    ),
+    said: str = "A dividend of 42 cents [1].",
+) -> Turn:
+    """`question` ('And what about dividends?' after the revenue question), the model rewriting it as `rewrite` and
+    answering `said`."""
 
     def answer(request: Request) -> Response:
         messages = request.get_json()["messages"]
-        text = rewrite if "Standalone query:" in messages[-1]["content"] else "A dividend of 42 cents [1]."
+        text = rewrite if "Standalone query:" in messages[-1]["content"] else said
         return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
 
     httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
     model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
-    history = [Message("user", QUESTION), Message("assistant", "Revenue rose eleven percent [1].")]
     return engine.ask(
-        "And what about dividends?",
+        question,
         engine.Request(kbs=("fin",), context=4096, thinks=False),
         model=model,
         store=kb,
@@ -90,21 +100,9 @@ def test_the_sources_of_a_rewrite_holding_the_question_whole_are_the_rewrites(
     """A walk: "最早是谁建造的？" rewritten "美庐别墅最早是谁建造的？" (used: the note said so) had every source
     labelled "连同上一问检索" (with previous), the rewrite holding the question whole as a refused rewrite's search
     does."""
-
-    def answer(request: Request) -> Response:
-        messages = request.get_json()["messages"]
-        text = "美庐别墅最早是谁建造的？" if "Standalone query:" in messages[-1]["content"] else "英国人 [1]。"
-        return Response(ndjson(chunk(text), FINAL), content_type=NDJSON)
-
-    httpserver.expect_request("/api/chat", method="POST").respond_with_handler(answer)
-    model = OllamaChatModel(httpserver.url_for("/").rstrip("/"), MODEL, timeout=5)
-    turn = engine.ask(
-        "最早是谁建造的？",
-        engine.Request(kbs=("fin",), context=4096, thinks=False),
-        model=model,
-        store=kb,
-        settings=settings,
-        history=[Message("user", "美庐别墅在哪里？"), Message("assistant", "在牯岭东谷 [1]。")],
+    history = (Message("user", "美庐别墅在哪里？"), Message("assistant", "在牯岭东谷 [1]。"))
+    turn = ask_follow_up(
+        kb, settings, httpserver, "美庐别墅最早是谁建造的？", "最早是谁建造的？", history, "英国人 [1]。"
     )
     assert turn.query == "美庐别墅最早是谁建造的？" and not turn.notes
     assert {s.hit.found_by for s in turn.sources} <= {"rewrite", "question"}
