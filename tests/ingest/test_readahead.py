@@ -174,9 +174,7 @@ def test_ctrl_c_ends_the_worker_with_the_ingest_and_prints_no_traceback_of_it(
     exit code only, and no worker left behind. A process of its own: the signal and the processes are the point."""
     folder = tmp_path / "pdfs"
     folder.mkdir()
-    # Enough files that the signal comes before the last: twelve were all stored before it once, on a machine busy
-    # with a chat model beside the tests.
-    for i in range(48):
+    for i in range(12):
         (folder / f"log-{i:02d}.pdf").write_bytes(_pdf(f"Log {i}", 6))
     proc = subprocess.Popen(
         [PYTHON, "-m", "rag", "ingest", str(folder), "--kb", "logs", "--chunk-size", "60"],
@@ -186,6 +184,10 @@ def test_ctrl_c_ends_the_worker_with_the_ingest_and_prints_no_traceback_of_it(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own group, as a shell gives a command
+        # Ctrl+C reaches a command in the terminal's foreground: a test suite started in the background of a shell
+        # without job control (`make test &`) runs with SIGINT ignored, which its children inherit (this test then
+        # saw every file stored and exit code 0).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
