@@ -1685,9 +1685,9 @@ def _in_one_sentence(
     long sentence giving a reason ("…，由于…，因此…，…", copied from its passage) that no one window holds, where the
     effect and the reason are each more than a window (`_with_reason`)."""
     parts = claim_parts(said)
-    markers = {m.group().lower() for m in _CAUSAL.finditer(said.text)}
     if len(parts) < 2:
         return ()
+    markers = {m.group().lower() for m in _CAUSAL.finditer(said.text)}
     wanted = {t[0] for t in said.terms}
     holders = []
     for n, text in sources.items():

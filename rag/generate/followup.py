@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from rag.generate.figures import ZH_KIND_WORDS
-from rag.generate.sentences import MARKER
+from rag.generate.sentences import CLOSERS, MARKER
 from rag.generate.support import HAN_FUNCTION, HAN_POINTING
 from rag.scripts import CJK
 
@@ -393,16 +393,14 @@ def states_answer(rewrite: str, question: str) -> bool:
     建成年份") ends with no full stop."""
     if not _asking_words(question) or _ASKING.search(rewrite):
         return False
-    return rewrite.rstrip(_CLOSING).endswith(_SENTENCE_ENDS)
+    return rewrite.rstrip().rstrip(CLOSERS).endswith(_SENTENCE_ENDS)
 
 
-_CLOSING = "\"'”’」』）) "
 _SENTENCE_ENDS = (".", "。", "!", "！")
 
 
 _DEMONSTRATIVES = frozenset("this these those".split())
 """Pointing words that may point at what an answer said ("Why is this?")."""
-_ZH_PERSONAL = re.compile("[它他她其]")
 
 
 _ASKING = re.compile(

@@ -100,17 +100,22 @@ def with_previous(history: Sequence[Message], question: str, searched: Sequence[
     number ("Model 5") that the previous one does not name alone is added (`followup.last_named`): "What is the
     warranty? How heavy is it? (Model 5)". A question asking without words of its own ("Why?") is searched with
     what the answer before it said with a source too (`answer_stated`)."""
+    return _with_previous(history, question, searched)[0]
+
+
+def _with_previous(history: Sequence[Message], question: str, searched: Sequence[str]) -> tuple[str, bool]:
+    """`with_previous`'s query, and whether it holds what the answer before it said (`answer_stated`)."""
     earlier = _earlier(history, searched)
     previous = _last_search(searched) or (earlier[-1][0] if earlier else "")
     if not previous:
-        return question
+        return question, False
     stated = answer_stated(history) if asks_only(question) else ""
     query = " ".join(filter(None, (previous[-MESSAGE_CHARS:], stated, question)))
     thing = last_named(question, earlier)
     # Added where the previous search names it not, or not alone ("How much does Model 4 cost? And Model 5?").
     if thing and list(named_things(previous).values()) != [thing]:
         query += f" ({thing})"
-    return query
+    return query, bool(stated)
 
 
 STATED_CHARS = 300
@@ -237,9 +242,8 @@ def rewrite_query(
                 reason=note,
                 previous=previous[-MESSAGE_CHARS:],
             )
-        query = with_previous(history, question, searched)
-        stated = answer_stated(history) if asks_only(question) else ""
-        if stated and stated in query:
+        query, stated = _with_previous(history, question, searched)
+        if stated:
             note = Text(
                 "{reason} It asks about the answer before it: what that answer cited was searched too.", reason=note
             )
@@ -289,7 +293,8 @@ def rewrite_query(
                 rewrite=query,
             ),
         )
-    if about_another_exchange(query, question, _last_exchange(history, searched)):
+    # The exchange before it is read only for a question asking without words of its own (the rule's own test).
+    if asks_only(question) and about_another_exchange(query, question, _last_exchange(history, searched)):
         return refused(
             Text(
                 "The model's rewrite ({rewrite}) asks about something else than the answer before it; searched for it "

@@ -77,7 +77,8 @@ NUMBERED = frozenset({"no", "nos"})
 _END = re.compile(r"[.!?。！？]+|\n")
 CLAUSE_MARK = re.compile(r"[，,；;：:。！？!?\n]")
 """What ends a clause: a comma, semicolon or colon, a sentence's end, a line's."""
-_CLOSERS = "\"'”’」』）)]"
+CLOSERS = "\"'”’」』）)]"
+"""Closing quotes and brackets that may follow a sentence's end."""
 # [1], [1, 2], and the full-width 【1】 that Chinese answers often use; group 1 holds the numbers.
 MARKER_PATTERN = r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]"
 MARKER = re.compile(MARKER_PATTERN)
@@ -94,7 +95,7 @@ def _ends_here(text: str, start: int, end: int) -> bool:
     if mark == "\n" or any(c in "!?。！？" for c in mark):
         return True
     after = text[end : end + 1]
-    if after and not (after.isspace() or after in _CLOSERS or _CJK_CHAR.match(after) or MARKER.match(text, end)):
+    if after and not (after.isspace() or after in CLOSERS or _CJK_CHAR.match(after) or MARKER.match(text, end)):
         return False  # "3.5", "e.g.,", "example.com" (but "years.[1]" and "年。然后" end)
     word = re.search(r"[^\s(\[{\"'“‘]*$", text[:start]).group().lower()  # type: ignore[union-attr]
     if mark == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
@@ -115,7 +116,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         if not _ends_here(text, match.start(), match.end()):
             continue
         end = match.end()
-        while end < len(text) and text[end] in _CLOSERS:
+        while end < len(text) and text[end] in CLOSERS:
             end += 1
         marker = _MARKERS_AFTER.match(text, end)
         if marker:
