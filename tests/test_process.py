@@ -27,6 +27,7 @@ def test_workers_spawned_while_a_page_is_main_do_not_run_the_page(tmp_path: Path
         main.__file__ = {str(page)!r}
         sys.modules["__main__"] = main
         cl100k.usable_cores = lambda: 2
+        cl100k.fast_allowed = False  # tiktoken's workers: gigatoken starts none
         assert cl100k.start_workers(wait=60), "the tokenizer's workers did not start"
         ahead = ReadAhead()
         key = ahead.submit(b"Harbour log. The keeper lit the lamp at dusk.", "log.txt")

@@ -15,6 +15,7 @@ import numpy as np
 
 from rag.chunking import long as long_texts
 from rag.chunking.chunks import Chunk, ChunkSet
+from rag.chunking.cl100k import count
 from rag.chunking.long import LongText
 from rag.chunking.settings import SPRING_DEFAULT, SPRING_SEPARATORS, ChunkSettings, is_spring
 from rag.chunking.tokens import (
@@ -324,26 +325,25 @@ def _reencoded_length(tt: TokenizedText, pos: int, window: bytes, cut_text: str)
     by CJK punctuation, every tokenisation agrees (no cl100k piece spans such a place: `_places`), so only the
     head before the first such place and the tail after the last one are encoded again.
     """
-    enc = encoding()
     if len(cut_text) < 64:
-        return len(enc.encode_ordinary(cut_text))
+        return count(cut_text)
     cut_bytes = len(cut_text.encode("utf-8", errors="surrogatepass"))
     if "\ufffd" in cut_text:
         # Replacement characters change byte lengths; fall back to the plain count.
-        return len(enc.encode_ordinary(cut_text))
+        return count(cut_text)
     places = _places(window, cut_bytes)
     if places is None:
-        return len(enc.encode_ordinary(cut_text))
+        return count(cut_text)
     b1, b2 = places
     base = int(tt.byte_starts[pos])
     i1: int
     i2: int
     i1, i2 = np.searchsorted(tt.byte_starts, (base + b1, base + b2)).tolist()
     if tt.byte_starts[i1] != base + b1 or tt.byte_starts[i2] != base + b2:
-        return len(enc.encode_ordinary(cut_text))  # pragma: no cover - anchors are token starts
+        return count(cut_text)  # pragma: no cover - anchors are token starts
     head = window[:b1].decode("utf-8")
     tail = window[b2:cut_bytes].decode("utf-8")
-    return len(enc.encode_ordinary(head)) + (i2 - i1) + len(enc.encode_ordinary(tail))
+    return count(head) + (i2 - i1) + count(tail)
 
 
 _CJK_PLACE = re.compile(rb"[\xe4-\xe9][\x80-\xbf][\x80-\xbf](?=\xe3\x80[\x81\x82]|\xef\xbc[\x81\x8c\x9a\x9b\x9f])")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.chunking.cl100k import encode, encoding, start_workers
+from rag.chunking.cl100k import count, encode, encoding, start_workers
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _vocab() -> _Vocab:
 
 
 def count_tokens(text: str) -> int:
-    return len(encoding().encode_ordinary(text))
+    return count(text)
 
 
 def _encode(text: str) -> np.ndarray:

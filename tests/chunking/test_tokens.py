@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import subprocess
 import sys
 
@@ -34,10 +35,11 @@ from tests.conftest import ROOT
 
 
 def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
-    # Over 200_000 characters: the text is encoded in pieces on several threads, and the pieces'
-    # tokens must be exactly tiktoken's tokens for the whole text.
+    # Over 200_000 characters, with tiktoken (no gigatoken): the text is encoded in pieces in several processes,
+    # and the pieces' tokens must be exactly tiktoken's tokens for the whole text.
     text = long_text(7, 230_000) + " tail" + "数字123 4567" * 10
     assert len(text) > 200_000
+    monkeypatch.setattr(cl100k, "fast_allowed", False)
     if cl100k.usable_cores() < 2:
         monkeypatch.setattr(cl100k, "usable_cores", lambda: 2)
     assert cl100k.start_workers(wait=60), "the encoding workers did not start"
@@ -62,6 +64,65 @@ def test_encode_of_very_long_text_matches_tiktoken(monkeypatch) -> None:
     assert [c.text for c in split(tt, exact).chunks] == spring_split_reference(text, exact)
 
 
+def test_gigatoken_encodes_on_its_platform_and_then_starts_no_worker() -> None:
+    # Declared for Linux x86-64 (pyproject.toml): there it encodes, and tiktoken's worker processes are not needed.
+    on_its_platform = sys.platform == "linux" and platform.machine() == "x86_64"
+    assert cl100k.fast() == on_its_platform
+    if on_its_platform:
+        assert not cl100k.start_workers(), "workers started beside gigatoken"
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(text=mixed_text)
+def test_the_encoder_gives_tiktokens_tokens(text: str) -> None:
+    assert cl100k.encode_piece(text).tolist() == ENC.encode_ordinary(text)
+    assert cl100k.count(text) == len(ENC.encode_ordinary(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<|endoftext|> and <|fim_prefix|>, <|endofprompt|>: text, not special tokens",
+        "A" * 100_000,
+        " " * 50_000 + "x",
+        "中" * 60_000,
+        "1" * 30_001 + " " + "😀" * 5_000,
+        "it's I'LL we've 'tis\r\n\r\n\t \u00a0\u3000\u200b\ufeff",
+    ],
+)
+def test_the_encoder_gives_tiktokens_tokens_where_pre_tokenisers_differ_most(text: str) -> None:
+    assert cl100k.encode_piece(text).tolist() == ENC.encode_ordinary(text)
+
+
+def test_gigatoken_is_made_anew_after_its_characters(monkeypatch) -> None:
+    # Its cache of pieces is never emptied: a new encoder after RENEW_CHARS bounds what it holds.
+    assert cl100k.fast()
+    monkeypatch.setattr(cl100k, "RENEW_CHARS", 1_000)
+    text = long_text(5, 3_000)
+    assert cl100k.encode_piece(text).tolist() == ENC.encode_ordinary(text)
+    first = cl100k._fast
+    assert cl100k.encode_piece(text[::-1]).tolist() == ENC.encode_ordinary(text[::-1])
+    assert cl100k._fast is not first and cl100k._fast is not None
+
+
+def test_a_gigatoken_that_disagrees_with_tiktoken_is_not_used(monkeypatch, caplog) -> None:
+    import gigatoken
+
+    real = gigatoken.Tokenizer.from_tiktoken
+
+    def other_scheme(path, pretokenizer, special_tokens):  # as gigatoken's
+        return real(path, pretokenizer="gpt2", special_tokens=special_tokens)  # GPT-2's digits, contractions
+
+    monkeypatch.setattr(gigatoken.Tokenizer, "from_tiktoken", other_scheme)
+    monkeypatch.setattr(cl100k, "_fast", None)
+    monkeypatch.setattr(cl100k, "_fast_failed", False)
+    with caplog.at_level("WARNING", logger="rag.chunking.cl100k"):
+        assert not cl100k.fast()
+    assert "differ from tiktoken's" in caplog.text
+    text = "Revenue 1234567 grew; it's 收入增长了。"
+    assert cl100k.encode_piece(text).tolist() == ENC.encode_ordinary(text)
+
+
 @hsettings(max_examples=150, deadline=None)
 @given(text=mixed_text, count=st.integers(2, 9))
 def test_pieces_cut_at_seams_encode_to_the_whole_texts_tokens(text: str, count: int) -> None:
@@ -81,6 +142,7 @@ def test_a_killed_worker_costs_nothing_but_time(monkeypatch) -> None:
     import os
     import signal
 
+    monkeypatch.setattr(cl100k, "fast_allowed", False)
     monkeypatch.setattr(cl100k, "PARALLEL_CHARS", 50_000)
     if cl100k.usable_cores() < 2:
         monkeypatch.setattr(cl100k, "usable_cores", lambda: 2)
@@ -212,6 +274,7 @@ def test_one_long_text_starts_no_worker_and_a_second_starts_them(tmp_path) -> No
     # A one-off `rag chunk` must not pay for starting (and, at exit, waiting for) a worker process.
     code = (
         "from rag.chunking import cl100k\n"
+        "cl100k.fast_allowed = False\n"
         "cl100k.PARALLEL_CHARS = 10_000\n"
         "cl100k.usable_cores = lambda: 2\n"
         "text = 'Words and more words, ' * 2_000\n"
