@@ -84,12 +84,16 @@ def split_terms(texts: Sequence[str]) -> list[tuple[str | None, bytes | None]]:
     with as many positions, as `to_tsvector('english', keywords.search_text(text))`."""
     out: list[tuple[str | None, bytes | None]] = []
     wanted: list[int] = []
+    made: dict[int, _Encoded] = {}
     for i, text in enumerate(texts):
         # Fewer characters than positions: none passed. A "<" can open a tag, which the parser reads as one token
         # across blanks and CJK runs alike ("<K文文>"): such a text is left to the server whole.
-        if not text.isascii() and len(text) < LAST_POSITION and "<" not in text:
+        if text.isascii():
+            continue
+        if _RUN.search(text) is None:  # English with a curly quote: nothing to encode (split_terms 0.61 -> 0.52 s)
+            made[i] = (None, _NO_CJK)
+        elif len(text) < LAST_POSITION and "<" not in text:
             wanted.append(i)
-    made: dict[int, _Encoded] = {}
     for group in _groups(wanted, texts):
         made.update(zip(group, _encode([texts[i] for i in group]), strict=True))
     for i, text in enumerate(texts):
