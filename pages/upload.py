@@ -806,12 +806,15 @@ def _ingesting(
     ) as status:
         rows: dict[str, tuple[DeltaGenerator, DeltaGenerator]] = {}  # file -> (its container, its bar)
         fractions: dict[str, float] = {}
+        # Files stored or given their result: a file's result comes after the next file is embedded (results in
+        # order), and a walk read "Ingesting 0/2 done" while the first file's bar said stored.
+        done: set[str] = set()
 
         def said(name: str, stage: str) -> None:
             status.update(
                 label=_(
                     "Ingesting {done}/{total} done · {file}: {stage}…",
-                    done=len(results),
+                    done=len(done),
                     total=total,
                     stage=_(stage),
                     file=name,
@@ -836,8 +839,14 @@ def _ingesting(
 
             def update(stage: str, fraction: float, message: str) -> None:
                 step = ingest.STAGES.index(stage) + 1 if stage in ingest.STAGES else 0
-                if stage != reached[name] and next(reversed(rows)) == name:  # the file begun last: its stage is said
-                    said(name, stage)  # a walk read "reading english_stories.txt…" while it was embedded
+                stored = stage == ingest.STAGES[-1] and fraction >= 1.0 and name not in done
+                if stored:
+                    done.add(name)
+                last = next(reversed(rows))
+                # The file begun last says its stage (a walk read "reading english_stories.txt…" while it was
+                # embedded); a file stored says the count again.
+                if (stage != reached[name] and last == name) or stored:
+                    said(last, stage if last == name else reached[last])
                 reached[name] = stage
                 fractions[name] = min(max(float(fraction), 0.0), 1.0)
                 bar.progress(fractions[name], text=f"{_(stage)} ({step}/{stages}) · {tr(message)}")
@@ -855,7 +864,8 @@ def _ingesting(
         with closing(run_files) as run:
             for result in run:
                 results.append(result)
-                status.update(label=_("Ingesting {done}/{total} done…", done=len(results), total=total), expanded=True)
+                done.add(result.filename)
+                status.update(label=_("Ingesting {done}/{total} done…", done=len(done), total=total), expanded=True)
                 box, bar = rows[result.filename]
                 if result.ok:
                     bar.progress(

@@ -742,3 +742,46 @@ def test_a_stopped_ingest_keeps_the_file_being_written_and_says_what_each_file_b
 
 RUNNING_KEY = "_upload_running"
 """pages/upload.py's record of an ingest while it runs."""
+
+
+def test_the_count_of_files_done_counts_a_file_stored_before_its_result_comes(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline gives results in the files' order, a file's after the next file is embedded: a walk read
+    "Ingesting 0/2 done" while the first file's bar said stored. Its stages and results here as the pipeline gives
+    them (the first stored while the second is read), the labels the status box was given recorded."""
+    from streamlit.elements.lib.mutable_status_container import StatusContainer
+
+    labels: list[str] = []
+    update = StatusContainer.update
+
+    def noting(self: StatusContainer, **kwargs):
+        if kwargs.get("label"):
+            labels.append(kwargs["label"])
+        return update(self, **kwargs)
+
+    def in_order(store_, embedder, sources, knowledge, settings, *, on_stage, **kwargs):
+        first, second = [source.name for source in sources]
+        tell = on_stage(first)
+        for stage in ("parse", "chunk", "embed"):
+            tell(stage, 1.0, "")
+        reading = on_stage(second)
+        reading("parse", 0.5, "page 1 of 2")
+        tell("store", 0.9, "writing")
+        tell("store", 1.0, "stored")
+        reading("chunk", 0.5, "")
+        yield ingest.IngestResult(first, "stored", chunks=3, pages=2)
+        reading("embed", 0.5, "")
+        yield ingest.IngestResult(second, "stored", chunks=3, pages=2)
+
+    monkeypatch.setattr(StatusContainer, "update", noting)
+    monkeypatch.setattr(ingest, "ingest_files", in_order)
+    upload(app, ("first.pdf", REPORT), ("second.pdf", make_pdf(["A second report, on the harbour's lamps."])))
+    app.text_input(key="upload_kb_new").set_value("counted")
+    run(app)
+    app.button(key="upload_ingest").click()
+    run(app)
+    while_read = labels[labels.index("Ingesting 0/2 done · second.pdf: parse…") + 1 :]
+    assert while_read[:2] == ["Ingesting 1/2 done · second.pdf: parse…", "Ingesting 1/2 done · second.pdf: chunk…"]
+    assert "Ingesting 0/2 done" not in " ".join(while_read)
+    assert table(app, "upload_summary")["status"].tolist() == ["stored", "stored"]
