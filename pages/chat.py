@@ -865,8 +865,7 @@ def _sources_panel(turn: Turn, expanded: bool) -> None:
             _source_card(turn, source)
         if turn.left_out:
             st.caption(
-                _("Found but not given to the model (no room left for them in its prompt): ")
-                + "; ".join(_md(i18n.source_label(s)) for s in turn.left_out)
+                _("Found but not given to the model: ") + "; ".join(_md(i18n.source_label(s)) for s in turn.left_out)
             )
 
 

@@ -1602,9 +1602,9 @@ def main() -> None:
     doc = source.doc
     shape = (
         _(
-            "{kind} · {with_text} page(s) with text of {total} · {chars} characters",
+            "{kind} · {pages} with text of {total} · {chars} characters",
             kind=doc.kind.upper(),
-            with_text=len(doc.pages),
+            pages=count(len(doc.pages), "page"),
             total=doc.page_count,
             chars=f"{len(doc.text):,}",
         )

@@ -207,7 +207,7 @@ def test_chunk_rejects_bad_settings_and_files(tmp_path: Path) -> None:
     a.write_text("some text here. more.", encoding="utf-8")
     bad = rag(["chunk", str(a), "--strategy", "token", "--chunk-size", "10", "--chunk-overlap", "10"])
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "error: chunk_overlap (10) must be smaller than chunk_size (10)"
+    assert bad.stderr.strip() == "error: the overlap (10 tokens) must be smaller than the chunk size (10 tokens)"
     missing = rag(["chunk", str(tmp_path / "nope.pdf"), str(a), "--json"])
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("nope.pdf: cannot read the file")

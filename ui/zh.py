@@ -125,7 +125,7 @@ ZH: dict[str, str] = {
     "No passage was found: the answer has no sources. Check the knowledge bases, the filter and the minimum similarity.": "没有找到段落：回答没有来源。请检查知识库、过滤条件和最低相似度。",
     "found by the agent": "由智能体找到",
     "{mode} search in {kbs}": "在 {kbs} 中{mode}检索",
-    "Found but not given to the model (no room left for them in its prompt): ": "已找到但未交给模型（提示中已无空间）：",
+    "Found but not given to the model: ": "已找到但未交给模型：",
     "found by web search": "由网络搜索找到",
     # -- chat: budget and statistics
     "Context: {total} of {limit} tokens ({share}) · {model}": "上下文：{total} / {limit} 个词元（{share}）· {model}",
@@ -572,7 +572,7 @@ ZH: dict[str, str] = {
     "{unit} {number} of {total}": "{unit} {number} / {total}",
     "The page shown in the Text and On the page views": "“文本”和“页面上”视图中显示的页",
     " (pages without text, such as scans, are not listed).": "（没有文字的页面，例如扫描页，不在列表中）。",
-    "{kind} · {with_text} page(s) with text of {total} · {chars} characters": "{kind} · {total} 页中 {with_text} 页有文字 · {chars} 个字符",
+    "{kind} · {pages} with text of {total} · {chars} characters": "{kind} · {total} 页中 {pages}有文字 · {chars} 个字符",
     # -- the Status sidebar (rag.status's Text templates and app.py)
     "embedded": "内置",
     "external ({location})": "外部（{location}）",

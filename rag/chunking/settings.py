@@ -64,7 +64,7 @@ class ChunkSettings:
         if not is_spring(self.strategy) and self.chunk_overlap >= self.chunk_size:
             raise ChunkSettingsError(
                 Text(
-                    "chunk_overlap ({overlap}) must be smaller than chunk_size ({size})",
+                    "the overlap ({overlap} tokens) must be smaller than the chunk size ({size} tokens)",
                     overlap=self.chunk_overlap,
                     size=self.chunk_size,
                 )

@@ -401,3 +401,22 @@ def test_a_word_file_is_counted_in_sections_not_pages() -> None:
     sections = load_bytes(data, "report.docx").page_count
     [shape] = [c.value for c in at.caption if c.value.startswith("DOCX · ")]
     assert shape.startswith(f"DOCX · {sections} section{'s' if sections > 1 else ''} · ") and "page" not in shape
+
+
+@pytest.mark.parametrize(
+    ("lang", "expected"), [(None, "TXT · 1 page with text of 1 · "), ("zh", "TXT · 1 页中 1 页有文字 · ")]
+)
+def test_a_one_page_file_is_counted_in_the_singular(lang: str | None, expected: str) -> None:
+    """The caption read "1 page(s) with text of 1" (a walk)."""
+    at = open_lab({"notes.txt": b"The keeper lit the lamp at dusk and put it out at dawn."}, lang=lang)
+    [shape] = [c.value for c in at.caption if c.value.startswith("TXT · ")]
+    assert shape.startswith(expected), shape
+
+
+def test_an_overlap_not_under_the_chunk_size_is_said_in_the_fields_words() -> None:
+    """It said "chunk_overlap (250) must be smaller than chunk_size (200)", the settings' names in the code."""
+    from rag.errors import ChunkSettingsError
+
+    with pytest.raises(ChunkSettingsError) as caught:
+        ChunkSettings(strategy="recursive", chunk_size=200, chunk_overlap=250)
+    assert str(caught.value) == "the overlap (250 tokens) must be smaller than the chunk size (200 tokens)"

@@ -140,7 +140,7 @@ ZH: dict[str, str] = {
     "unknown chunking strategy {strategy} (choose one of: {choices})": "未知的分块策略 {strategy}（请从以下选择：{choices}）",
     "chunk_size must be at least 1 token, got {value}": "chunk_size 至少为 1 个词元，实际为 {value}",
     "chunk_overlap must not be negative, got {value}": "chunk_overlap 不能为负数，实际为 {value}",
-    "chunk_overlap ({overlap}) must be smaller than chunk_size ({size})": "chunk_overlap（{overlap}）必须小于 chunk_size（{size}）",
+    "the overlap ({overlap} tokens) must be smaller than the chunk size ({size} tokens)": "重叠（{overlap} 个词元）必须小于分块大小（{size} 个词元）",
     "{name} must not be negative, got {value}": "{name} 不能为负数，实际为 {value}",
     "max_num_chunks must be at least 1, got {value}": "max_num_chunks 至少为 1，实际为 {value}",
     "unknown settings": "未知设置",
