@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag.errors import RagError
 from rag.generate.budget import ANSWER_RESERVE, Budget, context_budget
 from rag.generate.prompt import Source, build_messages, format_sources
-from rag.generate.sentences import MARKER, sentence_spans
-from rag.generate.support import content_terms, term_spans
+from rag.generate.sentences import sentence_spans
+from rag.generate.support import content_terms
 from rag.llms.counting import MESSAGE_FRAMING, TokenCounter
 from rag.llms.types import Message
-from rag.scripts import CJK
 from rag.text import Text
 
 MIN_PART = 48
@@ -135,60 +133,22 @@ the part held the answer for 468/744 of zh_cmrc_trial by the query's shared term
 hundred times: 588, the query then only breaking ties)."""
 
 
-PHRASE_REST = 0.2
-"""What the CJK bigrams of one word of several characters count for beside its heaviest one: "北回归线标志塔" is six
-bigrams, and a sentence naming the subject outweighed the one sentence holding the word asked about ("竣工").
-Measured as `sentence_scores` says (the 200-token part held the answer for zh_cmrc_trial's questions asked alone /
-as follow-ups): every bigram counted 868 / 626 of 964 / 718, the heaviest alone 867 / 639, 0.2 870 / 636, 0.5
-863 / 631. English is not cut in bigrams."""
-
-
 def sentence_scores(sentences: Sequence[str], query: str, question: str | None = None) -> list[float]:
     """How well each sentence matches: the terms it shares with `query` and `question`, each weighted by its
-    rarity among the sentences, squared (a name that every sentence holds says nothing of which one answers:
-    asked alone, zh_cmrc_trial's part held the answer for 804/1000 by counting shared terms, 830 weighted), by
-    QUESTION_WEIGHT when the question as asked holds it, and the bigrams of one CJK word counted as `_phrase_score`
-    says. The 200-token part (the embedded models') held the answer, asked alone / as a follow-up after the set's
-    question before it on the same passage, for zh_cmrc_trial 859 / 616 of 964 / 718 with the rarity as it is and
-    every bigram counted, 870 / 636 so; en_race 59 / 39 -> 59 / 38 of 63 / 41; zh_c3 81 / 47 -> 80 / 47 of 85 /
-    48 (the questions whose answer the passage holds word for word and whose passage is longer than the part)."""
+    rarity among the sentences (a name that every sentence holds says nothing of which one answers: asked
+    alone, zh_cmrc_trial's part held the answer for 804/1000 by counting shared terms, 830 weighted) and
+    by QUESTION_WEIGHT when the question as asked holds it."""
     wanted = content_terms(query)
     asked = content_terms(question) if question is not None else wanted
     wanted |= asked
-    found = [[span for span in term_spans(MARKER.sub(" ", s)) if span[0] in wanted] for s in sentences]
+    terms = [content_terms(s) & wanted for s in sentences]
     frequency: dict[str, int] = {}
-    for spans in found:
-        for term in {term for term, _start, _end in spans}:
+    for found in terms:
+        for term in found:
             frequency[term] = frequency.get(term, 0) + 1
     n = len(sentences)
-    weight = {t: math.log(1 + n / f) ** 2 * (QUESTION_WEIGHT if t in asked else 1.0) for t, f in frequency.items()}
-    return [_phrase_score(spans, weight) for spans in found]
-
-
-_CJK_CHAR = re.compile(f"[{CJK}]")
-
-
-def _phrase_score(spans: list[tuple[str, int, int]], weight: dict[str, float]) -> float:
-    """The weights of a sentence's terms (`spans`, in order), each term counted once, where CJK bigrams that
-    overlap (one word of several characters) count as the heaviest of them and `PHRASE_REST` of the others."""
-    total = 0.0
-    seen: set[str] = set()
-    phrase: list[str] = []
-    last = -2  # where the last bigram began
-
-    def close() -> float:
-        fresh = sorted((weight[t] for t in dict.fromkeys(phrase) if t not in seen), reverse=True)
-        seen.update(phrase)
-        return fresh[0] + PHRASE_REST * sum(fresh[1:]) if fresh else 0.0
-
-    for term, start, end in spans:
-        bigram = end - start == 2 and _CJK_CHAR.match(term) is not None
-        if not (bigram and phrase and start == last + 1):
-            total += close()
-            phrase = []
-        phrase.append(term)
-        last = start if bigram else -2
-    return total + close()
+    weight = {t: math.log(1 + n / f) * (QUESTION_WEIGHT if t in asked else 1.0) for t, f in frequency.items()}
+    return [sum(weight[t] for t in found) for found in terms]
 
 
 def best_part(

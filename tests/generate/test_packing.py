@@ -198,24 +198,6 @@ def test_the_part_answers_the_question_asked_not_the_one_searched_before_it() ->
     assert "106米" in generate.best_part(LAKE, query, 60, CL100K.text)
 
 
-TEA = (
-    "西湖龙井茶产于浙江省杭州市西湖周围的群山之中，是中国十大名茶之一。"
-    "西湖龙井茶的外形扁平挺秀，色泽嫩绿光润，香气鲜嫩清高。"
-    "西湖龙井茶的汤色嫩绿明亮，滋味鲜爽甘醇，叶底细嫩成朵。"
-    "每年清明节前采摘的西湖龙井茶被称为明前茶，品质最好，价格也最高。"
-    "炒制时要经过青锅、回潮和辉锅等工序，全凭手工完成，一锅只能炒出几两干茶。"
-    "乾隆皇帝下江南时曾到狮峰山下的胡公庙品茶，把庙前的十八棵茶树封为御茶。"
-    "如今狮峰、梅家坞、云栖和虎跑一带仍是最重要的产区。"
-)
-
-
-def test_a_chinese_name_of_many_bigrams_counts_as_one_word_against_the_word_asked_about() -> None:
-    """The name "西湖龙井茶" is four bigrams, in four sentences: counted one by one, the first sentence naming it
-    outweighed the one sentence holding "御茶", the word asked about, and was the part."""
-    part = generate.best_part(TEA, "西湖龙井茶的御茶是谁封的？", 60, CL100K.text)
-    assert "封为御茶" in part and "十大名茶" not in part
-
-
 def test_words_many_sentences_hold_count_less_than_a_rare_one() -> None:
     """Terms are weighted by their rarity among the passage's sentences: "Lysander" is in all of them and
     "flute" in three, so the one sentence that shares "taught" with the question is the part (counting shared
