@@ -1094,11 +1094,7 @@ def _answer(turn: Turn) -> None:
             )
         )
     if not turn.agent and check.uncited and turn.answer:
-        st.caption(
-            _("Stopped before it cited a source: check what it says against the sources.")
-            if turn.stopped
-            else _("The answer cites no source: check it against the sources before trusting it.")
-        )
+        st.caption(tr(generate.cites_none(turn)))
     if not turn.agent and (grounding.flagged or grounding.padding or turn.attributed):
         st.caption(_(BADGE_LEGEND))
     # The sources the answer cites, then those that hold a sentence it cites another one for (its grey ≈ n).

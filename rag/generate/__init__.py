@@ -26,6 +26,7 @@ from rag.generate.citations import (
 from rag.generate.conversation import (
     Live,
     Turn,
+    cites_none,
     conversation_markdown,
     export_markdown,
     history_from_json,
@@ -77,6 +78,7 @@ __all__ = [
     "citation_numbers",
     "cited_page",
     "cites_by_itself",
+    "cites_none",
     "clean_rewrite",
     "context_budget",
     "conversation_json",

@@ -226,6 +226,14 @@ def conversation_markdown(
     return "\n".join(parts).rstrip() + "\n"
 
 
+def cites_none(turn: Turn) -> str:
+    """What an answer that cites no source is told, shown under it and in the export: a stopped one may have stopped
+    before its first marker (a walk saw it badged "uncited")."""
+    if turn.stopped:
+        return Text("Stopped before it cited a source: check what it says against the sources.")
+    return Text("The answer cites no source: check it against the sources before trusting it.")
+
+
 def export_markdown(
     turns: Sequence[Turn], *, say: Say = str, source_line: Callable[[Source], str] | None = None
 ) -> str:
@@ -296,12 +304,7 @@ def export_markdown(
                 )
                 answer += f"\n\n*✅ {say(supported)}*"
             elif t.citations.uncited:
-                cites_none = (
-                    Text("Stopped before it cited a source: check what it says against the sources.")
-                    if t.stopped
-                    else Text("The answer cites no source: check it against the sources before trusting it.")
-                )
-                answer += f"\n\n*⚠️ {say(cites_none)}*"
+                answer += f"\n\n*⚠️ {say(cites_none(t))}*"
         rows.append((t.question, answer, t.sources))
     used = ", ".join(dict.fromkeys(t.model for t in turns if t.model)) or say(Text("none"))
     return conversation_markdown(rows, used, say=say, source_line=source_line)
