@@ -214,7 +214,12 @@ def encode_piece(text: str) -> np.ndarray:
         except (TypeError, ValueError):  # a lone surrogate (gigatoken refuses it): tiktoken's own way with it
             pass
     # The buffer form builds no Python list; with no special token checked it is encode_ordinary.
-    return encoding().encode_to_numpy(text, disallowed_special=())
+    try:
+        return encoding().encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # a lone surrogate, replaced as encode_ordinary replaces it
+        return encoding().encode_to_numpy(
+            text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), disallowed_special=()
+        )
 
 
 def count(text: str) -> int:
